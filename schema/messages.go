@@ -1,0 +1,56 @@
+package schema
+
+// Message is one chat message in OpenAI chat-completions form, the shape the
+// history is kept in internally whatever API mode a provider speaks.
+type Message struct {
+	// Role is system, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is the message text; empty for an assistant turn that only
+	// calls tools.
+	Content string `json:"content"`
+	// Reasoning holds the model's thinking (reasoning_content, <think>
+	// blocks, thinking blocks), kept apart from Content.
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+}
+
+// ToolCall is one function call requested by the model.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function name and its JSON-encoded arguments.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Usage is token usage normalised across API modes.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
+}
+
+// Total is every token counted once.
+func (u Usage) Total() int64 {
+	return u.PromptTokens + u.CompletionTokens
+}

@@ -1,0 +1,134 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// UnknownTypeError is returned for an event whose type or version this build
+// does not know. It is never skipped silently: a reader that meets one stops
+// and says where.
+type UnknownTypeError struct {
+	Type    string
+	Version int
+}
+
+func (e *UnknownTypeError) Error() string {
+	return fmt.Sprintf("unknown event type %s v%d", e.Type, e.Version)
+}
+
+// eventType describes one registered type: its current version, how to
+// decode the current shape, and the upcasters from each older version to the
+// next one.
+type eventType struct {
+	current int
+	decode  func([]byte) (Payload, error)
+	// up[v] turns the JSON of version v into the JSON of version v+1.
+	up map[int]func([]byte) ([]byte, error)
+}
+
+func decoder[T Payload]() func([]byte) (Payload, error) {
+	return func(b []byte) (Payload, error) {
+		var p T
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+func v1[T Payload]() eventType { return eventType{current: 1, decode: decoder[T]()} }
+
+// registry is fixed at build time and never written afterwards.
+var registry = map[string]eventType{
+	"SessionStarted":    v1[SessionStarted](),
+	"SystemPromptBuilt": v1[SystemPromptBuilt](),
+	"UserMessageAdded":  v1[UserMessageAdded](),
+	"AssistantMessageAdded": {
+		current: 2,
+		decode:  decoder[AssistantMessageAdded](),
+		up:      map[int]func([]byte) ([]byte, error){1: upAssistantV1},
+	},
+	"ToolCallStarted":   v1[ToolCallStarted](),
+	"ToolResultAdded":   v1[ToolResultAdded](),
+	"TurnCompleted":     v1[TurnCompleted](),
+	"TurnInterrupted":   v1[TurnInterrupted](),
+	"ProviderFallback":  v1[ProviderFallback](),
+	"BudgetWarning":     v1[BudgetWarning](),
+	"ContextCompressed": v1[ContextCompressed](),
+	"SubagentSpawned":   v1[SubagentSpawned](),
+	"SubagentFinished":  v1[SubagentFinished](),
+	"MemoryUpdated":     v1[MemoryUpdated](),
+	"SkillWritten":      v1[SkillWritten](),
+	"SessionTitled":     v1[SessionTitled](),
+	"SessionEnded":      v1[SessionEnded](),
+}
+
+func upAssistantV1(b []byte) ([]byte, error) {
+	var old assistantMessageAddedV1
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, err
+	}
+	return json.Marshal(AssistantMessageAdded{
+		Content:      old.Content,
+		ToolCalls:    old.ToolCalls,
+		FinishReason: old.FinishReason,
+		Model:        old.Model,
+		Usage:        Usage{PromptTokens: old.PromptTokens, CompletionTokens: old.CompletionTokens},
+	})
+}
+
+// Decode returns the payload of e in its current shape, upcasting older
+// versions step by step.
+func Decode(e Envelope) (Payload, error) {
+	t, ok := registry[e.Type]
+	if !ok || e.Version < 1 || e.Version > t.current {
+		return nil, &UnknownTypeError{Type: e.Type, Version: e.Version}
+	}
+	data := []byte(e.Payload)
+	for v := e.Version; v < t.current; v++ {
+		up, ok := t.up[v]
+		if !ok {
+			return nil, &UnknownTypeError{Type: e.Type, Version: e.Version}
+		}
+		var err error
+		if data, err = up(data); err != nil {
+			return nil, fmt.Errorf("upcast %s v%d: %w", e.Type, v, err)
+		}
+	}
+	p, err := t.decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s v%d: %w", e.Type, e.Version, err)
+	}
+	return p, nil
+}
+
+// TypeVersion names one version of one event type.
+type TypeVersion struct {
+	Type    string
+	Version int
+}
+
+// Known lists every decodable type and version, sorted.
+func Known() []TypeVersion {
+	var out []TypeVersion
+	for name, t := range registry {
+		for v := 1; v <= t.current; v++ {
+			out = append(out, TypeVersion{name, v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
+}
+
+// CurrentVersion is the version new events of typ are written with.
+func CurrentVersion(typ string) (int, bool) {
+	t, ok := registry[typ]
+	return t.current, ok
+}

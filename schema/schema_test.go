@@ -1,0 +1,175 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+var update = flag.Bool("update", false, "write missing fixtures of current versions and rewrite the decoded goldens")
+
+// samples holds one filled-in payload per current type; with -update they
+// become the fixtures of versions that have none yet. Existing fixtures are
+// never rewritten: they are the record of what was once stored.
+var samples = []Payload{
+	SessionStarted{Source: "cli", Model: "gpt-4o-mini", Provider: "openai", WorkingDir: "/home/ada/project", Reason: StartCompression,
+		ParentSessionID: "8f14e45f-ceea-467f-a0e6-bb2f0a9e6b61", History: []Message{{Role: "user", Content: "summary of earlier work"}}},
+	SystemPromptBuilt{Content: "You are Hermes, an agent with tools.\n\n## Memory\n- prefers Go"},
+	UserMessageAdded{Content: "List the files in the repo", Source: "telegram"},
+	AssistantMessageAdded{Content: "", Reasoning: "I should call terminal.", ToolCalls: []ToolCall{{ID: "call_1", Type: "function",
+		Function: FunctionCall{Name: "terminal", Arguments: `{"command":"ls"}`}}}, FinishReason: "tool_calls", Provider: "openai",
+		Model: "gpt-4o-mini", APIMode: "chat_completions", Usage: Usage{PromptTokens: 1200, CompletionTokens: 30, CacheReadTokens: 1024}, CostUSD: 0.00021},
+	ToolCallStarted{CallID: "call_1", Name: "terminal", Arguments: `{"command":"ls"}`},
+	ToolResultAdded{CallID: "call_1", Name: "terminal", Content: "README.md\ngo.mod\n", DurationMS: 12},
+	TurnCompleted{Iterations: 2, Outcome: "answer"},
+	TurnInterrupted{Reason: "user sent /stop"},
+	ProviderFallback{FromProvider: "openai", FromModel: "gpt-4o", ToProvider: "anthropic", ToModel: "claude-sonnet-4", Reason: "429 rate limit"},
+	BudgetWarning{Used: 63, Max: 90},
+	ContextCompressed{ChildSessionID: "2c0f3b5e-9d7d-4c43-9a51-f3b2f3f0a7c1", Summary: "[CONTEXT SUMMARY] goal: ...", ReplacedFrom: 4, ReplacedTo: 40, TokensBefore: 64000, TokensAfter: 9000},
+	SubagentSpawned{ChildSessionID: "5d41402a-bc4b-4a76-b971-9d911017c592", Goal: "find the failing test", Toolsets: []string{"terminal", "file"}, Depth: 1},
+	SubagentFinished{ChildSessionID: "5d41402a-bc4b-4a76-b971-9d911017c592", Status: "completed", Summary: "TestFoo fails on nil map", Usage: Usage{PromptTokens: 5000, CompletionTokens: 400}, CostUSD: 0.004},
+	MemoryUpdated{Target: "memory", Action: "add", Entry: "User's project uses Go 1.26", Entries: []string{"User's project uses Go 1.26"}},
+	SkillWritten{Name: "release-checklist", Action: "create", Content: "---\nname: release-checklist\ndescription: steps\n---\n1. tag\n"},
+	SessionTitled{Title: "Listing repo files"},
+	SessionEnded{Reason: "user exit"},
+}
+
+func fixturePath(tv TypeVersion, suffix string) string {
+	return filepath.Join("testdata", "events", fmt.Sprintf("%s.v%d%s.json", tv.Type, tv.Version, suffix))
+}
+
+func TestSamplesCoverEveryType(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range samples {
+		seen[s.EventType()] = true
+	}
+	for name := range registry {
+		if !seen[name] {
+			t.Errorf("no sample payload for %s", name)
+		}
+	}
+}
+
+// TestFixturesDecodeForever decodes the golden fixture of every type at every
+// version and compares the current-shape payload with its golden file.
+func TestFixturesDecodeForever(t *testing.T) {
+	if *update {
+		for _, s := range samples {
+			v, _ := CurrentVersion(s.EventType())
+			p := fixturePath(TypeVersion{s.EventType(), v}, "")
+			if _, err := os.Stat(p); err == nil {
+				continue
+			}
+			env := MustEnvelope(Meta{SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", TurnID: "turn-0001",
+				CausationID: "c0ffee00-0000-4000-8000-000000000001", Time: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, s)
+			b, _ := json.MarshalIndent(env, "", "  ")
+			if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tv := range Known() {
+		t.Run(fmt.Sprintf("%s.v%d", tv.Type, tv.Version), func(t *testing.T) {
+			raw, err := os.ReadFile(fixturePath(tv, ""))
+			if err != nil {
+				t.Fatalf("every type and version needs a fixture: %v", err)
+			}
+			var env Envelope
+			if err := json.Unmarshal(raw, &env); err != nil {
+				t.Fatalf("envelope: %v", err)
+			}
+			if env.Type != tv.Type || env.Version != tv.Version {
+				t.Fatalf("fixture holds %s v%d", env.Type, env.Version)
+			}
+			if _, err := uuid.Parse(env.ID); err != nil {
+				t.Errorf("event id %q is not a UUID", env.ID)
+			}
+			if env.SessionID == "" || env.TurnID == "" || env.CausationID == "" || env.Time.IsZero() {
+				t.Errorf("envelope misses correlation fields: %+v", env)
+			}
+			p, err := Decode(env)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if p.EventType() != tv.Type {
+				t.Fatalf("decoded into %T", p)
+			}
+			got, _ := json.MarshalIndent(p, "", "  ")
+			got = append(got, '\n')
+			golden := fixturePath(tv, ".decoded")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("golden: %v (run go test ./schema -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("decoded payload changed:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+func TestUpcastAssistantV1(t *testing.T) {
+	env := Envelope{Type: "AssistantMessageAdded", Version: 1,
+		Payload: json.RawMessage(`{"content":"hi","model":"m","prompt_tokens":10,"completion_tokens":3}`)}
+	p, err := Decode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.(AssistantMessageAdded)
+	if a.Content != "hi" || a.Usage.PromptTokens != 10 || a.Usage.CompletionTokens != 3 || a.Model != "m" {
+		t.Fatalf("upcast lost fields: %+v", a)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		env  Envelope
+		want string
+	}{
+		{"unknown type", Envelope{Type: "NoSuchEvent", Version: 1, Payload: json.RawMessage(`{}`)}, "unknown event type NoSuchEvent v1"},
+		{"future version", Envelope{Type: "UserMessageAdded", Version: 9, Payload: json.RawMessage(`{}`)}, "unknown event type UserMessageAdded v9"},
+		{"malformed payload", Envelope{Type: "UserMessageAdded", Version: 1, Payload: json.RawMessage(`{"content":`)}, "decode UserMessageAdded v1"},
+		{"wrong field type", Envelope{Type: "TurnCompleted", Version: 1, Payload: json.RawMessage(`{"iterations":"x"}`)}, "decode TurnCompleted v1"},
+		{"malformed old version", Envelope{Type: "AssistantMessageAdded", Version: 1, Payload: json.RawMessage(`[`)}, "upcast AssistantMessageAdded v1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode(c.env)
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			if !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+	var ute *UnknownTypeError
+	_, err := Decode(Envelope{Type: "Nope", Version: 1})
+	if !errors.As(err, &ute) {
+		t.Fatalf("want *UnknownTypeError, got %T", err)
+	}
+}
+
+func TestNewEnvelopeRejectsUnregistered(t *testing.T) {
+	if _, err := NewEnvelope(Meta{}, bogus{}); err == nil {
+		t.Fatal("an unregistered payload must not be encoded")
+	}
+}
+
+type bogus struct{}
+
+func (bogus) EventType() string { return "Bogus" }

@@ -1,0 +1,179 @@
+package schema
+
+// Reasons a session starts, carried by SessionStarted.Reason.
+const (
+	StartNew         = "new"
+	StartCompression = "compression"
+	StartFork        = "fork"
+	StartSubagent    = "subagent"
+	StartImport      = "import"
+)
+
+// SessionStarted opens a session stream. A child session (compression,
+// fork, subagent) names its parent and carries the history it starts from.
+type SessionStarted struct {
+	Source          string    `json:"source"`
+	Model           string    `json:"model,omitempty"`
+	Provider        string    `json:"provider,omitempty"`
+	WorkingDir      string    `json:"working_dir,omitempty"`
+	ParentSessionID string    `json:"parent_session_id,omitempty"`
+	ParentTurnID    string    `json:"parent_turn_id,omitempty"`
+	Reason          string    `json:"reason"`
+	Goal            string    `json:"goal,omitempty"`
+	History         []Message `json:"history,omitempty"`
+}
+
+// SystemPromptBuilt records the stable prefix of a session: built once,
+// stored, and sent unchanged on every call so provider caches hit.
+type SystemPromptBuilt struct {
+	Content string `json:"content"`
+}
+
+// UserMessageAdded is a message from the person (or the platform on their
+// behalf).
+type UserMessageAdded struct {
+	Content string `json:"content"`
+	Source  string `json:"source,omitempty"`
+}
+
+// AssistantMessageAdded is one model response that entered history.
+type AssistantMessageAdded struct {
+	Content      string     `json:"content"`
+	Reasoning    string     `json:"reasoning,omitempty"`
+	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+	Provider     string     `json:"provider,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	APIMode      string     `json:"api_mode,omitempty"`
+	Usage        Usage      `json:"usage"`
+	CostUSD      float64    `json:"cost_usd,omitempty"`
+}
+
+// assistantMessageAddedV1 is the first cut's flat shape: token counts as
+// top-level fields, no cache tokens, no cost. Upcast to the current shape.
+type assistantMessageAddedV1 struct {
+	Content          string     `json:"content"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	FinishReason     string     `json:"finish_reason,omitempty"`
+	Model            string     `json:"model,omitempty"`
+	PromptTokens     int64      `json:"prompt_tokens"`
+	CompletionTokens int64      `json:"completion_tokens"`
+}
+
+// ToolCallStarted records that a tool call was dispatched.
+type ToolCallStarted struct {
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolResultAdded is the result of one tool call as the model will see it.
+type ToolResultAdded struct {
+	CallID      string `json:"call_id"`
+	Name        string `json:"name"`
+	Content     string `json:"content"`
+	DurationMS  int64  `json:"duration_ms,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// TurnCompleted closes a turn that reached a final answer or its budget.
+type TurnCompleted struct {
+	Iterations int    `json:"iterations"`
+	Outcome    string `json:"outcome,omitempty"`
+}
+
+// TurnInterrupted closes a turn that was cancelled; nothing partial of the
+// in-flight call entered history.
+type TurnInterrupted struct {
+	Reason string `json:"reason"`
+}
+
+// ProviderFallback records a switch to a fallback provider mid-turn.
+type ProviderFallback struct {
+	FromProvider string `json:"from_provider"`
+	FromModel    string `json:"from_model"`
+	ToProvider   string `json:"to_provider"`
+	ToModel      string `json:"to_model"`
+	Reason       string `json:"reason"`
+}
+
+// BudgetWarning records that the iteration budget crossed its warning mark.
+type BudgetWarning struct {
+	Used int `json:"used"`
+	Max  int `json:"max"`
+}
+
+// ContextCompressed records that the session continued in a child session
+// holding a compressed history.
+type ContextCompressed struct {
+	ChildSessionID string `json:"child_session_id"`
+	Summary        string `json:"summary"`
+	// ReplacedFrom and ReplacedTo are the half-open range of history indexes
+	// the summary stands for.
+	ReplacedFrom int   `json:"replaced_from"`
+	ReplacedTo   int   `json:"replaced_to"`
+	TokensBefore int64 `json:"tokens_before"`
+	TokensAfter  int64 `json:"tokens_after"`
+}
+
+// SubagentSpawned records a delegated child session.
+type SubagentSpawned struct {
+	ChildSessionID string   `json:"child_session_id"`
+	Goal           string   `json:"goal"`
+	Toolsets       []string `json:"toolsets,omitempty"`
+	Depth          int      `json:"depth"`
+}
+
+// SubagentFinished records how a delegated child session ended.
+type SubagentFinished struct {
+	ChildSessionID string  `json:"child_session_id"`
+	Status         string  `json:"status"`
+	Summary        string  `json:"summary,omitempty"`
+	Usage          Usage   `json:"usage"`
+	CostUSD        float64 `json:"cost_usd,omitempty"`
+}
+
+// MemoryUpdated records a change to MEMORY.md or USER.md; Entries is the
+// whole file's entry list after the change, so the files are a projection.
+type MemoryUpdated struct {
+	Target  string   `json:"target"`
+	Action  string   `json:"action"`
+	Entry   string   `json:"entry,omitempty"`
+	Entries []string `json:"entries"`
+}
+
+// SkillWritten records a created, patched or deleted skill.
+type SkillWritten struct {
+	Name    string `json:"name"`
+	Action  string `json:"action"`
+	Content string `json:"content,omitempty"`
+}
+
+// SessionTitled gives the session a title.
+type SessionTitled struct {
+	Title string `json:"title"`
+}
+
+// SessionEnded closes a session.
+type SessionEnded struct {
+	Reason string `json:"reason"`
+}
+
+func (SessionStarted) EventType() string        { return "SessionStarted" }
+func (SystemPromptBuilt) EventType() string     { return "SystemPromptBuilt" }
+func (UserMessageAdded) EventType() string      { return "UserMessageAdded" }
+func (AssistantMessageAdded) EventType() string { return "AssistantMessageAdded" }
+func (ToolCallStarted) EventType() string       { return "ToolCallStarted" }
+func (ToolResultAdded) EventType() string       { return "ToolResultAdded" }
+func (TurnCompleted) EventType() string         { return "TurnCompleted" }
+func (TurnInterrupted) EventType() string       { return "TurnInterrupted" }
+func (ProviderFallback) EventType() string      { return "ProviderFallback" }
+func (BudgetWarning) EventType() string         { return "BudgetWarning" }
+func (ContextCompressed) EventType() string     { return "ContextCompressed" }
+func (SubagentSpawned) EventType() string       { return "SubagentSpawned" }
+func (SubagentFinished) EventType() string      { return "SubagentFinished" }
+func (MemoryUpdated) EventType() string         { return "MemoryUpdated" }
+func (SkillWritten) EventType() string          { return "SkillWritten" }
+func (SessionTitled) EventType() string         { return "SessionTitled" }
+func (SessionEnded) EventType() string          { return "SessionEnded" }
