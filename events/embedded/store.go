@@ -1,0 +1,527 @@
+// Package embedded is the event store Hermes uses when nothing else is
+// configured: a SQLite database (pure-Go driver, WAL mode) under
+// $HERMES_HOME that several processes can open at once. Appends from one
+// process go through a single writer goroutine that commits whatever has
+// queued up in one transaction, so concurrent appends share one fsync.
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+const ddl = `
+CREATE TABLE IF NOT EXISTS events (
+	position     INTEGER PRIMARY KEY AUTOINCREMENT,
+	stream       TEXT    NOT NULL,
+	revision     INTEGER NOT NULL,
+	id           TEXT    NOT NULL,
+	type         TEXT    NOT NULL,
+	version      INTEGER NOT NULL,
+	session_id   TEXT    NOT NULL,
+	time_ns      INTEGER NOT NULL,
+	turn_id      TEXT    NOT NULL,
+	causation_id TEXT    NOT NULL,
+	payload      BLOB    NOT NULL,
+	UNIQUE (stream, revision)
+);
+CREATE TABLE IF NOT EXISTS streams (
+	name     TEXT PRIMARY KEY,
+	revision INTEGER NOT NULL,
+	deleted  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+`
+
+// maxBatch bounds how many queued appends one transaction takes.
+const maxBatch = 1024
+
+// Store is the embedded event store. It is safe for concurrent use, and
+// other processes may open the same file at the same time.
+type Store struct {
+	path string
+	log  zerolog.Logger
+	poll time.Duration
+
+	rdb *sql.DB // readers
+	wdb *sql.DB // the one writing connection of this process
+
+	reqs    chan *request
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced after every commit
+
+	insert, selStream, upStream *sql.Stmt
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithLogger sets the logger for diagnostics.
+func WithLogger(l zerolog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithPollInterval sets how often a live subscription looks for events
+// appended by other processes (appends of this process wake it at once).
+func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
+
+func dsn(path string, txlock string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(30000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(OFF)")
+	if txlock != "" {
+		q.Add("_txlock", txlock)
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the store in the SQLite file at path.
+func Open(path string, opts ...Option) (*Store, error) {
+	s := &Store{
+		path:    path,
+		log:     zerolog.Nop(),
+		poll:    100 * time.Millisecond,
+		reqs:    make(chan *request, maxBatch),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	var err error
+	if s.wdb, err = sql.Open("sqlite", dsn(path, "immediate")); err != nil {
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetConnMaxIdleTime(0)
+	if _, err = s.wdb.Exec(ddl); err != nil {
+		s.wdb.Close()
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	if err = s.prepare(); err != nil {
+		s.wdb.Close()
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	if s.rdb, err = sql.Open("sqlite", dsn(path, "")); err != nil {
+		s.wdb.Close()
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	s.rdb.SetMaxOpenConns(4)
+	// A quick read proves the file is a readable database now rather than
+	// at the first query.
+	var n int64
+	if err = s.rdb.QueryRow(`SELECT count(*) FROM streams`).Scan(&n); err != nil {
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	go s.writer()
+	return s, nil
+}
+
+func (s *Store) prepare() (err error) {
+	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	if s.selStream, err = s.wdb.Prepare(`SELECT revision, deleted FROM streams WHERE name = ?`); err != nil {
+		return err
+	}
+	s.upStream, err = s.wdb.Prepare(`INSERT INTO streams (name, revision) VALUES (?, ?)
+		ON CONFLICT(name) DO UPDATE SET revision = excluded.revision`)
+	return err
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer (failing appends still queued) and closes the files.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.closing) })
+	<-s.done
+	err1 := s.wdb.Close()
+	err2 := s.rdb.Close()
+	return errors.Join(err1, err2)
+}
+
+type request struct {
+	ctx      context.Context
+	stream   string
+	expected events.Expected
+	evs      []schema.Envelope
+	delete   bool
+	reply    chan reply
+}
+
+type reply struct {
+	res events.AppendResult
+	err error
+}
+
+// Append implements events.Store. It returns only once the events are on
+// disk (fsync) or definitely not written.
+func (s *Store) Append(ctx context.Context, stream string, expected events.Expected, evs ...schema.Envelope) (events.AppendResult, error) {
+	if len(evs) == 0 {
+		return events.AppendResult{}, fmt.Errorf("append to %s: no events", stream)
+	}
+	if stream == "" {
+		return events.AppendResult{}, errors.New("append: empty stream name")
+	}
+	for i, e := range evs {
+		if e.ID == "" || e.Type == "" || e.Version < 1 {
+			return events.AppendResult{}, fmt.Errorf("append to %s: event %d lacks id, type or version", stream, i)
+		}
+		if !json.Valid(e.Payload) {
+			return events.AppendResult{}, fmt.Errorf("append to %s: event %d (%s) payload is not valid JSON", stream, i, e.Type)
+		}
+	}
+	return s.submit(ctx, &request{ctx: ctx, stream: stream, expected: expected, evs: evs})
+}
+
+// DeleteStream implements events.Store.
+func (s *Store) DeleteStream(ctx context.Context, stream string, expected events.Expected) error {
+	_, err := s.submit(ctx, &request{ctx: ctx, stream: stream, expected: expected, delete: true})
+	return err
+}
+
+func (s *Store) submit(ctx context.Context, r *request) (events.AppendResult, error) {
+	r.reply = make(chan reply, 1)
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return events.AppendResult{}, ctx.Err()
+	case <-s.closing:
+		return events.AppendResult{}, events.ErrClosed
+	}
+	// Once queued, wait for the verdict even if ctx ends: the writer checks
+	// ctx before writing, so the answer says exactly whether it was written.
+	rep := <-r.reply
+	return rep.res, rep.err
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*request, 0, maxBatch)
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch[:0], r)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-s.reqs:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			s.commit(batch)
+		case <-s.closing:
+			for {
+				select {
+				case r := <-s.reqs:
+					r.reply <- reply{err: events.ErrClosed}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// commit writes a batch of requests in one transaction. A request whose
+// condition fails is answered with its error and writes nothing; the others
+// go on. If the commit itself fails, every request gets that error.
+func (s *Store) commit(batch []*request) {
+	replies := make([]reply, len(batch))
+	wrote := false
+	err := s.inTx(func(tx *sql.Tx) error {
+		for i, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				replies[i] = reply{err: err}
+				continue
+			}
+			res, err := s.apply(tx, r)
+			replies[i] = reply{res: res, err: err}
+			if err == nil {
+				wrote = true
+			}
+		}
+		return nil
+	})
+	for i, r := range batch {
+		if err != nil && replies[i].err == nil {
+			replies[i] = reply{err: err}
+		}
+		r.reply <- replies[i]
+	}
+	if err == nil && wrote {
+		s.mu.Lock()
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+func (s *Store) inTx(fn func(*sql.Tx) error) error {
+	tx, err := s.wdb.Begin()
+	if err != nil {
+		return fmt.Errorf("event store %s: begin: %w", s.path, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("event store %s: commit: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) apply(tx *sql.Tx, r *request) (events.AppendResult, error) {
+	var cur uint64
+	var deleted bool
+	exists := true
+	err := tx.Stmt(s.selStream).QueryRow(r.stream).Scan(&cur, &deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		exists = false
+	} else if err != nil {
+		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+	}
+	if deleted {
+		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
+	}
+	if !r.expected.Check(cur, exists) {
+		return events.AppendResult{}, &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: cur, Exists: exists}
+	}
+	next := uint64(0)
+	if exists {
+		next = cur + 1
+	}
+	if r.delete {
+		return s.tombstone(tx, r.stream, next)
+	}
+	stmt := tx.Stmt(s.insert)
+	var res events.AppendResult
+	// On a failure part-way, the savepoint keeps the other requests of the
+	// transaction while dropping every row of this one.
+	if _, err := tx.Exec(`SAVEPOINT req`); err != nil {
+		return res, fmt.Errorf("append to %s: %w", r.stream, err)
+	}
+	for i, e := range r.evs {
+		rev := next + uint64(i)
+		out, err := stmt.Exec(r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload))
+		if err == nil {
+			var pos int64
+			pos, err = out.LastInsertId()
+			res = events.AppendResult{NextRevision: rev, Position: uint64(pos)}
+		}
+		if err != nil {
+			tx.Exec(`ROLLBACK TO req`)
+			tx.Exec(`RELEASE req`)
+			return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+		}
+	}
+	if _, err := tx.Stmt(s.upStream).Exec(r.stream, res.NextRevision); err != nil {
+		tx.Exec(`ROLLBACK TO req`)
+		tx.Exec(`RELEASE req`)
+		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+	}
+	if _, err := tx.Exec(`RELEASE req`); err != nil {
+		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+	}
+	return res, nil
+}
+
+// tombstone appends the deletion record first (so its position is above
+// every erased one) and then erases the stream's events.
+func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendResult, error) {
+	out, err := tx.Exec(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload)
+		VALUES (?, ?, ?, ?, 1, ?, ?, '', '', '{}')`,
+		stream, rev, uuid.NewString(), events.StreamDeletedType, events.SessionOf(stream), time.Now().UnixNano())
+	if err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
+	pos, _ := out.LastInsertId()
+	if _, err := tx.Exec(`DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
+	if _, err := tx.Exec(`INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 1)
+		ON CONFLICT(name) DO UPDATE SET revision = excluded.revision, deleted = 1`, stream, rev); err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
+	return events.AppendResult{NextRevision: rev, Position: uint64(pos)}, nil
+}
+
+const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload`
+
+func scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error) {
+	defer rows.Close()
+	out := make([]events.Recorded, 0, capHint)
+	for rows.Next() {
+		var r events.Recorded
+		var ns int64
+		var payload []byte
+		if err := rows.Scan(&r.Position, &r.Stream, &r.Revision, &r.ID, &r.Type, &r.Version, &r.SessionID, &ns,
+			&r.TurnID, &r.CausationID, &payload); err != nil {
+			return out, fmt.Errorf("scan event after position %d: %w", lastPos(out), err)
+		}
+		if !json.Valid(payload) {
+			return out, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position,
+				Err: errors.New("payload is not valid JSON")}
+		}
+		r.Time = time.Unix(0, ns).UTC()
+		r.Payload = payload
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("read events after position %d: %w", lastPos(out), err)
+	}
+	return out, nil
+}
+
+func lastPos(rs []events.Recorded) uint64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	return rs[len(rs)-1].Position
+}
+
+// ReadStream implements events.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direction, from uint64, limit int) ([]events.Recorded, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	var deleted bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT deleted FROM streams WHERE name = ?`, stream).Scan(&deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
+	}
+	if deleted {
+		return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
+	}
+	q := `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
+	arg := int64(from)
+	if dir == events.Backward {
+		q = `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
+		if from == events.End {
+			arg = 1<<63 - 1
+		}
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, stream, arg, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
+	}
+	out, err := scanRows(rows, max(limit, 16))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+// ReadAll implements events.Store.
+func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Recorded, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, int64(after), limit)
+	if err != nil {
+		if errors.Is(err, sql.ErrConnDone) || s.isClosed() {
+			return nil, events.ErrClosed
+		}
+		return nil, fmt.Errorf("read global log after %d in %s: %w", after, s.path, err)
+	}
+	out, err := scanRows(rows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read global log in %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// Head implements events.Store.
+func (s *Store) Head(ctx context.Context) (uint64, error) {
+	var head sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT max(position) FROM events`).Scan(&head); err != nil {
+		return 0, fmt.Errorf("read head of %s: %w", s.path, err)
+	}
+	return uint64(head.Int64), nil
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Store) changes() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// SubscribeAll implements events.Store. Appends from this process wake the
+// subscription at once; those of other processes are found by polling.
+func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(events.Recorded) error) error {
+	const page = 1000
+	timer := time.NewTimer(s.poll)
+	defer timer.Stop()
+	for {
+		wake := s.changes() // taken before reading, so no commit is missed
+		batch, err := s.ReadAll(ctx, after, page)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		for _, r := range batch {
+			if err := handle(r); err != nil {
+				return err
+			}
+			after = r.Position
+		}
+		if len(batch) == page {
+			continue
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(s.poll)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closing:
+			return events.ErrClosed
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+var _ events.Store = (*Store)(nil)
