@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/url"
 	"sync"
 	"time"
@@ -36,13 +37,9 @@ CREATE TABLE IF NOT EXISTS events (
 	turn_id      TEXT    NOT NULL,
 	causation_id TEXT    NOT NULL,
 	payload      BLOB    NOT NULL,
+	crc          INTEGER NOT NULL,
 	UNIQUE (stream, revision)
 );
-CREATE TABLE IF NOT EXISTS streams (
-	name     TEXT PRIMARY KEY,
-	revision INTEGER NOT NULL,
-	deleted  INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
 `
 
 // maxBatch bounds how many queued appends one transaction takes.
@@ -66,7 +63,12 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 
-	insert, selStream, upStream *sql.Stmt
+	insert, selStream *sql.Stmt
+
+	// Owned by the writer goroutine: the last revision of streams this
+	// process has seen, valid while no other process has committed.
+	cache       map[string]streamState
+	dataVersion int64
 }
 
 // Option configures Open.
@@ -101,6 +103,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
+		cache:   map[string]streamState{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -127,7 +130,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// A quick read proves the file is a readable database now rather than
 	// at the first query.
 	var n int64
-	if err = s.rdb.QueryRow(`SELECT count(*) FROM streams`).Scan(&n); err != nil {
+	if err = s.rdb.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM events ORDER BY position DESC LIMIT 1)`).Scan(&n); err != nil {
 		s.rdb.Close()
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
@@ -137,15 +140,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 func (s *Store) prepare() (err error) {
-	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
-	if s.selStream, err = s.wdb.Prepare(`SELECT revision, deleted FROM streams WHERE name = ?`); err != nil {
-		return err
-	}
-	s.upStream, err = s.wdb.Prepare(`INSERT INTO streams (name, revision) VALUES (?, ?)
-		ON CONFLICT(name) DO UPDATE SET revision = excluded.revision`)
+	s.selStream, err = s.wdb.Prepare(lastOfStream)
 	return err
 }
 
@@ -246,28 +245,62 @@ func (s *Store) writer() {
 	}
 }
 
+// lastOfStream finds a stream's last event through the (stream, revision)
+// index: its revision is the stream's, and a tombstone there means deleted.
+const lastOfStream = `SELECT revision, type FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1`
+
+func scanState(row *sql.Row) (streamState, error) {
+	var st streamState
+	var typ string
+	err := row.Scan(&st.last, &typ)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.exists, st.deleted = true, typ == events.StreamDeletedType
+	return st, nil
+}
+
+// streamState is what the writer knows of one stream.
+type streamState struct {
+	last    uint64
+	exists  bool
+	deleted bool
+}
+
 // commit writes a batch of requests in one transaction. A request whose
 // condition fails is answered with its error and writes nothing; the others
-// go on. If the commit itself fails, every request gets that error.
+// go on. If the transaction fails, every request in it gets that error and
+// nothing of the batch is written.
 func (s *Store) commit(batch []*request) {
 	replies := make([]reply, len(batch))
 	wrote := false
 	err := s.inTx(func(tx *sql.Tx) error {
+		if err := s.validateCache(tx); err != nil {
+			return err
+		}
+		w := &txWriter{s: s, tx: tx, insert: tx.Stmt(s.insert), touched: map[string]streamState{}}
 		for i, r := range batch {
 			if err := r.ctx.Err(); err != nil {
 				replies[i] = reply{err: err}
 				continue
 			}
-			res, err := s.apply(tx, r)
-			replies[i] = reply{res: res, err: err}
-			if err == nil {
-				wrote = true
+			res, err := w.apply(r)
+			if err != nil && !isVerdict(err) {
+				return err // a storage failure: abandon the whole batch
 			}
+			replies[i] = reply{res: res, err: err}
+			wrote = wrote || err == nil
 		}
-		return nil
+		return w.flush()
 	})
+	if err != nil {
+		clear(s.cache) // the transaction rolled back: the cache may be ahead
+	}
 	for i, r := range batch {
-		if err != nil && replies[i].err == nil {
+		if err != nil {
 			replies[i] = reply{err: err}
 		}
 		r.reply <- replies[i]
@@ -278,6 +311,28 @@ func (s *Store) commit(batch []*request) {
 		s.changed = make(chan struct{})
 		s.mu.Unlock()
 	}
+}
+
+// validateCache drops the stream cache when another process has committed
+// since our last transaction (PRAGMA data_version changes only for commits
+// made through other connections).
+func (s *Store) validateCache(tx *sql.Tx) error {
+	var v int64
+	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
+		return fmt.Errorf("event store %s: %w", s.path, err)
+	}
+	if v != s.dataVersion {
+		clear(s.cache)
+		s.dataVersion = v
+	}
+	return nil
+}
+
+// isVerdict tells a request's own failure (wrong version, deleted stream)
+// from a failure of the storage underneath.
+func isVerdict(err error) bool {
+	var wev *events.WrongExpectedVersionError
+	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted)
 }
 
 func (s *Store) inTx(fn func(*sql.Tx) error) error {
@@ -295,67 +350,83 @@ func (s *Store) inTx(fn func(*sql.Tx) error) error {
 	return nil
 }
 
-func (s *Store) apply(tx *sql.Tx, r *request) (events.AppendResult, error) {
-	var cur uint64
-	var deleted bool
-	exists := true
-	err := tx.Stmt(s.selStream).QueryRow(r.stream).Scan(&cur, &deleted)
-	if errors.Is(err, sql.ErrNoRows) {
-		exists = false
-	} else if err != nil {
-		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+// txWriter applies the requests of one transaction.
+type txWriter struct {
+	s       *Store
+	tx      *sql.Tx
+	insert  *sql.Stmt
+	touched map[string]streamState // streams written in this transaction
+}
+
+func (w *txWriter) state(stream string) (streamState, error) {
+	if st, ok := w.touched[stream]; ok {
+		return st, nil
 	}
-	if deleted {
+	if st, ok := w.s.cache[stream]; ok {
+		return st, nil
+	}
+	st, err := scanState(w.tx.Stmt(w.s.selStream).QueryRow(stream))
+	if err != nil {
+		return st, fmt.Errorf("append to %s: %w", stream, err)
+	}
+	return st, nil
+}
+
+func (w *txWriter) apply(r *request) (events.AppendResult, error) {
+	st, err := w.state(r.stream)
+	if err != nil {
+		return events.AppendResult{}, err
+	}
+	if st.deleted {
 		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
 	}
-	if !r.expected.Check(cur, exists) {
-		return events.AppendResult{}, &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: cur, Exists: exists}
+	if !r.expected.Check(st.last, st.exists) {
+		return events.AppendResult{}, &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
 	}
 	next := uint64(0)
-	if exists {
-		next = cur + 1
+	if st.exists {
+		next = st.last + 1
 	}
 	if r.delete {
-		return s.tombstone(tx, r.stream, next)
+		res, err := w.s.tombstone(w.tx, r.stream, next)
+		if err == nil {
+			delete(w.touched, r.stream) // written already
+			w.s.cache[r.stream] = streamState{last: next, exists: true, deleted: true}
+		}
+		return res, err
 	}
-	stmt := tx.Stmt(s.insert)
 	var res events.AppendResult
-	// On a failure part-way, the savepoint keeps the other requests of the
-	// transaction while dropping every row of this one.
-	if _, err := tx.Exec(`SAVEPOINT req`); err != nil {
-		return res, fmt.Errorf("append to %s: %w", r.stream, err)
-	}
 	for i, e := range r.evs {
 		rev := next + uint64(i)
-		out, err := stmt.Exec(r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload))
-		if err == nil {
-			var pos int64
-			pos, err = out.LastInsertId()
-			res = events.AppendResult{NextRevision: rev, Position: uint64(pos)}
-		}
+		out, err := w.insert.Exec(r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload), checksum(e.Payload))
 		if err != nil {
-			tx.Exec(`ROLLBACK TO req`)
-			tx.Exec(`RELEASE req`)
-			return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+			return res, fmt.Errorf("append to %s: %w", r.stream, err)
 		}
+		pos, err := out.LastInsertId()
+		if err != nil {
+			return res, fmt.Errorf("append to %s: %w", r.stream, err)
+		}
+		res = events.AppendResult{NextRevision: rev, Position: uint64(pos)}
 	}
-	if _, err := tx.Stmt(s.upStream).Exec(r.stream, res.NextRevision); err != nil {
-		tx.Exec(`ROLLBACK TO req`)
-		tx.Exec(`RELEASE req`)
-		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
-	}
-	if _, err := tx.Exec(`RELEASE req`); err != nil {
-		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
-	}
+	w.touched[r.stream] = streamState{last: res.NextRevision, exists: true}
 	return res, nil
+}
+
+// flush remembers the new last revision of every stream the transaction
+// wrote; it is called only when the transaction is about to commit.
+func (w *txWriter) flush() error {
+	for name, st := range w.touched {
+		w.s.cache[name] = st
+	}
+	return nil
 }
 
 // tombstone appends the deletion record first (so its position is above
 // every erased one) and then erases the stream's events.
 func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendResult, error) {
-	out, err := tx.Exec(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload)
-		VALUES (?, ?, ?, ?, 1, ?, ?, '', '', '{}')`,
-		stream, rev, uuid.NewString(), events.StreamDeletedType, events.SessionOf(stream), time.Now().UnixNano())
+	out, err := tx.Exec(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+		VALUES (?, ?, ?, ?, 1, ?, ?, '', '', '{}', ?)`,
+		stream, rev, uuid.NewString(), events.StreamDeletedType, events.SessionOf(stream), time.Now().UnixNano(), checksum([]byte("{}")))
 	if err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
@@ -363,14 +434,16 @@ func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendR
 	if _, err := tx.Exec(`DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
-	if _, err := tx.Exec(`INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 1)
-		ON CONFLICT(name) DO UPDATE SET revision = excluded.revision, deleted = 1`, stream, rev); err != nil {
-		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
-	}
 	return events.AppendResult{NextRevision: rev, Position: uint64(pos)}, nil
 }
 
-const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload`
+const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc`
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum guards each payload against damage SQLite itself would not see
+// (it has no page checksums): a flipped byte is reported, not replayed.
+func checksum(b []byte) int64 { return int64(crc32.Checksum(b, castagnoli)) }
 
 func scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error) {
 	defer rows.Close()
@@ -379,13 +452,14 @@ func scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error) {
 		var r events.Recorded
 		var ns int64
 		var payload []byte
+		var crc int64
 		if err := rows.Scan(&r.Position, &r.Stream, &r.Revision, &r.ID, &r.Type, &r.Version, &r.SessionID, &ns,
-			&r.TurnID, &r.CausationID, &payload); err != nil {
+			&r.TurnID, &r.CausationID, &payload, &crc); err != nil {
 			return out, fmt.Errorf("scan event after position %d: %w", lastPos(out), err)
 		}
-		if !json.Valid(payload) {
+		if checksum(payload) != crc {
 			return out, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position,
-				Err: errors.New("payload is not valid JSON")}
+				Err: errors.New("payload checksum mismatch")}
 		}
 		r.Time = time.Unix(0, ns).UTC()
 		r.Payload = payload
@@ -409,15 +483,14 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if limit <= 0 {
 		limit = -1
 	}
-	var deleted bool
-	err := s.rdb.QueryRowContext(ctx, `SELECT deleted FROM streams WHERE name = ?`, stream).Scan(&deleted)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	st, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
-	if deleted {
+	if !st.exists {
+		return nil, nil
+	}
+	if st.deleted {
 		return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 	}
 	q := `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
