@@ -81,6 +81,29 @@ func WithLogger(l zerolog.Logger) Option { return func(s *Store) { s.log = l } }
 // appended by other processes (appends of this process wake it at once).
 func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
 
+// OpenSQLite opens a SQLite file the way Hermes uses it everywhere: WAL
+// (readers never block the writer, several processes may share the file),
+// synchronous=FULL (a commit is on disk when it returns) and a long busy
+// timeout instead of "database is locked". A writer handle has one
+// connection whose transactions take the write lock at BEGIN.
+func OpenSQLite(path string, writer bool) (*sql.DB, error) {
+	lock := ""
+	if writer {
+		lock = "immediate"
+	}
+	db, err := sql.Open("sqlite", dsn(path, lock))
+	if err != nil {
+		return nil, err
+	}
+	if writer {
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxIdleTime(0)
+	} else {
+		db.SetMaxOpenConns(4)
+	}
+	return db, nil
+}
+
 func dsn(path string, txlock string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
@@ -109,11 +132,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	var err error
-	if s.wdb, err = sql.Open("sqlite", dsn(path, "immediate")); err != nil {
+	if s.wdb, err = OpenSQLite(path, true); err != nil {
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	s.wdb.SetMaxOpenConns(1)
-	s.wdb.SetConnMaxIdleTime(0)
 	if _, err = s.wdb.Exec(ddl); err != nil {
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
@@ -122,11 +143,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	if s.rdb, err = sql.Open("sqlite", dsn(path, "")); err != nil {
+	if s.rdb, err = OpenSQLite(path, false); err != nil {
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	s.rdb.SetMaxOpenConns(4)
 	// A quick read proves the file is a readable database now rather than
 	// at the first query.
 	var n int64

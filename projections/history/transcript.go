@@ -1,0 +1,77 @@
+// Package history owns the message history of a session: the pure fold of
+// its events into the OpenAI-format message list the next model call starts
+// from (used by the session actor to recover), and the projection that keeps
+// that list for every session in the projections database. Both go through
+// the same fold, so they cannot disagree.
+package history
+
+import (
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Transcript is one session's history, folded from its events.
+type Transcript struct {
+	// System is the stable prefix (SystemPromptBuilt); empty until built.
+	System string
+	// Messages are the conversation after the system message.
+	Messages []schema.Message
+}
+
+// Change says how one event changed a transcript.
+type Change struct {
+	// Reset is true when Messages were replaced as a whole.
+	Reset bool
+	// Appended counts messages added at the end.
+	Appended int
+	// System is true when the system message changed.
+	System bool
+}
+
+// Apply folds one event payload into t and says what changed.
+func (t *Transcript) Apply(p schema.Payload) Change {
+	switch e := p.(type) {
+	case schema.SessionStarted:
+		t.Messages = append([]schema.Message(nil), e.History...)
+		return Change{Reset: true}
+	case schema.SystemPromptBuilt:
+		t.System = e.Content
+		return Change{System: true}
+	}
+	if m, ok := MessageOf(p); ok {
+		t.Messages = append(t.Messages, m)
+		return Change{Appended: 1}
+	}
+	return Change{}
+}
+
+// MessageOf returns the message an event adds to history, if it adds one.
+func MessageOf(p schema.Payload) (schema.Message, bool) {
+	switch e := p.(type) {
+	case schema.UserMessageAdded:
+		return schema.Message{Role: "user", Content: e.Content}, true
+	case schema.AssistantMessageAdded:
+		return schema.Message{Role: "assistant", Content: e.Content, Reasoning: e.Reasoning, ToolCalls: e.ToolCalls}, true
+	case schema.ToolResultAdded:
+		return schema.Message{Role: "tool", Content: e.Content, ToolCallID: e.CallID, Name: e.Name}, true
+	}
+	return schema.Message{}, false
+}
+
+// Full is the message list with the system message first, as a model call
+// would start from before any ephemeral layer is added.
+func (t *Transcript) Full() []schema.Message {
+	out := make([]schema.Message, 0, len(t.Messages)+1)
+	if t.System != "" {
+		out = append(out, schema.Message{Role: "system", Content: t.System})
+	}
+	return append(out, t.Messages...)
+}
+
+// Fold builds a transcript from a session's payloads in stream order.
+func Fold(payloads []schema.Payload) *Transcript {
+	t := &Transcript{}
+	for _, p := range payloads {
+		t.Apply(p)
+	}
+	return t
+}

@@ -1,0 +1,345 @@
+package projections_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+type env struct {
+	store *embedded.Store
+	db    *projections.DB
+	run   *projections.Runner
+}
+
+func openEnv(t *testing.T, dir string, models ...projections.Model) *env {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"), embedded.WithPollInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(models) == 0 {
+		models = []projections.Model{sessions.NewModel(), history.NewModel()}
+	}
+	var ps []projections.Projection
+	for _, m := range models {
+		ps = append(ps, db.Projection(m))
+	}
+	e := &env{store: store, db: db, run: projections.NewRunner(store, zerolog.Nop(), ps...)}
+	t.Cleanup(func() { db.Close(); store.Close() })
+	return e
+}
+
+func dump(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	ss, err := sessions.Dump(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := history.Dump(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"sessions": ss, "history": hs})
+	return string(b)
+}
+
+// writeSession appends a realistic session: start, system prompt, turns
+// with tool calls and results, a title, sometimes an interruption.
+func writeSession(ctx context.Context, s events.Store, rng *rand.Rand, sid string, turns int) error {
+	stream := events.SessionStream(sid)
+	meta := func(turn int) schema.Meta { return schema.Meta{SessionID: sid, TurnID: fmt.Sprintf("%s-t%d", sid, turn)} }
+	start := []schema.Envelope{
+		schema.MustEnvelope(meta(0), schema.SessionStarted{Source: []string{"cli", "telegram", "slack"}[rng.IntN(3)], Model: "gpt-4o-mini", Provider: "openai", Reason: schema.StartNew}),
+		schema.MustEnvelope(meta(0), schema.SystemPromptBuilt{Content: "You are Hermes. Session " + sid}),
+	}
+	if _, err := s.Append(ctx, stream, events.NoStream, start...); err != nil {
+		return err
+	}
+	for turn := 1; turn <= turns; turn++ {
+		batch := []schema.Envelope{schema.MustEnvelope(meta(turn), schema.UserMessageAdded{Content: fmt.Sprintf("question %d of %s: what is in file%d.go?", turn, sid, rng.IntN(100))})}
+		for c := range rng.IntN(3) {
+			id := fmt.Sprintf("call_%d_%d", turn, c)
+			batch = append(batch,
+				schema.MustEnvelope(meta(turn), schema.AssistantMessageAdded{ToolCalls: []schema.ToolCall{{ID: id, Type: "function",
+					Function: schema.FunctionCall{Name: "read_file", Arguments: `{"path":"main.go"}`}}}, FinishReason: "tool_calls", Model: "gpt-4o-mini",
+					Usage: schema.Usage{PromptTokens: int64(100 + rng.IntN(1000)), CompletionTokens: 20}, CostUSD: 0.0001}),
+				schema.MustEnvelope(meta(turn), schema.ToolCallStarted{CallID: id, Name: "read_file", Arguments: `{"path":"main.go"}`}),
+				schema.MustEnvelope(meta(turn), schema.ToolResultAdded{CallID: id, Name: "read_file", Content: "package main\n\nfunc main() {}\n", DurationMS: 3}))
+		}
+		if rng.IntN(10) == 0 {
+			batch = append(batch, schema.MustEnvelope(meta(turn), schema.TurnInterrupted{Reason: "user sent /stop"}))
+		} else {
+			batch = append(batch,
+				schema.MustEnvelope(meta(turn), schema.AssistantMessageAdded{Content: "It holds an empty main.", FinishReason: "stop", Model: "gpt-4o-mini",
+					Usage: schema.Usage{PromptTokens: 900, CompletionTokens: 12, CacheReadTokens: 512}, CostUSD: 0.0002}),
+				schema.MustEnvelope(meta(turn), schema.TurnCompleted{Iterations: 1}))
+		}
+		if turn == 1 {
+			batch = append(batch, schema.MustEnvelope(meta(turn), schema.SessionTitled{Title: "Files of " + sid}))
+		}
+		if _, err := s.Append(ctx, stream, events.StreamExists, batch...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestLiveEqualsRebuilt runs the projections live while writers append
+// concurrently, then compares them with a rebuild from scratch and with a
+// fresh database built from the log, byte for byte.
+func TestLiveEqualsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- e.run.Run(rctx) }()
+
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range 6 {
+				if err := writeSession(ctx, e.store, rng, fmt.Sprintf("w%d-s%d", w, i), 5+rng.IntN(10)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// A child session carrying history, and an erased session.
+	child := schema.MustEnvelope(schema.Meta{SessionID: "child"}, schema.SessionStarted{Source: "cli", Reason: schema.StartCompression, ParentSessionID: "w0-s0",
+		History: []schema.Message{{Role: "user", Content: "[summary]"}, {Role: "assistant", Content: "ok"}}})
+	if _, err := e.store.Append(ctx, events.SessionStream("child"), events.NoStream, child); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.DeleteStream(ctx, events.SessionStream("w1-s1"), events.Any); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := e.store.Head(ctx)
+	if err := e.run.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("runner: %v", err)
+	}
+	live := dump(t, e.db.Reader())
+
+	// Sanity of the live result itself.
+	list, _ := sessions.List(ctx, e.db.Reader(), 0)
+	if len(list) != 4*6-1+1 {
+		t.Fatalf("%d sessions listed, want 24 (one erased, one child)", len(list))
+	}
+	for _, s := range list {
+		if s.ID == "w1-s1" {
+			t.Fatal("erased session still listed")
+		}
+	}
+	if msgs, _ := history.Messages(ctx, e.db.Reader(), "w1-s1"); len(msgs) != 0 {
+		t.Fatal("erased session still has history")
+	}
+
+	if err := e.run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt := dump(t, e.db.Reader()); rebuilt != live {
+		t.Fatalf("rebuilt projections differ from live ones:\nlive    %.400s\nrebuilt %.400s", live, rebuilt)
+	}
+	// A brand-new projections database fed from the same log.
+	fresh, err := projections.OpenDB(filepath.Join(t.TempDir(), "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	r2 := projections.NewRunner(e.store, zerolog.Nop(), fresh.Projection(sessions.NewModel()), fresh.Projection(history.NewModel()))
+	if _, err := r2.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, fresh.Reader()); got != live {
+		t.Fatal("a fresh database built from the log differs from the live projections")
+	}
+}
+
+// TestHistoryAgreesWithFold checks the projection against the pure fold the
+// session actor recovers with.
+func TestHistoryAgreesWithFold(t *testing.T) {
+	e := openEnv(t, t.TempDir())
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 5 {
+		if err := writeSession(ctx, e.store, rng, fmt.Sprintf("s%d", i), 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		sid := fmt.Sprintf("s%d", i)
+		rs, err := e.store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []schema.Payload
+		for _, r := range rs {
+			p, err := schema.Decode(r.Envelope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		want, _ := json.Marshal(history.Fold(ps).Full())
+		msgs, err := history.Messages(ctx, e.db.Reader(), sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(msgs)
+		if string(got) != string(want) {
+			t.Fatalf("%s: projection %s\nfold %s", sid, got, want)
+		}
+		if msgs[0].Role != "system" || msgs[1].Role != "user" {
+			t.Fatalf("%s: history starts %s, %s", sid, msgs[0].Role, msgs[1].Role)
+		}
+	}
+}
+
+// failing wraps a model and fails its n-th Apply, standing in for a crash
+// in the middle of a batch.
+type failing struct {
+	projections.Model
+	n     *int
+	after int
+}
+
+func (f failing) Apply(tx *sql.Tx, ev projections.Event) error {
+	*f.n++
+	if *f.n == f.after {
+		return errors.New("injected failure")
+	}
+	return f.Model.Apply(tx, ev)
+}
+
+// TestFailedBatchAppliesNothing: a batch that fails half-way leaves neither
+// state nor checkpoint behind, so the retry applies each event once.
+func TestFailedBatchAppliesNothing(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	e := openEnv(t, dir, failing{sessions.NewModel(), &n, 150}, failing{history.NewModel(), new(int), 0})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 6 {
+		if err := writeSession(ctx, e.store, rng, fmt.Sprintf("s%d", i), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.run.CatchUp(ctx); err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("want the injected failure, got %v", err)
+	}
+	st, _ := e.run.Status(ctx)
+	if st[0].Checkpoint != 0 {
+		t.Fatalf("failed batch advanced the checkpoint to %d", st[0].Checkpoint)
+	}
+	if _, err := e.run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := dump(t, e.db.Reader())
+	if err := e.run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if want := dump(t, e.db.Reader()); got != want {
+		t.Fatal("retry after a failed batch double-applied or lost events")
+	}
+}
+
+// TestTwoRunnersShareOneDatabase: two runners (as two processes would) feed
+// the same projections database; each event still counts once.
+func TestTwoRunnersShareOneDatabase(t *testing.T) {
+	dir := t.TempDir()
+	a := openEnv(t, dir)
+	b := openEnv(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	rctx, stop := context.WithCancel(ctx)
+	for _, e := range []*env{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.run.Run(rctx)
+		}()
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 8 {
+		if err := writeSession(ctx, a.store, rng, fmt.Sprintf("s%d", i), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, _ := a.store.Head(ctx)
+	a.run.WaitFor(ctx, head)
+	b.run.WaitFor(ctx, head)
+	stop()
+	wg.Wait()
+	shared := dump(t, a.db.Reader())
+	if err := a.run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if want := dump(t, a.db.Reader()); shared != want {
+		t.Fatal("two runners on one database double-applied or lost events")
+	}
+}
+
+func TestUnknownEventStopsTheRunner(t *testing.T) {
+	e := openEnv(t, t.TempDir())
+	ctx := context.Background()
+	good := schema.MustEnvelope(schema.Meta{SessionID: "x"}, schema.UserMessageAdded{Content: "hello"})
+	bad := schema.Envelope{ID: "5f0c6c52-38a1-4a57-9a3b-0f3c1d2e4b5a", Type: "FromTheFuture", Version: 1, SessionID: "x", Time: time.Now(), Payload: []byte(`{}`)}
+	e.store.Append(ctx, "session-x", events.Any, good)
+	e.store.Append(ctx, "session-x", events.Any, bad)
+	_, err := e.run.CatchUp(ctx)
+	if err == nil {
+		t.Fatal("an unknown event type was skipped")
+	}
+	if !strings.Contains(err.Error(), "session-x@1 (position 2)") || !strings.Contains(err.Error(), "FromTheFuture") {
+		t.Fatalf("error does not name the event: %v", err)
+	}
+	malformed := schema.Envelope{ID: "6f0c6c52-38a1-4a57-9a3b-0f3c1d2e4b5a", Type: "TurnCompleted", Version: 1, SessionID: "y", Time: time.Now(), Payload: []byte(`{"iterations":"three"}`)}
+	e.store.Append(ctx, "session-y", events.Any, malformed)
+	if _, err := projections.Decode(mustRead(t, e.store, "session-y")); err == nil || !strings.Contains(err.Error(), "session-y@0") {
+		t.Fatalf("malformed payload: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, s events.Store, stream string) events.Recorded {
+	rs, err := s.ReadStream(context.Background(), stream, events.Forward, 0, 1)
+	if err != nil || len(rs) != 1 {
+		t.Fatal(err)
+	}
+	return rs[0]
+}

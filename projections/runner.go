@@ -1,0 +1,285 @@
+// Package projections feeds read models from the global event log. Each
+// projection keeps its own checkpoint, stored atomically with its state, so
+// that after any crash or restart every event's effect is applied exactly
+// once; each can be dropped and rebuilt from the events at any time.
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Event is a recorded event with its payload decoded once for every
+// projection. Payload is nil for a tombstone.
+type Event struct {
+	events.Recorded
+	Payload schema.Payload
+}
+
+// Projection is a read model fed from the global log.
+type Projection interface {
+	// Name identifies the projection in status and rebuild commands.
+	Name() string
+	// Checkpoint is the position of the last event applied (0: none).
+	Checkpoint(ctx context.Context) (uint64, error)
+	// Apply applies the events of batch whose positions are above the
+	// stored checkpoint and advances the checkpoint, all or nothing.
+	Apply(ctx context.Context, batch []Event) error
+	// Reset drops everything derived and sets the checkpoint to 0.
+	Reset(ctx context.Context) error
+}
+
+// Decode turns a recorded event into a projection event, naming the stream
+// and position of anything it cannot read.
+func Decode(r events.Recorded) (Event, error) {
+	if r.IsTombstone() {
+		return Event{Recorded: r}, nil
+	}
+	p, err := schema.Decode(r.Envelope)
+	if err != nil {
+		return Event{}, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+	}
+	return Event{Recorded: r, Payload: p}, nil
+}
+
+// Runner feeds a set of projections from a store.
+type Runner struct {
+	store events.Store
+	projs []Projection
+	log   zerolog.Logger
+	page  int
+}
+
+// NewRunner returns a runner of projs over store.
+func NewRunner(store events.Store, log zerolog.Logger, projs ...Projection) *Runner {
+	return &Runner{store: store, projs: projs, log: log, page: 4096}
+}
+
+// Projections lists the runner's projections.
+func (r *Runner) Projections() []Projection { return r.projs }
+
+// Find returns the projection called name.
+func (r *Runner) Find(name string) (Projection, error) {
+	var names []string
+	for _, p := range r.projs {
+		if p.Name() == name {
+			return p, nil
+		}
+		names = append(names, p.Name())
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("no projection named %q (have %v)", name, names)
+}
+
+func (r *Runner) checkpoints(ctx context.Context) ([]uint64, uint64, error) {
+	cps := make([]uint64, len(r.projs))
+	low := ^uint64(0)
+	for i, p := range r.projs {
+		cp, err := p.Checkpoint(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("projection %s: checkpoint: %w", p.Name(), err)
+		}
+		cps[i] = cp
+		low = min(low, cp)
+	}
+	if len(r.projs) == 0 {
+		low = 0
+	}
+	return cps, low, nil
+}
+
+// apply hands a decoded batch to every projection that has not yet seen
+// all of it.
+func (r *Runner) apply(ctx context.Context, cps []uint64, batch []Event) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	last := batch[len(batch)-1].Position
+	for i, p := range r.projs {
+		if cps[i] >= last {
+			continue
+		}
+		if err := p.Apply(ctx, batch); err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name(), err)
+		}
+		cps[i] = last
+	}
+	return nil
+}
+
+func decodeAll(rs []events.Recorded) ([]Event, error) {
+	out := make([]Event, len(rs))
+	for i, rec := range rs {
+		ev, err := Decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// CatchUp applies everything in the log up to its current end, and returns
+// the position reached.
+func (r *Runner) CatchUp(ctx context.Context) (uint64, error) {
+	cps, after, err := r.checkpoints(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		rs, err := r.store.ReadAll(ctx, after, r.page)
+		if err != nil {
+			return after, err
+		}
+		if len(rs) == 0 {
+			return after, nil
+		}
+		batch, err := decodeAll(rs)
+		if err != nil {
+			return after, err
+		}
+		if err := r.apply(ctx, cps, batch); err != nil {
+			return after, err
+		}
+		after = rs[len(rs)-1].Position
+	}
+}
+
+// Run keeps the projections up to date until ctx ends: it catches up, then
+// follows the log live, applying whatever has arrived as one batch.
+func (r *Runner) Run(ctx context.Context) error {
+	after, err := r.CatchUp(ctx)
+	if err != nil {
+		return err
+	}
+	cps, _, err := r.checkpoints(ctx)
+	if err != nil {
+		return err
+	}
+	feed := make(chan Event, r.page)
+	subErr := make(chan error, 1)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		subErr <- r.store.SubscribeAll(sctx, after, func(rec events.Recorded) error {
+			ev, err := Decode(rec)
+			if err != nil {
+				return err
+			}
+			select {
+			case feed <- ev:
+				return nil
+			case <-sctx.Done():
+				return sctx.Err()
+			}
+		})
+	}()
+	batch := make([]Event, 0, r.page)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-subErr:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		case ev := <-feed:
+			batch = append(batch[:0], ev)
+		more:
+			for len(batch) < r.page {
+				select {
+				case ev := <-feed:
+					batch = append(batch, ev)
+				default:
+					break more
+				}
+			}
+			if err := r.apply(ctx, cps, batch); err != nil {
+				r.log.Error().Err(err).Msg("projection failed; stopping the runner")
+				return err
+			}
+		}
+	}
+}
+
+// WaitFor blocks until every projection has applied position pos or ctx
+// ends. It is for callers that just appended and want to read their write.
+func (r *Runner) WaitFor(ctx context.Context, pos uint64) error {
+	for {
+		_, low, err := r.checkpoints(ctx)
+		if err != nil {
+			return err
+		}
+		if low >= pos {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Rebuild drops the named projection (every one when name is "") and
+// rebuilds it from the whole log.
+func (r *Runner) Rebuild(ctx context.Context, name string) error {
+	targets := r.projs
+	if name != "" {
+		p, err := r.Find(name)
+		if err != nil {
+			return err
+		}
+		targets = []Projection{p}
+	}
+	for _, p := range targets {
+		if err := p.Reset(ctx); err != nil {
+			return fmt.Errorf("projection %s: reset: %w", p.Name(), err)
+		}
+	}
+	_, err := r.CatchUp(ctx)
+	return err
+}
+
+// Status is one projection's progress.
+type Status struct {
+	Name       string `json:"name"`
+	Checkpoint uint64 `json:"checkpoint"`
+	Head       uint64 `json:"head"`
+	// Behind counts positions, not events: erased events leave holes.
+	Behind uint64 `json:"behind"`
+}
+
+// Status reports each projection's checkpoint against the log's head.
+func (r *Runner) Status(ctx context.Context) ([]Status, error) {
+	head, err := r.store.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Status
+	for _, p := range r.projs {
+		cp, err := p.Checkpoint(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("projection %s: %w", p.Name(), err)
+		}
+		st := Status{Name: p.Name(), Checkpoint: cp, Head: head}
+		if head > cp {
+			st.Behind = head - cp
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// ErrStale is returned by a projection whose stored shape is older than its
+// code; the caller rebuilds it.
+var ErrStale = errors.New("projection is stale")

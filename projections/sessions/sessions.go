@@ -1,0 +1,274 @@
+// Package sessions is the session list read model: one row per session with
+// what `hermes sessions list` shows, kept in the projections database.
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Summary is one session as listed.
+type Summary struct {
+	ID         string       `json:"id"`
+	Title      string       `json:"title"`
+	Source     string       `json:"source"`
+	Model      string       `json:"model"`
+	Parent     string       `json:"parent,omitempty"`
+	Reason     string       `json:"reason"`
+	Status     string       `json:"status"`
+	Started    time.Time    `json:"started"`
+	LastActive time.Time    `json:"last_active"`
+	Messages   int          `json:"messages"`
+	Usage      schema.Usage `json:"usage"`
+	CostUSD    float64      `json:"cost_usd"`
+}
+
+// Statuses a session can have.
+const (
+	StatusActive      = "active"
+	StatusInterrupted = "interrupted"
+	StatusCompressed  = "compressed"
+	StatusEnded       = "ended"
+)
+
+// Model is the session list read model.
+type Model struct {
+	cache map[string]*Summary // rows read or changed in this process
+	dirty map[string]bool
+	gone  map[string]bool // erased in this batch
+}
+
+// NewModel returns the session list model.
+func NewModel() *Model {
+	return &Model{cache: map[string]*Summary{}, dirty: map[string]bool{}, gone: map[string]bool{}}
+}
+
+func (*Model) Name() string { return "sessions" }
+func (*Model) Version() int { return 1 }
+
+func (*Model) Create(tx *sql.Tx) error {
+	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS sessions (
+		id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
+		parent TEXT NOT NULL, reason TEXT NOT NULL, status TEXT NOT NULL,
+		started_ns INTEGER NOT NULL, last_active_ns INTEGER NOT NULL, messages INTEGER NOT NULL,
+		prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+		cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL) WITHOUT ROWID;
+		CREATE INDEX IF NOT EXISTS sessions_last_active ON sessions (last_active_ns)`)
+	return err
+}
+
+func (*Model) Drop(tx *sql.Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS sessions`)
+	return err
+}
+
+func (m *Model) Forget() {
+	clear(m.cache)
+	clear(m.dirty)
+	clear(m.gone)
+}
+
+const cols = `id, title, source, model, parent, reason, status, started_ns, last_active_ns, messages,
+	prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens, cost_usd`
+
+type scanner interface{ Scan(...any) error }
+
+func scan(row scanner) (*Summary, error) {
+	var s Summary
+	var started, last int64
+	err := row.Scan(&s.ID, &s.Title, &s.Source, &s.Model, &s.Parent, &s.Reason, &s.Status, &started, &last, &s.Messages,
+		&s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.Usage.CacheReadTokens, &s.Usage.CacheWriteTokens, &s.CostUSD)
+	if err != nil {
+		return nil, err
+	}
+	s.Started, s.LastActive = time.Unix(0, started).UTC(), time.Unix(0, last).UTC()
+	return &s, nil
+}
+
+func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
+	if s, ok := m.cache[id]; ok {
+		return s, nil
+	}
+	s, err := scan(tx.QueryRow(`SELECT `+cols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		s, err = &Summary{ID: id, Status: StatusActive}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.cache[id] = s
+	return s, nil
+}
+
+func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+	id := ev.SessionID
+	if ev.IsTombstone() {
+		delete(m.cache, id)
+		delete(m.dirty, id)
+		m.gone[id] = true
+		return nil
+	}
+	s, err := m.row(tx, id)
+	if err != nil {
+		return err
+	}
+	delete(m.gone, id)
+	m.dirty[id] = true
+	if s.Started.IsZero() {
+		s.Started = ev.Time
+	}
+	s.LastActive = ev.Time
+	if _, ok := history.MessageOf(ev.Payload); ok {
+		s.Messages++
+	}
+	switch e := ev.Payload.(type) {
+	case schema.SessionStarted:
+		s.Source, s.Model, s.Parent, s.Reason = e.Source, e.Model, e.ParentSessionID, e.Reason
+		s.Started, s.Messages, s.Status = ev.Time, len(e.History), StatusActive
+	case schema.UserMessageAdded:
+		s.Status = StatusActive
+		if s.Title == "" {
+			s.Title = autoTitle(e.Content)
+		}
+	case schema.AssistantMessageAdded:
+		s.Usage = s.Usage.Add(e.Usage)
+		s.CostUSD += e.CostUSD
+		if e.Model != "" {
+			s.Model = e.Model
+		}
+	case schema.SessionTitled:
+		s.Title = e.Title
+	case schema.TurnInterrupted:
+		s.Status = StatusInterrupted
+	case schema.TurnCompleted:
+		s.Status = StatusActive
+	case schema.ContextCompressed:
+		s.Status = StatusCompressed
+	case schema.SessionEnded:
+		s.Status = StatusEnded
+	}
+	return nil
+}
+
+// autoTitle is the first line of the first user message, cut to 60 runes,
+// until a SessionTitled event names the session.
+func autoTitle(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	rs := []rune(s)
+	if len(rs) > 60 {
+		return string(rs[:57]) + "..."
+	}
+	return s
+}
+
+func (m *Model) Flush(tx *sql.Tx) error {
+	for id := range m.gone {
+		if _, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	clear(m.gone)
+	if len(m.dirty) == 0 {
+		return nil
+	}
+	stmt, err := tx.Prepare(`INSERT OR REPLACE INTO sessions (` + cols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for id := range m.dirty {
+		s := m.cache[id]
+		if _, err := stmt.Exec(s.ID, s.Title, s.Source, s.Model, s.Parent, s.Reason, s.Status, s.Started.UnixNano(), s.LastActive.UnixNano(),
+			s.Messages, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD); err != nil {
+			return err
+		}
+	}
+	clear(m.dirty)
+	return nil
+}
+
+// List returns sessions, most recently active first; limit <= 0 means all.
+func List(ctx context.Context, db *sql.DB, limit int) ([]Summary, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY last_active_ns DESC, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Summary
+	for rows.Next() {
+		s, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *s)
+	}
+	return out, rows.Err()
+}
+
+// Get returns one session; ok is false when it is unknown. An id prefix of
+// at least 4 characters that names exactly one session also works.
+func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
+	s, err := scan(db.QueryRowContext(ctx, `SELECT `+cols+` FROM sessions WHERE id = ?`, id))
+	if err == nil {
+		return *s, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Summary{}, false, err
+	}
+	if len(id) < 4 {
+		return Summary{}, false, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`, id, id+"\xff")
+	if err != nil {
+		return Summary{}, false, err
+	}
+	defer rows.Close()
+	var found []Summary
+	for rows.Next() {
+		s, err := scan(rows)
+		if err != nil {
+			return Summary{}, false, err
+		}
+		found = append(found, *s)
+	}
+	if len(found) > 1 {
+		return Summary{}, false, fmt.Errorf("session prefix %q is ambiguous (%s, %s, ...)", id, found[0].ID, found[1].ID)
+	}
+	if len(found) == 1 {
+		return found[0], true, nil
+	}
+	return Summary{}, false, rows.Err()
+}
+
+// Dump is every session sorted by id, for comparing projections.
+func Dump(ctx context.Context, db *sql.DB) ([]Summary, error) {
+	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Summary
+	for rows.Next() {
+		s, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *s)
+	}
+	return out, rows.Err()
+}
