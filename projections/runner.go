@@ -6,7 +6,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -18,10 +17,18 @@ import (
 )
 
 // Event is a recorded event with its payload decoded once for every
-// projection. Payload is nil for a tombstone.
+// projection. Payload is nil for a tombstone, and for a type that no
+// projection of the runner reads (see Selective).
 type Event struct {
 	events.Recorded
 	Payload schema.Payload
+}
+
+// Selective is implemented by projections that read the payloads of only
+// some event types (they may still look at every event's Type). The runner
+// decodes a payload only when some projection reads it.
+type Selective interface {
+	PayloadTypes() []string
 }
 
 // Projection is a read model fed from the global log.
@@ -40,7 +47,19 @@ type Projection interface {
 // Decode turns a recorded event into a projection event, naming the stream
 // and position of anything it cannot read.
 func Decode(r events.Recorded) (Event, error) {
+	return decode(r, nil)
+}
+
+// decode decodes r's payload when wanted is nil or holds its type; an event
+// of an unknown type or version is an error either way.
+func decode(r events.Recorded, wanted map[string]bool) (Event, error) {
 	if r.IsTombstone() {
+		return Event{Recorded: r}, nil
+	}
+	if wanted != nil && !wanted[r.Type] {
+		if err := schema.Check(r.Envelope); err != nil {
+			return Event{}, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+		}
 		return Event{Recorded: r}, nil
 	}
 	p, err := schema.Decode(r.Envelope)
@@ -50,17 +69,30 @@ func Decode(r events.Recorded) (Event, error) {
 	return Event{Recorded: r, Payload: p}, nil
 }
 
-// Runner feeds a set of projections from a store.
+// Runner feeds a set of projections from a store. Its methods are meant to
+// be called from one goroutine at a time.
 type Runner struct {
-	store events.Store
-	projs []Projection
-	log   zerolog.Logger
-	page  int
+	store  events.Store
+	projs  []Projection
+	log    zerolog.Logger
+	page   int
+	wanted map[string]bool // nil: decode everything
 }
 
 // NewRunner returns a runner of projs over store.
 func NewRunner(store events.Store, log zerolog.Logger, projs ...Projection) *Runner {
-	return &Runner{store: store, projs: projs, log: log, page: 4096}
+	r := &Runner{store: store, projs: projs, log: log, page: 4096, wanted: map[string]bool{}}
+	for _, p := range projs {
+		sel, ok := p.(Selective)
+		if !ok {
+			r.wanted = nil
+			break
+		}
+		for _, t := range sel.PayloadTypes() {
+			r.wanted[t] = true
+		}
+	}
+	return r
 }
 
 // Projections lists the runner's projections.
@@ -115,10 +147,10 @@ func (r *Runner) apply(ctx context.Context, cps []uint64, batch []Event) error {
 	return nil
 }
 
-func decodeAll(rs []events.Recorded) ([]Event, error) {
+func (r *Runner) decodeAll(rs []events.Recorded) ([]Event, error) {
 	out := make([]Event, len(rs))
 	for i, rec := range rs {
-		ev, err := Decode(rec)
+		ev, err := decode(rec, r.wanted)
 		if err != nil {
 			return nil, err
 		}
@@ -127,30 +159,55 @@ func decodeAll(rs []events.Recorded) ([]Event, error) {
 	return out, nil
 }
 
+type page struct {
+	batch []Event
+	err   error
+}
+
 // CatchUp applies everything in the log up to its current end, and returns
-// the position reached.
+// the position reached. Reading and decoding the next page overlaps with
+// applying the current one.
 func (r *Runner) CatchUp(ctx context.Context) (uint64, error) {
 	cps, after, err := r.checkpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for {
-		rs, err := r.store.ReadAll(ctx, after, r.page)
-		if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan page, 2)
+	go func() {
+		defer close(pages)
+		from := after
+		for {
+			rs, err := r.store.ReadAll(ctx, from, r.page)
+			var batch []Event
+			if err == nil && len(rs) > 0 {
+				batch, err = r.decodeAll(rs)
+			}
+			if err == nil && len(rs) == 0 {
+				return
+			}
+			select {
+			case pages <- page{batch, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			from = rs[len(rs)-1].Position
+		}
+	}()
+	for p := range pages {
+		if p.err != nil {
+			return after, p.err
+		}
+		if err := r.apply(ctx, cps, p.batch); err != nil {
 			return after, err
 		}
-		if len(rs) == 0 {
-			return after, nil
-		}
-		batch, err := decodeAll(rs)
-		if err != nil {
-			return after, err
-		}
-		if err := r.apply(ctx, cps, batch); err != nil {
-			return after, err
-		}
-		after = rs[len(rs)-1].Position
+		after = p.batch[len(p.batch)-1].Position
 	}
+	return after, ctx.Err()
 }
 
 // Run keeps the projections up to date until ctx ends: it catches up, then
@@ -170,7 +227,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer cancel()
 	go func() {
 		subErr <- r.store.SubscribeAll(sctx, after, func(rec events.Recorded) error {
-			ev, err := Decode(rec)
+			ev, err := decode(rec, r.wanted)
 			if err != nil {
 				return err
 			}
@@ -279,7 +336,3 @@ func (r *Runner) Status(ctx context.Context) ([]Status, error) {
 	}
 	return out, nil
 }
-
-// ErrStale is returned by a projection whose stored shape is older than its
-// code; the caller rebuilds it.
-var ErrStale = errors.New("projection is stale")

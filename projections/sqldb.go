@@ -64,8 +64,20 @@ type Model interface {
 	Forget()
 }
 
-// Projection adapts a Model into a Projection stored in d.
-func (d *DB) Projection(m Model) Projection { return &tableProjection{db: d, m: m} }
+// Projection adapts a Model into a Projection stored in d. A Model that
+// implements Selective makes the projection selective too.
+func (d *DB) Projection(m Model) Projection {
+	p := &tableProjection{db: d, m: m}
+	if sel, ok := m.(Selective); ok {
+		return selectiveProjection{p, sel}
+	}
+	return p
+}
+
+type selectiveProjection struct {
+	*tableProjection
+	Selective
+}
 
 type tableProjection struct {
 	db    *DB

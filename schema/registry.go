@@ -4,7 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	jsoniter "github.com/json-iterator/go"
 )
+
+// fastJSON decodes payloads with the standard library's semantics at about
+// four times its speed; replaying a long log is mostly payload decoding.
+var fastJSON = jsoniter.ConfigCompatibleWithStandardLibrary
 
 // UnknownTypeError is returned for an event whose type or version this build
 // does not know. It is never skipped silently: a reader that meets one stops
@@ -31,7 +37,7 @@ type eventType struct {
 func decoder[T Payload]() func([]byte) (Payload, error) {
 	return func(b []byte) (Payload, error) {
 		var p T
-		if err := json.Unmarshal(b, &p); err != nil {
+		if err := fastJSON.Unmarshal(b, &p); err != nil {
 			return nil, err
 		}
 		return p, nil
@@ -79,13 +85,23 @@ func upAssistantV1(b []byte) ([]byte, error) {
 	})
 }
 
+// Check reports an *UnknownTypeError when e's type or version is not one
+// this build can decode, without decoding the payload.
+func Check(e Envelope) error {
+	t, ok := registry[e.Type]
+	if !ok || e.Version < 1 || e.Version > t.current {
+		return &UnknownTypeError{Type: e.Type, Version: e.Version}
+	}
+	return nil
+}
+
 // Decode returns the payload of e in its current shape, upcasting older
 // versions step by step.
 func Decode(e Envelope) (Payload, error) {
-	t, ok := registry[e.Type]
-	if !ok || e.Version < 1 || e.Version > t.current {
-		return nil, &UnknownTypeError{Type: e.Type, Version: e.Version}
+	if err := Check(e); err != nil {
+		return nil, err
 	}
+	t := registry[e.Type]
 	data := []byte(e.Payload)
 	for v := e.Version; v < t.current; v++ {
 		up, ok := t.up[v]

@@ -1,35 +1,54 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Model keeps every session's message history in the table history:
-// row 0 holds the system message, rows 1.. the conversation. It only ever
-// appends, except when a session starts over from a carried history or is
-// erased.
+// Model keeps every session's message history in the table history, as
+// chunks: a row (session, first index, JSON array of messages) per session
+// per applied batch. Index 0 is the system message; the conversation starts
+// at 1. Chunks make a rebuild write a few rows per session instead of one
+// per message; reading concatenates them in order.
 type Model struct {
-	// next is the next conversation row per session seen in this batch or
-	// earlier ones (cache; dropped by Forget).
+	// next is the next conversation index per session (cache; dropped by
+	// Forget).
 	next map[string]int
+	// What Flush will write.
+	system map[string][]byte
+	chunks map[string]*chunk
+	order  []string // sessions with a chunk, in first-touched order
+}
+
+type chunk struct {
+	first int
+	msgs  [][]byte
 }
 
 // NewModel returns the history read model.
-func NewModel() *Model { return &Model{next: map[string]int{}} }
+func NewModel() *Model {
+	return &Model{next: map[string]int{}, system: map[string][]byte{}, chunks: map[string]*chunk{}}
+}
 
 func (*Model) Name() string { return "history" }
-func (*Model) Version() int { return 1 }
+func (*Model) Version() int { return 2 }
+
+// PayloadTypes are the events whose payloads change history.
+func (*Model) PayloadTypes() []string {
+	return []string{"SessionStarted", "SystemPromptBuilt", "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded"}
+}
 
 func (*Model) Create(tx *sql.Tx) error {
 	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS history (
-		session_id TEXT NOT NULL, idx INTEGER NOT NULL, message BLOB NOT NULL,
-		PRIMARY KEY (session_id, idx)) WITHOUT ROWID`)
+		session_id TEXT NOT NULL, first_idx INTEGER NOT NULL, messages BLOB NOT NULL,
+		PRIMARY KEY (session_id, first_idx)) WITHOUT ROWID`)
 	return err
 }
 
@@ -38,99 +57,149 @@ func (*Model) Drop(tx *sql.Tx) error {
 	return err
 }
 
-func (m *Model) Forget() { clear(m.next) }
+func (m *Model) Forget() {
+	clear(m.next)
+	m.discard()
+}
 
-func (m *Model) nextRow(tx *sql.Tx, sid string) (int, error) {
+func (m *Model) discard() {
+	clear(m.system)
+	clear(m.chunks)
+	m.order = m.order[:0]
+}
+
+func (m *Model) nextIndex(tx *sql.Tx, sid string) (int, error) {
 	if n, ok := m.next[sid]; ok {
 		return n, nil
 	}
-	var last sql.NullInt64
-	if err := tx.QueryRow(`SELECT max(idx) FROM history WHERE session_id = ?`, sid).Scan(&last); err != nil {
+	var first, n int
+	err := tx.QueryRow(`SELECT first_idx, json_array_length(messages) FROM history
+		WHERE session_id = ? ORDER BY first_idx DESC LIMIT 1`, sid).Scan(&first, &n)
+	next := first + n
+	if errors.Is(err, sql.ErrNoRows) {
+		next, err = 1, nil
+	}
+	if err != nil {
 		return 0, err
 	}
-	n := 1
-	if last.Valid && last.Int64 >= 1 {
-		n = int(last.Int64) + 1
-	}
-	m.next[sid] = n
-	return n, nil
+	next = max(next, 1)
+	m.next[sid] = next
+	return next, nil
 }
 
-func put(tx *sql.Tx, sid string, idx int, msg schema.Message) error {
+func (m *Model) add(sid string, idx int, msg schema.Message) error {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(`INSERT OR REPLACE INTO history (session_id, idx, message) VALUES (?, ?, ?)`, sid, idx, b)
-	return err
+	c, ok := m.chunks[sid]
+	if !ok {
+		c = &chunk{first: idx}
+		m.chunks[sid] = c
+		m.order = append(m.order, sid)
+	}
+	c.msgs = append(c.msgs, b)
+	m.next[sid] = idx + 1
+	return nil
 }
 
 func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 	sid := ev.SessionID
 	if ev.IsTombstone() {
+		if err := m.Flush(tx); err != nil {
+			return err
+		}
 		delete(m.next, sid)
 		_, err := tx.Exec(`DELETE FROM history WHERE session_id = ?`, sid)
 		return err
+	}
+	if ev.Payload == nil {
+		return nil
 	}
 	var t Transcript
 	ch := t.Apply(ev.Payload)
 	switch {
 	case ch.Reset:
-		if _, err := tx.Exec(`DELETE FROM history WHERE session_id = ? AND idx > 0`, sid); err != nil {
+		if err := m.Flush(tx); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(`DELETE FROM history WHERE session_id = ? AND first_idx > 0`, sid); err != nil {
+			return err
+		}
+		m.next[sid] = 1
 		for i, msg := range t.Messages {
-			if err := put(tx, sid, i+1, msg); err != nil {
+			if err := m.add(sid, 1+i, msg); err != nil {
 				return err
 			}
 		}
-		m.next[sid] = len(t.Messages) + 1
 	case ch.System:
-		return put(tx, sid, 0, schema.Message{Role: "system", Content: t.System})
+		b, err := json.Marshal([]schema.Message{{Role: "system", Content: t.System}})
+		if err != nil {
+			return err
+		}
+		m.system[sid] = b
 	case ch.Appended > 0:
-		n, err := m.nextRow(tx, sid)
+		n, err := m.nextIndex(tx, sid)
 		if err != nil {
 			return err
 		}
 		for i, msg := range t.Messages {
-			if err := put(tx, sid, n+i, msg); err != nil {
+			if err := m.add(sid, n+i, msg); err != nil {
 				return err
 			}
 		}
-		m.next[sid] = n + len(t.Messages)
 	}
 	return nil
 }
 
-func (*Model) Flush(*sql.Tx) error { return nil }
+// Flush writes the gathered chunks and system messages.
+func (m *Model) Flush(tx *sql.Tx) error {
+	defer m.discard()
+	if len(m.system)+len(m.order) == 0 {
+		return nil
+	}
+	stmt, err := tx.Prepare(`INSERT OR REPLACE INTO history (session_id, first_idx, messages) VALUES (?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for sid, b := range m.system {
+		if _, err := stmt.Exec(sid, 0, b); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	for _, sid := range m.order {
+		c := m.chunks[sid]
+		buf.Reset()
+		buf.WriteByte('[')
+		buf.Write(bytes.Join(c.msgs, []byte{','}))
+		buf.WriteByte(']')
+		if _, err := stmt.Exec(sid, c.first, buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Messages returns the history of a session as the next call would start
 // from it (system message first), or nil for an unknown session.
 func Messages(ctx context.Context, db *sql.DB, sessionID string) ([]schema.Message, error) {
-	rows, err := db.QueryContext(ctx, `SELECT message FROM history WHERE session_id = ? ORDER BY idx`, sessionID)
+	all, err := query(ctx, db, `SELECT session_id, messages FROM history WHERE session_id = ? ORDER BY first_idx`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", sessionID, err)
 	}
-	defer rows.Close()
-	var out []schema.Message
-	for rows.Next() {
-		var b []byte
-		var msg schema.Message
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, fmt.Errorf("history of %s: %w", sessionID, err)
-		}
-		out = append(out, msg)
-	}
-	return out, rows.Err()
+	return all[sessionID], nil
 }
 
 // Dump returns every session's history keyed by session id, for comparing a
 // live projection with a rebuilt one.
 func Dump(ctx context.Context, db *sql.DB) (map[string][]schema.Message, error) {
-	rows, err := db.QueryContext(ctx, `SELECT session_id, message FROM history ORDER BY session_id, idx`)
+	return query(ctx, db, `SELECT session_id, messages FROM history ORDER BY session_id, first_idx`)
+}
+
+func query(ctx context.Context, db *sql.DB, q string, args ...any) (map[string][]schema.Message, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +208,14 @@ func Dump(ctx context.Context, db *sql.DB) (map[string][]schema.Message, error) 
 	for rows.Next() {
 		var sid string
 		var b []byte
-		var msg schema.Message
+		var msgs []schema.Message
 		if err := rows.Scan(&sid, &b); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, err
+		if err := json.Unmarshal(b, &msgs); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", sid, err)
 		}
-		out[sid] = append(out[sid], msg)
+		out[sid] = append(out[sid], msgs...)
 	}
 	return out, rows.Err()
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/projections"
-	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -51,6 +50,12 @@ func NewModel() *Model {
 }
 
 func (*Model) Name() string { return "sessions" }
+
+// PayloadTypes are the events whose payloads the list reads; of the others
+// it only looks at the type.
+func (*Model) PayloadTypes() []string {
+	return []string{"SessionStarted", "UserMessageAdded", "AssistantMessageAdded", "SessionTitled"}
+}
 func (*Model) Version() int { return 1 }
 
 func (*Model) Create(tx *sql.Tx) error {
@@ -125,8 +130,17 @@ func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 		s.Started = ev.Time
 	}
 	s.LastActive = ev.Time
-	if _, ok := history.MessageOf(ev.Payload); ok {
+	switch ev.Type {
+	case "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded":
 		s.Messages++
+	case "TurnInterrupted":
+		s.Status = StatusInterrupted
+	case "TurnCompleted":
+		s.Status = StatusActive
+	case "ContextCompressed":
+		s.Status = StatusCompressed
+	case "SessionEnded":
+		s.Status = StatusEnded
 	}
 	switch e := ev.Payload.(type) {
 	case schema.SessionStarted:
@@ -145,14 +159,6 @@ func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 		}
 	case schema.SessionTitled:
 		s.Title = e.Title
-	case schema.TurnInterrupted:
-		s.Status = StatusInterrupted
-	case schema.TurnCompleted:
-		s.Status = StatusActive
-	case schema.ContextCompressed:
-		s.Status = StatusCompressed
-	case schema.SessionEnded:
-		s.Status = StatusEnded
 	}
 	return nil
 }
