@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/sessions"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	home     string
+	logLevel string
+	log      zerolog.Logger
+}
+
+// app is what a command works with: the store, the projections and the
+// runner that feeds them, all under one $HERMES_HOME.
+type app struct {
+	home   string
+	log    zerolog.Logger
+	store  *embedded.Store
+	projDB *projections.DB
+	runner *projections.Runner
+}
+
+func (g *globals) resolveHome() (string, error) {
+	home := g.home
+	if home == "" {
+		home = os.Getenv("HERMES_HOME")
+	}
+	if home == "" {
+		uh, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find a home directory: set HERMES_HOME or pass --home: %w", err)
+		}
+		home = filepath.Join(uh, ".hermes")
+	}
+	if strings.HasPrefix(home, "~/") {
+		if uh, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(uh, home[2:])
+		}
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", fmt.Errorf("create HERMES_HOME %s: %w", home, err)
+	}
+	return home, nil
+}
+
+func (g *globals) setup() error {
+	lvl, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level %q: use trace, debug, info, warn or error", g.logLevel)
+	}
+	g.log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true}).Level(lvl).With().Timestamp().Logger()
+	return nil
+}
+
+// open opens the store and projections of $HERMES_HOME.
+func (g *globals) open() (*app, error) {
+	home, err := g.resolveHome()
+	if err != nil {
+		return nil, err
+	}
+	store, err := embedded.Open(filepath.Join(home, "events.db"), embedded.WithLogger(g.log))
+	if err != nil {
+		return nil, err
+	}
+	pdb, err := projections.OpenDB(filepath.Join(home, "projections.db"))
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	runner := projections.NewRunner(store, g.log,
+		pdb.Projection(sessions.NewModel()),
+		pdb.Projection(history.NewModel()),
+	)
+	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
+}
+
+func (a *app) Close() error {
+	return errors.Join(a.projDB.Close(), a.store.Close())
+}
+
+// fresh brings the projections up to the end of the log before a read, so
+// that what a command shows includes every event appended so far.
+func (a *app) fresh(ctx context.Context) error {
+	_, err := a.runner.CatchUp(ctx)
+	return err
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "hermes",
+		Short:         "Hermes: an event-sourced AI agent",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return g.setup()
+		},
+	}
+	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
+	root.AddCommand(sessionsCmd(g), projectionsCmd(g))
+	return root
+}

@@ -1,0 +1,15 @@
+// Command hermes is the Hermes agent's command line: chat, inspect sessions
+// and their events, and manage the read models built from them.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "hermes:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+func sessionsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "List and inspect sessions"}
+	cmd.AddCommand(sessionsList(g), sessionsShow(g), sessionsEvents(g), sessionsDelete(g))
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func sessionsList(g *globals) *cobra.Command {
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, most recently active first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			list, err := sessions.List(ctx, a.projDB.Reader(), limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if list == nil {
+					list = []sessions.Summary{}
+				}
+				return writeJSON(out, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(out, "no sessions yet")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f\t%s\t%s\n", s.ID, clip(s.Title, 40), s.Source, s.Model, s.Messages,
+					s.Usage.Total(), s.CostUSD, s.Status, s.LastActive.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N sessions (0: all)")
+	return cmd
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// findSession resolves an id or unique prefix to a listed session.
+func findSession(cmd *cobra.Command, a *app, id string) (sessions.Summary, error) {
+	s, ok, err := sessions.Get(cmd.Context(), a.projDB.Reader(), id)
+	if err != nil {
+		return s, err
+	}
+	if !ok {
+		return s, fmt.Errorf("no session %q: `hermes sessions list` shows the sessions there are", id)
+	}
+	return s, nil
+}
+
+func sessionsShow(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a session's history as the next model call would start from it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			s, err := findSession(cmd, a, args[0])
+			if err != nil {
+				return err
+			}
+			msgs, err := history.Messages(ctx, a.projDB.Reader(), s.ID)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if msgs == nil {
+					msgs = []schema.Message{}
+				}
+				return writeJSON(out, msgs)
+			}
+			fmt.Fprintf(out, "session %s  %q\n", s.ID, s.Title)
+			fmt.Fprintf(out, "source %s  model %s  status %s  started %s\n", s.Source, s.Model, s.Status, s.Started.Local().Format(time.DateTime))
+			if s.Parent != "" {
+				fmt.Fprintf(out, "parent %s (%s)\n", s.Parent, s.Reason)
+			}
+			fmt.Fprintf(out, "messages %d  tokens in %d out %d cache read %d write %d  cost $%.4f\n\n", s.Messages,
+				s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD)
+			for _, m := range msgs {
+				printMessage(out, m)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the OpenAI-format message list as JSON")
+	return cmd
+}
+
+func printMessage(w io.Writer, m schema.Message) {
+	head := strings.ToUpper(m.Role)
+	if m.Role == "tool" {
+		head = fmt.Sprintf("TOOL %s (%s)", m.Name, m.ToolCallID)
+	}
+	fmt.Fprintf(w, "── %s\n", head)
+	if m.Reasoning != "" {
+		fmt.Fprintf(w, "   (thinking) %s\n", clip(m.Reasoning, 400))
+	}
+	if m.Content != "" {
+		fmt.Fprintln(w, m.Content)
+	}
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(w, "   → %s(%s) [%s]\n", tc.Function.Name, tc.Function.Arguments, tc.ID)
+	}
+}
+
+func sessionsEvents(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "events ID",
+		Short: "Print a session's raw events (--json: one JSON object per line)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			id := args[0]
+			// The raw log needs no projection, except to resolve a prefix.
+			rs, err := a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+			if err == nil && len(rs) == 0 {
+				if err := a.fresh(ctx); err != nil {
+					return err
+				}
+				s, ferr := findSession(cmd, a, id)
+				if ferr != nil {
+					return ferr
+				}
+				rs, err = a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
+			}
+			if errors.Is(err, events.ErrStreamDeleted) {
+				return fmt.Errorf("session %s was deleted", id)
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			enc := json.NewEncoder(out)
+			for _, r := range rs {
+				if asJSON {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(out, "%6d  %4d  %s  %-22s v%d  turn=%s  %s\n", r.Position, r.Revision, r.Time.Local().Format("2006-01-02 15:04:05.000"),
+					r.Type, r.Version, r.TurnID, clip(string(r.Payload), 120))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	return cmd
+}
+
+func sessionsDelete(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete ID",
+		Short: "Erase a session: its events are deleted and every read model drops it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			s, err := findSession(cmd, a, args[0])
+			if err != nil {
+				return err
+			}
+			if err := a.store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
+				return err
+			}
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)
+			return nil
+		},
+	}
+}
