@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -164,50 +165,109 @@ type page struct {
 	err   error
 }
 
+// readers is how many goroutines read and decode pages ahead of the one
+// applying them; inFlight bounds the pages held in memory.
+const (
+	readers  = 2
+	inFlight = 4
+)
+
 // CatchUp applies everything in the log up to its current end, and returns
-// the position reached. Reading and decoding the next page overlaps with
-// applying the current one.
+// the position reached. Pages are read and decoded ahead, in parallel, while
+// the current one is applied; they are applied strictly in log order.
 func (r *Runner) CatchUp(ctx context.Context) (uint64, error) {
 	cps, after, err := r.checkpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
+	for {
+		head, err := r.store.Head(ctx)
+		if err != nil {
+			return after, err
+		}
+		if head <= after {
+			return after, nil
+		}
+		if after, err = r.catchUpTo(ctx, cps, after, head); err != nil {
+			return after, err
+		}
+	}
+}
+
+// catchUpTo applies the events with positions in (after, head].
+func (r *Runner) catchUpTo(ctx context.Context, cps []uint64, after, head uint64) (uint64, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
-	pages := make(chan page, 2)
+	type job struct {
+		lo, hi uint64
+		out    chan page
+	}
+	jobs := make(chan job)
+	order := make(chan chan page, inFlight)
+	wg.Add(1)
 	go func() {
-		defer close(pages)
-		from := after
-		for {
-			rs, err := r.store.ReadAll(ctx, from, r.page)
-			var batch []Event
-			if err == nil && len(rs) > 0 {
-				batch, err = r.decodeAll(rs)
-			}
-			if err == nil && len(rs) == 0 {
-				return
-			}
+		defer wg.Done()
+		defer close(order)
+		defer close(jobs)
+		size := uint64(r.page)
+		for lo := after; lo < head; lo += size {
+			j := job{lo: lo, hi: min(lo+size, head), out: make(chan page, 1)}
 			select {
-			case pages <- page{batch, err}:
+			case order <- j.out:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
 				return
 			}
-			from = rs[len(rs)-1].Position
 		}
 	}()
-	for p := range pages {
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				// Positions are unique, so (lo, hi] holds at most page
+				// events: they are all among the first page after lo.
+				rs, err := r.store.ReadAll(ctx, j.lo, r.page)
+				n := 0
+				for n < len(rs) && rs[n].Position <= j.hi {
+					n++
+				}
+				var batch []Event
+				if err == nil {
+					batch, err = r.decodeAll(rs[:n])
+				}
+				j.out <- page{batch, err}
+			}
+		}()
+	}
+	for out := range order {
+		var p page
+		select {
+		case p = <-out:
+		case <-ctx.Done():
+			return after, ctx.Err()
+		}
 		if p.err != nil {
 			return after, p.err
+		}
+		if len(p.batch) == 0 {
+			continue
 		}
 		if err := r.apply(ctx, cps, p.batch); err != nil {
 			return after, err
 		}
 		after = p.batch[len(p.batch)-1].Position
 	}
-	return after, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return after, err
+	}
+	return head, nil
 }
 
 // Run keeps the projections up to date until ctx ends: it catches up, then

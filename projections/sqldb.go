@@ -11,7 +11,10 @@ import (
 
 // DB is the SQLite file ($HERMES_HOME/projections.db) that holds the
 // table-backed read models and their checkpoints. Like the event store it
-// may be open in several processes at once.
+// may be open in several processes at once. Its commits skip the fsync the
+// event store pays for: a power cut can lose the last batches, but a state
+// and its checkpoint always move together, so the runner just re-applies
+// them from the log.
 type DB struct {
 	path string
 	w    *sql.DB // one connection; transactions take the write lock
@@ -20,11 +23,11 @@ type DB struct {
 
 // OpenDB opens (creating if needed) the projections database at path.
 func OpenDB(path string) (*DB, error) {
-	w, err := embedded.OpenSQLite(path, true)
+	w, err := embedded.OpenSQLite(path, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
 	}
-	r, err := embedded.OpenSQLite(path, false)
+	r, err := embedded.OpenSQLite(path, false, false)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open projections %s: %w", path, err)

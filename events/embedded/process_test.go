@@ -289,7 +289,7 @@ func TestCorruptPayloadIsNamed(t *testing.T) {
 	for i := range 5 {
 		s.Append(ctx, "session-x", events.Any, storetest.Event("x", fmt.Sprint(i)))
 	}
-	db, _ := sql.Open("sqlite", dsn(path, ""))
+	db, _ := sql.Open("sqlite", dsn(path, "", "FULL"))
 	if _, err := db.Exec(`UPDATE events SET payload = '{"content": "3!"}' WHERE stream = 'session-x' AND revision = 3`); err != nil {
 		t.Fatal(err)
 	}

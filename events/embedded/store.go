@@ -82,16 +82,22 @@ func WithLogger(l zerolog.Logger) Option { return func(s *Store) { s.log = l } }
 func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
 
 // OpenSQLite opens a SQLite file the way Hermes uses it everywhere: WAL
-// (readers never block the writer, several processes may share the file),
-// synchronous=FULL (a commit is on disk when it returns) and a long busy
-// timeout instead of "database is locked". A writer handle has one
-// connection whose transactions take the write lock at BEGIN.
-func OpenSQLite(path string, writer bool) (*sql.DB, error) {
+// (readers never block the writer, several processes may share the file)
+// and a long busy timeout instead of "database is locked". With durable, a
+// commit is on disk when it returns (synchronous=FULL); without, it may be
+// lost on power failure but never torn (synchronous=NORMAL), which suits
+// data that can be rebuilt. A writer handle has one connection whose
+// transactions take the write lock at BEGIN.
+func OpenSQLite(path string, writer, durable bool) (*sql.DB, error) {
 	lock := ""
 	if writer {
 		lock = "immediate"
 	}
-	db, err := sql.Open("sqlite", dsn(path, lock))
+	sync := "FULL"
+	if !durable {
+		sync = "NORMAL"
+	}
+	db, err := sql.Open("sqlite", dsn(path, lock, sync))
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +110,14 @@ func OpenSQLite(path string, writer bool) (*sql.DB, error) {
 	return db, nil
 }
 
-func dsn(path string, txlock string) string {
+func dsn(path, txlock, sync string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(OFF)")
+	q.Add("_pragma", "mmap_size(268435456)")
+	q.Add("_pragma", "cache_size(-32768)")
 	if txlock != "" {
 		q.Add("_txlock", txlock)
 	}
@@ -132,7 +140,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	var err error
-	if s.wdb, err = OpenSQLite(path, true); err != nil {
+	if s.wdb, err = OpenSQLite(path, true, true); err != nil {
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
 	if _, err = s.wdb.Exec(ddl); err != nil {
@@ -143,7 +151,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	if s.rdb, err = OpenSQLite(path, false); err != nil {
+	if s.rdb, err = OpenSQLite(path, false, true); err != nil {
 		s.wdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
