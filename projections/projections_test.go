@@ -70,7 +70,9 @@ func dump(t *testing.T, db *sql.DB) string {
 // with tool calls and results, a title, sometimes an interruption.
 func writeSession(ctx context.Context, s events.Store, rng *rand.Rand, sid string, turns int) error {
 	stream := events.SessionStream(sid)
-	meta := func(turn int) schema.Meta { return schema.Meta{SessionID: sid, TurnID: fmt.Sprintf("%s-t%d", sid, turn)} }
+	meta := func(turn int) schema.Meta {
+		return schema.Meta{SessionID: sid, TurnID: fmt.Sprintf("%s-t%d", sid, turn)}
+	}
 	start := []schema.Envelope{
 		schema.MustEnvelope(meta(0), schema.SessionStarted{Source: []string{"cli", "telegram", "slack"}[rng.IntN(3)], Model: "gpt-4o-mini", Provider: "openai", Reason: schema.StartNew}),
 		schema.MustEnvelope(meta(0), schema.SystemPromptBuilt{Content: "You are Hermes. Session " + sid}),
