@@ -1,0 +1,438 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Config tunes the loop; zero values take the defaults of the seeds.
+type Config struct {
+	Model string
+	// MaxContinuations bounds "continue" calls after finish_reason=length.
+	MaxContinuations int
+	// BudgetWarningAt is the used fraction of the budget from which a
+	// [BUDGET WARNING] rides on the last tool result; 0 turns it off.
+	BudgetWarningAt float64
+	// MaxParallelTools bounds the calls of one response run at once.
+	MaxParallelTools int
+	// MaxJSONRecoveries bounds error results for unparseable arguments per
+	// turn; past it the turn ends.
+	MaxJSONRecoveries int
+	// MaxDelegatesPerResponse bounds delegate_task calls kept per response.
+	MaxDelegatesPerResponse int
+	MaxTokens               int
+	Prices                  Prices
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxContinuations == 0 {
+		c.MaxContinuations = 3
+	}
+	if c.MaxParallelTools == 0 {
+		c.MaxParallelTools = 8
+	}
+	if c.MaxJSONRecoveries == 0 {
+		c.MaxJSONRecoveries = 3
+	}
+	if c.MaxDelegatesPerResponse == 0 {
+		c.MaxDelegatesPerResponse = 1
+	}
+	if c.Prices == nil {
+		c.Prices = DefaultPrices()
+	}
+	return c
+}
+
+// Recorder appends a turn's events to the session's stream. Record returns
+// only once they are durable.
+type Recorder interface {
+	Record(ctx context.Context, turnID string, ps ...schema.Payload) error
+}
+
+// Observation is one thing the CLI or gateway may show while a turn runs.
+type Observation struct {
+	Kind string // delta, reasoning, tool_start, tool_end, status, step
+	Text string
+	Tool string
+	Err  string
+	Step int
+}
+
+// Observer receives observations; it must not block for long.
+type Observer func(Observation)
+
+// Loop runs turns of one session.
+type Loop struct {
+	Provider Provider
+	Tools    Toolbox
+	Exec     Executor
+	Rec      Recorder
+	Observe  Observer
+	Budget   *Budget
+	Cfg      Config
+	// Ephemeral, when set, returns context to add to the latest user
+	// message at call time only (memory prefetch, plugin context).
+	Ephemeral func() string
+	// NewID makes tool-call ids where a provider gave none.
+	NewID func() string
+}
+
+// Outcomes of a turn.
+const (
+	OutcomeAnswer      = "answer"
+	OutcomeBudget      = "budget_exhausted"
+	OutcomeBadToolJSON = "invalid_tool_arguments"
+)
+
+// ErrInterrupted is returned when a turn was cancelled; the history holds
+// nothing partial of the call in flight.
+var ErrInterrupted = errors.New("turn interrupted")
+
+const (
+	continuePrompt = "[Your previous response was cut off by the output limit. Continue exactly where it stopped, without repeating anything.]"
+	gracePrompt    = "[You have used your whole iteration budget. Tools are no longer available. Summarise what you did, what the result is, and what remains to be done.]"
+	nudgePrompt    = "[You only thought and gave no answer. Reply to the user now.]"
+)
+
+// Turn runs one turn from the user's text until a final answer, the end of
+// the budget, an interruption or an error. t is the session's transcript;
+// it is updated through the same fold that recovery uses.
+func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText string) (string, error) {
+	cfg := l.Cfg.withDefaults()
+	obs := l.Observe
+	if obs == nil {
+		obs = func(Observation) {}
+	}
+	record := func(ps ...schema.Payload) error {
+		// Recording is never cut by the interrupt: what happened is kept.
+		if err := l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			t.Apply(p)
+		}
+		return nil
+	}
+	interrupted := func(reason string) (string, error) {
+		if err := record(schema.TurnInterrupted{Reason: reason}); err != nil {
+			return "", err
+		}
+		return "", ErrInterrupted
+	}
+	if err := record(schema.UserMessageAdded{Content: userText}); err != nil {
+		return "", err
+	}
+	recoveries, iterations := 0, 0
+	warned, nudged := false, false
+	for {
+		grace := !l.Budget.Take()
+		iterations++
+		obs(Observation{Kind: "step", Step: iterations})
+		req := Request{Model: cfg.Model, System: t.System, Tools: l.Tools.Specs(), MaxTokens: cfg.MaxTokens, NoTools: grace}
+		req.Messages = RepairHistory(t.Messages)
+		warn := cfg.BudgetWarningAt > 0 && !grace && float64(l.Budget.Used()) >= cfg.BudgetWarningAt*float64(l.Budget.Max())
+		if warn && !warned {
+			warned = true
+			if err := record(schema.BudgetWarning{Used: l.Budget.Used(), Max: l.Budget.Max()}); err != nil {
+				return "", err
+			}
+		}
+		l.layer(&req, warn, grace, nudged)
+		resp, err := l.call(ctx, cfg, req, obs)
+		if ctx.Err() != nil {
+			return interrupted(interruptReason(ctx))
+		}
+		if err != nil {
+			if rerr := record(schema.TurnInterrupted{Reason: "provider error: " + err.Error()}); rerr != nil {
+				return "", rerr
+			}
+			return "", err
+		}
+		content, reasoning := splitThink(resp.Content)
+		reasoning = joinText(resp.Reasoning, reasoning)
+		msg := schema.AssistantMessageAdded{Content: content, Reasoning: reasoning, FinishReason: resp.FinishReason,
+			Provider: l.Provider.Name(), Model: firstNonEmpty(resp.Model, cfg.Model), APIMode: l.Provider.APIMode(), Usage: resp.Usage}
+		msg.CostUSD = cfg.Prices.Cost(msg.Model, resp.Usage)
+
+		if grace || len(resp.ToolCalls) == 0 {
+			if content == "" && reasoning != "" && !nudged && !grace {
+				// Thinking is not an answer: ask once more, ephemerally.
+				nudged = true
+				continue
+			}
+			if content == "" {
+				msg.Content = reasoning
+			}
+			msg.ToolCalls = nil
+			outcome := OutcomeAnswer
+			if grace {
+				outcome = OutcomeBudget
+			}
+			if err := record(msg, schema.TurnCompleted{Iterations: iterations, Outcome: outcome}); err != nil {
+				return "", err
+			}
+			return msg.Content, nil
+		}
+
+		calls, bad := l.validate(cfg, resp.ToolCalls)
+		msg.ToolCalls = nil
+		for _, c := range calls {
+			msg.ToolCalls = append(msg.ToolCalls, c.call)
+		}
+		started := []schema.Payload{msg}
+		for _, c := range calls {
+			started = append(started, schema.ToolCallStarted{CallID: c.call.ID, Name: c.call.Function.Name, Arguments: c.call.Function.Arguments})
+		}
+		if err := record(started...); err != nil {
+			return "", err
+		}
+		results := l.execute(ctx, cfg, calls, obs)
+		var out []schema.Payload
+		for i, c := range calls {
+			r := results[i]
+			content := r.Content
+			if r.Err != "" {
+				content = joinText(content, "Error: "+r.Err)
+			}
+			if r.Interrupted {
+				content = interruptedResult
+			}
+			out = append(out, schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
+				DurationMS: r.Duration.Milliseconds(), Error: r.Err, Interrupted: r.Interrupted})
+		}
+		if err := record(out...); err != nil {
+			return "", err
+		}
+		if ctx.Err() != nil {
+			return interrupted(interruptReason(ctx))
+		}
+		if bad > 0 {
+			recoveries += bad
+			if recoveries > cfg.MaxJSONRecoveries {
+				final := "I could not produce valid tool arguments after several attempts, so I stopped."
+				if err := record(schema.AssistantMessageAdded{Content: final, FinishReason: "stop", Provider: l.Provider.Name(), Model: cfg.Model, APIMode: l.Provider.APIMode()},
+					schema.TurnCompleted{Iterations: iterations, Outcome: OutcomeBadToolJSON}); err != nil {
+					return "", err
+				}
+				return final, nil
+			}
+		}
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Cause is set on a context cancelled on purpose, to say why in the event.
+type Cause string
+
+func (c Cause) Error() string { return string(c) }
+
+func interruptReason(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return c.Error()
+	}
+	return "cancelled"
+}
+
+// layer adds the ephemeral layers to a request: they are sent, never
+// recorded.
+func (l *Loop) layer(req *Request, warn, grace, nudged bool) {
+	msgs := req.Messages
+	if warn && len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
+		last := &msgs[len(msgs)-1]
+		last.Content += fmt.Sprintf("\n\n[BUDGET WARNING: %d of %d iterations used. Finish the task or wrap up soon.]", l.Budget.Used(), l.Budget.Max())
+	}
+	if l.Ephemeral != nil {
+		if extra := l.Ephemeral(); extra != "" {
+			for i := len(msgs) - 1; i >= 0; i-- {
+				if msgs[i].Role == "user" {
+					msgs[i].Content = joinText(msgs[i].Content, extra)
+					break
+				}
+			}
+		}
+	}
+	if grace {
+		msgs = appendUser(msgs, gracePrompt)
+	} else if nudged {
+		msgs = appendUser(msgs, nudgePrompt)
+	}
+	req.Messages = msgs
+}
+
+// appendUser adds a user message, merging it into a final user message so
+// that roles still alternate.
+func appendUser(msgs []schema.Message, text string) []schema.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "user" {
+		msgs[n-1].Content = joinText(msgs[n-1].Content, text)
+		return msgs
+	}
+	return append(msgs, schema.Message{Role: "user", Content: text})
+}
+
+// call makes one model call, continuing after finish_reason=length up to
+// MaxContinuations times and retrying a response whose tool call was cut
+// off. Each extra call is a model call and takes from the budget.
+func (l *Loop) call(ctx context.Context, cfg Config, req Request, obs Observer) (Response, error) {
+	onDelta := func(d Delta) {
+		switch d.Kind {
+		case DeltaText:
+			obs(Observation{Kind: "delta", Text: d.Text})
+		case DeltaReasoning:
+			obs(Observation{Kind: "reasoning", Text: d.Text})
+		case DeltaToolCall:
+			obs(Observation{Kind: "status", Text: "calling " + d.Text, Tool: d.Text})
+		}
+	}
+	var joined strings.Builder
+	var usage schema.Usage
+	base := req.Messages
+	for attempt := 0; ; attempt++ {
+		resp, err := l.Provider.Complete(ctx, req, onDelta)
+		if err != nil {
+			return resp, err
+		}
+		usage = usage.Add(resp.Usage)
+		if resp.FinishReason != "length" || attempt >= cfg.MaxContinuations || !l.Budget.Take() {
+			if resp.FinishReason == "length" && len(resp.ToolCalls) > 0 {
+				resp.ToolCalls = nil // still cut off: never run half a call
+			}
+			joined.WriteString(resp.Content)
+			resp.Content = joined.String()
+			resp.Usage = usage
+			return resp, nil
+		}
+		if len(resp.ToolCalls) > 0 {
+			// A cut-off tool call: drop the response and ask again.
+			obs(Observation{Kind: "status", Text: "tool call cut off by the output limit; retrying"})
+			continue
+		}
+		obs(Observation{Kind: "status", Text: "response cut off by the output limit; continuing"})
+		joined.WriteString(resp.Content)
+		msgs := append([]schema.Message(nil), base...)
+		msgs = append(msgs, schema.Message{Role: "assistant", Content: joined.String()}, schema.Message{Role: "user", Content: continuePrompt})
+		req.Messages = msgs
+	}
+}
+
+type validCall struct {
+	call schema.ToolCall
+	tool Tool
+	// errResult, when set, is returned instead of running the tool.
+	errResult string
+	badJSON   bool
+}
+
+// validate repairs names and arguments, drops identical duplicates and
+// delegate_task calls over the cap, and turns what cannot be repaired into
+// error results the model can act on. It returns how many calls had
+// unusable JSON.
+func (l *Loop) validate(cfg Config, tcs []schema.ToolCall) ([]validCall, int) {
+	names := l.Tools.Names()
+	seen := map[string]bool{}
+	delegates, bad := 0, 0
+	var out []validCall
+	for _, tc := range tcs {
+		if tc.ID == "" {
+			tc.ID = l.newID()
+		}
+		tc.Type = "function"
+		vc := validCall{call: tc}
+		name, ok := RepairToolName(tc.Function.Name, names)
+		if !ok {
+			vc.errResult = fmt.Sprintf("Unknown tool %q. Valid tools: %s.", tc.Function.Name, strings.Join(names, ", "))
+		} else {
+			vc.call.Function.Name = name
+			vc.tool, _ = l.Tools.Get(name)
+			args, _, err := RepairArguments(tc.Function.Arguments)
+			if err != nil {
+				vc.errResult = fmt.Sprintf("The arguments of %s are not valid JSON (%v). Call it again with a valid JSON object.", name, err)
+				vc.badJSON = true
+				bad++
+			} else {
+				vc.call.Function.Arguments = args
+			}
+		}
+		key := vc.call.Function.Name + "\x00" + vc.call.Function.Arguments
+		if seen[key] {
+			continue // an identical call in the same response runs once
+		}
+		seen[key] = true
+		if vc.call.Function.Name == "delegate_task" {
+			delegates++
+			if delegates > cfg.MaxDelegatesPerResponse {
+				continue
+			}
+		}
+		out = append(out, vc)
+	}
+	return out, bad
+}
+
+func (l *Loop) newID() string {
+	if l.NewID != nil {
+		return l.NewID()
+	}
+	return "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
+}
+
+// execute runs the valid calls in waves and returns results in call order.
+func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs Observer) []Result {
+	results := make([]Result, len(calls))
+	var runnable []Call
+	var index []int
+	for i, c := range calls {
+		if c.errResult != "" {
+			results[i] = Result{Err: c.errResult}
+			continue
+		}
+		runnable = append(runnable, Call{ID: c.call.ID, Name: c.call.Function.Name, Args: json.RawMessage(c.call.Function.Arguments), Tool: c.tool})
+		index = append(index, i)
+	}
+	for _, wave := range waves(runnable, cfg.MaxParallelTools) {
+		var wg sync.WaitGroup
+		for _, k := range wave {
+			c := runnable[k]
+			if ctx.Err() != nil {
+				results[index[k]] = Result{Interrupted: true, Err: "cancelled"}
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				obs(Observation{Kind: "tool_start", Tool: c.Name, Text: string(c.Args)})
+				start := time.Now()
+				r := l.Exec.Execute(ctx, c)
+				if r.Duration == 0 {
+					r.Duration = time.Since(start)
+				}
+				obs(Observation{Kind: "tool_end", Tool: c.Name, Text: clipText(r.Content, 200), Err: r.Err})
+				results[index[k]] = r
+			}()
+		}
+		wg.Wait()
+	}
+	return results
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,81 @@
+// Package agent is the Hermes turn loop as plain Go: build the messages
+// from the session's history, call the model, validate and repair its tool
+// calls, run them, record every step as events, and loop until a final
+// answer or the end of the iteration budget. The session actor drives it;
+// it needs no actor system to test.
+package agent
+
+import (
+	"context"
+
+	"github.com/hermes-go/hermes/schema"
+)
+
+// API modes a provider can speak.
+const (
+	ModeChatCompletions = "chat_completions"
+	ModeAnthropic       = "anthropic_messages"
+	ModeResponses       = "codex_responses"
+)
+
+// ToolSpec is what the model is told about one tool.
+type ToolSpec struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model string
+	// System is the stable prefix, sent first and unchanged on every call.
+	System string
+	// Messages follow the system message, ephemeral layers included.
+	Messages  []schema.Message
+	Tools     []ToolSpec
+	MaxTokens int
+	// NoTools withholds tools even when Tools is set (the grace call).
+	NoTools bool
+}
+
+// Response is a complete model answer.
+type Response struct {
+	Content   string
+	Reasoning string
+	ToolCalls []schema.ToolCall
+	// FinishReason is normalised to stop, tool_calls, length or
+	// content_filter.
+	FinishReason string
+	Usage        schema.Usage
+	Model        string
+}
+
+// DeltaKind tells what a streamed delta carries.
+type DeltaKind uint8
+
+const (
+	// DeltaText is answer text.
+	DeltaText DeltaKind = iota
+	// DeltaReasoning is thinking text.
+	DeltaReasoning
+	// DeltaToolCall is a tool call's name as soon as it is known.
+	DeltaToolCall
+)
+
+// Delta is one streamed piece of a response.
+type Delta struct {
+	Kind DeltaKind
+	Text string
+}
+
+// Provider is the port to a model API; adapters/llm implements it once per
+// API mode with the official SDKs.
+type Provider interface {
+	// Name is the provider's name (openai, anthropic, openrouter, ...).
+	Name() string
+	// APIMode is one of the Mode constants.
+	APIMode() string
+	// Complete makes one streaming call, handing deltas to onDelta as they
+	// arrive, and returns the whole response. A cancelled ctx ends it.
+	Complete(ctx context.Context, req Request, onDelta func(Delta)) (Response, error)
+}

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Tool is one tool the model may call.
+type Tool interface {
+	Spec() ToolSpec
+	Flags() ToolFlags
+	// Run executes one call with JSON object arguments and returns what the
+	// model will read.
+	Run(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// ToolFlags describe how a tool may be scheduled.
+type ToolFlags struct {
+	// ReadOnly tools change nothing.
+	ReadOnly bool
+	// Interactive tools ask the person something: a response holding one
+	// runs all of its calls one after another.
+	Interactive bool
+	// WritesPaths, when set, returns the paths a call writes: calls whose
+	// paths overlap do not run at the same time.
+	WritesPaths func(args json.RawMessage) []string
+}
+
+// Toolbox is the set of tools a session may use.
+type Toolbox interface {
+	Specs() []ToolSpec
+	Get(name string) (Tool, bool)
+	Names() []string
+}
+
+// Tools is a simple Toolbox over a fixed list.
+type Tools struct{ byName map[string]Tool }
+
+// NewTools returns a toolbox of ts.
+func NewTools(ts ...Tool) *Tools {
+	t := &Tools{byName: map[string]Tool{}}
+	for _, x := range ts {
+		t.byName[x.Spec().Name] = x
+	}
+	return t
+}
+
+func (t *Tools) Get(name string) (Tool, bool) { x, ok := t.byName[name]; return x, ok }
+
+func (t *Tools) Names() []string {
+	out := make([]string, 0, len(t.byName))
+	for n := range t.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (t *Tools) Specs() []ToolSpec {
+	var out []ToolSpec
+	for _, n := range t.Names() {
+		out = append(out, t.byName[n].Spec())
+	}
+	return out
+}
+
+// Call is one validated tool call ready to run.
+type Call struct {
+	ID   string
+	Name string
+	Args json.RawMessage
+	Tool Tool
+}
+
+// Result is the outcome of one call.
+type Result struct {
+	Content  string
+	Err      string
+	Duration time.Duration
+	// Interrupted is set when the call was cancelled before it finished.
+	Interrupted bool
+}
+
+// Executor runs one tool call; the ToolRunner actors implement it with
+// bounded concurrency, and RunTool is the body they share.
+type Executor interface {
+	Execute(ctx context.Context, c Call) Result
+}
+
+// RunTool runs c with a timeout, turning a panic into an error result. A
+// tool that ignores its context is abandoned at the timeout.
+func RunTool(ctx context.Context, c Call, timeout time.Duration) Result {
+	start := time.Now()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	done := make(chan Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Result{Err: fmt.Sprintf("tool %s panicked: %v", c.Name, p)}
+			}
+		}()
+		out, err := c.Tool.Run(ctx, c.Args)
+		r := Result{Content: out}
+		if err != nil {
+			r.Err = err.Error()
+		}
+		done <- r
+	}()
+	var r Result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		r = Result{Interrupted: true, Err: "cancelled"}
+		if ctx.Err() == context.DeadlineExceeded {
+			r = Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, timeout)}
+		}
+	}
+	r.Duration = time.Since(start)
+	return r
+}
+
+// DirectExecutor runs calls in the calling goroutine (tests, one-shot use).
+type DirectExecutor struct{ Timeout time.Duration }
+
+func (d DirectExecutor) Execute(ctx context.Context, c Call) Result { return RunTool(ctx, c, d.Timeout) }
+
+// waves splits calls into groups that may run at the same time: all calls
+// one by one when any is interactive; otherwise a call waits for a later
+// wave when a path it writes overlaps one written in the current wave.
+func waves(calls []Call, maxParallel int) [][]int {
+	if maxParallel < 1 {
+		maxParallel = 1
+	}
+	for _, c := range calls {
+		if c.Tool.Flags().Interactive {
+			out := make([][]int, len(calls))
+			for i := range calls {
+				out[i] = []int{i}
+			}
+			return out
+		}
+	}
+	var out [][]int
+	var cur []int
+	var curPaths []string
+	for i, c := range calls {
+		var paths []string
+		if w := c.Tool.Flags().WritesPaths; w != nil {
+			paths = w(c.Args)
+		}
+		if len(cur) >= maxParallel || overlaps(paths, curPaths) {
+			out = append(out, cur)
+			cur, curPaths = nil, nil
+		}
+		cur = append(cur, i)
+		curPaths = append(curPaths, paths...)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		x = filepath.Clean(x)
+		for _, y := range b {
+			y = filepath.Clean(y)
+			if x == y || within(x, y) || within(y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && !filepath.IsAbs(rel) && len(rel) >= 1 && rel[0] != '.'
+}

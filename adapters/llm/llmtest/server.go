@@ -1,0 +1,399 @@
+// Package llmtest is a scripted model server for tests. It stands in for
+// the OpenAI chat-completions API (JSON and SSE: tool-call deltas split
+// across chunks, usage in the last chunk), the OpenAI Responses API (SSE)
+// and the Anthropic Messages API (SSE), speaking their real wire formats so
+// that tests go through the official SDK clients over HTTP. It answers from
+// a script, in order, and records every request.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ToolCall is a scripted tool call.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args string
+}
+
+// Reply is one scripted model answer.
+type Reply struct {
+	Content   string
+	Reasoning string
+	ToolCalls []ToolCall
+	// Finish is stop (default), tool_calls (default when ToolCalls are
+	// set), length or content_filter.
+	Finish string
+	// Token usage reported in the last chunk.
+	Prompt, Completion, CacheRead, CacheWrite int64
+	// Status, when set, answers with this HTTP status and ErrorBody.
+	Status    int
+	ErrorBody string
+	// Header is added to the response (Retry-After, say).
+	Header map[string]string
+	// Delay waits before answering; StallAfter sends the first chunk and
+	// then waits this long before the rest.
+	Delay      time.Duration
+	StallAfter time.Duration
+	// Model is reported back; defaults to the requested model.
+	Model string
+}
+
+// Request is a recorded request.
+type Request struct {
+	Path   string
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Server is the scripted server.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	script   []Reply
+	requests []Request
+	// Default, when set, answers once the script is used up.
+	Default *Reply
+}
+
+// New starts a server answering with script, in order.
+func New(script ...Reply) *Server {
+	s := &Server{script: script}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s
+}
+
+// Add appends replies to the script.
+func (s *Server) Add(rs ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, rs...)
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Remaining is how many scripted replies are left.
+func (s *Server) Remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.script)
+}
+
+func (s *Server) next(r *http.Request) (Reply, Request, bool) {
+	raw, _ := io.ReadAll(r.Body)
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	json.Unmarshal(raw, &req.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	if len(s.script) == 0 {
+		if s.Default != nil {
+			return *s.Default, req, true
+		}
+		return Reply{}, req, false
+	}
+	rep := s.script[0]
+	s.script = s.script[1:]
+	return rep, req, true
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	rep, req, ok := s.next(r)
+	if !ok {
+		http.Error(w, `{"error":{"message":"llmtest: script exhausted","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
+	if rep.Delay > 0 {
+		select {
+		case <-time.After(rep.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if rep.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		io.WriteString(w, rep.ErrorBody)
+		return
+	}
+	if rep.Model == "" {
+		rep.Model, _ = req.Body["model"].(string)
+	}
+	if len(rep.ToolCalls) > 0 && rep.Finish == "" {
+		rep.Finish = "tool_calls"
+	}
+	if rep.Finish == "" {
+		rep.Finish = "stop"
+	}
+	for i := range rep.ToolCalls {
+		if rep.ToolCalls[i].ID == "" {
+			rep.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", len(s.Requests()), i)
+		}
+	}
+	stream, _ := req.Body["stream"].(bool)
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		if stream {
+			s.chatStream(w, r, rep)
+		} else {
+			s.chatJSON(w, rep)
+		}
+	case strings.HasSuffix(r.URL.Path, "/messages"):
+		s.anthropicStream(w, r, rep, stream)
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		s.responsesStream(w, r, rep)
+	default:
+		http.Error(w, `{"error":{"message":"llmtest: unknown path"}}`, http.StatusNotFound)
+	}
+}
+
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w, f}
+}
+
+func (s *sse) data(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+func (s *sse) event(name string, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+func stall(r *http.Request, rep Reply) bool {
+	if rep.StallAfter <= 0 {
+		return false
+	}
+	select {
+	case <-time.After(rep.StallAfter):
+		return false
+	case <-r.Context().Done():
+		return true
+	}
+}
+
+// pieces cuts s into n roughly equal parts (at least one).
+func pieces(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	rs := []rune(s)
+	if n > len(rs) {
+		n = len(rs)
+	}
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, string(rs[i*len(rs)/n:(i+1)*len(rs)/n]))
+	}
+	return out
+}
+
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, rep Reply) {
+	out := newSSE(w)
+	id := "chatcmpl-llmtest"
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rep.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	if stall(r, rep) {
+		return
+	}
+	for _, p := range pieces(rep.Reasoning, 2) {
+		out.data(chunk(map[string]any{"reasoning_content": p}, nil))
+	}
+	for _, p := range pieces(rep.Content, 3) {
+		out.data(chunk(map[string]any{"content": p}, nil))
+	}
+	for i, tc := range rep.ToolCalls {
+		// Name and id first, then the arguments split across chunks.
+		out.data(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil))
+		for _, p := range pieces(tc.Args, 3) {
+			out.data(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": p}}}}, nil))
+		}
+	}
+	out.data(chunk(map[string]any{}, rep.Finish))
+	usage := map[string]any{"prompt_tokens": rep.Prompt, "completion_tokens": rep.Completion, "total_tokens": rep.Prompt + rep.Completion,
+		"prompt_tokens_details": map[string]any{"cached_tokens": rep.CacheRead}}
+	out.data(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rep.Model, "choices": []any{}, "usage": usage})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	out.f.Flush()
+}
+
+func (s *Server) chatJSON(w http.ResponseWriter, rep Reply) {
+	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	if rep.Reasoning != "" {
+		msg["reasoning_content"] = rep.Reasoning
+	}
+	var tcs []any
+	for _, tc := range rep.ToolCalls {
+		tcs = append(tcs, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Args}})
+	}
+	if len(tcs) > 0 {
+		msg["tool_calls"] = tcs
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-llmtest", "object": "chat.completion", "created": time.Now().Unix(), "model": rep.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": rep.Finish}},
+		"usage": map[string]any{"prompt_tokens": rep.Prompt, "completion_tokens": rep.Completion, "total_tokens": rep.Prompt + rep.Completion,
+			"prompt_tokens_details": map[string]any{"cached_tokens": rep.CacheRead}}})
+}
+
+func anthropicStop(finish string) string {
+	switch finish {
+	case "tool_calls":
+		return "tool_use"
+	case "length":
+		return "max_tokens"
+	case "content_filter":
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rep Reply, stream bool) {
+	if !stream {
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"llmtest: only streaming is scripted"}}`, http.StatusBadRequest)
+		return
+	}
+	out := newSSE(w)
+	// Anthropic counts input tokens without the cached ones.
+	input := rep.Prompt - rep.CacheRead - rep.CacheWrite
+	out.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_llmtest", "type": "message", "role": "assistant", "model": rep.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": rep.CacheRead, "cache_creation_input_tokens": rep.CacheWrite}}})
+	if stall(r, rep) {
+		return
+	}
+	idx := 0
+	if rep.Reasoning != "" {
+		out.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		for _, p := range pieces(rep.Reasoning, 2) {
+			out.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
+		}
+		out.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "signature_delta", "signature": "sig-llmtest"}})
+		out.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	if rep.Content != "" {
+		out.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, p := range pieces(rep.Content, 3) {
+			out.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": p}})
+		}
+		out.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	for _, tc := range rep.ToolCalls {
+		out.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}})
+		for _, p := range pieces(tc.Args, 3) {
+			out.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}})
+		}
+		out.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	out.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(rep.Finish), "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": rep.Completion}})
+	out.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, rep Reply) {
+	out := newSSE(w)
+	seq := 0
+	ev := func(typ string, v map[string]any) {
+		v["type"] = typ
+		v["sequence_number"] = seq
+		seq++
+		out.event(typ, v)
+	}
+	resp := func(status string, output []any) map[string]any {
+		m := map[string]any{"id": "resp_llmtest", "object": "response", "created_at": time.Now().Unix(), "model": rep.Model,
+			"status": status, "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
+		if status == "completed" || status == "incomplete" {
+			m["usage"] = map[string]any{"input_tokens": rep.Prompt, "output_tokens": rep.Completion, "total_tokens": rep.Prompt + rep.Completion,
+				"input_tokens_details": map[string]any{"cached_tokens": rep.CacheRead}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+		}
+		if status == "incomplete" {
+			m["incomplete_details"] = map[string]any{"reason": "max_output_tokens"}
+		}
+		return m
+	}
+	ev("response.created", map[string]any{"response": resp("in_progress", []any{})})
+	if stall(r, rep) {
+		return
+	}
+	var output []any
+	oi := 0
+	if rep.Reasoning != "" {
+		item := map[string]any{"id": "rs_1", "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": rep.Reasoning}}}
+		ev("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{"id": "rs_1", "type": "reasoning", "summary": []any{}}})
+		ev("response.reasoning_summary_text.delta", map[string]any{"item_id": "rs_1", "output_index": oi, "summary_index": 0, "delta": rep.Reasoning})
+		ev("response.output_item.done", map[string]any{"output_index": oi, "item": item})
+		output = append(output, item)
+		oi++
+	}
+	if rep.Content != "" {
+		ev("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
+		for _, p := range pieces(rep.Content, 3) {
+			ev("response.output_text.delta", map[string]any{"item_id": "msg_1", "output_index": oi, "content_index": 0, "delta": p})
+		}
+		item := map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": rep.Content, "annotations": []any{}}}}
+		ev("response.output_item.done", map[string]any{"output_index": oi, "item": item})
+		output = append(output, item)
+		oi++
+	}
+	for i, tc := range rep.ToolCalls {
+		id := fmt.Sprintf("fc_%d", i)
+		ev("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{"id": id, "type": "function_call", "call_id": tc.ID, "name": tc.Name, "arguments": "", "status": "in_progress"}})
+		for _, p := range pieces(tc.Args, 3) {
+			ev("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": oi, "delta": p})
+		}
+		item := map[string]any{"id": id, "type": "function_call", "call_id": tc.ID, "name": tc.Name, "arguments": tc.Args, "status": "completed"}
+		ev("response.output_item.done", map[string]any{"output_index": oi, "item": item})
+		output = append(output, item)
+		oi++
+	}
+	if output == nil {
+		output = []any{}
+	}
+	if rep.Finish == "length" {
+		ev("response.incomplete", map[string]any{"response": resp("incomplete", output)})
+		return
+	}
+	ev("response.completed", map[string]any{"response": resp("completed", output)})
+}
