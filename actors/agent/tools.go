@@ -130,7 +130,9 @@ func RunTool(ctx context.Context, c Call, timeout time.Duration) Result {
 // DirectExecutor runs calls in the calling goroutine (tests, one-shot use).
 type DirectExecutor struct{ Timeout time.Duration }
 
-func (d DirectExecutor) Execute(ctx context.Context, c Call) Result { return RunTool(ctx, c, d.Timeout) }
+func (d DirectExecutor) Execute(ctx context.Context, c Call) Result {
+	return RunTool(ctx, c, d.Timeout)
+}
 
 // waves splits calls into groups that may run at the same time: all calls
 // one by one when any is interactive; otherwise a call waits for a later
