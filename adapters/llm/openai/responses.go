@@ -1,0 +1,141 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/openai/openai-go"
+	"github.com/openai/openai-go/responses"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Responses speaks the Responses API (codex_responses), streaming. It sends
+// the whole history each call (store=false): the event log, not the
+// provider, keeps the conversation.
+type Responses struct {
+	name   string
+	client openai.Client
+}
+
+// NewResponses returns a Responses-API provider.
+func NewResponses(o Options) *Responses {
+	name := o.Provider
+	if name == "" {
+		name = "openai"
+	}
+	return &Responses{name: name, client: o.client()}
+}
+
+func (r *Responses) Name() string    { return r.name }
+func (r *Responses) APIMode() string { return agent.ModeResponses }
+
+func responsesInput(msgs []schema.Message) responses.ResponseInputParam {
+	var in responses.ResponseInputParam
+	for _, m := range msgs {
+		switch m.Role {
+		case "user", "system":
+			role := responses.EasyInputMessageRoleUser
+			if m.Role == "system" {
+				role = responses.EasyInputMessageRoleSystem
+			}
+			in = append(in, responses.ResponseInputItemParamOfMessage(m.Content, role))
+		case "assistant":
+			if m.Content != "" {
+				in = append(in, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleAssistant))
+			}
+			for _, tc := range m.ToolCalls {
+				in = append(in, responses.ResponseInputItemParamOfFunctionCall(tc.Function.Arguments, tc.ID, tc.Function.Name))
+			}
+		case "tool":
+			in = append(in, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, m.Content))
+		}
+	}
+	return in
+}
+
+// Complete implements agent.Provider.
+func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
+	params := responses.ResponseNewParams{
+		Model: req.Model,
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responsesInput(req.Messages)},
+		Store: openai.Bool(false),
+	}
+	if req.System != "" {
+		params.Instructions = openai.String(req.System)
+	}
+	if req.MaxTokens > 0 {
+		params.MaxOutputTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if !req.NoTools {
+		for _, s := range req.Tools {
+			params.Tools = append(params.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+				Name: s.Name, Description: openai.String(s.Description), Parameters: s.Parameters, Strict: openai.Bool(false)}})
+		}
+	}
+	stream := r.client.Responses.NewStreaming(ctx, params)
+	defer stream.Close()
+	var final *responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			onDelta(agent.Delta{Kind: agent.DeltaText, Text: ev.Delta.OfString})
+		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+			onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: ev.Delta.OfString})
+		case "response.output_item.added":
+			if ev.Item.Type == "function_call" {
+				onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: ev.Item.Name})
+			}
+		case "response.completed", "response.incomplete":
+			resp := ev.Response
+			final = &resp
+		case "response.failed", "error":
+			msg := ev.Message
+			if msg == "" {
+				msg = ev.Response.Error.Message
+			}
+			return agent.Response{}, fmt.Errorf("%s responses: %s", r.name, msg)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return agent.Response{}, fmt.Errorf("%s responses: %w", r.name, err)
+	}
+	if final == nil {
+		return agent.Response{}, fmt.Errorf("%s responses: stream ended without a completed response", r.name)
+	}
+	out := agent.Response{Model: string(final.Model), FinishReason: "stop"}
+	var text, reasoning strings.Builder
+	for _, item := range final.Output {
+		switch item.Type {
+		case "message":
+			for _, c := range item.Content {
+				if c.Type == "output_text" {
+					text.WriteString(c.Text)
+				}
+			}
+		case "reasoning":
+			for _, s := range item.Summary {
+				reasoning.WriteString(s.Text)
+			}
+		case "function_call":
+			out.ToolCalls = append(out.ToolCalls, schema.ToolCall{ID: item.CallID, Type: "function",
+				Function: schema.FunctionCall{Name: item.Name, Arguments: item.Arguments}})
+		}
+	}
+	out.Content, out.Reasoning = text.String(), reasoning.String()
+	if len(out.ToolCalls) > 0 {
+		out.FinishReason = "tool_calls"
+	}
+	if final.Status == "incomplete" {
+		out.FinishReason = "length"
+		if final.IncompleteDetails.Reason == "content_filter" {
+			out.FinishReason = "content_filter"
+		}
+	}
+	u := final.Usage
+	out.Usage = schema.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, CacheReadTokens: u.InputTokensDetails.CachedTokens}
+	return out, nil
+}
