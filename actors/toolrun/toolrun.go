@@ -1,0 +1,130 @@
+// Package toolrun runs tool calls as actors: one short-lived ToolRunner
+// actor per call, spawned under a supervisor whose strategy turns a
+// panicking tool into an error result instead of a dead session, with a
+// bound on how many run at once and a timeout per call.
+package toolrun
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+// Pool is an agent.Executor backed by ToolRunner actors.
+type Pool struct {
+	system  *actor.ActorSystem
+	parent  *actor.Props // supervises one call's runner
+	slots   chan struct{}
+	timeout time.Duration
+}
+
+// NewPool returns a pool that runs at most concurrency calls at once, each
+// cut at timeout.
+func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) *Pool {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	p := &Pool{system: system, slots: make(chan struct{}, concurrency), timeout: timeout}
+	runnerProps := actor.PropsFromProducer(func() actor.Actor { return &runner{} })
+	p.parent = actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*run); ok {
+			c.Send(c.Spawn(runnerProps), m)
+		}
+	}, actor.WithSupervisor(panicToResult{}))
+	return p
+}
+
+// run is the message a ToolRunner gets: one call and where to answer.
+type run struct {
+	ctx     context.Context
+	call    agent.Call
+	timeout time.Duration
+	reply   chan agent.Result
+	start   time.Time
+}
+
+// runner is the ToolRunner actor: it runs its one call and stops.
+type runner struct{}
+
+func (r *runner) Receive(c actor.Context) {
+	m, ok := c.Message().(*run)
+	if !ok {
+		return
+	}
+	ctx := m.ctx
+	if m.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.timeout)
+		defer cancel()
+	}
+	// The tool runs in this actor's Receive: a panic here fails the actor
+	// and reaches the supervisor strategy below.
+	out, err := m.call.Tool.Run(ctx, m.call.Args)
+	res := agent.Result{Content: out, Duration: time.Since(m.start)}
+	if err != nil {
+		res.Err = err.Error()
+		if ctx.Err() == context.DeadlineExceeded {
+			res.Err = fmt.Sprintf("tool %s timed out after %s", m.call.Name, m.timeout)
+		} else if m.ctx.Err() != nil {
+			res.Interrupted = true
+		}
+	}
+	m.reply <- res
+	c.Stop(c.Self())
+}
+
+// panicToResult is the supervisor strategy of ToolRunners: the failed call
+// is answered with an error result and the runner stopped; nothing is
+// restarted, since a tool call is not retried behind the model's back.
+type panicToResult struct{}
+
+func (panicToResult) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason interface{}, message interface{}) {
+	if m, ok := message.(*run); ok {
+		select {
+		case m.reply <- agent.Result{Err: fmt.Sprintf("tool %s panicked: %v", m.call.Name, reason), Duration: time.Since(m.start)}:
+		default:
+		}
+	}
+	sup.StopChildren(child)
+}
+
+// Execute implements agent.Executor.
+func (p *Pool) Execute(ctx context.Context, c agent.Call) agent.Result {
+	start := time.Now()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return agent.Result{Interrupted: true, Err: "cancelled before it started"}
+	}
+	defer func() { <-p.slots }()
+	// A supervising parent per call: its strategy answers for a runner
+	// that panics, and stopping it stops the runner with it.
+	sup := p.system.Root.Spawn(p.parent)
+	defer p.system.Root.Stop(sup)
+	m := &run{ctx: ctx, call: c, timeout: p.timeout, reply: make(chan agent.Result, 1), start: start}
+	p.system.Root.Send(sup, m)
+	var deadline <-chan time.Time
+	if p.timeout > 0 {
+		t := time.NewTimer(p.timeout + 2*time.Second)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case r := <-m.reply:
+		return r
+	case <-deadline:
+		// The tool ignored its context: abandon it.
+		return agent.Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, p.timeout), Duration: time.Since(start)}
+	case <-ctx.Done():
+		select {
+		case r := <-m.reply:
+			return r
+		case <-time.After(2 * time.Second):
+			return agent.Result{Interrupted: true, Err: "cancelled", Duration: time.Since(start)}
+		}
+	}
+}

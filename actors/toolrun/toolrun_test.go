@@ -1,0 +1,82 @@
+package toolrun
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+type tool struct {
+	run func(ctx context.Context) (string, error)
+}
+
+func (t tool) Spec() agent.ToolSpec   { return agent.ToolSpec{Name: "t"} }
+func (t tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (t tool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	return t.run(ctx)
+}
+
+func TestPool(t *testing.T) {
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	p := NewPool(sys, 2, 300*time.Millisecond)
+	ctx := context.Background()
+
+	r := p.Execute(ctx, agent.Call{Name: "ok", Tool: tool{func(context.Context) (string, error) { return "fine", nil }}})
+	if r.Content != "fine" || r.Err != "" {
+		t.Fatalf("ok: %+v", r)
+	}
+	r = p.Execute(ctx, agent.Call{Name: "boom", Tool: tool{func(context.Context) (string, error) { panic("kaboom") }}})
+	if !strings.Contains(r.Err, "tool boom panicked: kaboom") {
+		t.Fatalf("panic: %+v", r)
+	}
+	r = p.Execute(ctx, agent.Call{Name: "slow", Tool: tool{func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}})
+	if !strings.Contains(r.Err, "timed out after 300ms") {
+		t.Fatalf("timeout: %+v", r)
+	}
+	// Still serving after a panic and a timeout, at most 2 at once.
+	var running, peak atomic.Int32
+	done := make(chan agent.Result, 6)
+	for range 6 {
+		go func() {
+			done <- p.Execute(ctx, agent.Call{Name: "count", Tool: tool{func(context.Context) (string, error) {
+				n := running.Add(1)
+				if n > peak.Load() {
+					peak.Store(n)
+				}
+				time.Sleep(30 * time.Millisecond)
+				running.Add(-1)
+				return "x", nil
+			}}})
+		}()
+	}
+	for range 6 {
+		if r := <-done; r.Content != "x" {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if peak.Load() != 2 {
+		t.Fatalf("peak concurrency %d, want 2", peak.Load())
+	}
+	// Cancellation interrupts.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	r = p.Execute(cctx, agent.Call{Name: "wait", Tool: tool{func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}})
+	if !r.Interrupted {
+		t.Fatalf("cancel: %+v", r)
+	}
+}
