@@ -205,7 +205,7 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 				content = joinText(content, "Error: "+r.Err)
 			}
 			if r.Interrupted {
-				content = interruptedResult
+				content = InterruptedResult
 			}
 			out = append(out, schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
 				DurationMS: r.Duration.Milliseconds(), Error: r.Err, Interrupted: r.Interrupted})

@@ -10,9 +10,10 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// interruptedResult is the tool result that closes a call whose result
+// InterruptedResult is the tool result that closes a call whose result
 // never came (the process died, or the turn was interrupted).
-const interruptedResult = "[interrupted: the tool call did not finish, no result was recorded]"
+// InterruptedResult is what the model reads for such a call.
+const InterruptedResult = "[interrupted: the tool call did not finish, no result was recorded]"
 
 // RepairHistory makes a message list valid for any provider: user and
 // assistant alternate, an assistant message with tool calls is followed by
@@ -52,7 +53,7 @@ func RepairHistory(msgs []schema.Message) []schema.Message {
 				for _, tc := range m.ToolCalls {
 					r, ok := results[tc.ID]
 					if !ok {
-						r = schema.Message{Role: "tool", ToolCallID: tc.ID, Name: tc.Function.Name, Content: interruptedResult}
+						r = schema.Message{Role: "tool", ToolCallID: tc.ID, Name: tc.Function.Name, Content: InterruptedResult}
 					}
 					out = append(out, r)
 				}

@@ -107,7 +107,7 @@ func TestRepairHistory(t *testing.T) {
 		t.Errorf("results not in call order")
 	}
 	out = RepairHistory([]schema.Message{msg("user", "a"), msg("assistant", "", "1")})
-	if out[2].Content != interruptedResult {
+	if out[2].Content != InterruptedResult {
 		t.Errorf("missing result content %q", out[2].Content)
 	}
 }

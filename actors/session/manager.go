@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/events"
+)
+
+// Manager spawns session actors on demand under one supervisor, which
+// restarts a failed session (it recovers from its stream) a bounded number
+// of times.
+type Manager struct {
+	sys    *actor.ActorSystem
+	deps   Deps
+	parent *actor.PID
+	mu     sync.Mutex
+	pids   map[string]*actor.PID
+}
+
+type spawn struct{ id string }
+
+// NewManager starts the sessions supervisor.
+func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
+	m := &Manager{sys: sys, deps: deps, pids: map[string]*actor.PID{}}
+	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
+	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if s, ok := c.Message().(spawn); ok {
+			pid, err := c.SpawnNamed(Props(s.id, deps), s.id)
+			if err != nil {
+				c.Respond(err)
+				return
+			}
+			c.Respond(pid)
+		}
+	}, actor.WithSupervisor(strategy)))
+	return m
+}
+
+// Session returns the actor of session id, spawning it (and so recovering
+// it from its stream) on first use.
+func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pid, ok := m.pids[id]; ok {
+		return pid, nil
+	}
+	rs, err := m.deps.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no session %s", id)
+	}
+	res, err := m.sys.Root.RequestFuture(m.parent, spawn{id}, 30*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("start session %s: %w", id, err)
+	}
+	switch v := res.(type) {
+	case *actor.PID:
+		m.pids[id] = v
+		return v, nil
+	case error:
+		return nil, fmt.Errorf("start session %s: %w", id, v)
+	}
+	return nil, fmt.Errorf("start session %s: unexpected %T", id, res)
+}
+
+// Run runs one turn and waits for it. When ctx ends first, the turn is
+// stopped (recorded as interrupted) and Run waits for that to be written.
+func (m *Manager) Run(ctx context.Context, id, text string, observe agent.Observer) TurnResult {
+	pid, err := m.Session(ctx, id)
+	if err != nil {
+		return TurnResult{Err: err}
+	}
+	reply := make(chan TurnResult, 1)
+	m.sys.Root.Send(pid, &Turn{Text: text, Observe: observe, Reply: reply})
+	select {
+	case r := <-reply:
+		return r
+	case <-ctx.Done():
+		reason := "interrupted"
+		if c := context.Cause(ctx); c != nil && c != context.Canceled {
+			reason = c.Error()
+		}
+		m.sys.Root.Send(pid, &Stop{Reason: reason})
+		return <-reply
+	}
+}
+
+// Stop interrupts session id's turn in flight.
+func (m *Manager) Stop(id, reason string) {
+	m.mu.Lock()
+	pid, ok := m.pids[id]
+	m.mu.Unlock()
+	if ok {
+		m.sys.Root.Send(pid, &Stop{Reason: reason})
+	}
+}
+
+// Shutdown stops every session actor, interrupting turns in flight.
+func (m *Manager) Shutdown() {
+	m.sys.Root.StopFuture(m.parent).Wait()
+}

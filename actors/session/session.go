@@ -1,0 +1,251 @@
+// Package session is the SessionActor: one actor per session, named by its
+// id, that owns the session's stream, serialises its turns, and recovers
+// its state on start by folding its events. A turn runs beside the actor's
+// mailbox so that /stop and new messages are handled while it is in flight.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Start describes a new session.
+type Start struct {
+	Source     string
+	Model      string
+	Provider   string
+	WorkingDir string
+	// System is the stable prefix, built once and stored.
+	System string
+}
+
+// Create appends the opening events of a new session.
+func Create(ctx context.Context, store events.Store, id string, s Start) error {
+	meta := schema.Meta{SessionID: id}
+	started, err := schema.NewEnvelope(meta, schema.SessionStarted{Source: s.Source, Model: s.Model, Provider: s.Provider,
+		WorkingDir: s.WorkingDir, Reason: schema.StartNew})
+	if err != nil {
+		return err
+	}
+	meta.CausationID = started.ID
+	prompt, err := schema.NewEnvelope(meta, schema.SystemPromptBuilt{Content: s.System})
+	if err != nil {
+		return err
+	}
+	if _, err := store.Append(ctx, events.SessionStream(id), events.NoStream, started, prompt); err != nil {
+		return fmt.Errorf("create session %s: %w", id, err)
+	}
+	return nil
+}
+
+// Deps are what a session actor needs; Loop parts are shared by sessions.
+type Deps struct {
+	Store    events.Store
+	Log      zerolog.Logger
+	Provider agent.Provider
+	Tools    agent.Toolbox
+	Exec     agent.Executor
+	Cfg      agent.Config
+	// MaxTurns is the iteration budget of each turn.
+	MaxTurns int
+	// Ephemeral adds call-time context (memory prefetch and the like).
+	Ephemeral func() string
+}
+
+// Turn asks the session to run one turn. Reply receives the outcome.
+// Observe is called from the turn's goroutine (in-process only).
+type Turn struct {
+	Text    string
+	Observe agent.Observer
+	Reply   chan<- TurnResult
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	TurnID string
+	Answer string
+	Err    error
+}
+
+// Stop interrupts the turn in flight (and drops queued ones).
+type Stop struct{ Reason string }
+
+type turnDone struct {
+	turn   *Turn
+	result TurnResult
+}
+
+// Actor is the session actor.
+type Actor struct {
+	id   string
+	deps Deps
+	log  zerolog.Logger
+
+	rec *recorder
+	tr  *history.Transcript
+
+	cancel context.CancelCauseFunc // of the turn in flight
+	queue  []*Turn
+}
+
+// Props returns the props of the actor for session id.
+func Props(id string, deps Deps) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger()}
+	})
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		if err := a.recover(context.Background()); err != nil {
+			// Failing here hands the problem to the supervisor.
+			panic(fmt.Errorf("session %s: recover: %w", a.id, err))
+		}
+	case *Turn:
+		if a.cancel != nil {
+			a.queue = append(a.queue, m)
+			a.cancel(agent.Cause("a new user message arrived"))
+			return
+		}
+		a.start(c, m)
+	case *Stop:
+		for _, q := range a.queue {
+			q.Reply <- TurnResult{Err: agent.ErrInterrupted}
+		}
+		a.queue = nil
+		if a.cancel != nil {
+			reason := m.Reason
+			if reason == "" {
+				reason = "stopped"
+			}
+			a.cancel(agent.Cause(reason))
+		}
+	case turnDone:
+		a.cancel = nil
+		if m.turn.Reply != nil {
+			m.turn.Reply <- m.result
+		}
+		if len(a.queue) > 0 {
+			next := a.queue[0]
+			a.queue = a.queue[1:]
+			a.start(c, next)
+		}
+	case *actor.Stopping:
+		if a.cancel != nil {
+			a.cancel(agent.Cause("session stopped"))
+		}
+	}
+}
+
+func (a *Actor) start(c actor.Context, t *Turn) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a.cancel = cancel
+	turnID := uuid.NewString()
+	loop := &agent.Loop{Provider: a.deps.Provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: a.deps.Cfg, Ephemeral: a.deps.Ephemeral}
+	self, root := c.Self(), c.ActorSystem().Root
+	tr := a.tr
+	go func() {
+		answer, err := loop.Turn(ctx, tr, turnID, t.Text)
+		cancel(nil)
+		root.Send(self, turnDone{turn: t, result: TurnResult{TurnID: turnID, Answer: answer, Err: err}})
+	}()
+}
+
+// recover folds the session's stream into its transcript and closes what a
+// crash left open: tool calls without results get interrupted results, and
+// a turn without an end gets a TurnInterrupted, so the history stays valid
+// for the provider.
+func (a *Actor) recover(ctx context.Context) error {
+	rs, err := a.deps.Store.ReadStream(ctx, events.SessionStream(a.id), events.Forward, 0, 0)
+	if err != nil {
+		return err
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("no session %s", a.id)
+	}
+	a.tr = &history.Transcript{}
+	open := ""
+	for _, r := range rs {
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+		}
+		a.tr.Apply(p)
+		switch p.(type) {
+		case schema.UserMessageAdded:
+			open = r.TurnID
+		case schema.TurnCompleted, schema.TurnInterrupted:
+			open = ""
+		}
+	}
+	last := rs[len(rs)-1]
+	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(a.id), session: a.id, revision: last.Revision, lastID: last.ID}
+	if open == "" {
+		return nil
+	}
+	var closing []schema.Payload
+	for _, tc := range agent.DanglingCalls(a.tr.Messages) {
+		closing = append(closing, schema.ToolResultAdded{CallID: tc.ID, Name: tc.Function.Name, Content: agent.InterruptedResult,
+			Error: "interrupted", Interrupted: true})
+	}
+	closing = append(closing, schema.TurnInterrupted{Reason: "the process ended during the turn"})
+	a.log.Info().Int("closed_calls", len(closing)-1).Msg("closing a turn left open by a crash")
+	if err := a.rec.Record(ctx, open, closing...); err != nil {
+		return err
+	}
+	for _, p := range closing {
+		a.tr.Apply(p)
+	}
+	return nil
+}
+
+// recorder appends a session's events with the exact expected revision:
+// the actor is the stream's only writer, so a conflict means another
+// process wrote to the same session, and is reported, never overwritten.
+type recorder struct {
+	mu       sync.Mutex
+	store    events.Store
+	stream   string
+	session  string
+	revision uint64
+	lastID   string
+}
+
+func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Payload) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	envs := make([]schema.Envelope, 0, len(ps))
+	cause := r.lastID
+	for _, p := range ps {
+		e, err := schema.NewEnvelope(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: cause}, p)
+		if err != nil {
+			return err
+		}
+		envs = append(envs, e)
+		cause = e.ID
+	}
+	res, err := r.store.Append(ctx, r.stream, events.Exact(r.revision), envs...)
+	var wev *events.WrongExpectedVersionError
+	if errors.As(err, &wev) {
+		return fmt.Errorf("session %s was changed by another process (at revision %d, expected %d): %w", r.session, wev.Actual, r.revision, err)
+	}
+	if err != nil {
+		return err
+	}
+	r.revision, r.lastID = res.NextRevision, cause
+	return nil
+}
