@@ -74,12 +74,18 @@ func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 // Run runs one turn and waits for it. When ctx ends first, the turn is
 // stopped (recorded as interrupted) and Run waits for that to be written.
 func (m *Manager) Run(ctx context.Context, id, text string, observe agent.Observer) TurnResult {
+	return m.RunTurn(ctx, id, &Turn{Text: text, Observe: observe})
+}
+
+// RunTurn is Run with every field of a Turn; its Reply is set here.
+func (m *Manager) RunTurn(ctx context.Context, id string, t *Turn) TurnResult {
 	pid, err := m.Session(ctx, id)
 	if err != nil {
 		return TurnResult{Err: err}
 	}
 	reply := make(chan TurnResult, 1)
-	m.sys.Root.Send(pid, &Turn{Text: text, Observe: observe, Reply: reply})
+	t.Reply = reply
+	m.sys.Root.Send(pid, t)
 	select {
 	case r := <-reply:
 		return r

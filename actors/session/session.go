@@ -69,6 +69,8 @@ type Turn struct {
 	Text    string
 	Observe agent.Observer
 	Reply   chan<- TurnResult
+	// Model, when set, overrides the configured model for this turn.
+	Model string
 }
 
 // TurnResult is how a turn ended.
@@ -154,8 +156,12 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancel = cancel
 	turnID := uuid.NewString()
+	cfg := a.deps.Cfg
+	if t.Model != "" {
+		cfg.Model = t.Model
+	}
 	loop := &agent.Loop{Provider: a.deps.Provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: a.deps.Cfg, Ephemeral: a.deps.Ephemeral}
+		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: a.deps.Ephemeral}
 	self, root := c.Self(), c.ActorSystem().Root
 	tr := a.tr
 	go func() {

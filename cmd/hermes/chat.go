@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/prompt"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+type chatFlags struct {
+	query    string
+	resume   string
+	cont     bool
+	ov       Overrides
+	source   string
+	quiet    bool
+	maxTurns int
+}
+
+func chatCmd(g *globals) *cobra.Command {
+	f := &chatFlags{}
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Chat with the agent (-q for one turn)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runChat(cmd, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.query, "query", "q", "", "run one turn with this prompt: the answer goes to stdout, progress to stderr")
+	fl.StringVar(&f.resume, "resume", "", "continue session ID")
+	fl.BoolVar(&f.cont, "continue", false, "continue the most recently active session")
+	fl.StringVar(&f.ov.Model, "model", "", "model name")
+	fl.StringVar(&f.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")
+	fl.StringVar(&f.ov.BaseURL, "base-url", "", "API base URL")
+	fl.StringVar(&f.ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
+	fl.IntVar(&f.ov.MaxTurns, "max-turns", 0, "iteration budget of a turn (default agent.max_turns or 90)")
+	fl.BoolVar(&f.ov.Yolo, "yolo", false, "approve dangerous commands without asking (hard-line ones stay blocked)")
+	fl.StringVar(&f.source, "source", "cli", "source recorded on new sessions")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	return cmd
+}
+
+// chatter is a wired chat: one actor system and the sessions it runs.
+type chatter struct {
+	a    *app
+	cfg  Resolved
+	mgr  *session.Manager
+	stop func()
+	wd   string
+}
+
+func newChatter(g *globals, ov Overrides) (*chatter, error) {
+	a, err := g.open()
+	if err != nil {
+		return nil, err
+	}
+	fileCfg, err := loadConfig(a.home)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	cfg, err := resolve(a.home, fileCfg, ov)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	provider, err := llm.New(cfg.LLM)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	wd, _ := os.Getwd()
+	sys := actors.NewSystem(g.log)
+	tools := agent.NewTools()
+	deps := session.Deps{
+		Store: a.store, Log: g.log, Provider: provider, Tools: tools,
+		Exec:     toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
+		Cfg:      agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
+		MaxTurns: cfg.MaxTurns,
+	}
+	mgr := session.NewManager(sys, deps)
+	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd}
+	c.stop = func() {
+		mgr.Shutdown()
+		sys.Shutdown()
+		a.Close()
+	}
+	return c, nil
+}
+
+func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
+	id := uuid.NewString()
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, Now: time.Now()})
+	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	return id, err
+}
+
+// findResumable resolves --resume (id or prefix) or --continue.
+func (c *chatter) findResumable(ctx context.Context, id string, last bool) (string, error) {
+	if id != "" {
+		rs, err := c.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+		if err == nil && len(rs) == 1 {
+			return id, nil
+		}
+	}
+	if err := c.a.fresh(ctx); err != nil {
+		return "", err
+	}
+	if last {
+		list, err := sessions.List(ctx, c.a.projDB.Reader(), 1)
+		if err != nil {
+			return "", err
+		}
+		if len(list) == 0 {
+			return "", errors.New("--continue: there is no session yet; start one with `hermes chat`")
+		}
+		return list[0].ID, nil
+	}
+	s, ok, err := sessions.Get(ctx, c.a.projDB.Reader(), id)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("no session %q: `hermes sessions list` shows the sessions there are", id)
+	}
+	return s.ID, nil
+}
+
+// interruptible returns a context cancelled, with the signal as its cause,
+// on SIGINT or SIGTERM.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			name := "SIGINT"
+			if s == syscall.SIGTERM {
+				name = "SIGTERM"
+			}
+			cancel(agent.Cause("interrupted by " + name))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// progress prints what a turn does on w (stderr), for people watching.
+func progress(w io.Writer, quiet bool) agent.Observer {
+	return func(o agent.Observation) {
+		if quiet {
+			return
+		}
+		switch o.Kind {
+		case "tool_start":
+			fmt.Fprintf(w, "  ⚙ %s %s\n", o.Tool, clip(o.Text, 100))
+		case "tool_end":
+			if o.Err != "" {
+				fmt.Fprintf(w, "  ✗ %s: %s\n", o.Tool, clip(o.Err, 200))
+			} else {
+				fmt.Fprintf(w, "  ✓ %s\n", o.Tool)
+			}
+		case "status":
+			if !strings.HasPrefix(o.Text, "calling ") {
+				fmt.Fprintf(w, "  … %s\n", o.Text)
+			}
+		}
+	}
+}
+
+func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
+	if f.resume != "" && f.cont {
+		return errors.New("use either --resume ID or --continue, not both")
+	}
+	c, err := newChatter(g, f.ov)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	var id string
+	if f.resume != "" || f.cont {
+		id, err = c.findResumable(ctx, f.resume, f.cont)
+	} else {
+		id, err = c.newSession(ctx, f.source)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "session: %s\n", id)
+	if f.query != "" {
+		return c.oneShot(ctx, cmd, id, f)
+	}
+	return c.interactive(ctx, cmd, id, f)
+}
+
+func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
+	ctx, done := interruptible(ctx)
+	defer done()
+	res := c.mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(cmd.ErrOrStderr(), f.quiet)})
+	if errors.Is(res.Err, agent.ErrInterrupted) {
+		return &exitError{code: 130, err: fmt.Errorf("turn interrupted (%v); resume with: hermes chat --resume %s", context.Cause(ctx), id)}
+	}
+	if res.Err != nil {
+		return fmt.Errorf("turn failed: %w (the session is kept: hermes chat --resume %s)", res.Err, id)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res.Answer)
+	return nil
+}
+
+const chatHelp = `commands: /new  /resume ID  /stop  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
+
+func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	fmt.Fprintln(errw, chatHelp)
+	// From a terminal, a line typed during a turn interrupts it (the
+	// actor queues it). From a pipe, lines are a script: each waits for the
+	// turn before it.
+	in := cmd.InOrStdin()
+	script := true
+	if f, ok := in.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		script = false
+	}
+	lines := make(chan string)
+	next := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+			if script {
+				<-next
+			}
+		}
+		close(lines)
+	}()
+	ready := func() {
+		if script {
+			select {
+			case next <- struct{}{}:
+			default:
+			}
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	results := make(chan session.TurnResult, 4)
+	running, model := 0, ""
+	observe := func(o agent.Observation) {
+		if o.Kind == "delta" {
+			fmt.Fprint(out, o.Text)
+			return
+		}
+		progress(errw, f.quiet)(o)
+	}
+	prompt := func() {
+		if running == 0 {
+			fmt.Fprint(errw, "› ")
+		}
+	}
+	prompt()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				if running > 0 {
+					c.mgr.Stop(id, "input closed")
+					for ; running > 0; running-- {
+						<-results
+					}
+				}
+				return nil
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				prompt()
+				ready()
+				continue
+			}
+			if strings.HasPrefix(line, "/") {
+				quit, err := c.slash(ctx, out, errw, line, &id, &model)
+				if err != nil {
+					fmt.Fprintln(errw, "error:", err)
+				}
+				if quit {
+					if running > 0 {
+						c.mgr.Stop(id, "user exited")
+						for ; running > 0; running-- {
+							<-results
+						}
+					}
+					return nil
+				}
+				prompt()
+				ready()
+				continue
+			}
+			if !script {
+				ready()
+			}
+			running++
+			turnID, text, m := id, line, model
+			go func() {
+				results <- c.mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})
+			}()
+		case res := <-results:
+			running--
+			switch {
+			case errors.Is(res.Err, agent.ErrInterrupted):
+				fmt.Fprintln(errw, "\n[interrupted]")
+			case res.Err != nil:
+				fmt.Fprintln(errw, "\nerror:", res.Err)
+			default:
+				fmt.Fprintln(out)
+			}
+			prompt()
+			ready()
+		case <-sigs:
+			if running == 0 {
+				fmt.Fprintln(errw, "\n(use /exit or Ctrl-D to leave)")
+				prompt()
+				continue
+			}
+			c.mgr.Stop(id, "interrupted by SIGINT")
+		}
+	}
+}
+
+// slash handles a slash command; quit is true for /exit.
+func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, id, model *string) (bool, error) {
+	fields := strings.Fields(line)
+	switch fields[0] {
+	case "/exit", "/quit":
+		return true, nil
+	case "/new":
+		nid, err := c.newSession(ctx, "cli")
+		if err != nil {
+			return false, err
+		}
+		*id = nid
+		fmt.Fprintf(errw, "session: %s\n", nid)
+	case "/resume":
+		if len(fields) != 2 {
+			return false, errors.New("usage: /resume ID")
+		}
+		rid, err := c.findResumable(ctx, fields[1], false)
+		if err != nil {
+			return false, err
+		}
+		*id = rid
+		fmt.Fprintf(errw, "session: %s\n", rid)
+	case "/stop":
+		c.mgr.Stop(*id, "user sent /stop")
+	case "/model":
+		if len(fields) != 2 {
+			fmt.Fprintf(errw, "model: %s\n", first(*model, c.cfg.Model))
+			return false, nil
+		}
+		*model = fields[1]
+		fmt.Fprintf(errw, "model: %s (from the next turn)\n", fields[1])
+	case "/usage":
+		u, cost, calls, err := usageOf(ctx, c.a.store, *id)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintf(errw, "session %s: %d model calls, prompt %d (cache read %d, write %d), completion %d tokens, $%.4f\n",
+			*id, calls, u.PromptTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CompletionTokens, cost)
+	case "/help":
+		fmt.Fprintln(errw, chatHelp)
+	default:
+		return false, fmt.Errorf("unknown command %s; %s", fields[0], chatHelp)
+	}
+	return false, nil
+}
+
+// usageOf totals a session's usage from its events.
+func usageOf(ctx context.Context, store events.Store, id string) (schema.Usage, float64, int, error) {
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil {
+		return schema.Usage{}, 0, 0, err
+	}
+	var u schema.Usage
+	var cost float64
+	calls := 0
+	for _, r := range rs {
+		if r.Type != "AssistantMessageAdded" {
+			continue
+		}
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return u, cost, calls, err
+		}
+		a := p.(schema.AssistantMessageAdded)
+		u, cost, calls = u.Add(a.Usage), cost+a.CostUSD, calls+1
+	}
+	return u, cost, calls, nil
+}

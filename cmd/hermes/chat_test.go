@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// chatEnv runs hermes with a clean environment pointing at srv.
+func chatEnv(srv *llmtest.Server, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-test"}
+	return append(env, extra...)
+}
+
+func hermes(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func sessionIDFrom(t *testing.T, stderr string) string {
+	t.Helper()
+	for _, l := range strings.Split(stderr, "\n") {
+		if id, ok := strings.CutPrefix(l, "session: "); ok {
+			return strings.TrimSpace(id)
+		}
+	}
+	t.Fatalf("no session line in stderr:\n%s", stderr)
+	return ""
+}
+
+func TestChatOneShot(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "Paris.", Prompt: 50, Completion: 2})
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "Capital of France?", "--model", "gpt-4o-mini")
+	if code != 0 || out != "Paris.\n" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, out, errOut)
+	}
+	id := sessionIDFrom(t, errOut)
+	body := srv.Requests()[0].Body
+	if body["model"] != "gpt-4o-mini" {
+		t.Fatalf("model %v", body["model"])
+	}
+	msgs := body["messages"].([]any)
+	if sys := msgs[0].(map[string]any)["content"].(string); !strings.Contains(sys, "You are Hermes") {
+		t.Fatalf("system prompt %q", sys)
+	}
+	var shown []schema.Message
+	j, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "show", id, "--json")
+	json.Unmarshal([]byte(j), &shown)
+	if len(shown) != 3 || shown[1].Content != "Capital of France?" || shown[2].Content != "Paris." {
+		t.Fatalf("show --json: %s", j)
+	}
+}
+
+func TestChatConfigPrecedence(t *testing.T) {
+	srv := llmtest.New()
+	srv.Default = &llmtest.Reply{Content: "ok"}
+	defer srv.Close()
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: from-file\n  provider: openai\nagent:\n  max_turns: 7\n"), 0o600)
+	model := func(i int) string { return srv.Requests()[i].Body["model"].(string) }
+	hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "a")
+	hermes(t, chatEnv(srv, "HERMES_MODEL=from-env"), "", "--home", home, "chat", "-q", "b")
+	hermes(t, chatEnv(srv, "HERMES_MODEL=from-env"), "", "--home", home, "chat", "-q", "c", "--model", "from-flag")
+	if model(0) != "from-file" || model(1) != "from-env" || model(2) != "from-flag" {
+		t.Fatalf("models %s %s %s", model(0), model(1), model(2))
+	}
+	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-test" {
+		t.Fatalf("key from the environment not used: %q", got)
+	}
+
+	empty := t.TempDir()
+	_, errOut, code := hermes(t, chatEnv(srv), "", "--home", empty, "chat", "-q", "x")
+	if code == 0 || !strings.Contains(errOut, "no model configured") || !strings.Contains(errOut, "--model") {
+		t.Fatalf("no model: exit %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(empty, "config.yaml"), []byte("model: m\nagent:\n  budget_warning_at: 3\n"), 0o600)
+	_, errOut, code = hermes(t, chatEnv(srv), "", "--home", empty, "chat", "-q", "x")
+	if code == 0 || !strings.Contains(errOut, "agent.budget_warning_at") {
+		t.Fatalf("bad key: exit %d %s", code, errOut)
+	}
+}
+
+// TestKillMidTurnThenResume SIGKILLs hermes while the model is answering,
+// then resumes the session: the dead turn is closed and the chat goes on.
+func TestKillMidTurnThenResume(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "never arrives", Delay: 30 * time.Second}, llmtest.Reply{Content: "I am back."})
+	defer srv.Close()
+	home := t.TempDir()
+	cmd := exec.Command(bin, "--home", home, "chat", "-q", "first question", "--model", "m")
+	cmd.Env = chatEnv(srv)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	id := ""
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "session: "); ok {
+			id = v
+			break
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(srv.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if id == "" || len(srv.Requests()) == 0 {
+		t.Fatal("hermes never reached the model")
+	}
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--resume", id, "-q", "still there?", "--model", "m")
+	if code != 0 || out != "I am back.\n" {
+		t.Fatalf("resume: exit %d %q %s", code, out, errOut)
+	}
+	msgs := srv.Requests()[1].Body["messages"].([]any)
+	if len(msgs) != 2 || !strings.Contains(msgs[1].(map[string]any)["content"].(string), "first question\n\nstill there?") {
+		t.Fatalf("resumed request %v", msgs)
+	}
+	store, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rs, _ := store.ReadStream(context.Background(), events.SessionStream(id), events.Forward, 0, 0)
+	var types []string
+	for _, r := range rs {
+		types = append(types, r.Type)
+	}
+	if strings.Join(types, " ") != "SessionStarted SystemPromptBuilt UserMessageAdded TurnInterrupted UserMessageAdded AssistantMessageAdded TurnCompleted" {
+		t.Fatalf("events %v", types)
+	}
+}
+
+func TestChatSIGINTInterrupts(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "slow", Delay: 30 * time.Second}, llmtest.Reply{Content: "next"})
+	defer srv.Close()
+	home := t.TempDir()
+	cmd := exec.Command(bin, "--home", home, "chat", "-q", "take long", "--model", "m")
+	cmd.Env = chatEnv(srv)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Start()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(srv.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "interrupted by SIGINT") {
+		t.Fatalf("exit %v stderr %s", err, errb.String())
+	}
+	// --continue picks that session up again.
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--continue", "-q", "go on", "--model", "m")
+	if code != 0 || out != "next\n" || sessionIDFrom(t, errOut) != sessionIDFrom(t, errb.String()) {
+		t.Fatalf("continue: %d %q %s", code, out, errOut)
+	}
+}
+
+func TestChatInteractive(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "Hello, human.", Prompt: 10, Completion: 3}, llmtest.Reply{Content: "Second."})
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "hi\n/usage\n/model other-model\nagain\n/bogus\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "Hello, human.") || !strings.Contains(out, "Second.") {
+		t.Fatalf("stdout %q", out)
+	}
+	if !strings.Contains(errOut, "1 model calls, prompt 10") || !strings.Contains(errOut, "unknown command /bogus") {
+		t.Fatalf("stderr %s", errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].Body["model"] != "other-model" {
+		t.Fatalf("/model not applied: %d requests", len(reqs))
+	}
+}

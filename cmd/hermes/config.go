@@ -1,0 +1,183 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm"
+)
+
+// Config is $HERMES_HOME/config.yaml, with Hermes' keys. Flags beat the
+// environment, which beats the file.
+type Config struct {
+	Model             ModelRef         `yaml:"model"`
+	Provider          string           `yaml:"provider"`
+	BaseURL           string           `yaml:"base_url"`
+	APIMode           string           `yaml:"api_mode"`
+	APIKey            string           `yaml:"api_key"`
+	FallbackProviders []ModelRef       `yaml:"fallback_providers"`
+	Agent             AgentConfig      `yaml:"agent"`
+	Compression       map[string]any   `yaml:"compression"`
+	Terminal          map[string]any   `yaml:"terminal"`
+	Prices            map[string]Price `yaml:"prices"`
+}
+
+// ModelRef is a model name, or Hermes' mapping form {default, provider,
+// base_url, api_mode}.
+type ModelRef struct {
+	Name     string `yaml:"default"`
+	Model    string `yaml:"model"`
+	Provider string `yaml:"provider"`
+	BaseURL  string `yaml:"base_url"`
+	APIMode  string `yaml:"api_mode"`
+}
+
+// UnmarshalYAML accepts both `model: name` and the mapping form.
+func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		m.Name = n.Value
+		return nil
+	}
+	type plain ModelRef
+	if err := n.Decode((*plain)(m)); err != nil {
+		return err
+	}
+	if m.Name == "" {
+		m.Name = m.Model
+	}
+	return nil
+}
+
+// AgentConfig is the agent: section.
+type AgentConfig struct {
+	MaxTurns         int      `yaml:"max_turns"`
+	BudgetWarningAt  *float64 `yaml:"budget_warning_at"`
+	ToolTimeout      string   `yaml:"tool_timeout"`
+	MaxParallelTools int      `yaml:"max_parallel_tools"`
+	MaxTokens        int      `yaml:"max_tokens"`
+}
+
+// Price is a prices: entry, US dollars per million tokens.
+type Price = agent.Price
+
+// Resolved is the configuration after file, environment and flags.
+type Resolved struct {
+	Model           string
+	LLM             llm.Config
+	Mode            string
+	MaxTurns        int
+	BudgetWarningAt float64
+	ToolTimeout     time.Duration
+	MaxParallel     int
+	MaxTokens       int
+	Prices          agent.Prices
+	Yolo            bool
+}
+
+// Overrides are the flags of `hermes chat`.
+type Overrides struct {
+	Model, Provider, BaseURL, APIMode string
+	MaxTurns                          int
+	Yolo                              bool
+}
+
+func loadConfig(home string) (Config, error) {
+	var c Config
+	path := filepath.Join(home, "config.yaml")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func resolve(home string, c Config, o Overrides) (Resolved, error) {
+	path := filepath.Join(home, "config.yaml")
+	r := Resolved{Model: c.Model.Name, MaxTurns: 90, BudgetWarningAt: 0.7, ToolTimeout: 180 * time.Second, MaxParallel: 8, Yolo: o.Yolo}
+	r.LLM = llm.Config{Provider: first(c.Model.Provider, c.Provider), BaseURL: first(c.Model.BaseURL, c.BaseURL),
+		APIMode: first(c.Model.APIMode, c.APIMode), APIKey: c.APIKey}
+	if v := os.Getenv("HERMES_MODEL"); v != "" {
+		r.Model = v
+	}
+	// Flags first for provider and mode, so the environment variables read
+	// below are the ones of the API that will be spoken.
+	r.LLM.Provider = first(o.Provider, r.LLM.Provider)
+	r.LLM.APIMode = first(o.APIMode, r.LLM.APIMode)
+	mode, err := llm.ResolveMode(r.LLM)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	keyEnv, urlEnv := "OPENAI_API_KEY", "OPENAI_BASE_URL"
+	if mode == agent.ModeAnthropic {
+		keyEnv, urlEnv = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+	}
+	if v := os.Getenv(urlEnv); v != "" {
+		r.LLM.BaseURL = v
+	}
+	if v := os.Getenv(keyEnv); v != "" {
+		r.LLM.APIKey = v
+	}
+	r.Model = first(o.Model, r.Model)
+	r.LLM.BaseURL = first(o.BaseURL, r.LLM.BaseURL)
+	if r.Mode, err = llm.ResolveMode(r.LLM); err != nil {
+		return r, err
+	}
+	if r.Model == "" {
+		return r, fmt.Errorf("no model configured: set model in %s, set HERMES_MODEL, or pass --model", path)
+	}
+	if c.Agent.MaxTurns < 0 {
+		return r, fmt.Errorf("%s: agent.max_turns must be positive, got %d", path, c.Agent.MaxTurns)
+	}
+	if c.Agent.MaxTurns > 0 {
+		r.MaxTurns = c.Agent.MaxTurns
+	}
+	if o.MaxTurns < 0 {
+		return r, fmt.Errorf("--max-turns must be positive, got %d", o.MaxTurns)
+	}
+	if o.MaxTurns > 0 {
+		r.MaxTurns = o.MaxTurns
+	}
+	if w := c.Agent.BudgetWarningAt; w != nil {
+		if *w < 0 || *w > 1 {
+			return r, fmt.Errorf("%s: agent.budget_warning_at must be between 0 and 1 (0 turns warnings off), got %g", path, *w)
+		}
+		r.BudgetWarningAt = *w
+	}
+	if c.Agent.ToolTimeout != "" {
+		d, err := time.ParseDuration(c.Agent.ToolTimeout)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("%s: agent.tool_timeout %q: use a duration such as 180s", path, c.Agent.ToolTimeout)
+		}
+		r.ToolTimeout = d
+	}
+	if c.Agent.MaxParallelTools > 0 {
+		r.MaxParallel = c.Agent.MaxParallelTools
+	}
+	r.MaxTokens = c.Agent.MaxTokens
+	r.Prices = agent.DefaultPrices()
+	for k, v := range c.Prices {
+		r.Prices[k] = v
+	}
+	return r, nil
+}
+
+func first(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
