@@ -63,6 +63,12 @@ type Server struct {
 	requests []Request
 	// Default, when set, answers once the script is used up.
 	Default *Reply
+	// Cycle, when set, answers in turn once the script is used up (for
+	// benchmarks that run many identical turns).
+	Cycle []Reply
+	cycled int
+	// NoRecord stops recording requests (benchmarks).
+	NoRecord bool
 }
 
 // New starts a server answering with script, in order.
@@ -99,8 +105,15 @@ func (s *Server) next(r *http.Request) (Reply, Request, bool) {
 	json.Unmarshal(raw, &req.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
+	if !s.NoRecord {
+		s.requests = append(s.requests, req)
+	}
 	if len(s.script) == 0 {
+		if len(s.Cycle) > 0 {
+			rep := s.Cycle[s.cycled%len(s.Cycle)]
+			s.cycled++
+			return rep, req, true
+		}
 		if s.Default != nil {
 			return *s.Default, req, true
 		}
