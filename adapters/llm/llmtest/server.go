@@ -65,7 +65,7 @@ type Server struct {
 	Default *Reply
 	// Cycle, when set, answers in turn once the script is used up (for
 	// benchmarks that run many identical turns).
-	Cycle []Reply
+	Cycle  []Reply
 	cycled int
 	// NoRecord stops recording requests (benchmarks).
 	NoRecord bool
