@@ -69,6 +69,8 @@ var registry = map[string]eventType{
 	"SkillWritten":      v1[SkillWritten](),
 	"SessionTitled":     v1[SessionTitled](),
 	"SessionEnded":      v1[SessionEnded](),
+	"TodoUpdated":       v1[TodoUpdated](),
+	"ApprovalDecided":   v1[ApprovalDecided](),
 }
 
 func upAssistantV1(b []byte) ([]byte, error) {

@@ -40,6 +40,8 @@ var samples = []Payload{
 	SkillWritten{Name: "release-checklist", Action: "create", Content: "---\nname: release-checklist\ndescription: steps\n---\n1. tag\n"},
 	SessionTitled{Title: "Listing repo files"},
 	SessionEnded{Reason: "user exit"},
+	TodoUpdated{Todos: []Todo{{ID: "1", Content: "read the failing test", Status: "completed"}, {ID: "2", Content: "fix the nil map", Status: "in_progress"}}},
+	ApprovalDecided{Command: "rm -rf build/", Pattern: "recursive delete", Decision: "once", By: "user"},
 }
 
 func fixturePath(tv TypeVersion, suffix string) string {

@@ -160,6 +160,34 @@ type SessionEnded struct {
 	Reason string `json:"reason"`
 }
 
+// Todo is one item of a session's task list.
+type Todo struct {
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	// Status is pending, in_progress, completed or cancelled.
+	Status string `json:"status"`
+}
+
+// TodoUpdated is the session's whole task list after a change.
+type TodoUpdated struct {
+	Todos []Todo `json:"todos"`
+}
+
+// ApprovalDecided records the decision on a dangerous command.
+type ApprovalDecided struct {
+	Command string `json:"command"`
+	// Pattern is the description of the rule that flagged the command.
+	Pattern string `json:"pattern"`
+	// Decision is once, session, always or deny.
+	Decision string `json:"decision"`
+	// By is who decided: user, yolo, allowlist, session, timeout or
+	// hardline (never allowed).
+	By string `json:"by"`
+}
+
+func (TodoUpdated) EventType() string     { return "TodoUpdated" }
+func (ApprovalDecided) EventType() string { return "ApprovalDecided" }
+
 func (SessionStarted) EventType() string        { return "SessionStarted" }
 func (SystemPromptBuilt) EventType() string     { return "SystemPromptBuilt" }
 func (UserMessageAdded) EventType() string      { return "UserMessageAdded" }

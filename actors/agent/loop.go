@@ -85,6 +85,9 @@ type Loop struct {
 	Ephemeral func() string
 	// NewID makes tool-call ids where a provider gave none.
 	NewID func() string
+	// Env is handed to tools (session id, working directory, asker, ...);
+	// the loop fills in TurnID and Record.
+	Env Env
 }
 
 // Outcomes of a turn.
@@ -132,6 +135,15 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 	if err := record(schema.UserMessageAdded{Content: userText}); err != nil {
 		return "", err
 	}
+	env := l.Env
+	env.TurnID = turnID
+	env.Record = func(ctx context.Context, ps ...schema.Payload) error {
+		return l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...)
+	}
+	if env.Values == nil {
+		env.Values = NewSessionValues()
+	}
+	toolCtx := WithEnv(ctx, &env)
 	recoveries, iterations := 0, 0
 	warned, nudged := false, false
 	for {
@@ -196,7 +208,7 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 		if err := record(started...); err != nil {
 			return "", err
 		}
-		results := l.execute(ctx, cfg, calls, obs)
+		results := l.execute(toolCtx, cfg, calls, obs)
 		var out []schema.Payload
 		for i, c := range calls {
 			r := results[i]

@@ -61,6 +61,10 @@ type Deps struct {
 	MaxTurns int
 	// Ephemeral adds call-time context (memory prefetch and the like).
 	Ephemeral func() string
+	// Asker reaches the person for clarify and approvals (nil: nobody).
+	Asker agent.Asker
+	// Yolo approves dangerous commands that are not hard-line.
+	Yolo bool
 }
 
 // Turn asks the session to run one turn. Reply receives the outcome.
@@ -94,8 +98,10 @@ type Actor struct {
 	deps Deps
 	log  zerolog.Logger
 
-	rec *recorder
-	tr  *history.Transcript
+	rec    *recorder
+	tr     *history.Transcript
+	wd     string
+	values *agent.SessionValues
 
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
@@ -161,7 +167,8 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		cfg.Model = t.Model
 	}
 	loop := &agent.Loop{Provider: a.deps.Provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: a.deps.Ephemeral}
+		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: a.deps.Ephemeral,
+		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
 	self, root := c.Self(), c.ActorSystem().Root
 	tr := a.tr
 	go func() {
@@ -184,6 +191,7 @@ func (a *Actor) recover(ctx context.Context) error {
 		return fmt.Errorf("no session %s", a.id)
 	}
 	a.tr = &history.Transcript{}
+	a.values = agent.NewSessionValues()
 	open := ""
 	for _, r := range rs {
 		p, err := schema.Decode(r.Envelope)
@@ -191,7 +199,9 @@ func (a *Actor) recover(ctx context.Context) error {
 			return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
 		}
 		a.tr.Apply(p)
-		switch p.(type) {
+		switch e := p.(type) {
+		case schema.SessionStarted:
+			a.wd = e.WorkingDir
 		case schema.UserMessageAdded:
 			open = r.TurnID
 		case schema.TurnCompleted, schema.TurnInterrupted:

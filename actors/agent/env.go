@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Question is something a tool asks the person: a clarification, or the
+// approval of a dangerous command.
+type Question struct {
+	// Kind is "clarify" or "approval".
+	Kind    string
+	Text    string
+	Choices []string
+	// Timeout bounds the wait; the caller decides what silence means.
+	Timeout time.Duration
+}
+
+// Asker reaches the person: the CLI prompts on the terminal, the gateway
+// sends a message.
+type Asker interface {
+	Ask(ctx context.Context, q Question) (string, error)
+}
+
+// ErrNoAsker is returned when a tool needs a person and none is reachable.
+var ErrNoAsker = errors.New("no one to ask: this session is not interactive")
+
+// Env is what a tool call may know of its session.
+type Env struct {
+	SessionID  string
+	TurnID     string
+	WorkingDir string
+	// Record appends events to the session's stream.
+	Record func(ctx context.Context, ps ...schema.Payload) error
+	Asker  Asker
+	// Yolo approves dangerous commands that are not hard-line.
+	Yolo bool
+	// Values holds per-session state tools keep between calls (approved
+	// patterns, background processes); keyed by the tool that owns it.
+	Values *SessionValues
+}
+
+type envKey struct{}
+
+// WithEnv attaches env to ctx.
+func WithEnv(ctx context.Context, env *Env) context.Context {
+	return context.WithValue(ctx, envKey{}, env)
+}
+
+// EnvFrom returns the Env of a tool call; never nil.
+func EnvFrom(ctx context.Context) *Env {
+	if e, ok := ctx.Value(envKey{}).(*Env); ok && e != nil {
+		return e
+	}
+	return &Env{Values: NewSessionValues()}
+}
