@@ -110,4 +110,3 @@ func BenchmarkSessionTurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
 }
-

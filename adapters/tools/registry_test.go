@@ -11,8 +11,8 @@ import (
 
 type named string
 
-func (n named) Spec() agent.ToolSpec                                   { return agent.ToolSpec{Name: string(n)} }
-func (n named) Flags() agent.ToolFlags                                 { return agent.ToolFlags{} }
+func (n named) Spec() agent.ToolSpec                                 { return agent.ToolSpec{Name: string(n)} }
+func (n named) Flags() agent.ToolFlags                               { return agent.ToolFlags{} }
 func (n named) Run(context.Context, json.RawMessage) (string, error) { return "", nil }
 
 func TestSelection(t *testing.T) {
