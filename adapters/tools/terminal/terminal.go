@@ -1,0 +1,393 @@
+// Package terminal is the terminal tool (run a shell command in the
+// session's working directory, with a timeout and an output cap that keeps
+// head and tail), the process tool for background commands, and the
+// approval of dangerous commands on the local backend.
+package terminal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+// Config tunes the terminal.
+type Config struct {
+	// Timeout is the default per command; a call may ask for less or more
+	// up to MaxTimeout.
+	Timeout    time.Duration
+	MaxTimeout time.Duration
+	// MaxOutput bounds what the model reads of a command's output; the
+	// middle is elided.
+	MaxOutput int
+	Shell     string
+	Approver  *Approver
+	// Backend runs commands; nil is the local one.
+	Backend Backend
+}
+
+// Backend runs a shell command somewhere.
+type Backend interface {
+	// Name is local, ssh or docker.
+	Name() string
+	// Command prepares cmd to run command in dir.
+	Command(ctx context.Context, shell, dir, command string) *exec.Cmd
+	// Checked tells whether dangerous commands need approval here: a
+	// container is its own boundary.
+	Checked() bool
+}
+
+// Local runs commands on this machine.
+type Local struct{}
+
+func (Local) Name() string  { return "local" }
+func (Local) Checked() bool { return true }
+func (Local) Command(_ context.Context, shell, dir, command string) *exec.Cmd {
+	c := exec.Command(shell, "-c", command)
+	c.Dir = dir
+	return c
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = 180 * time.Second
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 30 * time.Minute
+	}
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = 50_000
+	}
+	if c.Shell == "" {
+		c.Shell = "/bin/bash"
+		if _, err := os.Stat(c.Shell); err != nil {
+			c.Shell = "/bin/sh"
+		}
+	}
+	if c.Backend == nil {
+		c.Backend = Local{}
+	}
+	if c.Approver == nil {
+		c.Approver = &Approver{}
+	}
+	return c
+}
+
+// Tools returns terminal and process.
+func Tools(c Config) []agent.Tool {
+	c = c.withDefaults()
+	return []agent.Tool{&Terminal{cfg: c}, &Process{cfg: c}}
+}
+
+// Terminal is the terminal tool.
+type Terminal struct{ cfg Config }
+
+func (t *Terminal) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "terminal", Description: "Run a shell command in the working directory and return its output and exit code. Set background=true for long-running programs (servers, watchers) and manage them with the process tool.",
+		Parameters: map[string]any{"type": "object", "required": []string{"command"}, "properties": map[string]any{
+			"command":    map[string]any{"type": "string"},
+			"background": map[string]any{"type": "boolean"},
+			"timeout":    map[string]any{"type": "integer", "description": "seconds (default 180)"},
+			"workdir":    map[string]any{"type": "string", "description": "directory to run in (default: the working directory)"},
+		}}}
+}
+func (t *Terminal) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+
+// Run implements agent.Tool.
+func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Command    string `json:"command"`
+		Background bool   `json:"background"`
+		Timeout    int    `json:"timeout"`
+		Workdir    string `json:"workdir"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return "", errors.New("command is empty")
+	}
+	env := agent.EnvFrom(ctx)
+	if t.cfg.Backend.Checked() {
+		if err := t.cfg.Approver.Approve(ctx, a.Command); err != nil {
+			return "", err
+		}
+	}
+	dir := env.WorkingDir
+	if a.Workdir != "" {
+		dir = a.Workdir
+		if !strings.HasPrefix(dir, "/") && env.WorkingDir != "" {
+			dir = env.WorkingDir + "/" + dir
+		}
+	}
+	if a.Background {
+		return startBackground(ctx, t.cfg, dir, a.Command)
+	}
+	timeout := t.cfg.Timeout
+	if a.Timeout > 0 {
+		timeout = min(time.Duration(a.Timeout)*time.Second, t.cfg.MaxTimeout)
+	}
+	cmd := t.cfg.Backend.Command(ctx, t.cfg.Shell, dir, a.Command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &capped{max: t.cfg.MaxOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdin = nil
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	var cut string
+	select {
+	case waitErr = <-done:
+	case <-timer.C:
+		killGroup(cmd)
+		waitErr = <-done
+		cut = fmt.Sprintf("[command timed out after %s and was killed]", timeout)
+	case <-ctx.Done():
+		killGroup(cmd)
+		<-done
+		return out.String(), ctx.Err()
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		code = ee.ExitCode()
+	} else if waitErr != nil {
+		return out.String(), waitErr
+	}
+	text := out.String()
+	if text == "" {
+		text = "(no output)"
+	}
+	if cut != "" {
+		return text + "\n" + cut, errors.New(cut[1 : len(cut)-1])
+	}
+	return fmt.Sprintf("%s\n[exit code: %d]", strings.TrimRight(text, "\n"), code), nil
+}
+
+// killGroup kills the command and everything it started.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// capped keeps the first and last halves of at most max bytes of output.
+type capped struct {
+	mu      sync.Mutex
+	max     int
+	head    []byte
+	tail    []byte
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	half := c.max / 2
+	if room := half - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	c.tail = append(c.tail, p...)
+	if over := len(c.tail) - half; over > 0 {
+		c.dropped += over
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
+	return n, nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped == 0 {
+		return string(c.head) + string(c.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes of output elided …]\n%s", c.head, c.dropped, c.tail)
+}
+
+// --- background processes ---
+
+type proc struct {
+	id      string
+	command string
+	cmd     *exec.Cmd
+	out     *capped
+	done    chan struct{}
+	code    int
+	started time.Time
+	polled  int // bytes of output already returned by poll
+	buf     *bytes.Buffer
+	mu      sync.Mutex
+}
+
+type procTable struct {
+	mu    sync.Mutex
+	next  int
+	procs map[string]*proc
+}
+
+func procsOf(env *agent.Env) *procTable {
+	return env.Values.Get("terminal.procs", func() any { return &procTable{procs: map[string]*proc{}} }).(*procTable)
+}
+
+// lockedBuffer is the full output of a background process.
+type lockedBuffer struct {
+	p *proc
+}
+
+func (l lockedBuffer) Write(b []byte) (int, error) {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	if l.p.buf.Len() < 4<<20 {
+		l.p.buf.Write(b)
+	}
+	return len(b), nil
+}
+
+func startBackground(ctx context.Context, cfg Config, dir, command string) (string, error) {
+	env := agent.EnvFrom(ctx)
+	table := procsOf(env)
+	// Background processes outlive the call, not the session.
+	cmd := cfg.Backend.Command(context.WithoutCancel(ctx), cfg.Shell, dir, command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &proc{command: command, cmd: cmd, done: make(chan struct{}), started: time.Now(), buf: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = lockedBuffer{p}, lockedBuffer{p}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
+	table.mu.Lock()
+	table.next++
+	p.id = fmt.Sprintf("proc_%d", table.next)
+	table.procs[p.id] = p
+	table.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.code = ee.ExitCode()
+		}
+		close(p.done)
+	}()
+	return fmt.Sprintf("started %s (pid %d): %s\nUse process with action=poll to read its output, action=kill to stop it.", p.id, cmd.Process.Pid, command), nil
+}
+
+// Process manages background commands.
+type Process struct{ cfg Config }
+
+func (p *Process) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "process", Description: "Manage background commands started with terminal(background=true): list them, poll new output, wait for one to end, or kill one.",
+		Parameters: map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{
+			"action":  map[string]any{"type": "string", "enum": []string{"list", "poll", "wait", "kill"}},
+			"id":      map[string]any{"type": "string"},
+			"timeout": map[string]any{"type": "integer", "description": "seconds to wait (action=wait)"},
+		}}}
+}
+func (p *Process) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+
+func (p *Process) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Action  string `json:"action"`
+		ID      string `json:"id"`
+		Timeout int    `json:"timeout"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	table := procsOf(agent.EnvFrom(ctx))
+	table.mu.Lock()
+	if a.Action == "list" {
+		var ids []string
+		for id := range table.procs {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		var b strings.Builder
+		for _, id := range ids {
+			pr := table.procs[id]
+			fmt.Fprintf(&b, "%s  %s  %s  %s\n", id, status(pr), time.Since(pr.started).Round(time.Second), pr.command)
+		}
+		table.mu.Unlock()
+		if b.Len() == 0 {
+			return "no background processes", nil
+		}
+		return b.String(), nil
+	}
+	pr, ok := table.procs[a.ID]
+	table.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("no background process %q; action=list shows them", a.ID)
+	}
+	switch a.Action {
+	case "poll":
+		return pr.poll(p.cfg.MaxOutput), nil
+	case "wait":
+		wait := time.Duration(max(a.Timeout, 1)) * time.Second
+		select {
+		case <-pr.done:
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return pr.poll(p.cfg.MaxOutput), nil
+	case "kill":
+		killGroup(pr.cmd)
+		select {
+		case <-pr.done:
+		case <-time.After(5 * time.Second):
+		}
+		return fmt.Sprintf("killed %s\n%s", pr.id, pr.poll(p.cfg.MaxOutput)), nil
+	}
+	return "", fmt.Errorf("action must be list, poll, wait or kill, got %q", a.Action)
+}
+
+func status(pr *proc) string {
+	select {
+	case <-pr.done:
+		return fmt.Sprintf("exited(%d)", pr.code)
+	default:
+		return "running"
+	}
+}
+
+// poll returns output not returned before.
+func (pr *proc) poll(max int) string {
+	pr.mu.Lock()
+	all := pr.buf.Bytes()
+	fresh := append([]byte(nil), all[pr.polled:]...)
+	pr.polled = len(all)
+	pr.mu.Unlock()
+	c := &capped{max: max}
+	c.Write(fresh)
+	out := c.String()
+	if out == "" {
+		out = "(no new output)"
+	}
+	return fmt.Sprintf("%s [%s]\n%s", pr.id, status(pr), out)
+}
+
+// KillAll stops every background process of a session (session end).
+func KillAll(env *agent.Env) {
+	table := procsOf(env)
+	table.mu.Lock()
+	defer table.mu.Unlock()
+	for _, pr := range table.procs {
+		killGroup(pr.cmd)
+	}
+}
