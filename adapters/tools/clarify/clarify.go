@@ -1,0 +1,59 @@
+// Package clarify is the clarify tool: the agent asks the person a
+// question, optionally with choices, and waits for the answer.
+package clarify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+// Tool is the clarify tool.
+type Tool struct{ Timeout time.Duration }
+
+func (Tool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "clarify", Description: "Ask the user a question when the task is ambiguous and you cannot proceed without their answer. Offer choices when there are a few clear options.",
+		Parameters: map[string]any{"type": "object", "required": []string{"question"}, "properties": map[string]any{
+			"question": map[string]any{"type": "string"},
+			"choices":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		}}}
+}
+
+// Flags: interactive, so a response holding a clarify runs its calls one
+// by one.
+func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{Interactive: true, ReadOnly: true} }
+
+func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Question string   `json:"question"`
+		Choices  []string `json:"choices"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	if a.Question == "" {
+		return "", errors.New("question is empty")
+	}
+	env := agent.EnvFrom(ctx)
+	if env.Asker == nil {
+		return "", fmt.Errorf("%w; decide yourself and say what you assumed", agent.ErrNoAsker)
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ans, err := env.Asker.Ask(actx, agent.Question{Kind: "clarify", Text: a.Question, Choices: a.Choices, Timeout: timeout})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("the user did not answer within %s; decide yourself and say what you assumed", timeout)
+	}
+	return "The user answered: " + ans, nil
+}

@@ -1,0 +1,43 @@
+package clarify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+type asker func(context.Context, agent.Question) (string, error)
+
+func (a asker) Ask(ctx context.Context, q agent.Question) (string, error) { return a(ctx, q) }
+
+func TestClarify(t *testing.T) {
+	var got agent.Question
+	env := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(_ context.Context, q agent.Question) (string, error) {
+		got = q
+		return "blue", nil
+	})}
+	out, err := Tool{}.Run(agent.WithEnv(context.Background(), env), json.RawMessage(`{"question":"Which colour?","choices":["red","blue"]}`))
+	if err != nil || out != "The user answered: blue" || got.Kind != "clarify" || len(got.Choices) != 2 {
+		t.Fatalf("%q %v %+v", out, err, got)
+	}
+	if !(Tool{}).Flags().Interactive {
+		t.Fatal("clarify must be interactive")
+	}
+	_, err = Tool{}.Run(agent.WithEnv(context.Background(), &agent.Env{Values: agent.NewSessionValues()}), json.RawMessage(`{"question":"?"}`))
+	if !errors.Is(err, agent.ErrNoAsker) {
+		t.Fatalf("no asker: %v", err)
+	}
+	slow := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(ctx context.Context, _ agent.Question) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	})}
+	_, err = Tool{Timeout: 50 * time.Millisecond}.Run(agent.WithEnv(context.Background(), slow), json.RawMessage(`{"question":"?"}`))
+	if err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("timeout: %v", err)
+	}
+}

@@ -1,0 +1,238 @@
+// Package memory is the agent's persistent memory: MEMORY.md (its notes)
+// and USER.md (the user profile) under $HERMES_HOME/memories. Every change
+// is a MemoryUpdated event on the stream "memory", appended with the
+// expected revision so that sessions in several processes never lose each
+// other's changes; the files are a projection of those events.
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Stream holds every memory change.
+const Stream = "memory"
+
+// Limits are Hermes' character limits of each file.
+var Limits = map[string]int{"memory": 2200, "user": 1375}
+
+// Files maps a target to its file name.
+var Files = map[string]string{"memory": "MEMORY.md", "user": "USER.md"}
+
+// Separator is the line between entries.
+const Separator = "\n§\n"
+
+// Tool is the memory tool.
+type Tool struct {
+	Store events.Store
+	Dir   string // $HERMES_HOME/memories
+}
+
+func (Tool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "memory", Description: "Save durable facts across sessions. target=memory for your own notes (environment, conventions, lessons), target=user for facts about the user (preferences, style). action=add with content; action=replace or remove select an entry by old_text, a unique substring of it. Keep entries short: the files have character limits.",
+		Parameters: map[string]any{"type": "object", "required": []string{"action", "target"}, "properties": map[string]any{
+			"action":   map[string]any{"type": "string", "enum": []string{"add", "replace", "remove"}},
+			"target":   map[string]any{"type": "string", "enum": []string{"memory", "user"}},
+			"content":  map[string]any{"type": "string"},
+			"old_text": map[string]any{"type": "string"},
+		}}}
+}
+func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+
+// suspicious content is refused: memory is read into every future system
+// prompt, so it must not carry instructions or secrets.
+var suspicious = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`(?i)ignore (all |any )?(previous|prior|above) (instructions|messages)`), "it tries to override instructions"},
+	{regexp.MustCompile(`(?i)(disregard|forget) (your|all|the) (rules|instructions|system prompt)`), "it tries to override instructions"},
+	{regexp.MustCompile(`(?i)you (must|should) (now )?(always|never) .*(regardless|no matter)`), "it reads as an injected standing order"},
+	{regexp.MustCompile(`(?i)<\s*/?\s*(system|assistant|im_start|im_end)`), "it contains chat-template markup"},
+	{regexp.MustCompile(`\bsk-(ant-)?[A-Za-z0-9_-]{16,}`), "it contains an API key"},
+	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "it contains an AWS access key"},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}`), "it contains a GitHub token"},
+	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`), "it contains a private key"},
+	{regexp.MustCompile(`(?i)\b(password|passwd|secret|api[_-]?key|token)\s*[:=]\s*\S{6,}`), "it contains a credential"},
+	{regexp.MustCompile(`(?i)(curl|wget|fetch)\b.*\b(memory|USER\.md|MEMORY\.md|\.hermes)`), "it looks like an attempt to send memory out"},
+}
+
+func screen(s string) error {
+	for _, p := range suspicious {
+		if p.re.MatchString(s) {
+			return fmt.Errorf("refused: %s; memory is loaded into every future session, so it may hold neither instructions nor secrets", p.why)
+		}
+	}
+	return nil
+}
+
+// Current returns target's entries and the stream revision they are at.
+func Current(ctx context.Context, store events.Store, target string) ([]string, events.Expected, error) {
+	rs, err := store.ReadStream(ctx, Stream, events.Backward, events.End, 0)
+	if err != nil {
+		return nil, events.Any, err
+	}
+	expected := events.NoStream
+	if len(rs) > 0 {
+		expected = events.Exact(rs[0].Revision)
+	}
+	for _, r := range rs {
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return nil, expected, err
+		}
+		if m := p.(schema.MemoryUpdated); m.Target == target {
+			return m.Entries, expected, nil
+		}
+	}
+	return nil, expected, nil
+}
+
+func size(entries []string) int {
+	return len(strings.Join(entries, Separator))
+}
+
+func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Action  string `json:"action"`
+		Target  string `json:"target"`
+		Content string `json:"content"`
+		OldText string `json:"old_text"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	limit, ok := Limits[a.Target]
+	if !ok {
+		return "", fmt.Errorf("target must be memory or user, not %q", a.Target)
+	}
+	a.Content = strings.TrimSpace(a.Content)
+	if a.Content != "" {
+		if strings.Contains(a.Content, "§") {
+			return "", errors.New("content may not contain the entry separator §")
+		}
+		if err := screen(a.Content); err != nil {
+			return "", err
+		}
+	}
+	env := agent.EnvFrom(ctx)
+	// Optimistic concurrency: retry when another session changed memory
+	// between our read and our append.
+	for attempt := 0; attempt < 5; attempt++ {
+		entries, expected, err := Current(ctx, t.Store, a.Target)
+		if err != nil {
+			return "", err
+		}
+		next, err := apply(entries, a.Action, a.Content, a.OldText)
+		if err != nil {
+			return "", err
+		}
+		if n := size(next); n > limit {
+			return "", fmt.Errorf("%s would hold %d characters, over its limit of %d (now %d); replace or remove entries first, or say it shorter",
+				Files[a.Target], n, limit, size(entries))
+		}
+		ev, err := schema.NewEnvelope(schema.Meta{SessionID: env.SessionID, TurnID: env.TurnID},
+			schema.MemoryUpdated{Target: a.Target, Action: a.Action, Entry: first(a.Content, a.OldText), Entries: next})
+		if err != nil {
+			return "", err
+		}
+		_, err = t.Store.Append(ctx, Stream, expected, ev)
+		var wev *events.WrongExpectedVersionError
+		if errors.As(err, &wev) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := WriteFile(t.Dir, a.Target, next); err != nil {
+			return "", fmt.Errorf("saved, but writing %s failed: %w", Files[a.Target], err)
+		}
+		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)", Files[a.Target], a.Action, size(next), limit, len(next)), nil
+	}
+	return "", errors.New("memory is being changed by other sessions right now; try again")
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func apply(entries []string, action, content, old string) ([]string, error) {
+	find := func() (int, error) {
+		if old == "" {
+			return -1, errors.New("old_text is required to select the entry")
+		}
+		at := -1
+		for i, e := range entries {
+			if strings.Contains(e, old) {
+				if at >= 0 {
+					return -1, fmt.Errorf("old_text %q matches more than one entry; give a longer substring", old)
+				}
+				at = i
+			}
+		}
+		if at < 0 {
+			return -1, fmt.Errorf("no entry contains %q", old)
+		}
+		return at, nil
+	}
+	next := append([]string(nil), entries...)
+	switch action {
+	case "add":
+		if content == "" {
+			return nil, errors.New("content is required")
+		}
+		for _, e := range entries {
+			if strings.EqualFold(strings.TrimSpace(e), content) {
+				return nil, errors.New("this entry is already in memory")
+			}
+		}
+		return append(next, content), nil
+	case "replace":
+		if content == "" {
+			return nil, errors.New("content is required")
+		}
+		i, err := find()
+		if err != nil {
+			return nil, err
+		}
+		next[i] = content
+		return next, nil
+	case "remove":
+		i, err := find()
+		if err != nil {
+			return nil, err
+		}
+		return append(next[:i], next[i+1:]...), nil
+	}
+	return nil, fmt.Errorf("action must be add, replace or remove, not %q", action)
+}
+
+// WriteFile writes target's file from its entries (atomically).
+func WriteFile(dir, target string, entries []string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, Files[target])
+	tmp := p + ".tmp"
+	text := strings.Join(entries, Separator)
+	if text != "" {
+		text += "\n"
+	}
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
