@@ -45,6 +45,8 @@ type Reply struct {
 	StallAfter time.Duration
 	// Model is reported back; defaults to the requested model.
 	Model string
+	// Ping sends an SSE comment block mid-stream, as sse-starlette does.
+	Ping bool
 }
 
 // Request is a recorded request.
@@ -242,6 +244,11 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, rep Reply) {
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	if rep.Ping {
+		// What sse-starlette sends every 15 s: a comment block, CRLF.
+		fmt.Fprint(w, ": ping - 2026-11-22 12:00:00.000000+00:00\r\n\r\n")
+		out.f.Flush()
+	}
 	if stall(r, rep) {
 		return
 	}

@@ -29,7 +29,7 @@ type Options struct {
 }
 
 func (o Options) client() openai.Client {
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), dropSSEComments()}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}

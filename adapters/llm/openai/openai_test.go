@@ -83,3 +83,15 @@ func TestChatJSONFinishReasonsAndErrors(t *testing.T) {
 		t.Fatalf("messages %v", msgs)
 	}
 }
+
+// TestSSECommentsIgnored: a ping comment mid-stream (llama-cpp-python's
+// server sends one every 15 s) must not break the answer.
+func TestSSECommentsIgnored(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "still here", Ping: true})
+	defer srv.Close()
+	resp, err := openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}).Complete(context.Background(),
+		agent.Request{Model: "m", Messages: history}, func(agent.Delta) {})
+	if err != nil || resp.Content != "still here" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+}
