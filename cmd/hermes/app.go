@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/history"
@@ -84,6 +85,7 @@ func (g *globals) open() (*app, error) {
 	runner := projections.NewRunner(store, g.log,
 		pdb.Projection(sessions.NewModel()),
 		pdb.Projection(history.NewModel()),
+		memory.FilesProjection{Dir: filepath.Join(home, "memories")},
 	)
 	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
 }
@@ -112,6 +114,6 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g))
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g))
 	return root
 }

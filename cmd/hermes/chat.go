@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -72,14 +71,15 @@ func chatCmd(g *globals) *cobra.Command {
 
 // chatter is a wired chat: one actor system and the sessions it runs.
 type chatter struct {
-	a    *app
-	cfg  Resolved
-	mgr  *session.Manager
-	stop func()
-	wd   string
+	a     *app
+	cfg   Resolved
+	mgr   *session.Manager
+	stop  func()
+	wd    string
+	tools []string
 }
 
-func newChatter(g *globals, ov Overrides) (*chatter, error) {
+func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	a, err := g.open()
 	if err != nil {
 		return nil, err
@@ -100,16 +100,21 @@ func newChatter(g *globals, ov Overrides) (*chatter, error) {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
+	reg, err := registry(a.home, a.store, cfg)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	tools := reg.Select(cfg.Tools)
 	sys := actors.NewSystem(g.log)
-	tools := agent.NewTools()
 	deps := session.Deps{
-		Store: a.store, Log: g.log, Provider: provider, Tools: tools,
+		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo,
 		Exec:     toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
 		Cfg:      agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
 		MaxTurns: cfg.MaxTurns,
 	}
 	mgr := session.NewManager(sys, deps)
-	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd}
+	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names()}
 	c.stop = func() {
 		mgr.Shutdown()
 		sys.Shutdown()
@@ -120,7 +125,7 @@ func newChatter(g *globals, ov Overrides) (*chatter, error) {
 
 func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
 	id := uuid.NewString()
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, Now: time.Now()})
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Now: time.Now()})
 	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 	return id, err
 }
@@ -208,7 +213,8 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")
 	}
-	c, err := newChatter(g, f.ov)
+	con := newConsole(cmd.InOrStdin(), cmd.ErrOrStderr())
+	c, err := newChatter(g, f.ov, con)
 	if err != nil {
 		return err
 	}
@@ -226,9 +232,12 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	}
 	fmt.Fprintf(stderr, "session: %s\n", id)
 	if f.query != "" {
+		qctx, stopQ := context.WithCancel(ctx)
+		defer stopQ()
+		go con.serveQuestions(qctx)
 		return c.oneShot(ctx, cmd, id, f)
 	}
-	return c.interactive(ctx, cmd, id, f)
+	return c.interactive(ctx, cmd, id, f, con)
 }
 
 func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
@@ -247,7 +256,7 @@ func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f 
 
 const chatHelp = `commands: /new  /resume ID  /stop  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
 
-func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
+func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags, con *console) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	fmt.Fprintln(errw, chatHelp)
 	// From a terminal, a line typed during a turn interrupts it (the
@@ -258,27 +267,13 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	if f, ok := in.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		script = false
 	}
-	lines := make(chan string)
-	next := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-			if script {
-				<-next
-			}
-		}
-		close(lines)
-	}()
-	ready := func() {
-		if script {
-			select {
-			case next <- struct{}{}:
-			default:
-			}
-		}
-	}
+	// In script mode, the next line is taken only when the previous one
+	// is done with (a turn finished, a command ran).
+	lines := con.lines
+	var hold chan string
+	waiting := false
+	ready := func() { waiting = false }
+	var question *pending
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -298,8 +293,22 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	}
 	prompt()
 	for {
+		in := lines
+		if script && waiting && question == nil {
+			in = hold // nil: not reading
+		}
 		select {
-		case line, ok := <-lines:
+		case p := <-con.questions:
+			question = p
+			con.show(p)
+		case line, ok := <-in:
+			if ok && question != nil {
+				q := question
+				question = nil
+				if answer(q, line) {
+					continue
+				}
+			}
 			if !ok {
 				if running > 0 {
 					c.mgr.Stop(id, "input closed")
@@ -337,6 +346,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				ready()
 			}
 			running++
+			waiting = true
 			turnID, text, m := id, line, model
 			go func() {
 				results <- c.mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})

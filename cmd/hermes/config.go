@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools"
 )
 
 // Config is $HERMES_HOME/config.yaml, with Hermes' keys. Flags beat the
@@ -26,6 +27,8 @@ type Config struct {
 	Compression       map[string]any   `yaml:"compression"`
 	Terminal          map[string]any   `yaml:"terminal"`
 	Prices            map[string]Price `yaml:"prices"`
+	Tools             tools.Selection  `yaml:"tools"`
+	CommandAllowlist  []string         `yaml:"command_allowlist"`
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
@@ -78,6 +81,10 @@ type Resolved struct {
 	MaxTokens       int
 	Prices          agent.Prices
 	Yolo            bool
+	Tools           tools.Selection
+	AllowList       []string
+	TerminalTimeout time.Duration
+	ApprovalTimeout time.Duration
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -166,6 +173,18 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		r.MaxParallel = c.Agent.MaxParallelTools
 	}
 	r.MaxTokens = c.Agent.MaxTokens
+	if err := c.Tools.Validate(); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	r.Tools, r.AllowList = c.Tools, c.CommandAllowlist
+	r.TerminalTimeout, r.ApprovalTimeout = 180*time.Second, 60*time.Second
+	if v, ok := c.Terminal["timeout"]; ok {
+		secs, ok := v.(int)
+		if !ok || secs <= 0 {
+			return r, fmt.Errorf("%s: terminal.timeout must be a positive number of seconds, got %v", path, v)
+		}
+		r.TerminalTimeout = time.Duration(secs) * time.Second
+	}
 	r.Prices = agent.DefaultPrices()
 	for k, v := range c.Prices {
 		r.Prices[k] = v

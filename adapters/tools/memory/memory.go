@@ -226,13 +226,22 @@ func WriteFile(dir, target string, entries []string) error {
 		return err
 	}
 	p := filepath.Join(dir, Files[target])
-	tmp := p + ".tmp"
 	text := strings.Join(entries, Separator)
 	if text != "" {
 		text += "\n"
 	}
-	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+	// A temporary file of its own per writer: several processes may write.
+	tmp, err := os.CreateTemp(dir, "."+Files[target]+"-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
 }

@@ -56,7 +56,20 @@ func (p FilesProjection) Apply(ctx context.Context, batch []projections.Event) e
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(p.checkpointPath(), []byte(strconv.FormatUint(batch[len(batch)-1].Position, 10)), 0o600)
+	// Other processes read the checkpoint at any moment: replace it whole.
+	tmp, err := os.CreateTemp(p.Dir, ".checkpoint-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(strconv.FormatUint(batch[len(batch)-1].Position, 10)); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p.checkpointPath())
 }
 
 func (p FilesProjection) Reset(context.Context) error {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+// console is the terminal side of a chat: it owns standard input, so that
+// a tool's question (clarify, approval) and the next chat message never
+// race for the same line. It is the CLI's agent.Asker.
+type console struct {
+	errw      io.Writer
+	lines     chan string
+	questions chan *pending
+}
+
+type pending struct {
+	ctx   context.Context
+	q     agent.Question
+	reply chan string
+}
+
+func newConsole(in io.Reader, errw io.Writer) *console {
+	c := &console{errw: errw, lines: make(chan string), questions: make(chan *pending)}
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	return c
+}
+
+// Ask implements agent.Asker.
+func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
+	p := &pending{ctx: ctx, q: q, reply: make(chan string, 1)}
+	select {
+	case c.questions <- p:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case a := <-p.reply:
+		return a, nil
+	case <-ctx.Done():
+		fmt.Fprintln(c.errw, "\n(no answer in time)")
+		return "", ctx.Err()
+	}
+}
+
+func (c *console) show(p *pending) {
+	fmt.Fprintf(c.errw, "\n? %s\n", p.q.Text)
+	if len(p.q.Choices) > 0 {
+		fmt.Fprintf(c.errw, "  [%s] › ", strings.Join(p.q.Choices, " / "))
+	} else {
+		fmt.Fprint(c.errw, "  › ")
+	}
+}
+
+// answer routes line to p when p still waits; false when it gave up.
+func answer(p *pending, line string) bool {
+	if p.ctx.Err() != nil {
+		return false
+	}
+	p.reply <- strings.TrimSpace(line)
+	return true
+}
+
+// serveQuestions answers questions from stdin while no chat loop runs
+// (chat -q); it stops with ctx.
+func (c *console) serveQuestions(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-c.questions:
+			c.show(p)
+			select {
+			case line, ok := <-c.lines:
+				if ok {
+					answer(p, line)
+				}
+			case <-p.ctx.Done():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/adapters/tools/clarify"
+	"github.com/hermes-go/hermes/adapters/tools/files"
+	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/adapters/tools/todo"
+	"github.com/hermes-go/hermes/events"
+)
+
+// registry registers every tool Hermes has.
+func registry(home string, store events.Store, cfg Resolved) (*tools.Registry, error) {
+	r := tools.NewRegistry()
+	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
+	term := terminal.Config{Timeout: cfg.TerminalTimeout, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
+	if err := r.Register("terminal", terminal.Tools(term)...); err != nil {
+		return nil, err
+	}
+	if err := r.Register("file", files.Tools(files.Roots{Extra: []string{home}})...); err != nil {
+		return nil, err
+	}
+	if err := r.Register("todo", todo.Tool{Store: store}); err != nil {
+		return nil, err
+	}
+	if err := r.Register("memory", memory.Tool{Store: store, Dir: filepath.Join(home, "memories")}); err != nil {
+		return nil, err
+	}
+	if err := r.Register("clarify", clarify.Tool{}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// configAllowList is config.yaml's command_allowlist. Add rewrites the file
+// with the entry appended, keeping the rest of the document.
+type configAllowList struct {
+	mu   sync.Mutex
+	path string
+	list []string
+}
+
+func (a *configAllowList) Has(p string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Contains(a.list, p)
+}
+
+func (a *configAllowList) Add(p string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if slices.Contains(a.list, p) {
+		return nil
+	}
+	var doc yaml.Node
+	data, err := os.ReadFile(a.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(data) > 0 {
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("%s: %w", a.path, err)
+		}
+	}
+	if doc.Kind == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	root := doc.Content[0]
+	var seq *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "command_allowlist" {
+			seq = root.Content[i+1]
+		}
+	}
+	if seq == nil {
+		seq = &yaml.Node{Kind: yaml.SequenceNode}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "command_allowlist"}, seq)
+	}
+	seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p})
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	tmp := a.path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, a.path); err != nil {
+		return err
+	}
+	a.list = append(a.list, p)
+	return nil
+}
+
+func toolsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tools", Short: "Show the tools and which are enabled"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List every tool with its toolset and whether config enables it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			fileCfg, err := loadConfig(home)
+			if err != nil {
+				return err
+			}
+			if err := fileCfg.Tools.Validate(); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
+			}
+			cfg := Resolved{TerminalTimeout: 3 * time.Minute}
+			r, err := registry(home, nil, cfg)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOLSET\tTOOL\tENABLED\tDESCRIPTION")
+			for _, e := range r.All() {
+				on := "yes"
+				if !fileCfg.Tools.Enabled(e) {
+					on = "no"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Toolset, e.Tool.Spec().Name, on, clip(e.Tool.Spec().Description, 70))
+			}
+			return tw.Flush()
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+)
+
+func TestApprovalFromTheCLI(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t1", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "I was not allowed to delete build."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t2", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Deleted."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t3", Name: "terminal", Args: `{"command":"rm -rf /"}`}}},
+		llmtest.Reply{Content: "Refused."},
+	)
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(wd, "build", "obj"), 0o755)
+	run := func(stdin string, args ...string) (string, string, int) {
+		cmd := append([]string{"--home", home, "chat", "--model", "m", "-q"}, args...)
+		return hermesIn(t, wd, chatEnv(srv), stdin, cmd...)
+	}
+	out, errOut, code := run("deny\n", "clean the build")
+	if code != 0 || !strings.Contains(errOut, "flagged as recursive delete") || !strings.Contains(out, "not allowed") {
+		t.Fatalf("deny: %d %q %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "build")); err != nil {
+		t.Fatal("a denied command ran")
+	}
+	denied := srv.Requests()[1].Body["messages"].([]any)
+	if c := denied[len(denied)-1].(map[string]any)["content"].(string); !strings.Contains(c, "denied by the user") {
+		t.Fatalf("tool result %q", c)
+	}
+	out, errOut, code = run("always\n", "clean the build, please")
+	if code != 0 || out != "Deleted.\n" {
+		t.Fatalf("always: %d %q %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "build")); err == nil {
+		t.Fatal("an approved command did not run")
+	}
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if !strings.Contains(string(cfg), "command_allowlist:\n    - recursive delete") && !strings.Contains(string(cfg), "- recursive delete") {
+		t.Fatalf("config.yaml after always:\n%s", cfg)
+	}
+	out, errOut, code = run("", "wipe the disk", "--yolo")
+	if code != 0 || out != "Refused.\n" {
+		t.Fatalf("hardline: %d %q %s", code, out, errOut)
+	}
+	last := srv.Requests()[5].Body["messages"].([]any)
+	if c := last[len(last)-1].(map[string]any)["content"].(string); !strings.Contains(c, "never allowed") {
+		t.Fatalf("hard-line result %q", c)
+	}
+	ev, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "list", "--json")
+	if !strings.Contains(ev, "clean the build") {
+		t.Fatal(ev)
+	}
+}
+
+func hermesIn(t *testing.T, dir string, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	old, _ := os.Getwd()
+	os.Chdir(dir)
+	defer os.Chdir(old)
+	return hermes(t, env, stdin, args...)
+}
+
+func TestClarifyInInteractiveChat(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "q", Name: "clarify", Args: `{"question":"Which language?","choices":["Go","Rust"]}`}}},
+		llmtest.Reply{Content: "Go it is."},
+	)
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "write a hello world\nGo\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(out, "Go it is.") || !strings.Contains(errOut, "? Which language?") || !strings.Contains(errOut, "[Go / Rust]") {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	msgs := srv.Requests()[1].Body["messages"].([]any)
+	if c := msgs[len(msgs)-1].(map[string]any)["content"]; c != "The user answered: Go" {
+		t.Fatalf("clarify result %v", c)
+	}
+}
+
+func TestToolsList(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("tools:\n  disabled_toolsets: [memory]\n  disabled_tools: [\"write_*\"]\n"), 0o600)
+	out := mustRun(t, home, "tools", "list")
+	for _, want := range []string{"terminal  terminal", "file      read_file", "memory    memory", "clarify"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("tools list lacks %q:\n%s", want, out)
+		}
+	}
+	line := func(name string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[1] == name {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	if line("memory") != "no" || line("write_file") != "no" || line("read_file") != "yes" || line("terminal") != "yes" {
+		t.Fatalf("selection not applied:\n%s", out)
+	}
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("tools:\n  disabled_tools: [\"[oops\"]\n"), 0o600)
+	if _, errOut, err := run(t, home, "tools", "list"); err == nil || !strings.Contains(errOut, "tools.disabled_tools") {
+		t.Fatalf("bad pattern: %v %s", err, errOut)
+	}
+}
