@@ -36,7 +36,7 @@ func registry(home string, store events.Store, cfg Resolved) (*tools.Registry, e
 	if err := r.Register("todo", todo.Tool{Store: store}); err != nil {
 		return nil, err
 	}
-	if err := r.Register("memory", memory.Tool{Store: store, Dir: filepath.Join(home, "memories")}); err != nil {
+	if err := r.Register("memory", memory.New(store, filepath.Join(home, "memories"))); err != nil {
 		return nil, err
 	}
 	if err := r.Register("clarify", clarify.Tool{}); err != nil {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/events"
@@ -32,13 +34,19 @@ var Files = map[string]string{"memory": "MEMORY.md", "user": "USER.md"}
 // Separator is the line between entries.
 const Separator = "\n§\n"
 
-// Tool is the memory tool.
+// Tool is the memory tool. Changes from one process are serialised by its
+// lock; changes from other processes are caught by the expected revision
+// and retried.
 type Tool struct {
 	Store events.Store
 	Dir   string // $HERMES_HOME/memories
+	mu    sync.Mutex
 }
 
-func (Tool) Spec() agent.ToolSpec {
+// New returns the memory tool over store, writing files into dir.
+func New(store events.Store, dir string) *Tool { return &Tool{Store: store, Dir: dir} }
+
+func (*Tool) Spec() agent.ToolSpec {
 	return agent.ToolSpec{Name: "memory", Description: "Save durable facts across sessions. target=memory for your own notes (environment, conventions, lessons), target=user for facts about the user (preferences, style). action=add with content; action=replace or remove select an entry by old_text, a unique substring of it. Keep entries short: the files have character limits.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action", "target"}, "properties": map[string]any{
 			"action":   map[string]any{"type": "string", "enum": []string{"add", "replace", "remove"}},
@@ -47,7 +55,7 @@ func (Tool) Spec() agent.ToolSpec {
 			"old_text": map[string]any{"type": "string"},
 		}}}
 }
-func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (*Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
 
 // suspicious content is refused: memory is read into every future system
 // prompt, so it must not carry instructions or secrets.
@@ -102,7 +110,7 @@ func size(entries []string) int {
 	return len(strings.Join(entries, Separator))
 }
 
-func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		Action  string `json:"action"`
 		Target  string `json:"target"`
@@ -126,9 +134,14 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		}
 	}
 	env := agent.EnvFrom(ctx)
-	// Optimistic concurrency: retry when another session changed memory
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Optimistic concurrency: retry when another process changed memory
 	// between our read and our append.
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 20; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt*attempt) * time.Millisecond)
+		}
 		entries, expected, err := Current(ctx, t.Store, a.Target)
 		if err != nil {
 			return "", err

@@ -16,7 +16,7 @@ import (
 	"github.com/hermes-go/hermes/projections"
 )
 
-func setup(t *testing.T) (Tool, context.Context, *embedded.Store) {
+func setup(t *testing.T) (*Tool, context.Context, *embedded.Store) {
 	dir := t.TempDir()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
@@ -24,10 +24,10 @@ func setup(t *testing.T) (Tool, context.Context, *embedded.Store) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ctx := agent.WithEnv(context.Background(), &agent.Env{SessionID: "s1", Values: agent.NewSessionValues()})
-	return Tool{Store: store, Dir: filepath.Join(dir, "memories")}, ctx, store
+	return New(store, filepath.Join(dir, "memories")), ctx, store
 }
 
-func call(t *testing.T, tool Tool, ctx context.Context, args map[string]any) (string, error) {
+func call(t *testing.T, tool *Tool, ctx context.Context, args map[string]any) (string, error) {
 	b, _ := json.Marshal(args)
 	return tool.Run(ctx, b)
 }
@@ -72,15 +72,21 @@ func TestMemoryActions(t *testing.T) {
 	}
 }
 
-// TestConcurrentSessionsLoseNothing: sessions adding at once each land.
+// TestConcurrentSessionsLoseNothing: sessions adding at once each land,
+// whether they share a tool (one process) or not (as two processes would).
 func TestConcurrentSessionsLoseNothing(t *testing.T) {
 	tool, ctx, store := setup(t)
+	other := New(store, tool.Dir)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := call(t, tool, ctx, map[string]any{"action": "add", "target": "memory", "content": "fact number " + string(rune('A'+i))}); err != nil {
+			tl := tool
+			if i%2 == 1 {
+				tl = other
+			}
+			if _, err := call(t, tl, ctx, map[string]any{"action": "add", "target": "memory", "content": "fact number " + string(rune('A'+i))}); err != nil {
 				t.Error(err)
 			}
 		}()
