@@ -65,7 +65,13 @@ type Deps struct {
 	Asker agent.Asker
 	// Yolo approves dangerous commands that are not hard-line.
 	Yolo bool
+	// SkillNudgeAfter: after a turn with at least this many tool calls,
+	// the next call carries a reminder to save what was learned as a
+	// skill (when skill_manage is enabled). 0 turns it off.
+	SkillNudgeAfter int
 }
+
+const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
 
 // Turn asks the session to run one turn. Reply receives the outcome.
 // Observe is called from the turn's goroutine (in-process only).
@@ -166,8 +172,18 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	if t.Model != "" {
 		cfg.Model = t.Model
 	}
+	ephemeral := a.deps.Ephemeral
+	if a.nudgeDue() {
+		base := ephemeral
+		ephemeral = func() string {
+			if base == nil {
+				return skillNudge
+			}
+			return base() + "\n\n" + skillNudge
+		}
+	}
 	loop := &agent.Loop{Provider: a.deps.Provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: a.deps.Ephemeral,
+		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: ephemeral,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
 	self, root := c.Self(), c.ActorSystem().Root
 	tr := a.tr
@@ -176,6 +192,26 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		cancel(nil)
 		root.Send(self, turnDone{turn: t, result: TurnResult{TurnID: turnID, Answer: answer, Err: err}})
 	}()
+}
+
+// nudgeDue reports whether the previous turn made enough tool calls to
+// deserve the skill reminder.
+func (a *Actor) nudgeDue() bool {
+	if a.deps.SkillNudgeAfter <= 0 {
+		return false
+	}
+	if _, ok := a.deps.Tools.Get("skill_manage"); !ok {
+		return false
+	}
+	calls := 0
+	for i := len(a.tr.Messages) - 1; i >= 0; i-- {
+		m := a.tr.Messages[i]
+		if m.Role == "user" {
+			break
+		}
+		calls += len(m.ToolCalls)
+	}
+	return calls >= a.deps.SkillNudgeAfter
 }
 
 // recover folds the session's stream into its transcript and closes what a

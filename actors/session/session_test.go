@@ -236,3 +236,40 @@ func TestUnknownSession(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+type skillManage struct{ echoTool }
+
+func (skillManage) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "skill_manage", Parameters: map[string]any{"type": "object"}}
+}
+
+func TestSkillNudgeAfterBusyTurn(t *testing.T) {
+	var calls []llmtest.ToolCall
+	for i := range 5 {
+		calls = append(calls, llmtest.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "echo", Args: fmt.Sprintf(`{"n":%d}`, i)})
+	}
+	r := newRig(t, llmtest.Reply{ToolCalls: calls}, llmtest.Reply{Content: "busy done"}, llmtest.Reply{Content: "next"}, llmtest.Reply{Content: "calm"})
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	mgr := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
+		Tools: agent.NewTools(echoTool{}, skillManage{}), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, SkillNudgeAfter: 5})
+	defer mgr.Shutdown()
+	r.create(t, "nudge")
+	ctx := context.Background()
+	mgr.Run(ctx, "nudge", "do five things", nil)
+	mgr.Run(ctx, "nudge", "thanks", nil)
+	mgr.Run(ctx, "nudge", "and now?", nil)
+	reqs := r.srv.Requests()
+	if !strings.Contains(string(reqs[2].Raw), "skill_manage (action=create)") {
+		t.Fatal("no skill nudge after a turn of five tool calls")
+	}
+	if strings.Contains(string(reqs[1].Raw), "skill_manage (action=create)") || strings.Contains(string(reqs[3].Raw), "skill_manage (action=create)") {
+		t.Fatal("nudge sent when not due")
+	}
+	msgs, _ := r.store.ReadStream(ctx, events.SessionStream("nudge"), events.Forward, 0, 0)
+	for _, m := range msgs {
+		if strings.Contains(string(m.Payload), "skill_manage (action=create)") {
+			t.Fatal("the nudge entered history")
+		}
+	}
+}

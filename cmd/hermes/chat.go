@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -100,7 +101,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
-	reg, err := registry(a.home, a.store, cfg)
+	reg, err := registry(a.home, wd, a.store, cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -108,7 +109,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	tools := reg.Select(cfg.Tools)
 	sys := actors.NewSystem(g.log)
 	deps := session.Deps{
-		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo,
+		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
 		Exec:     toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
 		Cfg:      agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
 		MaxTurns: cfg.MaxTurns,
@@ -125,7 +126,14 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 
 func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
 	id := uuid.NewString()
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Now: time.Now()})
+	var index []prompt.Skill
+	if slices.Contains(c.tools, "skill_view") {
+		all, _ := library(c.a.home, c.wd).All()
+		for _, s := range all {
+			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
+		}
+	}
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
 	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 	return id, err
 }

@@ -17,13 +17,14 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
 	"github.com/hermes-go/hermes/events"
 )
 
 // registry registers every tool Hermes has.
-func registry(home string, store events.Store, cfg Resolved) (*tools.Registry, error) {
+func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registry, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
@@ -42,7 +43,83 @@ func registry(home string, store events.Store, cfg Resolved) (*tools.Registry, e
 	if err := r.Register("clarify", clarify.Tool{}); err != nil {
 		return nil, err
 	}
+	if err := r.Register("skills", skills.Tools(library(home, wd))...); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// library is the project's skills, then the user's.
+func library(home, wd string) skills.Library {
+	return skills.Library{Dirs: []string{filepath.Join(wd, ".hermes", "skills"), filepath.Join(home, "skills")}}
+}
+
+func skillsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "skills", Short: "List, show and install skills"}
+	lib := func() (skills.Library, error) {
+		home, err := g.resolveHome()
+		if err != nil {
+			return skills.Library{}, err
+		}
+		wd, _ := os.Getwd()
+		return library(home, wd), nil
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use: "list", Short: "List skills", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lib()
+			if err != nil {
+				return err
+			}
+			all, errs := l.All()
+			for _, e := range errs {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", e)
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no skills yet")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tDESCRIPTION\tPATH")
+			for _, s := range all {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, clip(s.Description, 60), s.Path)
+			}
+			return tw.Flush()
+		},
+	}, &cobra.Command{
+		Use: "show NAME", Short: "Print a skill", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lib()
+			if err != nil {
+				return err
+			}
+			s, err := l.Get(args[0])
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(s.Path)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}, &cobra.Command{
+		Use: "install PATH", Short: "Copy a skill directory (holding SKILL.md) into $HERMES_HOME/skills", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lib()
+			if err != nil {
+				return err
+			}
+			s, err := l.Install(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "installed %s: %s\n", s.Name, s.Path)
+			return nil
+		},
+	})
+	return cmd
 }
 
 // configAllowList is config.yaml's command_allowlist. Add rewrites the file
@@ -124,7 +201,8 @@ func toolsCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
 			}
 			cfg := Resolved{TerminalTimeout: 3 * time.Minute}
-			r, err := registry(home, nil, cfg)
+			wd, _ := os.Getwd()
+			r, err := registry(home, wd, nil, cfg)
 			if err != nil {
 				return err
 			}

@@ -111,3 +111,27 @@ func TestToolsList(t *testing.T) {
 		t.Fatalf("bad pattern: %v %s", err, errOut)
 	}
 }
+
+func TestSkillsCommandsAndIndex(t *testing.T) {
+	home, src := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: deploy-site\ndescription: Build and upload the static site\n---\n1. make\n2. rsync\n"), 0o644)
+	if out := mustRun(t, home, "skills", "install", src); !strings.Contains(out, "installed deploy-site") {
+		t.Fatal(out)
+	}
+	if out := mustRun(t, home, "skills", "list"); !strings.Contains(out, "deploy-site") || !strings.Contains(out, "Build and upload") {
+		t.Fatal(out)
+	}
+	if out := mustRun(t, home, "skills", "show", "deploy-site"); !strings.Contains(out, "2. rsync") {
+		t.Fatal(out)
+	}
+	if _, errOut, err := run(t, home, "skills", "show", "nope"); err == nil || !strings.Contains(errOut, `no skill "nope"`) {
+		t.Fatal(errOut)
+	}
+	srv := llmtest.New(llmtest.Reply{Content: "ok"})
+	defer srv.Close()
+	hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "hi")
+	sys := srv.Requests()[0].Body["messages"].([]any)[0].(map[string]any)["content"].(string)
+	if !strings.Contains(sys, "- deploy-site: Build and upload the static site") {
+		t.Fatalf("skills index missing from the system prompt:\n%s", sys)
+	}
+}

@@ -1,0 +1,293 @@
+// Package skills holds the agent's skills: SKILL.md files with YAML
+// frontmatter (name, description; the agentskills.io format Hermes uses)
+// under $HERMES_HOME/skills and ./.hermes/skills. The model lists them,
+// views one before following it, and writes its own with skill_manage;
+// every write is a SkillWritten event.
+package skills
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Skill is one parsed SKILL.md.
+type Skill struct {
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Meta        map[string]any `yaml:",inline"`
+	Body        string         `yaml:"-"`
+	Path        string         `yaml:"-"`
+}
+
+// Parse reads SKILL.md text.
+func Parse(text string) (Skill, error) {
+	var s Skill
+	rest, ok := strings.CutPrefix(strings.TrimLeft(text, "\ufeff"), "---\n")
+	if !ok {
+		return s, errors.New("SKILL.md must start with a --- frontmatter block")
+	}
+	front, body, ok := strings.Cut(rest, "\n---")
+	if !ok {
+		return s, errors.New("the frontmatter block is not closed by ---")
+	}
+	if err := yaml.Unmarshal([]byte(front), &s); err != nil {
+		return s, fmt.Errorf("frontmatter: %v", err)
+	}
+	if !validName.MatchString(s.Name) {
+		return s, fmt.Errorf("name %q: use lowercase letters, digits and hyphens (at most 64)", s.Name)
+	}
+	if strings.TrimSpace(s.Description) == "" {
+		return s, errors.New("description is required: it is what the model sees in the index")
+	}
+	s.Body = strings.TrimLeft(strings.TrimPrefix(body, "\n"), "\n")
+	if i := strings.IndexByte(s.Body, '\n'); i >= 0 && strings.TrimSpace(s.Body[:i]) == "" {
+		s.Body = s.Body[i+1:]
+	}
+	return s, nil
+}
+
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// Library is the set of skill directories, first one wins on a name clash
+// (the project's ./.hermes/skills before the user's).
+type Library struct {
+	// Dirs are searched in order; Dirs[len-1] ($HERMES_HOME/skills) is
+	// where skill_manage writes.
+	Dirs []string
+}
+
+func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
+
+// All lists every valid skill; broken files are reported in errs.
+func (l Library) All() ([]Skill, []error) {
+	seen := map[string]bool{}
+	var out []Skill
+	var errs []error
+	for _, dir := range l.Dirs {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "SKILL.md" {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			s, err := Parse(string(data))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+				return nil
+			}
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				s.Path = p
+				out = append(out, s)
+			}
+			return nil
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errs
+}
+
+// Get finds one skill by name.
+func (l Library) Get(name string) (Skill, error) {
+	all, _ := l.All()
+	var names []string
+	for _, s := range all {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Skill{}, fmt.Errorf("no skill %q (have: %s)", name, strings.Join(names, ", "))
+}
+
+// Install copies a skill directory (or a SKILL.md) into the home library.
+func (l Library) Install(src string) (Skill, error) {
+	info, err := os.Stat(src)
+	if err != nil {
+		return Skill{}, err
+	}
+	dir := src
+	if !info.IsDir() {
+		dir = filepath.Dir(src)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "SKILL.md"))
+	if err != nil {
+		return Skill{}, fmt.Errorf("%s holds no SKILL.md: %w", dir, err)
+	}
+	s, err := Parse(string(data))
+	if err != nil {
+		return Skill{}, err
+	}
+	dst := filepath.Join(l.home(), s.Name)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	s.Path = filepath.Join(dst, "SKILL.md")
+	return s, err
+}
+
+// Tools returns skills_list, skill_view and skill_manage.
+func Tools(l Library) []agent.Tool {
+	return []agent.Tool{listTool{l}, viewTool{l}, manageTool{l}}
+}
+
+type listTool struct{ l Library }
+
+func (listTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "skills_list", Description: "List the available skills (name and description).", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+}
+func (listTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (t listTool) Run(context.Context, json.RawMessage) (string, error) {
+	all, _ := t.l.All()
+	if len(all) == 0 {
+		return "no skills yet", nil
+	}
+	var b strings.Builder
+	for _, s := range all {
+		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+	}
+	return b.String(), nil
+}
+
+type viewTool struct{ l Library }
+
+func (viewTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "skill_view", Description: "Read a skill's full instructions before following it.",
+		Parameters: map[string]any{"type": "object", "required": []string{"name"}, "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+}
+func (viewTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
+	var a struct{ Name string }
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	s, err := t.l.Get(a.Name)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(s.Path)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+type manageTool struct{ l Library }
+
+func (manageTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=patch with old_string and new_string; action=delete.",
+		Parameters: map[string]any{"type": "object", "required": []string{"action", "name"}, "properties": map[string]any{
+			"action":     map[string]any{"type": "string", "enum": []string{"create", "patch", "delete"}},
+			"name":       map[string]any{"type": "string"},
+			"content":    map[string]any{"type": "string"},
+			"old_string": map[string]any{"type": "string"},
+			"new_string": map[string]any{"type": "string"},
+		}}}
+}
+
+func (t manageTool) Flags() agent.ToolFlags {
+	return agent.ToolFlags{WritesPaths: func(args json.RawMessage) []string {
+		var a struct{ Name string }
+		json.Unmarshal(args, &a)
+		return []string{filepath.Join(t.l.home(), a.Name)}
+	}}
+}
+
+func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Action    string `json:"action"`
+		Name      string `json:"name"`
+		Content   string `json:"content"`
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	if !validName.MatchString(a.Name) {
+		return "", fmt.Errorf("name %q: use lowercase letters, digits and hyphens", a.Name)
+	}
+	dir := filepath.Join(t.l.home(), a.Name)
+	path := filepath.Join(dir, "SKILL.md")
+	var content string
+	switch a.Action {
+	case "create":
+		s, err := Parse(a.Content)
+		if err != nil {
+			return "", fmt.Errorf("content is not a valid SKILL.md: %w", err)
+		}
+		if s.Name != a.Name {
+			return "", fmt.Errorf("the frontmatter names %q but name is %q", s.Name, a.Name)
+		}
+		if _, err := os.Stat(path); err == nil {
+			return "", fmt.Errorf("skill %s exists; use action=patch to change it", a.Name)
+		}
+		content = a.Content
+	case "patch":
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("no skill %s in %s to patch", a.Name, t.l.home())
+		}
+		if n := bytes.Count(old, []byte(a.OldString)); a.OldString == "" || n != 1 {
+			return "", fmt.Errorf("old_string must match exactly once in %s (matches %d)", a.Name, n)
+		}
+		content = strings.Replace(string(old), a.OldString, a.NewString, 1)
+		if _, err := Parse(content); err != nil {
+			return "", fmt.Errorf("the patch would break the skill: %w", err)
+		}
+	case "delete":
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("no skill %s in %s", a.Name, t.l.home())
+		}
+	default:
+		return "", fmt.Errorf("action must be create, patch or delete, not %q", a.Action)
+	}
+	env := agent.EnvFrom(ctx)
+	if env.Record != nil {
+		if err := env.Record(ctx, schema.SkillWritten{Name: a.Name, Action: a.Action, Content: content}); err != nil {
+			return "", err
+		}
+	}
+	if a.Action == "delete" {
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
+		return "deleted skill " + a.Name, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s skill %s (%s)", map[string]string{"create": "created", "patch": "patched"}[a.Action], a.Name, path), nil
+}
