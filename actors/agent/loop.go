@@ -209,6 +209,9 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 			return "", err
 		}
 		results := l.execute(toolCtx, cfg, calls, obs)
+		if refundable(calls) {
+			l.Budget.Refund()
+		}
 		var out []schema.Payload
 		for i, c := range calls {
 			r := results[i]
@@ -240,6 +243,19 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 			}
 		}
 	}
+}
+
+// refundable reports whether every call of a response runs code only.
+func refundable(calls []validCall) bool {
+	if len(calls) == 0 {
+		return false
+	}
+	for _, c := range calls {
+		if c.tool == nil || !c.tool.Flags().RefundsIteration {
+			return false
+		}
+	}
+	return true
 }
 
 func firstNonEmpty(a, b string) string {

@@ -534,3 +534,27 @@ func TestProviderErrorIsRecorded(t *testing.T) {
 		t.Fatalf("events %v", r.rec.types())
 	}
 }
+
+func TestCodeOnlyCallsRefundTheIteration(t *testing.T) {
+	code := fnTool{name: "execute_code", flags: agent.ToolFlags{RefundsIteration: true},
+		run: func(context.Context, json.RawMessage) (string, error) { return "ran", nil }}
+	step := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "execute_code", Args: `{"code":"print(1)"}`}}}
+	r := newRig(t, []agent.Tool{code, echo("read_file")}, step, step, step, llmtest.Reply{Content: "done"})
+	r.loop.Budget = agent.NewBudget(2)
+	if got := r.turn(t, "go"); got != "done" {
+		t.Fatalf("answer %q", got)
+	}
+	ps := r.rec.all()
+	if c := ps[len(ps)-1].(schema.TurnCompleted); c.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("outcome %q: code-only iterations were not refunded", c.Outcome)
+	}
+	// Mixed with another tool, nothing is refunded.
+	mixed := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "execute_code", Args: `{"code":"1"}`}, {Name: "read_file", Args: `{"path":"x"}`}}}
+	r2 := newRig(t, []agent.Tool{code, echo("read_file")}, mixed, mixed, llmtest.Reply{Content: "summary"})
+	r2.loop.Budget = agent.NewBudget(2)
+	r2.turn(t, "go")
+	ps = r2.rec.all()
+	if c := ps[len(ps)-1].(schema.TurnCompleted); c.Outcome != agent.OutcomeBudget {
+		t.Fatalf("mixed response refunded: outcome %q", c.Outcome)
+	}
+}

@@ -28,6 +28,10 @@ type ToolFlags struct {
 	// WritesPaths, when set, returns the paths a call writes: calls whose
 	// paths overlap do not run at the same time.
 	WritesPaths func(args json.RawMessage) []string
+	// RefundsIteration: a response whose calls all have this flag gives
+	// its iteration back (execute_code batches work the model would
+	// otherwise spend many iterations on).
+	RefundsIteration bool
 }
 
 // Toolbox is the set of tools a session may use.

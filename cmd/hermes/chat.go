@@ -101,12 +101,13 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
-	reg, err := registry(a.home, wd, a.store, cfg)
+	reg, ex, err := registry(a.home, wd, a.store, cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	tools := reg.Select(cfg.Tools)
+	ex.Toolbox = tools
 	sys := actors.NewSystem(g.log)
 	deps := session.Deps{
 		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,

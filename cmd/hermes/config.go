@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/adapters/tools/web"
 )
 
 // Config is $HERMES_HOME/config.yaml, with Hermes' keys. Flags beat the
@@ -29,6 +30,7 @@ type Config struct {
 	Prices            map[string]Price `yaml:"prices"`
 	Tools             tools.Selection  `yaml:"tools"`
 	CommandAllowlist  []string         `yaml:"command_allowlist"`
+	Web               web.Config       `yaml:"web"`
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
@@ -85,6 +87,7 @@ type Resolved struct {
 	AllowList       []string
 	TerminalTimeout time.Duration
 	ApprovalTimeout time.Duration
+	Web             web.Config
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -176,7 +179,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if err := c.Tools.Validate(); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	r.Tools, r.AllowList = c.Tools, c.CommandAllowlist
+	r.Tools, r.AllowList, r.Web = c.Tools, c.CommandAllowlist, c.Web
 	r.TerminalTimeout, r.ApprovalTimeout = 180*time.Second, 60*time.Second
 	if v, ok := c.Terminal["timeout"]; ok {
 		secs, ok := v.(int)

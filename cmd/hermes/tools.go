@@ -14,39 +14,43 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
+	"github.com/hermes-go/hermes/adapters/tools/code"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
+	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/events"
 )
 
-// registry registers every tool Hermes has.
-func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registry, error) {
+// registry registers every tool Hermes has; execute_code gets the
+// session's toolbox once config has selected it.
+func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
-	if err := r.Register("terminal", terminal.Tools(term)...); err != nil {
-		return nil, err
+	ex := &code.Tool{}
+	for _, set := range []struct {
+		name  string
+		tools []agent.Tool
+	}{
+		{"terminal", terminal.Tools(term)},
+		{"file", files.Tools(files.Roots{Extra: []string{home}})},
+		{"todo", []agent.Tool{todo.Tool{Store: store}}},
+		{"memory", []agent.Tool{memory.New(store, filepath.Join(home, "memories"))}},
+		{"clarify", []agent.Tool{clarify.Tool{}}},
+		{"skills", skills.Tools(library(home, wd))},
+		{"code_execution", []agent.Tool{ex}},
+		{"web", web.Tools(cfg.Web, nil)},
+	} {
+		if err := r.Register(set.name, set.tools...); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err := r.Register("file", files.Tools(files.Roots{Extra: []string{home}})...); err != nil {
-		return nil, err
-	}
-	if err := r.Register("todo", todo.Tool{Store: store}); err != nil {
-		return nil, err
-	}
-	if err := r.Register("memory", memory.New(store, filepath.Join(home, "memories"))); err != nil {
-		return nil, err
-	}
-	if err := r.Register("clarify", clarify.Tool{}); err != nil {
-		return nil, err
-	}
-	if err := r.Register("skills", skills.Tools(library(home, wd))...); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r, ex, nil
 }
 
 // library is the project's skills, then the user's.
@@ -200,9 +204,9 @@ func toolsCmd(g *globals) *cobra.Command {
 			if err := fileCfg.Tools.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
 			}
-			cfg := Resolved{TerminalTimeout: 3 * time.Minute}
+			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
 			wd, _ := os.Getwd()
-			r, err := registry(home, wd, nil, cfg)
+			r, _, err := registry(home, wd, nil, cfg)
 			if err != nil {
 				return err
 			}
@@ -215,7 +219,13 @@ func toolsCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Toolset, e.Tool.Spec().Name, on, clip(e.Tool.Spec().Description, 70))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if fileCfg.Web.SearchURL == "" {
+				fmt.Fprintln(cmd.OutOrStdout(), "\n"+web.HowToEnable)
+			}
+			return nil
 		},
 	})
 	return cmd

@@ -90,10 +90,13 @@ func TestToolsList(t *testing.T) {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("tools:\n  disabled_toolsets: [memory]\n  disabled_tools: [\"write_*\"]\n"), 0o600)
 	out := mustRun(t, home, "tools", "list")
-	for _, want := range []string{"terminal  terminal", "file      read_file", "memory    memory", "clarify"} {
+	for _, want := range []string{"terminal", "read_file", "memory", "clarify", "execute_code", "skill_manage", "web tools are off: set web.search_url"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("tools list lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "web_search") {
+		t.Fatal("web_search listed without a provider")
 	}
 	line := func(name string) string {
 		for _, l := range strings.Split(out, "\n") {
