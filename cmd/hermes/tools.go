@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/code"
 	"github.com/hermes-go/hermes/adapters/tools/files"
