@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 )
 
@@ -88,6 +89,8 @@ type Resolved struct {
 	TerminalTimeout time.Duration
 	ApprovalTimeout time.Duration
 	Web             web.Config
+	// Backend is terminal.backend: local (default), ssh or docker.
+	Backend terminal.Backend
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -188,11 +191,37 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.TerminalTimeout = time.Duration(secs) * time.Second
 	}
+	if r.Backend, err = backendOf(c.Terminal, path); err != nil {
+		return r, err
+	}
 	r.Prices = agent.DefaultPrices()
 	for k, v := range c.Prices {
 		r.Prices[k] = v
 	}
 	return r, nil
+}
+
+// backendOf reads Hermes' terminal.backend keys.
+func backendOf(t map[string]any, path string) (terminal.Backend, error) {
+	str := func(k string) string { v, _ := t[k].(string); return v }
+	switch b := str("backend"); b {
+	case "", "local":
+		return terminal.Local{}, nil
+	case "ssh":
+		if str("ssh_host") == "" {
+			return nil, fmt.Errorf("%s: terminal.backend is ssh but terminal.ssh_host is not set", path)
+		}
+		port, _ := t["ssh_port"].(int)
+		return terminal.SSH{Host: str("ssh_host"), User: str("ssh_user"), Port: port, KeyFile: str("ssh_key"), Dir: str("cwd")}, nil
+	case "docker":
+		img := str("docker_image")
+		if img == "" {
+			img = "python:3.11-slim"
+		}
+		return &terminal.Docker{Image: img, Container: fmt.Sprintf("hermes-%d", time.Now().UnixNano())}, nil
+	default:
+		return nil, fmt.Errorf("%s: terminal.backend %q: use local, ssh or docker", path, b)
+	}
 }
 
 func first(vs ...string) string {

@@ -31,7 +31,7 @@ import (
 func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
-	term := terminal.Config{Timeout: cfg.TerminalTimeout, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
+	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
 	ex := &code.Tool{}
 	for _, set := range []struct {
 		name  string
