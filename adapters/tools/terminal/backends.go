@@ -69,7 +69,6 @@ type Docker struct {
 	err  error
 }
 
-
 func (d *Docker) start() error {
 	d.once.Do(func() {
 		args := []string{"run", "-d", "--rm", "--name", d.Container}
