@@ -88,6 +88,21 @@ type Loop struct {
 	// Env is handed to tools (session id, working directory, asker, ...);
 	// the loop fills in TurnID and Record.
 	Env Env
+	// Compressor, when set, keeps the history within the model's context
+	// window: checked before each call, forced on a context overflow.
+	Compressor Compressor
+	// Guard, when set, is checked before each model call; an error (a
+	// cost cap reached) ends the turn with that message.
+	Guard func() error
+}
+
+// Compressor shrinks a session's history. Compress may move the session to
+// a child stream: it rewrites t and the recorder in place.
+type Compressor interface {
+	// Maybe compresses when the estimated prompt is over the threshold.
+	Maybe(ctx context.Context, t *history.Transcript) error
+	// Compress compresses now (force skips the anti-thrash guard).
+	Compress(ctx context.Context, t *history.Transcript, force bool) error
 }
 
 // Outcomes of a turn.
@@ -145,8 +160,21 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 	}
 	toolCtx := WithEnv(ctx, &env)
 	recoveries, iterations := 0, 0
-	warned, nudged := false, false
+	warned, nudged, compressedForOverflow := false, false, false
 	for {
+		if l.Compressor != nil && !compressedForOverflow {
+			if err := l.Compressor.Maybe(ctx, t); err != nil {
+				obs(Observation{Kind: "status", Text: "compression failed: " + err.Error()})
+			}
+		}
+		if l.Guard != nil {
+			if err := l.Guard(); err != nil {
+				if rerr := record(schema.TurnInterrupted{Reason: err.Error()}); rerr != nil {
+					return "", rerr
+				}
+				return "", err
+			}
+		}
 		grace := !l.Budget.Take()
 		iterations++
 		obs(Observation{Kind: "step", Step: iterations})
@@ -161,8 +189,29 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 		}
 		l.layer(&req, warn, grace, nudged)
 		resp, err := l.call(ctx, cfg, req, obs)
+		if fr, ok := l.Provider.(interface {
+			TakeFallbacks() []schema.ProviderFallback
+		}); ok {
+			for _, fb := range fr.TakeFallbacks() {
+				if rerr := record(fb); rerr != nil {
+					return "", rerr
+				}
+			}
+		}
 		if ctx.Err() != nil {
 			return interrupted(interruptReason(ctx))
+		}
+		if errors.Is(err, ErrContextOverflow) && l.Compressor != nil && !compressedForOverflow {
+			// Too long for the model: compress, then make the same call
+			// again without charging the budget twice.
+			compressedForOverflow = true
+			obs(Observation{Kind: "status", Text: "context overflow: compressing the conversation"})
+			if cerr := l.Compressor.Compress(ctx, t, true); cerr != nil {
+				err = fmt.Errorf("%w (compression failed too: %v)", err, cerr)
+			} else {
+				l.Budget.Refund()
+				continue
+			}
 		}
 		if err != nil {
 			if rerr := record(schema.TurnInterrupted{Reason: "provider error: " + err.Error()}); rerr != nil {

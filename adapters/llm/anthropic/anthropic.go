@@ -6,8 +6,10 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -25,12 +27,15 @@ type Options struct {
 	Provider string
 	BaseURL  string
 	APIKey   string
+	// StallTimeout cancels a stream silent for this long (default 60 s).
+	StallTimeout time.Duration
 }
 
 // Provider speaks the Anthropic Messages API.
 type Provider struct {
 	name   string
 	client sdk.Client
+	stall  time.Duration
 }
 
 // New returns an Anthropic provider.
@@ -43,7 +48,11 @@ func New(o Options) *Provider {
 	if name == "" {
 		name = "anthropic"
 	}
-	return &Provider{name: name, client: sdk.NewClient(opts...)}
+	stall := o.StallTimeout
+	if stall == 0 {
+		stall = 60 * time.Second
+	}
+	return &Provider{name: name, client: sdk.NewClient(opts...), stall: stall}
 }
 
 func (p *Provider) Name() string    { return p.name }
@@ -146,10 +155,13 @@ func messages(msgs []schema.Message) []sdk.MessageParam {
 
 // Complete implements agent.Provider.
 func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
-	stream := p.client.Messages.NewStreaming(ctx, Params(req))
+	sctx, wd := agent.NewWatchdog(ctx, p.stall)
+	defer wd.Stop()
+	stream := p.client.Messages.NewStreaming(sctx, Params(req))
 	defer stream.Close()
 	var acc sdk.Message
 	for stream.Next() {
+		wd.Touch()
 		ev := stream.Current()
 		if err := acc.Accumulate(ev); err != nil {
 			return agent.Response{}, fmt.Errorf("%s messages stream: %w", p.name, err)
@@ -169,7 +181,7 @@ func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return agent.Response{}, fmt.Errorf("%s messages: %w", p.name, err)
+		return agent.Response{}, p.wrap(ctx, wd, err)
 	}
 	resp := agent.Response{Model: string(acc.Model)}
 	var text, thinking strings.Builder
@@ -202,4 +214,28 @@ func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func
 		resp.FinishReason = "stop"
 	}
 	return resp, nil
+}
+
+func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, err error) error {
+	if wd.Stalled() {
+		return &agent.ProviderError{Provider: p.name, Transport: true, Message: agent.ErrStalled.Error(), Err: agent.ErrStalled}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var apierr *sdk.Error
+	if errors.As(err, &apierr) {
+		pe := &agent.ProviderError{Provider: p.name, Status: apierr.StatusCode, Message: apierr.RawJSON(), Err: err}
+		var body struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal([]byte(apierr.RawJSON()), &body) == nil && body.Error.Message != "" {
+			pe.Message = body.Error.Message
+		}
+		if apierr.Response != nil {
+			pe.RetryAfter = agent.ParseRetryAfter(apierr.Response.Header.Get("Retry-After"), time.Now())
+		}
+		return pe
+	}
+	return &agent.ProviderError{Provider: p.name, Transport: true, Message: err.Error(), Err: err}
 }

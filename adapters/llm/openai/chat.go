@@ -6,8 +6,8 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
@@ -26,6 +26,16 @@ type Options struct {
 	APIKey   string
 	// Headers are extra request headers.
 	Headers map[string]string
+	// StallTimeout cancels a stream that sends no chunk for this long
+	// (default 60 s; negative disables).
+	StallTimeout time.Duration
+}
+
+func (o Options) stall() time.Duration {
+	if o.StallTimeout == 0 {
+		return 60 * time.Second
+	}
+	return o.StallTimeout
 }
 
 func (o Options) client() openai.Client {
@@ -48,6 +58,7 @@ func (o Options) client() openai.Client {
 type Chat struct {
 	name   string
 	client openai.Client
+	stall  time.Duration
 }
 
 // NewChat returns a chat-completions provider.
@@ -56,7 +67,7 @@ func NewChat(o Options) *Chat {
 	if name == "" {
 		name = "openai"
 	}
-	return &Chat{name: name, client: o.client()}
+	return &Chat{name: name, client: o.client(), stall: o.stall()}
 }
 
 func (c *Chat) Name() string    { return c.name }
@@ -115,7 +126,9 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 	if req.MaxTokens > 0 {
 		params.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	stream := c.client.Chat.Completions.NewStreaming(ctx, params)
+	sctx, wd := agent.NewWatchdog(ctx, c.stall)
+	defer wd.Stop()
+	stream := c.client.Chat.Completions.NewStreaming(sctx, params)
 	defer stream.Close()
 	var resp agent.Response
 	var content, reasoning strings.Builder
@@ -125,6 +138,7 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 	}
 	var calls []*partial
 	for stream.Next() {
+		wd.Touch()
 		ch := stream.Current()
 		if ch.Model != "" {
 			resp.Model = ch.Model
@@ -163,7 +177,10 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return agent.Response{}, fmt.Errorf("%s chat.completions: %w", c.name, err)
+		return agent.Response{}, wrapErr(ctx, c.name, wd, err)
+	}
+	if wd.Stalled() {
+		return agent.Response{}, wrapErr(ctx, c.name, wd, agent.ErrStalled)
 	}
 	resp.Content, resp.Reasoning = content.String(), reasoning.String()
 	for _, p := range calls {

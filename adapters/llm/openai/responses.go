@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/responses"
@@ -18,6 +19,7 @@ import (
 type Responses struct {
 	name   string
 	client openai.Client
+	stall  time.Duration
 }
 
 // NewResponses returns a Responses-API provider.
@@ -26,7 +28,7 @@ func NewResponses(o Options) *Responses {
 	if name == "" {
 		name = "openai"
 	}
-	return &Responses{name: name, client: o.client()}
+	return &Responses{name: name, client: o.client(), stall: o.stall()}
 }
 
 func (r *Responses) Name() string    { return r.name }
@@ -75,10 +77,13 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 				Name: s.Name, Description: openai.String(s.Description), Parameters: s.Parameters, Strict: openai.Bool(false)}})
 		}
 	}
-	stream := r.client.Responses.NewStreaming(ctx, params)
+	sctx, wd := agent.NewWatchdog(ctx, r.stall)
+	defer wd.Stop()
+	stream := r.client.Responses.NewStreaming(sctx, params)
 	defer stream.Close()
 	var final *responses.Response
 	for stream.Next() {
+		wd.Touch()
 		ev := stream.Current()
 		switch ev.Type {
 		case "response.output_text.delta":
@@ -97,11 +102,11 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 			if msg == "" {
 				msg = ev.Response.Error.Message
 			}
-			return agent.Response{}, fmt.Errorf("%s responses: %s", r.name, msg)
+			return agent.Response{}, &agent.ProviderError{Provider: r.name, Status: 500, Message: msg}
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return agent.Response{}, fmt.Errorf("%s responses: %w", r.name, err)
+		return agent.Response{}, wrapErr(ctx, r.name, wd, err)
 	}
 	if final == nil {
 		return agent.Response{}, fmt.Errorf("%s responses: stream ended without a completed response", r.name)
