@@ -167,7 +167,9 @@ func TestLadderLowersMaxTokens(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	pe := func(status int, msg string) error { return &agent.ProviderError{Provider: "p", Status: status, Message: msg} }
+	pe := func(status int, msg string) error {
+		return &agent.ProviderError{Provider: "p", Status: status, Message: msg}
+	}
 	cases := map[agent.ErrorClass]error{
 		agent.ClassRateLimit:         pe(429, "slow down"),
 		agent.ClassBilling:           pe(400, "You exceeded your current quota, please check your plan and billing details"),

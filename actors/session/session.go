@@ -182,7 +182,16 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 			return base() + "\n\n" + skillNudge
 		}
 	}
-	loop := &agent.Loop{Provider: a.deps.Provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+	provider := a.deps.Provider
+	if lad, ok := provider.(*agent.Ladder); ok {
+		turn := lad.ForTurn()
+		if t.Observe != nil {
+			observe := t.Observe
+			turn.Status = func(s string) { observe(agent.Observation{Kind: "status", Text: s}) }
+		}
+		provider = turn
+	}
+	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: ephemeral,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
 	self, root := c.Self(), c.ActorSystem().Root

@@ -19,6 +19,9 @@ type Config struct {
 	APIKey   string
 	// APIMode, when set, wins over every heuristic.
 	APIMode string
+	// KeyEnv names the environment variable the key came from, re-read
+	// after a 401.
+	KeyEnv string
 }
 
 // ResolveMode decides the API mode: an explicit api_mode, then the

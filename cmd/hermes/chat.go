@@ -95,7 +95,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		a.Close()
 		return nil, err
 	}
-	provider, err := llm.New(cfg.LLM)
+	provider, err := ladderOf(cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -137,6 +137,61 @@ func (c *chatter) newSession(ctx context.Context, source string) (string, error)
 	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
 	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 	return id, err
+}
+
+// ladderOf builds the provider chain: the configured provider, then
+// fallback_providers in order, each with its credential pool.
+func ladderOf(cfg Resolved) (agent.Provider, error) {
+	var eps []*agent.Endpoint
+	for i, c := range append([]llm.Config{cfg.LLM}, cfg.Fallbacks...) {
+		c := c
+		if _, err := llm.New(c); err != nil {
+			return nil, err
+		}
+		name := c.Provider
+		if name == "" {
+			name = "openai"
+			if m, _ := llm.ResolveMode(c); m == agent.ModeAnthropic {
+				name = "anthropic"
+			}
+		}
+		ep := &agent.Endpoint{Name: name, Build: func(key string) agent.Provider {
+			cc := c
+			cc.APIKey = key
+			p, _ := llm.New(cc)
+			return p
+		}}
+		if i > 0 {
+			ep.Model = cfg.FallbackModels[i-1]
+		}
+		ep.Keys = keysOf(c.APIKey)
+		envName := c.KeyEnv
+		ep.Refresh = func() string {
+			if envName == "" {
+				return ""
+			}
+			if v := os.Getenv(envName); v != "" && !slices.Contains(ep.Keys, v) {
+				return v
+			}
+			return ""
+		}
+		eps = append(eps, ep)
+	}
+	return &agent.Ladder{Endpoints: eps, Backoff: agent.Backoff{Base: cfg.BackoffBase}}, nil
+}
+
+// keysOf splits a comma-separated credential pool.
+func keysOf(s string) []string {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
 }
 
 // findResumable resolves --resume (id or prefix) or --continue.

@@ -204,3 +204,28 @@ func TestChatInteractive(t *testing.T) {
 		t.Fatalf("/model not applied: %d requests", len(reqs))
 	}
 }
+
+func TestChatFallbackProviders(t *testing.T) {
+	fail := llmtest.Reply{Status: 503, ErrorBody: `{"error":{"message":"upstream unavailable"}}`}
+	primary := llmtest.New(fail, fail, fail, fail)
+	backup := llmtest.New(llmtest.Reply{Content: "answered by the backup"})
+	defer primary.Close()
+	defer backup.Close()
+	home := t.TempDir()
+	cfg := "model: main\nfallback_providers:\n  - provider: local-backup\n    base_url: " + backup.URL + "/v1\n    model: small-model\n"
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600)
+	out, errOut, code := hermes(t, chatEnv(primary, "HERMES_BACKOFF_BASE=1ms"), "", "--home", home, "chat", "-q", "hi")
+	if code != 0 || out != "answered by the backup\n" {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "falling back to local-backup small-model") {
+		t.Fatalf("no fallback status on stderr:\n%s", errOut)
+	}
+	if backup.Requests()[0].Body["model"] != "small-model" {
+		t.Fatal("fallback model not used")
+	}
+	ev, _, _ := hermes(t, chatEnv(primary), "", "--home", home, "sessions", "events", sessionIDFrom(t, errOut))
+	if !strings.Contains(ev, "ProviderFallback") {
+		t.Fatalf("no ProviderFallback event:\n%s", ev)
+	}
+}

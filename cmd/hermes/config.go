@@ -42,6 +42,9 @@ type ModelRef struct {
 	Provider string `yaml:"provider"`
 	BaseURL  string `yaml:"base_url"`
 	APIMode  string `yaml:"api_mode"`
+	// APIKeyEnv names the environment variable holding this entry's key
+	// (fallback_providers).
+	APIKeyEnv string `yaml:"api_key_env"`
 }
 
 // UnmarshalYAML accepts both `model: name` and the mapping form.
@@ -91,6 +94,11 @@ type Resolved struct {
 	Web             web.Config
 	// Backend is terminal.backend: local (default), ssh or docker.
 	Backend terminal.Backend
+	// Fallbacks are fallback_providers, with their models.
+	Fallbacks      []llm.Config
+	FallbackModels []string
+	// BackoffBase scales the retry waits (HERMES_BACKOFF_BASE, for tests).
+	BackoffBase time.Duration
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -142,6 +150,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if v := os.Getenv(keyEnv); v != "" {
 		r.LLM.APIKey = v
 	}
+	r.LLM.KeyEnv = keyEnv
 	r.Model = first(o.Model, r.Model)
 	r.LLM.BaseURL = first(o.BaseURL, r.LLM.BaseURL)
 	if r.Mode, err = llm.ResolveMode(r.LLM); err != nil {
@@ -193,6 +202,32 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	}
 	if r.Backend, err = backendOf(c.Terminal, path); err != nil {
 		return r, err
+	}
+	for i, f := range c.FallbackProviders {
+		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode}
+		mode, err := llm.ResolveMode(fc)
+		if err != nil {
+			return r, fmt.Errorf("%s: fallback_providers[%d]: %w", path, i, err)
+		}
+		if f.Name == "" {
+			return r, fmt.Errorf("%s: fallback_providers[%d] names no model", path, i)
+		}
+		fc.KeyEnv = "OPENAI_API_KEY"
+		if mode == agent.ModeAnthropic {
+			fc.KeyEnv = "ANTHROPIC_API_KEY"
+		}
+		if f.APIKeyEnv != "" {
+			fc.KeyEnv = f.APIKeyEnv
+		}
+		fc.APIKey = os.Getenv(fc.KeyEnv)
+		r.Fallbacks, r.FallbackModels = append(r.Fallbacks, fc), append(r.FallbackModels, f.Name)
+	}
+	if v := os.Getenv("HERMES_BACKOFF_BASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return r, fmt.Errorf("HERMES_BACKOFF_BASE %q: use a duration such as 5s", v)
+		}
+		r.BackoffBase = d
 	}
 	r.Prices = agent.DefaultPrices()
 	for k, v := range c.Prices {
