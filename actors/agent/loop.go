@@ -201,11 +201,19 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 		if ctx.Err() != nil {
 			return interrupted(interruptReason(ctx))
 		}
+		if cal, ok := l.Compressor.(interface {
+			Calibrate(Request, schema.Usage)
+		}); ok && err == nil {
+			cal.Calibrate(req, resp.Usage)
+		}
 		if errors.Is(err, ErrContextOverflow) && l.Compressor != nil && !compressedForOverflow {
 			// Too long for the model: compress, then make the same call
 			// again without charging the budget twice.
 			compressedForOverflow = true
 			obs(Observation{Kind: "status", Text: "context overflow: compressing the conversation"})
+			if o, ok := l.Compressor.(interface{ Overflowed(error) }); ok {
+				o.Overflowed(err)
+			}
 			if cerr := l.Compressor.Compress(ctx, t, true); cerr != nil {
 				err = fmt.Errorf("%w (compression failed too: %v)", err, cerr)
 			} else {

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/events"
 )
 
@@ -27,6 +28,9 @@ type spawn struct{ id string }
 
 // NewManager starts the sessions supervisor.
 func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
+	if deps.AuxCooldown == nil {
+		deps.AuxCooldown = &compress.Cooldown{}
+	}
 	m := &Manager{sys: sys, deps: deps, pids: map[string]*actor.PID{}}
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -112,4 +116,29 @@ func (m *Manager) Stop(id, reason string) {
 // Shutdown stops every session actor, interrupting turns in flight.
 func (m *Manager) Shutdown() {
 	m.sys.Root.StopFuture(m.parent).Wait()
+}
+
+// Compress compresses session id now and returns the session the
+// conversation continues in.
+func (m *Manager) Compress(ctx context.Context, id, model string) (string, error) {
+	pid, err := m.Session(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	reply := make(chan TurnResult, 1)
+	m.sys.Root.Send(pid, &CompressNow{Model: model, Reply: reply})
+	r := <-reply
+	return r.SessionID, r.Err
+}
+
+// Restart stops session id's actor so that its next use recovers it from
+// its stream again (after events were written by another process).
+func (m *Manager) Restart(id string) {
+	m.mu.Lock()
+	pid, ok := m.pids[id]
+	delete(m.pids, id)
+	m.mu.Unlock()
+	if ok {
+		m.sys.Root.StopFuture(pid).Wait()
+	}
 }

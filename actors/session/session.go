@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -65,6 +66,17 @@ type Deps struct {
 	Asker agent.Asker
 	// Yolo approves dangerous commands that are not hard-line.
 	Yolo bool
+	// Compression keeps the history within the context window (Enabled
+	// switches automatic compression on); Windows knows context windows.
+	Compression compress.Config
+	Windows     *compress.Windows
+	// AuxProvider and AuxModel summarise (default: the main ones).
+	AuxProvider agent.Provider
+	AuxModel    string
+	// FlushMemory lets the model save memories before compression.
+	FlushMemory bool
+	// AuxCooldown is shared by the sessions of a manager (set by it).
+	AuxCooldown *compress.Cooldown
 	// SkillNudgeAfter: after a turn with at least this many tool calls,
 	// the next call carries a reminder to save what was learned as a
 	// skill (when skill_manage is enabled). 0 turns it off.
@@ -85,13 +97,23 @@ type Turn struct {
 
 // TurnResult is how a turn ended.
 type TurnResult struct {
-	TurnID string
-	Answer string
-	Err    error
+	// SessionID is the session the turn ended in: a compression moves the
+	// conversation to a child session.
+	SessionID string
+	TurnID    string
+	Answer    string
+	Err       error
 }
 
 // Stop interrupts the turn in flight (and drops queued ones).
 type Stop struct{ Reason string }
+
+// CompressNow compresses the session now (/compress); it is refused while a
+// turn runs. Reply receives the session the conversation continues in.
+type CompressNow struct {
+	Model string
+	Reply chan<- TurnResult
+}
 
 type turnDone struct {
 	turn   *Turn
@@ -104,10 +126,12 @@ type Actor struct {
 	deps Deps
 	log  zerolog.Logger
 
-	rec    *recorder
-	tr     *history.Transcript
-	wd     string
-	values *agent.SessionValues
+	rec     *recorder
+	tr      *history.Transcript
+	wd      string
+	values  *agent.SessionValues
+	started schema.SessionStarted
+	comp    compression
 
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
@@ -147,6 +171,24 @@ func (a *Actor) Receive(c actor.Context) {
 			}
 			a.cancel(agent.Cause(reason))
 		}
+	case *CompressNow:
+		if a.cancel != nil {
+			m.Reply <- TurnResult{Err: errors.New("a turn is running: /stop it before compressing")}
+			return
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		a.cancel = cancel
+		model := m.Model
+		if model == "" {
+			model = a.deps.Cfg.Model
+		}
+		comp := &compressor{a: a, turnID: uuid.NewString(), model: model}
+		self, root, tr := c.Self(), c.ActorSystem().Root, a.tr
+		go func() {
+			err := comp.Compress(ctx, tr, true)
+			cancel(nil)
+			root.Send(self, turnDone{turn: &Turn{Reply: m.Reply}, result: TurnResult{SessionID: a.rec.sessionID(), Err: err}})
+		}()
 	case turnDone:
 		a.cancel = nil
 		if m.turn.Reply != nil {
@@ -191,7 +233,8 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		}
 		provider = turn
 	}
-	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+	comp := &compressor{a: a, turnID: turnID, model: cfg.Model}
+	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: ephemeral,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
 	self, root := c.Self(), c.ActorSystem().Root
@@ -199,7 +242,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	go func() {
 		answer, err := loop.Turn(ctx, tr, turnID, t.Text)
 		cancel(nil)
-		root.Send(self, turnDone{turn: t, result: TurnResult{TurnID: turnID, Answer: answer, Err: err}})
+		root.Send(self, turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
 	}()
 }
 
@@ -228,12 +271,27 @@ func (a *Actor) nudgeDue() bool {
 // a turn without an end gets a TurnInterrupted, so the history stays valid
 // for the provider.
 func (a *Actor) recover(ctx context.Context) error {
-	rs, err := a.deps.Store.ReadStream(ctx, events.SessionStream(a.id), events.Forward, 0, 0)
-	if err != nil {
-		return err
-	}
-	if len(rs) == 0 {
-		return fmt.Errorf("no session %s", a.id)
+	current := a.id
+	var rs []events.Recorded
+	for {
+		var err error
+		rs, err = a.deps.Store.ReadStream(ctx, events.SessionStream(current), events.Forward, 0, 0)
+		if err != nil {
+			return err
+		}
+		if len(rs) == 0 {
+			return fmt.Errorf("no session %s", current)
+		}
+		// A compressed session goes on in its child: follow the chain.
+		last := rs[len(rs)-1]
+		if last.Type != "ContextCompressed" {
+			break
+		}
+		p, err := schema.Decode(last.Envelope)
+		if err != nil {
+			return &events.CorruptEventError{Stream: last.Stream, Revision: last.Revision, Position: last.Position, Err: err}
+		}
+		current = p.(schema.ContextCompressed).ChildSessionID
 	}
 	a.tr = &history.Transcript{}
 	a.values = agent.NewSessionValues()
@@ -247,6 +305,7 @@ func (a *Actor) recover(ctx context.Context) error {
 		switch e := p.(type) {
 		case schema.SessionStarted:
 			a.wd = e.WorkingDir
+			a.started = e
 		case schema.UserMessageAdded:
 			open = r.TurnID
 		case schema.TurnCompleted, schema.TurnInterrupted:
@@ -254,7 +313,7 @@ func (a *Actor) recover(ctx context.Context) error {
 		}
 	}
 	last := rs[len(rs)-1]
-	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(a.id), session: a.id, revision: last.Revision, lastID: last.ID}
+	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(current), session: current, revision: last.Revision, lastID: last.ID}
 	if open == "" {
 		return nil
 	}
@@ -284,6 +343,20 @@ type recorder struct {
 	session  string
 	revision uint64
 	lastID   string
+}
+
+// switchTo moves the recorder to a child stream created by compression.
+func (r *recorder) switchTo(session string, revision uint64, lastID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.session, r.stream, r.revision, r.lastID = session, events.SessionStream(session), revision, lastID
+}
+
+// sessionID is the session the recorder writes to now.
+func (r *recorder) sessionID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.session
 }
 
 func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Payload) error {

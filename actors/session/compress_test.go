@@ -1,0 +1,250 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+type compRig struct {
+	srv   *llmtest.Server
+	store *embedded.Store
+	mgr   *session.Manager
+	dir   string
+	win   *compress.Windows
+}
+
+func newCompRig(t *testing.T, cfg compress.Config, window int, script ...llmtest.Reply) *compRig {
+	dir := t.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(script...)
+	sys := actors.NewSystem(zerolog.Nop())
+	win := &compress.Windows{Path: filepath.Join(dir, "context_limits.json"), Override: window}
+	ladder := &agent.Ladder{Endpoints: []*agent.Endpoint{{Name: "openai", Build: func(string) agent.Provider {
+		return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"})
+	}}}, Backoff: agent.Backoff{Retries: -1}}
+	mgr := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: ladder, Tools: agent.NewTools(echoTool{}),
+		Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Compression: cfg, Windows: win})
+	t.Cleanup(func() { mgr.Shutdown(); sys.Shutdown(); srv.Close(); store.Close() })
+	return &compRig{srv: srv, store: store, mgr: mgr, dir: dir, win: win}
+}
+
+// seedHistory gives session id n earlier turns of ~2,000 characters each.
+func (r *compRig) seedHistory(t *testing.T, id string, n int) {
+	if err := session.Create(context.Background(), r.store, id, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	var evs []schema.Envelope
+	for i := range n {
+		meta := schema.Meta{SessionID: id, TurnID: fmt.Sprint("t", i)}
+		evs = append(evs,
+			schema.MustEnvelope(meta, schema.UserMessageAdded{Content: fmt.Sprintf("step %d: edit src/file%d.go %s", i, i, strings.Repeat("words ", 150))}),
+			schema.MustEnvelope(meta, schema.AssistantMessageAdded{Content: fmt.Sprintf("done step %d %s", i, strings.Repeat("reply ", 150))}),
+			schema.MustEnvelope(meta, schema.TurnCompleted{Iterations: 1}))
+	}
+	if _, err := r.store.Append(context.Background(), events.SessionStream(id), events.Exact(1), evs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *compRig) stream(t *testing.T, id string) []events.Recorded {
+	rs, err := r.store.ReadStream(context.Background(), events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func TestOverflowThenCompression(t *testing.T) {
+	overflow := llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"This model's maximum context length is 16000 tokens. However, your messages resulted in 17000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`}
+	r := newCompRig(t, compress.Config{}, 0, overflow, llmtest.Reply{Content: "## Goal\nedit the files\n## Files touched\nsrc/file1.go"}, llmtest.Reply{Content: "answer after compression"})
+	r.seedHistory(t, "big", 20)
+	res := r.mgr.Run(context.Background(), "big", "and the last step?", nil)
+	if res.Err != nil || res.Answer != "answer after compression" {
+		t.Fatalf("%+v", res)
+	}
+	if res.SessionID == "big" || res.SessionID == "" {
+		t.Fatalf("the conversation did not move to a child session: %q", res.SessionID)
+	}
+	parent := r.stream(t, "big")
+	if parent[len(parent)-1].Type != "ContextCompressed" {
+		t.Fatalf("parent ends with %s", parent[len(parent)-1].Type)
+	}
+	child := r.stream(t, res.SessionID)
+	var started schema.SessionStarted
+	json.Unmarshal(child[0].Payload, &started)
+	if started.Reason != schema.StartCompression || started.ParentSessionID != "big" || !strings.HasPrefix(started.History[3].Content, compress.SummaryPrefix) &&
+		!strings.Contains(started.History[3].Content, "## Goal") {
+		t.Fatalf("child start %+v", started)
+	}
+	last := started.History[len(started.History)-1]
+	if last.Role != "user" || last.Content != "and the last step?" {
+		t.Fatalf("the latest user message is not kept: %+v", last)
+	}
+	types := ""
+	for _, e := range child {
+		types += e.Type + " "
+	}
+	if types != "SessionStarted SystemPromptBuilt AssistantMessageAdded TurnCompleted " {
+		t.Fatalf("child events %s", types)
+	}
+	// The window stepped down to the limit named in the error, on disk.
+	b, _ := os.ReadFile(filepath.Join(r.dir, "context_limits.json"))
+	if !strings.Contains(string(b), `"gpt-4o-mini": 16000`) {
+		t.Fatalf("limits file %s", b)
+	}
+	// The summariser saw the middle, redacted, with today's date.
+	sumReq := string(r.srv.Requests()[1].Raw)
+	if !strings.Contains(sumReq, "## Pending user requests") || !strings.Contains(sumReq, "step 4: edit src/file4.go") {
+		t.Fatalf("summariser request %.300s", sumReq)
+	}
+	// Resuming the parent continues in the child.
+	r.srv.Add(llmtest.Reply{Content: "still in the child"})
+	mgr2 := r.mgr
+	res2 := mgr2.Run(context.Background(), "big", "again", nil)
+	if res2.SessionID != res.SessionID {
+		t.Fatalf("resume went to %s, want %s", res2.SessionID, res.SessionID)
+	}
+}
+
+func TestThreeCompressionsRebuildTheSame(t *testing.T) {
+	var script []llmtest.Reply
+	for i := range 3 {
+		script = append(script, llmtest.Reply{Content: fmt.Sprintf("## Goal\nsummary number %d", i+1)}, llmtest.Reply{Content: fmt.Sprintf("answer %d", i+1)})
+	}
+	r := newCompRig(t, compress.Config{}, 0, script...)
+	r.seedHistory(t, "root", 20)
+	ctx := context.Background()
+	id := "root"
+	chain := []string{"root"}
+	for i := range 3 {
+		next, err := r.mgr.Compress(ctx, "root", "")
+		if err != nil {
+			t.Fatalf("compression %d: %v", i, err)
+		}
+		chain = append(chain, next)
+		id = next
+		if res := r.mgr.Run(ctx, "root", fmt.Sprintf("question %d %s", i, strings.Repeat("more ", 300)), nil); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		// Add bulk so the next compression has a middle.
+		r.seedMore(t, "root", id, 12)
+	}
+	pdb, err := projections.OpenDB(filepath.Join(r.dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	run := projections.NewRunner(r.store, zerolog.Nop(), pdb.Projection(sessions.NewModel()), pdb.Projection(history.NewModel()))
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live := dumpAll(t, pdb)
+	if err := run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if dumpAll(t, pdb) != live {
+		t.Fatal("rebuilt projections differ after three compressions")
+	}
+	for i := 1; i < len(chain); i++ {
+		s, ok, _ := sessions.Get(ctx, pdb.Reader(), chain[i])
+		if !ok || s.Parent != chain[i-1] || s.Reason != schema.StartCompression {
+			t.Fatalf("lineage link %d: %+v", i, s)
+		}
+	}
+	msgs, _ := history.Messages(ctx, pdb.Reader(), chain[3])
+	if !strings.Contains(msgs[4].Content+msgs[3].Content, "summary number 3") {
+		t.Fatalf("last child does not carry the last summary: %+v", msgs[:5])
+	}
+	if !strings.Contains(string(r.srv.Requests()[4].Raw), "summary number 2") {
+		t.Fatal("the third summary was not asked to update the second")
+	}
+}
+
+func (r *compRig) seedMore(t *testing.T, actorKey, id string, n int) {
+	rs := r.stream(t, id)
+	var evs []schema.Envelope
+	for i := range n {
+		meta := schema.Meta{SessionID: id, TurnID: fmt.Sprint("x", i)}
+		evs = append(evs,
+			schema.MustEnvelope(meta, schema.UserMessageAdded{Content: "more " + strings.Repeat("w ", 300)}),
+			schema.MustEnvelope(meta, schema.AssistantMessageAdded{Content: "ok " + strings.Repeat("r ", 300)}),
+			schema.MustEnvelope(meta, schema.TurnCompleted{Iterations: 1}))
+	}
+	// Written behind the actor's back: make it re-read the stream.
+	if _, err := r.store.Append(context.Background(), events.SessionStream(id), events.Exact(rs[len(rs)-1].Revision), evs...); err != nil {
+		t.Fatal(err)
+	}
+	r.mgr.Restart(actorKey)
+}
+
+func dumpAll(t *testing.T, pdb *projections.DB) string {
+	ss, _ := sessions.Dump(context.Background(), pdb.Reader())
+	hs, _ := history.Dump(context.Background(), pdb.Reader())
+	b, _ := json.Marshal(map[string]any{"s": ss, "h": hs})
+	return string(b)
+}
+
+func TestSummariserFailureFallsBackAndCoolsDown(t *testing.T) {
+	r := newCompRig(t, compress.Config{}, 0, llmtest.Reply{Status: 500, ErrorBody: `{"error":{"message":"boom"}}`})
+	r.seedHistory(t, "s", 20)
+	next, err := r.mgr.Compress(context.Background(), "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := r.stream(t, next)
+	var started schema.SessionStarted
+	json.Unmarshal(child[0].Payload, &started)
+	joined := ""
+	for _, m := range started.History {
+		joined += m.Content
+	}
+	if !strings.Contains(joined, "(Automatic summary: the summariser was unavailable.)") || !strings.Contains(joined, "src/file3.go") {
+		t.Fatalf("no deterministic summary: %.500s", joined)
+	}
+	calls := len(r.srv.Requests())
+	r.seedMore(t, "s", next, 12)
+	if _, err := r.mgr.Compress(context.Background(), "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.srv.Requests()) != calls {
+		t.Fatal("the summariser was called again during its cool-down")
+	}
+}
+
+func TestAutomaticCompressionBeforeTheCall(t *testing.T) {
+	r := newCompRig(t, compress.Config{Enabled: true}, 4000, llmtest.Reply{Content: "## Goal\nsum"}, llmtest.Reply{Content: "fits now"})
+	r.seedHistory(t, "auto", 20) // about 13,000 estimated tokens > 0.5 × 4,000
+	res := r.mgr.Run(context.Background(), "auto", "next?", nil)
+	if res.Err != nil || res.Answer != "fits now" || res.SessionID == "auto" {
+		t.Fatalf("%+v", res)
+	}
+	sent := r.srv.Requests()[1].Body["messages"].([]any)
+	if len(sent) > 12 {
+		t.Fatalf("the call after compression still sent %d messages", len(sent))
+	}
+	_ = time.Second
+}

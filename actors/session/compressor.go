@@ -1,0 +1,204 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// compression is the actor's memory of past compressions.
+type compression struct {
+	disabled bool    // two weak compressions in a row
+	weak     int     // consecutive compressions saving under 10%
+	factor   float64 // reported prompt tokens / estimated
+}
+
+// compressor implements agent.Compressor for one turn of an actor.
+type compressor struct {
+	a      *Actor
+	turnID string
+	model  string
+}
+
+const flushPrompt = "[The conversation is about to be compressed and older turns will be summarised. If anything here is worth remembering across sessions (the user's preferences, facts about their environment, lessons learned), save it now with the memory tool. Otherwise reply: nothing to save.]"
+
+func (c *compressor) cfg() compress.Config { return c.a.deps.Compression.WithDefaults() }
+
+func (c *compressor) window() int {
+	if c.a.deps.Windows == nil {
+		return compress.DefaultWindow
+	}
+	return c.a.deps.Windows.Of(c.model)
+}
+
+// Calibrate learns how far the estimate is from the provider's count.
+func (c *compressor) Calibrate(req agent.Request, u schema.Usage) {
+	if u.PromptTokens <= 0 {
+		return
+	}
+	est := compress.EstimateAll(req.Messages) + len(req.System)/4
+	if est > 0 {
+		f := float64(u.PromptTokens) / float64(est)
+		c.a.comp.factor = min(max(f, 0.5), 3)
+	}
+}
+
+func (c *compressor) estimate(t *history.Transcript) int {
+	f := c.a.comp.factor
+	if f == 0 {
+		f = 1
+	}
+	return int(float64(compress.EstimateAll(t.Messages)+len(t.System)/4) * f)
+}
+
+// Maybe implements agent.Compressor.
+func (c *compressor) Maybe(ctx context.Context, t *history.Transcript) error {
+	cfg := c.cfg()
+	if !c.a.deps.Compression.Enabled || c.a.comp.disabled {
+		return nil
+	}
+	if float64(c.estimate(t)) < cfg.Threshold*float64(c.window()) {
+		return nil
+	}
+	return c.Compress(ctx, t, false)
+}
+
+// Compress implements agent.Compressor: memory is flushed, the middle of
+// the history is summarised, and the session continues in a child stream
+// whose SessionStarted carries the compressed history; the parent records
+// ContextCompressed.
+func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force bool) error {
+	a := c.a
+	if !force && a.comp.disabled {
+		return nil
+	}
+	cfg := c.cfg()
+	window := c.window()
+	tailBudget := int(cfg.TargetRatio * cfg.Threshold * float64(window))
+	head, tail, ok := compress.Plan(t.Messages, cfg, tailBudget)
+	if !ok {
+		return errors.New("nothing to compress: the history is all protected")
+	}
+	c.flushMemory(ctx, t)
+	before := c.estimate(t)
+	middle := compress.Prune(t.Messages[head:tail], 2000)
+	previous := ""
+	for _, m := range t.Messages[:tail] {
+		if s, ok := strings.CutPrefix(m.Content, compress.SummaryPrefix); ok {
+			previous = s
+		}
+	}
+	var summary string
+	if a.deps.AuxCooldown.Active() {
+		summary = compress.Fallback(previous, middle)
+	} else {
+		prov := a.deps.AuxProvider
+		model := a.deps.AuxModel
+		if prov == nil {
+			prov = a.deps.Provider
+		}
+		if model == "" {
+			model = c.model
+		}
+		s, _, err := compress.Summarizer{Provider: prov, Model: model}.Summarize(ctx, previous, middle)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			a.log.Warn().Err(err).Msg("summariser failed; using the deterministic summary and cooling down")
+			a.deps.AuxCooldown.Start(5 * time.Minute)
+			s = compress.Fallback(previous, middle)
+		}
+		summary = s
+	}
+	msgs := compress.Assemble(t.Messages[:head], summary, t.Messages[tail:])
+	next := &history.Transcript{System: t.System, Messages: msgs}
+	after := c.estimate(next)
+
+	child := uuid.NewString()
+	start := a.started
+	start.Reason, start.ParentSessionID, start.ParentTurnID, start.History, start.Goal = schema.StartCompression, a.rec.sessionID(), c.turnID, msgs, ""
+	meta := schema.Meta{SessionID: child, TurnID: c.turnID}
+	e1, err := schema.NewEnvelope(meta, start)
+	if err != nil {
+		return err
+	}
+	meta.CausationID = e1.ID
+	e2, err := schema.NewEnvelope(meta, schema.SystemPromptBuilt{Content: t.System})
+	if err != nil {
+		return err
+	}
+	if _, err := a.deps.Store.Append(context.WithoutCancel(ctx), events.SessionStream(child), events.NoStream, e1, e2); err != nil {
+		return fmt.Errorf("create the compressed session: %w", err)
+	}
+	if err := a.rec.Record(context.WithoutCancel(ctx), c.turnID, schema.ContextCompressed{ChildSessionID: child, Summary: summary,
+		ReplacedFrom: head, ReplacedTo: tail, TokensBefore: int64(before), TokensAfter: int64(after)}); err != nil {
+		return err
+	}
+	a.rec.switchTo(child, 1, e2.ID)
+	*t = *next
+	saved := 1 - float64(after)/float64(max(before, 1))
+	if !force {
+		if saved < 0.10 {
+			a.comp.weak++
+			if a.comp.weak >= 2 {
+				a.comp.disabled = true
+				a.log.Warn().Msg("two compressions in a row saved under 10%: automatic compression is off for this session (/compress still works)")
+			}
+		} else {
+			a.comp.weak = 0
+		}
+	}
+	a.log.Info().Str("child", child).Int("before", before).Int("after", after).Msg("compressed")
+	return nil
+}
+
+// Overflowed records that the provider refused the prompt as too long:
+// the model's window steps down and is remembered on disk.
+func (c *compressor) Overflowed(err error) {
+	if c.a.deps.Windows != nil {
+		w := c.a.deps.Windows.StepDown(c.model, err.Error())
+		c.a.log.Info().Str("model", c.model).Int("window", w).Msg("context overflow: window stepped down")
+	}
+}
+
+// flushMemory gives the model one chance to save memories before the
+// middle of the history is summarised away.
+func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
+	tool, ok := c.a.deps.Tools.Get("memory")
+	if !ok || !c.a.deps.FlushMemory {
+		return
+	}
+	msgs := agent.RepairHistory(t.Messages)
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "user" {
+		msgs[n-1].Content += "\n\n" + flushPrompt
+	} else {
+		msgs = append(msgs, schema.Message{Role: "user", Content: flushPrompt})
+	}
+	resp, err := c.a.deps.Provider.Complete(ctx, agent.Request{Model: c.model, System: t.System, Messages: msgs,
+		Tools: []agent.ToolSpec{tool.Spec()}}, func(agent.Delta) {})
+	if err != nil {
+		c.a.log.Warn().Err(err).Msg("memory flush before compression failed")
+		return
+	}
+	env := &agent.Env{SessionID: c.a.rec.sessionID(), TurnID: c.turnID, Values: c.a.values}
+	for _, tc := range resp.ToolCalls {
+		if tc.Function.Name != "memory" {
+			continue
+		}
+		if _, err := tool.Run(agent.WithEnv(ctx, env), json.RawMessage(tc.Function.Arguments)); err != nil {
+			c.a.log.Info().Err(err).Msg("a memory flush call was refused")
+		}
+	}
+}
