@@ -1,0 +1,158 @@
+// Package costs is the cost totals read model: tokens and estimated cost
+// per session, day, model and provider, from which totals by source and
+// by lineage are derived with the lineage model.
+package costs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Row is one total.
+type Row struct {
+	Key   string       `json:"key"`
+	Calls int64        `json:"calls"`
+	Usage schema.Usage `json:"usage"`
+	Cost  float64      `json:"cost_usd"`
+}
+
+type cell struct {
+	session, day, model, provider string
+}
+
+// Model is the costs read model.
+type Model struct {
+	pending map[cell]*Row
+	sources map[string]string
+}
+
+// NewModel returns the costs model.
+func NewModel() *Model { return &Model{pending: map[cell]*Row{}, sources: map[string]string{}} }
+
+func (*Model) Name() string { return "costs" }
+func (*Model) Version() int { return 1 }
+
+// PayloadTypes implements projections.Selective.
+func (*Model) PayloadTypes() []string { return []string{"SessionStarted", "AssistantMessageAdded"} }
+
+func (*Model) Create(tx *sql.Tx) error {
+	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS costs (
+		session TEXT NOT NULL, day TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL,
+		calls INTEGER NOT NULL, prompt INTEGER NOT NULL, completion INTEGER NOT NULL,
+		cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, cost REAL NOT NULL,
+		PRIMARY KEY (session, day, model, provider)) WITHOUT ROWID;
+		CREATE INDEX IF NOT EXISTS costs_day ON costs (day);
+		CREATE TABLE IF NOT EXISTS cost_sources (session TEXT PRIMARY KEY, source TEXT NOT NULL) WITHOUT ROWID`)
+	return err
+}
+
+func (*Model) Drop(tx *sql.Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS costs; DROP TABLE IF EXISTS cost_sources`)
+	return err
+}
+
+func (m *Model) Forget() {
+	clear(m.pending)
+	clear(m.sources)
+}
+
+func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+	if ev.IsTombstone() {
+		if err := m.Flush(tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM costs WHERE session = ?`, ev.SessionID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`DELETE FROM cost_sources WHERE session = ?`, ev.SessionID)
+		return err
+	}
+	switch e := ev.Payload.(type) {
+	case schema.SessionStarted:
+		m.sources[ev.SessionID] = e.Source
+	case schema.AssistantMessageAdded:
+		k := cell{ev.SessionID, ev.Time.UTC().Format("2006-01-02"), e.Model, e.Provider}
+		r := m.pending[k]
+		if r == nil {
+			r = &Row{}
+			m.pending[k] = r
+		}
+		r.Calls++
+		r.Usage = r.Usage.Add(e.Usage)
+		r.Cost += e.CostUSD
+	}
+	return nil
+}
+
+func (m *Model) Flush(tx *sql.Tx) error {
+	for k, r := range m.pending {
+		if _, err := tx.Exec(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (session, day, model, provider) DO UPDATE SET calls = calls + excluded.calls, prompt = prompt + excluded.prompt,
+			completion = completion + excluded.completion, cache_read = cache_read + excluded.cache_read,
+			cache_write = cache_write + excluded.cache_write, cost = cost + excluded.cost`,
+			k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
+			return err
+		}
+	}
+	clear(m.pending)
+	for s, src := range m.sources {
+		if _, err := tx.Exec(`INSERT OR REPLACE INTO cost_sources (session, source) VALUES (?, ?)`, s, src); err != nil {
+			return err
+		}
+	}
+	clear(m.sources)
+	return nil
+}
+
+// Dimensions totals can be grouped by.
+var Dimensions = []string{"session", "lineage", "model", "provider", "source", "day"}
+
+// Totals groups costs by dim, counting days on or after since (YYYY-MM-DD,
+// "" for all). Grouping by lineage needs the lineage model's table.
+func Totals(ctx context.Context, db *sql.DB, dim, since string) ([]Row, error) {
+	key := map[string]string{"session": "c.session", "model": "c.model", "provider": "c.provider", "day": "c.day",
+		"source": "coalesce(s.source, '')", "lineage": "coalesce(l.root, c.session)"}[dim]
+	if key == "" {
+		return nil, fmt.Errorf("--by %q: use session, lineage, model, provider, source or day", dim)
+	}
+	q := `SELECT ` + key + ` AS k, sum(calls), sum(prompt), sum(completion), sum(cache_read), sum(cache_write), sum(cost)
+		FROM costs c LEFT JOIN cost_sources s ON s.session = c.session`
+	if dim == "lineage" {
+		q += ` LEFT JOIN lineage l ON l.id = c.session`
+	}
+	order := ` ORDER BY sum(cost) DESC, k`
+	if dim == "day" {
+		order = ` ORDER BY k`
+	}
+	q += ` WHERE c.day >= ? GROUP BY k` + order
+	rows, err := db.QueryContext(ctx, q, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.Key, &r.Calls, &r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens, &r.Cost); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Day is the total cost of one day (YYYY-MM-DD).
+func Day(ctx context.Context, db *sql.DB, day string) (float64, error) {
+	var c sql.NullFloat64
+	err := db.QueryRowContext(ctx, `SELECT sum(cost) FROM costs WHERE day = ?`, day).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return c.Float64, err
+}

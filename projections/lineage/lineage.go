@@ -1,0 +1,177 @@
+// Package lineage is the tree of sessions: compression children, forks and
+// subagents, each under its parent, with the root of its tree.
+package lineage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Node is one session in a tree.
+type Node struct {
+	ID      string    `json:"id"`
+	Parent  string    `json:"parent,omitempty"`
+	Reason  string    `json:"reason"`
+	Root    string    `json:"root"`
+	Depth   int       `json:"depth"`
+	Started time.Time `json:"started"`
+	Goal    string    `json:"goal,omitempty"`
+}
+
+// Model is the lineage read model.
+type Model struct {
+	cache map[string]Node
+}
+
+// NewModel returns the lineage model.
+func NewModel() *Model { return &Model{cache: map[string]Node{}} }
+
+func (*Model) Name() string { return "lineage" }
+func (*Model) Version() int { return 1 }
+
+// PayloadTypes implements projections.Selective.
+func (*Model) PayloadTypes() []string { return []string{"SessionStarted"} }
+
+func (*Model) Create(tx *sql.Tx) error {
+	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS lineage (
+		id TEXT PRIMARY KEY, parent TEXT NOT NULL, reason TEXT NOT NULL, root TEXT NOT NULL,
+		depth INTEGER NOT NULL, started_ns INTEGER NOT NULL, goal TEXT NOT NULL) WITHOUT ROWID;
+		CREATE INDEX IF NOT EXISTS lineage_root ON lineage (root)`)
+	return err
+}
+
+func (*Model) Drop(tx *sql.Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS lineage`)
+	return err
+}
+
+func (m *Model) Forget() { clear(m.cache) }
+
+func (m *Model) node(tx *sql.Tx, id string) (Node, bool, error) {
+	if n, ok := m.cache[id]; ok {
+		return n, true, nil
+	}
+	var n Node
+	var ns int64
+	err := tx.QueryRow(`SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE id = ?`, id).
+		Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, false, nil
+	}
+	if err != nil {
+		return n, false, err
+	}
+	n.Started = time.Unix(0, ns).UTC()
+	m.cache[id] = n
+	return n, true, nil
+}
+
+func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+	if ev.IsTombstone() {
+		delete(m.cache, ev.SessionID)
+		// Children keep their place: their parent link names an erased
+		// session, and they stay in the tree of the same root.
+		_, err := tx.Exec(`DELETE FROM lineage WHERE id = ?`, ev.SessionID)
+		return err
+	}
+	s, ok := ev.Payload.(schema.SessionStarted)
+	if !ok {
+		return nil
+	}
+	n := Node{ID: ev.SessionID, Parent: s.ParentSessionID, Reason: s.Reason, Root: ev.SessionID, Started: ev.Time, Goal: s.Goal}
+	if s.ParentSessionID != "" {
+		p, found, err := m.node(tx, s.ParentSessionID)
+		if err != nil {
+			return err
+		}
+		n.Root, n.Depth = s.ParentSessionID, 1
+		if found {
+			n.Root, n.Depth = p.Root, p.Depth+1
+		}
+	}
+	m.cache[n.ID] = n
+	_, err := tx.Exec(`INSERT OR REPLACE INTO lineage (id, parent, reason, root, depth, started_ns, goal) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		n.ID, n.Parent, n.Reason, n.Root, n.Depth, n.Started.UnixNano(), n.Goal)
+	return err
+}
+
+func (*Model) Flush(*sql.Tx) error { return nil }
+
+// Tree returns every node of the tree holding id, root first, each
+// parent before its children (by depth, then start time).
+func Tree(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+	var root string
+	err := db.QueryRowContext(ctx, `SELECT root FROM lineage WHERE id = ?`, id).Scan(&root)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("no session %s in the lineage", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE root = ? OR id = ? ORDER BY depth, started_ns, id`, root, root)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		var n Node
+		var ns int64
+		if err := rows.Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal); err != nil {
+			return nil, err
+		}
+		n.Started = time.Unix(0, ns).UTC()
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// Chain returns the sessions from the root down to id.
+func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+	var out []Node
+	for cur := id; cur != ""; {
+		var n Node
+		var ns int64
+		err := db.QueryRowContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE id = ?`, cur).
+			Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		n.Started = time.Unix(0, ns).UTC()
+		out = append([]Node{n}, out...)
+		cur = n.Parent
+		if len(out) > 10000 {
+			return nil, errors.New("lineage loop")
+		}
+	}
+	return out, nil
+}
+
+// Dump is every node sorted by id.
+func Dump(ctx context.Context, db *sql.DB) ([]Node, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		var n Node
+		var ns int64
+		if err := rows.Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal); err != nil {
+			return nil, err
+		}
+		n.Started = time.Unix(0, ns).UTC()
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
