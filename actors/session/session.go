@@ -77,6 +77,11 @@ type Deps struct {
 	FlushMemory bool
 	// AuxCooldown is shared by the sessions of a manager (set by it).
 	AuxCooldown *compress.Cooldown
+	// MaxCostPerSession and MaxCostPerDay (USD, 0: none) are checked
+	// before each model call; DayCost reports today's spending so far.
+	MaxCostPerSession float64
+	MaxCostPerDay     float64
+	DayCost           func() float64
 	// SkillNudgeAfter: after a turn with at least this many tool calls,
 	// the next call carries a reminder to save what was learned as a
 	// skill (when skill_manage is enabled). 0 turns it off.
@@ -234,7 +239,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		provider = turn
 	}
 	comp := &compressor{a: a, turnID: turnID, model: cfg.Model}
-	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: ephemeral,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
 	self, root := c.Self(), c.ActorSystem().Root
@@ -244,6 +249,21 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		cancel(nil)
 		root.Send(self, turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
 	}()
+}
+
+// guard enforces the cost caps before each model call.
+func (a *Actor) guard() error {
+	if max := a.deps.MaxCostPerSession; max > 0 {
+		if spent := a.rec.cost(); spent >= max {
+			return fmt.Errorf("cost cap reached: this session has spent $%.4f of budget.max_cost_per_session $%.2f; raise it in config.yaml or start a new session", spent, max)
+		}
+	}
+	if max := a.deps.MaxCostPerDay; max > 0 && a.deps.DayCost != nil {
+		if spent := a.deps.DayCost(); spent >= max {
+			return fmt.Errorf("cost cap reached: $%.4f spent today of budget.max_cost_per_day $%.2f; raise it in config.yaml or wait until tomorrow (UTC)", spent, max)
+		}
+	}
+	return nil
 }
 
 // nudgeDue reports whether the previous turn made enough tool calls to
@@ -296,6 +316,7 @@ func (a *Actor) recover(ctx context.Context) error {
 	a.tr = &history.Transcript{}
 	a.values = agent.NewSessionValues()
 	open := ""
+	spent := 0.0
 	for _, r := range rs {
 		p, err := schema.Decode(r.Envelope)
 		if err != nil {
@@ -306,6 +327,8 @@ func (a *Actor) recover(ctx context.Context) error {
 		case schema.SessionStarted:
 			a.wd = e.WorkingDir
 			a.started = e
+		case schema.AssistantMessageAdded:
+			spent += e.CostUSD
 		case schema.UserMessageAdded:
 			open = r.TurnID
 		case schema.TurnCompleted, schema.TurnInterrupted:
@@ -313,7 +336,7 @@ func (a *Actor) recover(ctx context.Context) error {
 		}
 	}
 	last := rs[len(rs)-1]
-	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(current), session: current, revision: last.Revision, lastID: last.ID}
+	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(current), session: current, revision: last.Revision, lastID: last.ID, spent: spent}
 	if open == "" {
 		return nil
 	}
@@ -343,6 +366,13 @@ type recorder struct {
 	session  string
 	revision uint64
 	lastID   string
+	spent    float64 // cost of the session's model calls so far
+}
+
+func (r *recorder) cost() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spent
 }
 
 // switchTo moves the recorder to a child stream created by compression.
@@ -381,5 +411,10 @@ func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Paylo
 		return err
 	}
 	r.revision, r.lastID = res.NextRevision, cause
+	for _, p := range ps {
+		if a, ok := p.(schema.AssistantMessageAdded); ok {
+			r.spent += a.CostUSD
+		}
+	}
 	return nil
 }

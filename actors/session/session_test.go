@@ -273,3 +273,37 @@ func TestSkillNudgeAfterBusyTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestCostCapStopsTheNextCall(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "first", Prompt: 1_000_000, Completion: 100_000}, llmtest.Reply{Content: "second"})
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	mgr := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
+		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, MaxCostPerSession: 0.10})
+	defer mgr.Shutdown()
+	r.create(t, "capped")
+	ctx := context.Background()
+	if res := mgr.Run(ctx, "capped", "expensive", nil); res.Err != nil {
+		t.Fatal(res.Err) // $0.15 + $0.06: over the cap only after this call
+	}
+	res := mgr.Run(ctx, "capped", "again", nil)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "budget.max_cost_per_session") {
+		t.Fatalf("%+v", res)
+	}
+	if len(r.srv.Requests()) != 1 {
+		t.Fatalf("%d calls: the cap did not stop the second", len(r.srv.Requests()))
+	}
+	// A fresh actor (restart) recovers the spending from events.
+	mgr.Restart("capped")
+	if res := mgr.Run(ctx, "capped", "and now?", nil); res.Err == nil {
+		t.Fatal("the cap was forgotten across a restart")
+	}
+	// The day cap reads the day's spending.
+	mgr2 := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
+		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, MaxCostPerDay: 5, DayCost: func() float64 { return 5.01 }})
+	defer mgr2.Shutdown()
+	r.create(t, "day")
+	if res := mgr2.Run(ctx, "day", "hi", nil); res.Err == nil || !strings.Contains(res.Err.Error(), "max_cost_per_day") {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -14,7 +14,9 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/sessions"
 )
 
@@ -85,6 +87,8 @@ func (g *globals) open() (*app, error) {
 	runner := projections.NewRunner(store, g.log,
 		pdb.Projection(sessions.NewModel()),
 		pdb.Projection(history.NewModel()),
+		pdb.Projection(lineage.NewModel()),
+		pdb.Projection(costs.NewModel()),
 		memory.FilesProjection{Dir: filepath.Join(home, "memories")},
 	)
 	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
@@ -114,6 +118,6 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g))
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g))
 	return root
 }

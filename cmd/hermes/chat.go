@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,11 +19,13 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -111,15 +114,44 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	sys := actors.NewSystem(g.log)
 	deps := session.Deps{
 		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
-		Exec:     toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
-		Cfg:      agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
-		MaxTurns: cfg.MaxTurns,
+		Exec:              toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
+		Cfg:               agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
+		MaxTurns:          cfg.MaxTurns,
+		Compression:       cfg.Compression,
+		Windows:           &compress.Windows{Path: filepath.Join(a.home, "context_limits.json"), Override: cfg.ContextWindow},
+		FlushMemory:       true,
+		MaxCostPerSession: cfg.MaxCostPerSession,
+		MaxCostPerDay:     cfg.MaxCostPerDay,
+		DayCost: func() float64 {
+			d, _ := costs.Day(context.Background(), a.projDB.Reader(), time.Now().UTC().Format("2006-01-02"))
+			return d
+		},
+	}
+	if cfg.AuxModel != "" {
+		aux, err := llm.New(cfg.Aux)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("auxiliary.compression: %w", err)
+		}
+		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
 	}
 	mgr := session.NewManager(sys, deps)
 	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names()}
+	// The projections follow the log while the chat runs: cost caps and
+	// other processes read them.
+	rctx, stopRunner := context.WithCancel(context.Background())
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		if err := a.runner.Run(rctx); err != nil && rctx.Err() == nil {
+			g.log.Warn().Err(err).Msg("projections stopped")
+		}
+	}()
 	c.stop = func() {
 		mgr.Shutdown()
 		sys.Shutdown()
+		stopRunner()
+		<-runnerDone
 		a.Close()
 	}
 	return c, nil
@@ -311,6 +343,10 @@ func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f 
 	if errors.Is(res.Err, agent.ErrInterrupted) {
 		return &exitError{code: 130, err: fmt.Errorf("turn interrupted (%v); resume with: hermes chat --resume %s", context.Cause(ctx), id)}
 	}
+	if res.SessionID != "" && res.SessionID != id {
+		fmt.Fprintf(cmd.ErrOrStderr(), "session: %s (continued after compression)\n", res.SessionID)
+		id = res.SessionID
+	}
 	if res.Err != nil {
 		return fmt.Errorf("turn failed: %w (the session is kept: hermes chat --resume %s)", res.Err, id)
 	}
@@ -318,7 +354,7 @@ func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f 
 	return nil
 }
 
-const chatHelp = `commands: /new  /resume ID  /stop  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
+const chatHelp = `commands: /new  /resume ID  /stop  /compress  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
 
 func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags, con *console) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -343,6 +379,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	defer signal.Stop(sigs)
 	results := make(chan session.TurnResult, 4)
 	running, model := 0, ""
+	shown := id // the session last announced
 	observe := func(o agent.Observation) {
 		if o.Kind == "delta" {
 			fmt.Fprint(out, o.Text)
@@ -393,6 +430,9 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				if err != nil {
 					fmt.Fprintln(errw, "error:", err)
 				}
+				if strings.HasPrefix(line, "/new") || strings.HasPrefix(line, "/resume") {
+					shown = id
+				}
 				if quit {
 					if running > 0 {
 						c.mgr.Stop(id, "user exited")
@@ -417,6 +457,10 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 			}()
 		case res := <-results:
 			running--
+			if res.SessionID != "" && res.SessionID != shown {
+				shown = res.SessionID
+				fmt.Fprintf(errw, "\nsession: %s (continued after compression)\n", res.SessionID)
+			}
 			switch {
 			case errors.Is(res.Err, agent.ErrInterrupted):
 				fmt.Fprintln(errw, "\n[interrupted]")
@@ -463,6 +507,12 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 		fmt.Fprintf(errw, "session: %s\n", rid)
 	case "/stop":
 		c.mgr.Stop(*id, "user sent /stop")
+	case "/compress":
+		next, err := c.mgr.Compress(ctx, *id, *model)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintf(errw, "compressed: the conversation continues in session %s\n", next)
 	case "/model":
 		if len(fields) != 2 {
 			fmt.Fprintf(errw, "model: %s\n", first(*model, c.cfg.Model))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,5 +228,52 @@ func TestChatFallbackProviders(t *testing.T) {
 	ev, _, _ := hermes(t, chatEnv(primary), "", "--home", home, "sessions", "events", sessionIDFrom(t, errOut))
 	if !strings.Contains(ev, "ProviderFallback") {
 		t.Fatalf("no ProviderFallback event:\n%s", ev)
+	}
+}
+
+func TestCompressTreeLineageAndCosts(t *testing.T) {
+	var script []llmtest.Reply
+	for i := range 12 {
+		script = append(script, llmtest.Reply{Content: fmt.Sprintf("answer %d %s", i, strings.Repeat("blah ", 100)), Prompt: 1000, Completion: 100})
+	}
+	// /compress: the memory flush call, the summary, then the next turn.
+	script = append(script, llmtest.Reply{Content: "nothing to save"}, llmtest.Reply{Content: "## Goal\nchat about things"}, llmtest.Reply{Content: "after compression", Prompt: 500, Completion: 10})
+	srv := llmtest.New(script...)
+	defer srv.Close()
+	home := t.TempDir()
+	var in strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&in, "question %d %s\n", i, strings.Repeat("words ", 100))
+	}
+	in.WriteString("/compress\nfinal question\n/exit\n")
+	out, errOut, code := hermes(t, chatEnv(srv, "HERMES_BACKOFF_BASE=1ms"), in.String(), "--home", home, "chat", "--model", "gpt-4o-mini")
+	if code != 0 || !strings.Contains(out, "after compression") || !strings.Contains(errOut, "compressed: the conversation continues in session") {
+		t.Fatalf("%d %q\n%s", code, out, errOut)
+	}
+	root := sessionIDFrom(t, errOut)
+	tree := mustRun(t, home, "sessions", "tree", root)
+	lines := strings.Split(strings.TrimSpace(tree), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], root) || !strings.Contains(lines[0], "[new] compressed") || !strings.Contains(lines[1], "└─ ") || !strings.Contains(lines[1], "[compression] active") {
+		t.Fatalf("tree:\n%s", tree)
+	}
+	lin := mustRun(t, home, "sessions", "show", root[:8], "--lineage")
+	if !strings.Contains(lin, "═══ 1/2 session "+root) || !strings.Contains(lin, "═══ 2/2") || !strings.Contains(lin, "CONTEXT SUMMARY") || !strings.Contains(lin, "final question") {
+		t.Fatalf("lineage view:\n%.2000s", lin)
+	}
+	var rows []struct {
+		Key   string  `json:"key"`
+		Calls int     `json:"calls"`
+		Cost  float64 `json:"cost_usd"`
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "costs", "--by", "lineage", "--json")), &rows)
+	if len(rows) != 1 || rows[0].Key != root || rows[0].Calls != 13 || rows[0].Cost <= 0 {
+		t.Fatalf("costs by lineage %+v", rows)
+	}
+	bySession := mustRun(t, home, "costs", "--by", "model")
+	if !strings.Contains(bySession, "gpt-4o-mini") || !strings.Contains(bySession, "TOTAL") {
+		t.Fatalf("costs by model:\n%s", bySession)
+	}
+	if _, errOut, err := run(t, home, "costs", "--by", "planet"); err == nil || !strings.Contains(errOut, "--by \"planet\"") {
+		t.Fatalf("bad --by: %s", errOut)
 	}
 }

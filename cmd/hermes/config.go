@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
@@ -19,19 +20,27 @@ import (
 // Config is $HERMES_HOME/config.yaml, with Hermes' keys. Flags beat the
 // environment, which beats the file.
 type Config struct {
-	Model             ModelRef         `yaml:"model"`
-	Provider          string           `yaml:"provider"`
-	BaseURL           string           `yaml:"base_url"`
-	APIMode           string           `yaml:"api_mode"`
-	APIKey            string           `yaml:"api_key"`
-	FallbackProviders []ModelRef       `yaml:"fallback_providers"`
-	Agent             AgentConfig      `yaml:"agent"`
-	Compression       map[string]any   `yaml:"compression"`
-	Terminal          map[string]any   `yaml:"terminal"`
-	Prices            map[string]Price `yaml:"prices"`
-	Tools             tools.Selection  `yaml:"tools"`
-	CommandAllowlist  []string         `yaml:"command_allowlist"`
-	Web               web.Config       `yaml:"web"`
+	Model             ModelRef          `yaml:"model"`
+	Provider          string            `yaml:"provider"`
+	BaseURL           string            `yaml:"base_url"`
+	APIMode           string            `yaml:"api_mode"`
+	APIKey            string            `yaml:"api_key"`
+	FallbackProviders []ModelRef        `yaml:"fallback_providers"`
+	Agent             AgentConfig       `yaml:"agent"`
+	Compression       CompressionConfig `yaml:"compression"`
+	Auxiliary         struct {
+		Compression ModelRef `yaml:"compression"`
+	} `yaml:"auxiliary"`
+	Budget struct {
+		MaxCostPerSession float64 `yaml:"max_cost_per_session"`
+		MaxCostPerDay     float64 `yaml:"max_cost_per_day"`
+	} `yaml:"budget"`
+	ContextWindow    int              `yaml:"context_window"`
+	Terminal         map[string]any   `yaml:"terminal"`
+	Prices           map[string]Price `yaml:"prices"`
+	Tools            tools.Selection  `yaml:"tools"`
+	CommandAllowlist []string         `yaml:"command_allowlist"`
+	Web              web.Config       `yaml:"web"`
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
@@ -61,6 +70,15 @@ func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error {
 		m.Name = m.Model
 	}
 	return nil
+}
+
+// CompressionConfig is the compression: section; enabled defaults to true.
+type CompressionConfig struct {
+	Enabled       *bool   `yaml:"enabled"`
+	Threshold     float64 `yaml:"threshold"`
+	TargetRatio   float64 `yaml:"target_ratio"`
+	ProtectFirstN int     `yaml:"protect_first_n"`
+	ProtectLastN  int     `yaml:"protect_last_n"`
 }
 
 // AgentConfig is the agent: section.
@@ -99,6 +117,12 @@ type Resolved struct {
 	FallbackModels []string
 	// BackoffBase scales the retry waits (HERMES_BACKOFF_BASE, for tests).
 	BackoffBase time.Duration
+	Compression compress.Config
+	// Aux is the auxiliary model for summaries (zero: the main one).
+	Aux                              llm.Config
+	AuxModel                         string
+	ContextWindow                    int
+	MaxCostPerSession, MaxCostPerDay float64
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -222,6 +246,24 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		fc.APIKey = os.Getenv(fc.KeyEnv)
 		r.Fallbacks, r.FallbackModels = append(r.Fallbacks, fc), append(r.FallbackModels, f.Name)
 	}
+	cc := c.Compression
+	r.Compression = compress.Config{Enabled: cc.Enabled == nil || *cc.Enabled, Threshold: cc.Threshold, TargetRatio: cc.TargetRatio,
+		ProtectFirstN: cc.ProtectFirstN, ProtectLastN: cc.ProtectLastN}
+	if cc.Threshold < 0 || cc.Threshold > 1 {
+		return r, fmt.Errorf("%s: compression.threshold must be between 0 and 1, got %g", path, cc.Threshold)
+	}
+	if cc.TargetRatio < 0 || cc.TargetRatio > 1 {
+		return r, fmt.Errorf("%s: compression.target_ratio must be between 0 and 1, got %g", path, cc.TargetRatio)
+	}
+	if aux := c.Auxiliary.Compression; aux.Name != "" || aux.Provider != "" || aux.BaseURL != "" {
+		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey}
+		r.AuxModel = first(aux.Name, r.Model)
+	}
+	r.ContextWindow = c.ContextWindow
+	if c.Budget.MaxCostPerSession < 0 || c.Budget.MaxCostPerDay < 0 {
+		return r, fmt.Errorf("%s: budget caps must not be negative", path)
+	}
+	r.MaxCostPerSession, r.MaxCostPerDay = c.Budget.MaxCostPerSession, c.Budget.MaxCostPerDay
 	if v := os.Getenv("HERMES_BACKOFF_BASE"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 
 func sessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List and inspect sessions"}
-	cmd.AddCommand(sessionsList(g), sessionsShow(g), sessionsEvents(g), sessionsDelete(g))
+	cmd.AddCommand(sessionsList(g), sessionsShow(g), sessionsEvents(g), sessionsDelete(g), sessionsTree(g))
 	return cmd
 }
 
@@ -96,7 +96,7 @@ func findSession(cmd *cobra.Command, a *app, id string) (sessions.Summary, error
 }
 
 func sessionsShow(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, withLineage bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a session's history as the next model call would start from it",
@@ -114,6 +114,9 @@ func sessionsShow(g *globals) *cobra.Command {
 			s, err := findSession(cmd, a, args[0])
 			if err != nil {
 				return err
+			}
+			if withLineage {
+				return showLineage(cmd, a, s.ID)
 			}
 			msgs, err := history.Messages(ctx, a.projDB.Reader(), s.ID)
 			if err != nil {
@@ -140,6 +143,7 @@ func sessionsShow(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the OpenAI-format message list as JSON")
+	cmd.Flags().BoolVar(&withLineage, "lineage", false, "show the history of the whole chain, from the first session of the lineage")
 	return cmd
 }
 

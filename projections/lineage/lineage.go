@@ -132,8 +132,34 @@ func Tree(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 	return out, rows.Err()
 }
 
-// Chain returns the sessions from the root down to id.
+// Chain returns the conversation id belongs to: its ancestors from the
+// root, id itself, and the compression children that continued it.
 func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+	up, err := ancestors(ctx, db, id)
+	if err != nil {
+		return nil, err
+	}
+	for cur := id; len(up) < 10000; {
+		var n Node
+		var ns int64
+		err := db.QueryRowContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage
+			WHERE parent = ? AND reason = 'compression' ORDER BY started_ns DESC LIMIT 1`, cur).
+			Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		n.Started = time.Unix(0, ns).UTC()
+		up = append(up, n)
+		cur = n.ID
+	}
+	return up, nil
+}
+
+// ancestors returns the sessions from the root down to id.
+func ancestors(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 	var out []Node
 	for cur := id; cur != ""; {
 		var n Node
