@@ -94,6 +94,11 @@ func groupEnd(msgs []schema.Message, i int) int {
 // protected tail msgs[tail:]. tailBudget is the token budget of the tail.
 // ok is false when there is no middle to compress.
 func Plan(msgs []schema.Message, c Config, tailBudget int) (head, tail int, ok bool) {
+	return PlanWith(msgs, c, tailBudget, Estimate)
+}
+
+// PlanWith is Plan with a token counter of its own (a real tokenizer).
+func PlanWith(msgs []schema.Message, c Config, tailBudget int, count func(schema.Message) int) (head, tail int, ok bool) {
 	c = c.WithDefaults()
 	n := len(msgs)
 	// Head: the first N messages, extended to the end of a tool group it
@@ -110,7 +115,7 @@ func Plan(msgs []schema.Message, c Config, tailBudget int) (head, tail int, ok b
 	tail = n
 	used := 0
 	for tail > head {
-		cost := Estimate(msgs[tail-1])
+		cost := count(msgs[tail-1])
 		count := n - tail
 		if count >= c.ProtectLastN || (count >= minTail && used+cost > tailBudget) {
 			break

@@ -122,3 +122,18 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 }
+
+func TestCounter(t *testing.T) {
+	real := NewCounter("openai/gpt-4o-mini")
+	if !real.Exact() {
+		t.Fatal("no real tokenizer for gpt-4o-mini")
+	}
+	msg := schema.Message{Role: "user", Content: "Hello, world! This is a test of the tokenizer."}
+	if n := real.Message(msg); n < 10 || n > 20 {
+		t.Fatalf("real count %d", n)
+	}
+	rough := NewCounter("claude-sonnet-4")
+	if rough.Exact() || rough.Message(msg) != len(msg.Content)/4+4 {
+		t.Fatalf("fallback count %d", rough.Message(msg))
+	}
+}

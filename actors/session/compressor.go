@@ -31,6 +31,15 @@ type compressor struct {
 	model  string
 }
 
+// counter is the token counter of the compressor's model, kept by the
+// actor so its cache lives across turns.
+func (c *compressor) counter() *compress.Counter {
+	if c.a.counter == nil || c.a.counterModel != c.model {
+		c.a.counter, c.a.counterModel = compress.NewCounter(c.model), c.model
+	}
+	return c.a.counter
+}
+
 const flushPrompt = "[The conversation is about to be compressed and older turns will be summarised. If anything here is worth remembering across sessions (the user's preferences, facts about their environment, lessons learned), save it now with the memory tool. Otherwise reply: nothing to save.]"
 
 func (c *compressor) cfg() compress.Config { return c.a.deps.Compression.WithDefaults() }
@@ -47,7 +56,8 @@ func (c *compressor) Calibrate(req agent.Request, u schema.Usage) {
 	if u.PromptTokens <= 0 {
 		return
 	}
-	est := compress.EstimateAll(req.Messages) + len(req.System)/4
+	cnt := c.counter()
+	est := cnt.All(req.Messages) + cnt.Message(schema.Message{Content: req.System})
 	if est > 0 {
 		f := float64(u.PromptTokens) / float64(est)
 		c.a.comp.factor = min(max(f, 0.5), 3)
@@ -59,7 +69,8 @@ func (c *compressor) estimate(t *history.Transcript) int {
 	if f == 0 {
 		f = 1
 	}
-	return int(float64(compress.EstimateAll(t.Messages)+len(t.System)/4) * f)
+	cnt := c.counter()
+	return int(float64(cnt.All(t.Messages)+cnt.Message(schema.Message{Content: t.System})) * f)
 }
 
 // Maybe implements agent.Compressor.
@@ -86,7 +97,7 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 	cfg := c.cfg()
 	window := c.window()
 	tailBudget := int(cfg.TargetRatio * cfg.Threshold * float64(window))
-	head, tail, ok := compress.Plan(t.Messages, cfg, tailBudget)
+	head, tail, ok := compress.PlanWith(t.Messages, cfg, tailBudget, c.counter().Message)
 	if !ok {
 		return errors.New("nothing to compress: the history is all protected")
 	}

@@ -138,6 +138,9 @@ type Actor struct {
 	started schema.SessionStarted
 	comp    compression
 
+	counter      *compress.Counter
+	counterModel string
+
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
 }
