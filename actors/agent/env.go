@@ -41,6 +41,35 @@ type Env struct {
 	// Values holds per-session state tools keep between calls (approved
 	// patterns, background processes); keyed by the tool that owns it.
 	Values *SessionValues
+	// Delegate runs subagents (nil: delegation is not available here).
+	Delegate Delegator
+	// Depth is 0 for a session a person started, 1 for its subagents...
+	Depth int
+	// Budget is the iteration budget of the turn, shared with subagents.
+	Budget *Budget
+}
+
+// DelegateRequest asks for a subagent.
+type DelegateRequest struct {
+	Goal     string
+	Context  string
+	Toolsets []string
+}
+
+// DelegateResult is how a subagent ended.
+type DelegateResult struct {
+	SessionID string
+	// Status is completed, budget_exhausted, interrupted or failed.
+	Status string
+	Answer string
+	Usage  schema.Usage
+	Cost   float64
+}
+
+// Delegator runs a subagent to completion: the session actor implements
+// it by spawning a child session actor under its supervision.
+type Delegator interface {
+	Delegate(ctx context.Context, req DelegateRequest) (DelegateResult, error)
 }
 
 type envKey struct{}

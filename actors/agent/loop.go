@@ -94,6 +94,10 @@ type Loop struct {
 	// Guard, when set, is checked before each model call; an error (a
 	// cost cap reached) ends the turn with that message.
 	Guard func() error
+	// KeepOpenOnError leaves the turn open when the provider fails past
+	// the ladder (a supervised subagent is restarted and continues it)
+	// instead of recording it as interrupted.
+	KeepOpenOnError bool
 }
 
 // Compressor shrinks a session's history. Compress may move the session to
@@ -150,6 +154,38 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 	if err := record(schema.UserMessageAdded{Content: userText}); err != nil {
 		return "", err
 	}
+	return l.run(ctx, t, turnID, record, interrupted, obs, cfg)
+}
+
+// Continue resumes a turn whose user message is already in t (a subagent
+// restarted by its supervisor): the model is called on the history as it
+// is, and tool results already recorded are not produced again.
+func (l *Loop) Continue(ctx context.Context, t *history.Transcript, turnID string) (string, error) {
+	cfg := l.Cfg.withDefaults()
+	obs := l.Observe
+	if obs == nil {
+		obs = func(Observation) {}
+	}
+	record := func(ps ...schema.Payload) error {
+		if err := l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			t.Apply(p)
+		}
+		return nil
+	}
+	interrupted := func(reason string) (string, error) {
+		if err := record(schema.TurnInterrupted{Reason: reason}); err != nil {
+			return "", err
+		}
+		return "", ErrInterrupted
+	}
+	return l.run(ctx, t, turnID, record, interrupted, obs, cfg)
+}
+
+func (l *Loop) run(ctx context.Context, t *history.Transcript, turnID string, record func(...schema.Payload) error,
+	interrupted func(string) (string, error), obs Observer, cfg Config) (string, error) {
 	env := l.Env
 	env.TurnID = turnID
 	env.Record = func(ctx context.Context, ps ...schema.Payload) error {
@@ -158,6 +194,7 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 	if env.Values == nil {
 		env.Values = NewSessionValues()
 	}
+	env.Budget = l.Budget
 	toolCtx := WithEnv(ctx, &env)
 	recoveries, iterations := 0, 0
 	warned, nudged, compressedForOverflow := false, false, false
@@ -222,6 +259,10 @@ func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText
 			}
 		}
 		if err != nil {
+			if l.KeepOpenOnError {
+				l.Budget.Refund() // the failed call produced nothing
+				return "", err
+			}
 			if rerr := record(schema.TurnInterrupted{Reason: "provider error: " + err.Error()}); rerr != nil {
 				return "", rerr
 			}

@@ -125,11 +125,23 @@ func RunTool(ctx context.Context, c Call, timeout time.Duration) Result {
 		r = Result{Interrupted: true, Err: "cancelled"}
 		if ctx.Err() == context.DeadlineExceeded {
 			r = Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, timeout)}
+			break
+		}
+		// Interrupted: give the tool a moment to wind down (a subagent
+		// records its end) before abandoning it.
+		select {
+		case done := <-done:
+			done.Interrupted = true
+			r = done
+		case <-time.After(interruptGrace):
 		}
 	}
 	r.Duration = time.Since(start)
 	return r
 }
+
+// interruptGrace is how long an interrupted tool may take to return.
+const interruptGrace = 15 * time.Second
 
 // DirectExecutor runs calls in the calling goroutine (tests, one-shot use).
 type DirectExecutor struct{ Timeout time.Duration }

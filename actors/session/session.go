@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
@@ -77,6 +78,16 @@ type Deps struct {
 	FlushMemory bool
 	// AuxCooldown is shared by the sessions of a manager (set by it).
 	AuxCooldown *compress.Cooldown
+	// MaxDepth bounds subagent nesting (delegation.max_depth, default 2);
+	// MaxConcurrent the subagents running at once per session (default 3).
+	MaxDepth      int
+	MaxConcurrent int
+	// Restrict returns the toolbox of a subagent asking for toolsets (nil:
+	// the parent's); delegate says whether it may delegate further.
+	Restrict func(toolsets []string, delegate bool) agent.Toolbox
+	// ChildRestarts within ChildWindow bound a subagent's restarts.
+	ChildRestarts int
+	ChildWindow   time.Duration
 	// MaxCostPerSession and MaxCostPerDay (USD, 0: none) are checked
 	// before each model call; DayCost reports today's spending so far.
 	MaxCostPerSession float64
@@ -141,25 +152,59 @@ type Actor struct {
 	counter      *compress.Counter
 	counterModel string
 
+	// Subagents: the task of a child actor (nil for a top-level session),
+	// its depth, the strategy supervising its own children, and slots
+	// bounding how many run at once.
+	task     *childTask
+	depth    int
+	strategy *childStrategy
+	slots    chan struct{}
+	children map[string]*actor.PID
+	openTurn string
+
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
 }
 
 // Props returns the props of the actor for session id.
 func Props(id string, deps Deps) *actor.Props {
+	strategy := newChildStrategy(deps.ChildRestarts, deps.ChildWindow)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger()}
-	})
+		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger(), strategy: strategy}
+	}, actor.WithSupervisor(strategy))
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
+		n := a.deps.MaxConcurrent
+		if n <= 0 {
+			n = DefaultMaxConcurrent
+		}
+		a.slots, a.children = make(chan struct{}, n), map[string]*actor.PID{}
 		if err := a.recover(context.Background()); err != nil {
 			// Failing here hands the problem to the supervisor.
 			panic(fmt.Errorf("session %s: recover: %w", a.id, err))
 		}
+		if a.task != nil {
+			a.start(c, &Turn{Text: a.task.goal})
+		}
+	case *spawnChild:
+		deps := a.deps
+		deps.Tools = m.task.tools
+		pid, err := c.SpawnNamed(childProps(m.id, deps, m.task), m.id)
+		if err == nil {
+			a.strategy.register(pid.Id, m.task)
+			a.children[m.id] = pid
+		}
+		m.reply <- err
+	case *stopChild:
+		if pid, ok := a.children[m.id]; ok {
+			c.Send(pid, &Stop{Reason: "the parent's turn was interrupted"})
+		}
+	case childFailed:
+		panic(m.err)
 	case *Turn:
 		if a.cancel != nil {
 			a.queue = append(a.queue, m)
@@ -199,6 +244,10 @@ func (a *Actor) Receive(c actor.Context) {
 		}()
 	case turnDone:
 		a.cancel = nil
+		if a.task != nil {
+			a.finishTask(c, m.result)
+			return
+		}
 		if m.turn.Reply != nil {
 			m.turn.Reply <- m.result
 		}
@@ -218,6 +267,10 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancel = cancel
 	turnID := uuid.NewString()
+	continuing := a.task != nil && a.openTurn != ""
+	if continuing {
+		turnID = a.openTurn
+	}
 	cfg := a.deps.Cfg
 	if t.Model != "" {
 		cfg.Model = t.Model
@@ -242,16 +295,48 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		provider = turn
 	}
 	comp := &compressor{a: a, turnID: turnID, model: cfg.Model}
-	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: agent.NewBudget(a.deps.MaxTurns), Cfg: cfg, Ephemeral: ephemeral,
-		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values}}
+	budget := agent.NewBudget(a.deps.MaxTurns)
+	if a.task != nil {
+		budget = a.task.budget // one budget for the whole tree
+	}
 	self, root := c.Self(), c.ActorSystem().Root
+	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, KeepOpenOnError: a.task != nil,
+		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values, Depth: a.depth,
+			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID}}}
 	tr := a.tr
 	go func() {
-		answer, err := loop.Turn(ctx, tr, turnID, t.Text)
+		var answer string
+		var err error
+		if continuing {
+			answer, err = loop.Continue(ctx, tr, turnID)
+		} else {
+			answer, err = loop.Turn(ctx, tr, turnID, t.Text)
+		}
 		cancel(nil)
 		root.Send(self, turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
 	}()
+}
+
+// finishTask ends a subagent's turn: a provider failure fails the actor
+// so that its supervisor restarts it (it recovers from its stream and
+// continues); anything else answers the delegating tool and stops.
+func (a *Actor) finishTask(c actor.Context, r TurnResult) {
+	if r.Err != nil && !errors.Is(r.Err, agent.ErrInterrupted) {
+		a.log.Warn().Err(r.Err).Msg("subagent turn failed; letting its supervisor decide")
+		c.Send(c.Self(), childFailed{err: r.Err})
+		return
+	}
+	status := "completed"
+	switch {
+	case errors.Is(r.Err, agent.ErrInterrupted):
+		status = "interrupted"
+	case a.task.budget.Remaining() == 0:
+		status = "budget_exhausted"
+	}
+	u, cost := a.usageSoFar(context.Background())
+	a.task.finish(agent.DelegateResult{Status: status, Answer: r.Answer, Usage: u, Cost: cost})
+	c.Stop(c.Self())
 }
 
 // guard enforces the cost caps before each model call.
@@ -339,11 +424,30 @@ func (a *Actor) recover(ctx context.Context) error {
 		}
 	}
 	last := rs[len(rs)-1]
+	a.openTurn = open
 	a.rec = &recorder{store: a.deps.Store, stream: events.SessionStream(current), session: current, revision: last.Revision, lastID: last.ID, spent: spent}
 	if open == "" {
 		return nil
 	}
 	var closing []schema.Payload
+	if a.task != nil {
+		// A restarted subagent continues its turn: only calls cut off by
+		// the failure are closed; recorded results are not redone.
+		for _, tc := range agent.DanglingCalls(a.tr.Messages) {
+			closing = append(closing, schema.ToolResultAdded{CallID: tc.ID, Name: tc.Function.Name, Content: agent.InterruptedResult,
+				Error: "interrupted", Interrupted: true})
+		}
+		if len(closing) == 0 {
+			return nil
+		}
+		if err := a.rec.Record(ctx, open, closing...); err != nil {
+			return err
+		}
+		for _, p := range closing {
+			a.tr.Apply(p)
+		}
+		return nil
+	}
 	for _, tc := range agent.DanglingCalls(a.tr.Messages) {
 		closing = append(closing, schema.ToolResultAdded{CallID: tc.ID, Name: tc.Function.Name, Content: agent.InterruptedResult,
 			Error: "interrupted", Interrupted: true})

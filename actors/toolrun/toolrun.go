@@ -123,7 +123,7 @@ func (p *Pool) Execute(ctx context.Context, c agent.Call) agent.Result {
 		select {
 		case r := <-m.reply:
 			return r
-		case <-time.After(2 * time.Second):
+		case <-time.After(15 * time.Second):
 			return agent.Result{Interrupted: true, Err: "cancelled", Duration: time.Since(start)}
 		}
 	}

@@ -71,6 +71,10 @@ type Server struct {
 	cycled int
 	// NoRecord stops recording requests (benchmarks).
 	NoRecord bool
+	// Route, when set, answers each request by its content (concurrent
+	// sessions make the order of a script meaningless); nil falls through
+	// to the script.
+	Route func(Request) *Reply
 }
 
 // New starts a server answering with script, in order.
@@ -109,6 +113,11 @@ func (s *Server) next(r *http.Request) (Reply, Request, bool) {
 	defer s.mu.Unlock()
 	if !s.NoRecord {
 		s.requests = append(s.requests, req)
+	}
+	if s.Route != nil {
+		if rep := s.Route(req); rep != nil {
+			return *rep, req, true
+		}
 	}
 	if len(s.script) == 0 {
 		if len(s.Cycle) > 0 {
