@@ -114,8 +114,12 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	sys := actors.NewSystem(g.log)
 	deps := session.Deps{
 		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
-		Exec:              toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
-		Cfg:               agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens, Prices: cfg.Prices},
+		Exec: toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
+		Cfg: agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens,
+			Prices: cfg.Prices, MaxDelegatesPerResponse: cfg.MaxDelegates},
+		MaxDepth:          cfg.MaxDepth,
+		MaxConcurrent:     cfg.MaxConcurrent,
+		Restrict:          restrictor(reg, cfg.Tools),
 		MaxTurns:          cfg.MaxTurns,
 		Compression:       cfg.Compression,
 		Windows:           &compress.Windows{Path: filepath.Join(a.home, "context_limits.json"), Override: cfg.ContextWindow},

@@ -277,3 +277,56 @@ func TestCompressTreeLineageAndCosts(t *testing.T) {
 		t.Fatalf("bad --by: %s", errOut)
 	}
 }
+
+func TestDelegationFromTheCLI(t *testing.T) {
+	srv := llmtest.New()
+	srv.Route = func(r llmtest.Request) *llmtest.Reply {
+		msgs := r.Body["messages"].([]any)
+		last := msgs[len(msgs)-1].(map[string]any)
+		sys := msgs[0].(map[string]any)["content"].(string)
+		switch {
+		case strings.Contains(sys, "You are a subagent"):
+			return &llmtest.Reply{Content: "the answer is 42", Prompt: 300, Completion: 5}
+		case last["role"] == "user":
+			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "delegate_task", Args: `{"goal":"compute the answer","toolsets":["file"]}`}}, Prompt: 200, Completion: 20}
+		}
+		return &llmtest.Reply{Content: "My subagent says: " + last["content"].(string), Prompt: 400, Completion: 10}
+	}
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "-q", "what is the answer?")
+	if code != 0 || !strings.Contains(out, "the answer is 42") {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	id := sessionIDFrom(t, errOut)
+	// The child was offered only the file toolset (and no delegation).
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.Body["messages"].([]any)[0].(map[string]any)["content"].(string), "You are a subagent") {
+			if offers(r, "delegate_task") || offers(r, "terminal") || !offers(r, "read_file") {
+				t.Fatalf("child tools not restricted: %s", r.Raw)
+			}
+		}
+	}
+	tree := mustRun(t, home, "sessions", "tree", id)
+	if !strings.Contains(tree, "[subagent: compute the answer] active") || !strings.Contains(tree, "└─ ") {
+		t.Fatalf("tree:\n%s", tree)
+	}
+	var rows []struct {
+		Key   string `json:"key"`
+		Calls int    `json:"calls"`
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "costs", "--by", "lineage", "--json")), &rows)
+	if len(rows) != 1 || rows[0].Key != id || rows[0].Calls != 3 {
+		t.Fatalf("costs by lineage %+v", rows)
+	}
+}
+
+func offers(r llmtest.Request, tool string) bool {
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		if t.(map[string]any)["function"].(map[string]any)["name"] == tool {
+			return true
+		}
+	}
+	return false
+}

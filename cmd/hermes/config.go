@@ -41,6 +41,11 @@ type Config struct {
 	Tools            tools.Selection  `yaml:"tools"`
 	CommandAllowlist []string         `yaml:"command_allowlist"`
 	Web              web.Config       `yaml:"web"`
+	Delegation       struct {
+		MaxDepth       int `yaml:"max_depth"`
+		MaxConcurrent  int `yaml:"max_concurrent"`
+		MaxPerResponse int `yaml:"max_per_response"`
+	} `yaml:"delegation"`
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
@@ -119,10 +124,11 @@ type Resolved struct {
 	BackoffBase time.Duration
 	Compression compress.Config
 	// Aux is the auxiliary model for summaries (zero: the main one).
-	Aux                              llm.Config
-	AuxModel                         string
-	ContextWindow                    int
-	MaxCostPerSession, MaxCostPerDay float64
+	Aux                                   llm.Config
+	AuxModel                              string
+	ContextWindow                         int
+	MaxCostPerSession, MaxCostPerDay      float64
+	MaxDepth, MaxConcurrent, MaxDelegates int
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -260,6 +266,11 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		r.AuxModel = first(aux.Name, r.Model)
 	}
 	r.ContextWindow = c.ContextWindow
+	d := c.Delegation
+	if d.MaxDepth < 0 || d.MaxConcurrent < 0 || d.MaxPerResponse < 0 {
+		return r, fmt.Errorf("%s: delegation limits must not be negative", path)
+	}
+	r.MaxDepth, r.MaxConcurrent, r.MaxDelegates = d.MaxDepth, d.MaxConcurrent, d.MaxPerResponse
 	if c.Budget.MaxCostPerSession < 0 || c.Budget.MaxCostPerDay < 0 {
 		return r, fmt.Errorf("%s: budget caps must not be negative", path)
 	}

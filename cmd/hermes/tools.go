@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/code"
+	"github.com/hermes-go/hermes/adapters/tools/delegate"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
@@ -44,6 +45,7 @@ func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registr
 		{"clarify", []agent.Tool{clarify.Tool{}}},
 		{"skills", skills.Tools(library(home, wd))},
 		{"code_execution", []agent.Tool{ex}},
+		{"delegation", []agent.Tool{delegate.Tool{}}},
 		{"web", web.Tools(cfg.Web, nil)},
 	} {
 		if err := r.Register(set.name, set.tools...); err != nil {
@@ -229,4 +231,27 @@ func toolsCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// restrictor returns the toolbox of a subagent: the session's selection,
+// narrowed to the toolsets it asked for, without delegate_task past the
+// depth limit.
+func restrictor(r *tools.Registry, sel tools.Selection) func([]string, bool) agent.Toolbox {
+	return func(toolsets []string, canDelegate bool) agent.Toolbox {
+		s := sel
+		if len(toolsets) > 0 {
+			s.Toolsets = append([]string(nil), toolsets...)
+			s.EnabledTools = nil
+		}
+		if !canDelegate {
+			s.DisabledToolsets = append(append([]string(nil), s.DisabledToolsets...), "delegation")
+		}
+		var picked []agent.Tool
+		for _, e := range r.All() {
+			if sel.Enabled(e) && s.Enabled(e) {
+				picked = append(picked, e.Tool)
+			}
+		}
+		return agent.NewTools(picked...)
+	}
 }
