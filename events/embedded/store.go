@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,10 @@ CREATE TABLE IF NOT EXISTS events (
 // maxBatch bounds how many queued appends one transaction takes.
 const maxBatch = 1024
 
+// chunkRows is how many events one multi-row INSERT writes: a batch of
+// queued appends costs a few statements instead of one per event.
+const chunkRows = 32
+
 // Store is the embedded event store. It is safe for concurrent use, and
 // other processes may open the same file at the same time.
 type Store struct {
@@ -63,7 +68,7 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 
-	insert, selStream *sql.Stmt
+	insert, insertN, selStream *sql.Stmt
 
 	// Owned by the writer goroutine: the last revision of streams this
 	// process has seen, valid while no other process has committed.
@@ -170,6 +175,17 @@ func Open(path string, opts ...Option) (*Store, error) {
 func (s *Store) prepare() (err error) {
 	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc) VALUES `)
+	for i := range chunkRows {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	if s.insertN, err = s.wdb.Prepare(q.String()); err != nil {
 		return err
 	}
 	s.selStream, err = s.wdb.Prepare(lastOfStream)
@@ -315,11 +331,11 @@ func (s *Store) commit(batch []*request) {
 				replies[i] = reply{err: err}
 				continue
 			}
-			res, err := w.apply(r)
+			err := w.apply(r, &replies[i].res)
 			if err != nil && !isVerdict(err) {
 				return err // a storage failure: abandon the whole batch
 			}
-			replies[i] = reply{res: res, err: err}
+			replies[i].err = err
 			wrote = wrote || err == nil
 		}
 		return w.flush()
@@ -383,6 +399,8 @@ type txWriter struct {
 	s       *Store
 	tx      *sql.Tx
 	insert  *sql.Stmt
+	insertN *sql.Stmt
+	rows    []row
 	touched map[string]streamState // streams written in this transaction
 }
 
@@ -400,49 +418,99 @@ func (w *txWriter) state(stream string) (streamState, error) {
 	return st, nil
 }
 
-func (w *txWriter) apply(r *request) (events.AppendResult, error) {
+// row is one event waiting for its INSERT; res, on the last event of a
+// request, receives the position it lands at.
+type row struct {
+	args [11]any
+	res  *events.AppendResult
+}
+
+func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 	st, err := w.state(r.stream)
 	if err != nil {
-		return events.AppendResult{}, err
+		return err
 	}
 	if st.deleted {
-		return events.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
+		return fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
 	}
 	if !r.expected.Check(st.last, st.exists) {
-		return events.AppendResult{}, &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
+		return &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
 	}
 	next := uint64(0)
 	if st.exists {
 		next = st.last + 1
 	}
 	if r.delete {
-		res, err := w.s.tombstone(w.tx, r.stream, next)
+		// The tombstone must land after every row queued before it.
+		if err := w.insertRows(); err != nil {
+			return err
+		}
+		out, err := w.s.tombstone(w.tx, r.stream, next)
 		if err == nil {
+			*res = out
 			delete(w.touched, r.stream) // written already
 			w.s.cache[r.stream] = streamState{last: next, exists: true, deleted: true}
 		}
-		return res, err
+		return err
 	}
-	var res events.AppendResult
 	for i, e := range r.evs {
 		rev := next + uint64(i)
-		out, err := w.insert.Exec(r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload), checksum(e.Payload))
-		if err != nil {
-			return res, fmt.Errorf("append to %s: %w", r.stream, err)
+		rw := row{args: [11]any{r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload), checksum(e.Payload)}}
+		if i == len(r.evs)-1 {
+			res.NextRevision = rev
+			rw.res = res
 		}
-		pos, err := out.LastInsertId()
-		if err != nil {
-			return res, fmt.Errorf("append to %s: %w", r.stream, err)
-		}
-		res = events.AppendResult{NextRevision: rev, Position: uint64(pos)}
+		w.rows = append(w.rows, rw)
 	}
 	w.touched[r.stream] = streamState{last: res.NextRevision, exists: true}
-	return res, nil
+	return nil
 }
 
-// flush remembers the new last revision of every stream the transaction
-// wrote; it is called only when the transaction is about to commit.
+// insertRows writes the queued rows: full chunks with the multi-row
+// statement, the rest one by one. Positions are consecutive within one
+// statement (AUTOINCREMENT under the write lock), so each row's position
+// follows from the statement's last insert id.
+func (w *txWriter) insertRows() error {
+	rows := w.rows
+	w.rows = w.rows[:0]
+	for len(rows) > 0 {
+		n := 1
+		stmt := w.insert
+		if len(rows) >= chunkRows {
+			n = chunkRows
+			if w.insertN == nil {
+				w.insertN = w.tx.Stmt(w.s.insertN)
+			}
+			stmt = w.insertN
+		}
+		args := make([]any, 0, 11*n)
+		for _, rw := range rows[:n] {
+			args = append(args, rw.args[:]...)
+		}
+		out, err := stmt.Exec(args...)
+		if err != nil {
+			return fmt.Errorf("append to %s: %w", rows[0].args[0], err)
+		}
+		last, err := out.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for k, rw := range rows[:n] {
+			if rw.res != nil {
+				rw.res.Position = uint64(last) - uint64(n-1-k)
+			}
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// flush writes the queued rows and remembers the new last revision of
+// every stream the transaction wrote; it runs just before the commit.
 func (w *txWriter) flush() error {
+	if err := w.insertRows(); err != nil {
+		return err
+	}
 	for name, st := range w.touched {
 		w.s.cache[name] = st
 	}
