@@ -259,14 +259,14 @@ func (p *provider) model() string {
 	return ""
 }
 
+// next is the answer the loop is recording: the last one handed out.
 func (p *provider) next() (schema.AssistantMessageAdded, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.calls >= len(p.answers) {
+	if p.calls == 0 || p.calls > len(p.answers) {
 		return schema.AssistantMessageAdded{}, false
 	}
-	a := p.answers[p.calls]
-	return a, true
+	return p.answers[p.calls-1], true
 }
 
 func (p *provider) Name() string {

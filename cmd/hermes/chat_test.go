@@ -330,3 +330,53 @@ func offers(r llmtest.Request, tool string) bool {
 	}
 	return false
 }
+
+func TestReplayForkExportImportCommands(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "r1", Name: "read_file", Args: `{"path":"notes.txt"}`}}},
+		llmtest.Reply{Content: "The notes say hello."},
+		llmtest.Reply{Content: "branch answer"})
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(wd, "notes.txt"), []byte("hello"), 0o644)
+	_, errOut, code := hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "what do the notes say?")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	id := sessionIDFrom(t, errOut)
+	if out := mustRun(t, home, "sessions", "replay", id); !strings.Contains(out, "matches the record: 1 turns, 2 model calls") {
+		t.Fatal(out)
+	}
+	exported := mustRun(t, home, "sessions", "export", id)
+	other := t.TempDir()
+	f := filepath.Join(t.TempDir(), "s.jsonl")
+	os.WriteFile(f, []byte(exported), 0o600)
+	if out := strings.TrimSpace(mustRun(t, other, "sessions", "import", f)); out != id {
+		t.Fatalf("import printed %q", out)
+	}
+	a := mustRun(t, home, "sessions", "show", id, "--json")
+	b := mustRun(t, other, "sessions", "show", id, "--json")
+	if a != b {
+		t.Fatal("history differs after export and import")
+	}
+	// Tamper with the export: replay in the other home names the event.
+	tampered := strings.Replace(exported, `notes.txt`, `secrets.txt`, 1)
+	os.WriteFile(f, []byte(tampered), 0o600)
+	mustRun(t, other, "sessions", "import", f, "--id", "tampered-1")
+	if _, errOut, err := run(t, other, "sessions", "replay", "tampered-1"); err == nil || !strings.Contains(errOut, "replay diverges at event") {
+		t.Fatalf("tampered replay: %v %s", err, errOut)
+	}
+	fork := strings.TrimSpace(mustRun(t, home, "sessions", "fork", id, "--at", "2"))
+	var msgs []map[string]any
+	json.Unmarshal([]byte(mustRun(t, home, "sessions", "show", fork, "--json")), &msgs)
+	if len(msgs) != 2 || msgs[1]["content"] != "what do the notes say?" {
+		t.Fatalf("fork history %v", msgs)
+	}
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--resume", fork, "-q", "and on the branch?", "--model", "m")
+	if code != 0 || out != "branch answer\n" {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	if tree := mustRun(t, home, "sessions", "tree", id); !strings.Contains(tree, "[fork]") {
+		t.Fatalf("tree:\n%s", tree)
+	}
+}

@@ -1,0 +1,140 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Export writes session id's events as JSON lines, one envelope a line.
+func Export(ctx context.Context, store events.Store, id string, w io.Writer) (int, error) {
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	if len(rs) == 0 {
+		return 0, fmt.Errorf("no session %s", id)
+	}
+	enc := json.NewEncoder(w)
+	for _, r := range rs {
+		if err := enc.Encode(r.Envelope); err != nil {
+			return 0, err
+		}
+	}
+	return len(rs), nil
+}
+
+// Import appends exported events as a session: under their own id, or
+// under newID (events get new ids, causation links follow). Every line is
+// checked before anything is written; a bad line fails the whole import
+// with its line number, and nothing is written.
+func Import(ctx context.Context, store events.Store, r io.Reader, newID string) (string, int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var envs []schema.Envelope
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var e schema.Envelope
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return "", 0, fmt.Errorf("line %d: not an event: %v", line, err)
+		}
+		if _, err := schema.Decode(e); err != nil {
+			return "", 0, fmt.Errorf("line %d: %v", line, err)
+		}
+		if len(envs) > 0 && e.SessionID != envs[0].SessionID {
+			return "", 0, fmt.Errorf("line %d: event of session %s in an export of %s", line, e.SessionID, envs[0].SessionID)
+		}
+		envs = append(envs, e)
+	}
+	if err := sc.Err(); err != nil {
+		return "", 0, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	if len(envs) == 0 {
+		return "", 0, errors.New("the file holds no events")
+	}
+	if envs[0].Type != "SessionStarted" {
+		return "", 0, fmt.Errorf("line 1: a session starts with SessionStarted, not %s", envs[0].Type)
+	}
+	id := envs[0].SessionID
+	if newID != "" {
+		ids := map[string]string{}
+		for i := range envs {
+			old := envs[i].ID
+			envs[i].ID = uuid.NewString()
+			ids[old] = envs[i].ID
+			envs[i].SessionID = newID
+			if c, ok := ids[envs[i].CausationID]; ok {
+				envs[i].CausationID = c
+			}
+		}
+		id = newID
+	}
+	if _, err := store.Append(ctx, events.SessionStream(id), events.NoStream, envs...); err != nil {
+		var wev *events.WrongExpectedVersionError
+		if errors.As(err, &wev) {
+			return "", 0, fmt.Errorf("session %s exists already: import under a new id", id)
+		}
+		return "", 0, err
+	}
+	return id, len(envs), nil
+}
+
+// Fork starts a new session whose history is id's up to and including
+// the event at revision at; the original is untouched. The lineage
+// records the fork.
+func Fork(ctx context.Context, store events.Store, id string, at uint64) (string, error) {
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, int(at)+1)
+	if err != nil {
+		return "", err
+	}
+	if len(rs) == 0 {
+		return "", fmt.Errorf("no session %s", id)
+	}
+	if uint64(len(rs)) <= at {
+		return "", fmt.Errorf("session %s has events 0 to %d; --at %d is past its end", id, len(rs)-1, at)
+	}
+	t := &history.Transcript{}
+	var start schema.SessionStarted
+	for _, r := range rs {
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return "", &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+		}
+		if s, ok := p.(schema.SessionStarted); ok {
+			start = s
+		}
+		t.Apply(p)
+	}
+	child := uuid.NewString()
+	start.Reason, start.ParentSessionID, start.ParentTurnID, start.Goal = schema.StartFork, id, rs[len(rs)-1].TurnID, ""
+	// Calls cut by the fork point are closed as interrupted when the
+	// branch's history is sent (RepairHistory).
+	start.History = t.Messages
+	meta := schema.Meta{SessionID: child}
+	e1, err := schema.NewEnvelope(meta, start)
+	if err != nil {
+		return "", err
+	}
+	meta.CausationID = e1.ID
+	e2, err := schema.NewEnvelope(meta, schema.SystemPromptBuilt{Content: t.System})
+	if err != nil {
+		return "", err
+	}
+	if _, err := store.Append(ctx, events.SessionStream(child), events.NoStream, e1, e2); err != nil {
+		return "", err
+	}
+	return child, nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/replay"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/events"
+)
+
+func sessionsReplay(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "replay ID",
+		Short: "Re-run a session's turns with the recorded model answers and tool results, and check every decision matches",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			s, err := findSession(cmd, a, args[0])
+			if err != nil {
+				return err
+			}
+			rs, err := a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
+			if err != nil {
+				return err
+			}
+			rep, err := replay.Run(ctx, rs, nil)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("session %s: %w", s.ID, err)}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "replay of %s matches the record: %d turns, %d model calls, %d events\n", s.ID, rep.Turns, rep.Calls, rep.Events)
+			return nil
+		},
+	}
+}
+
+func sessionsFork(g *globals) *cobra.Command {
+	var at int
+	cmd := &cobra.Command{
+		Use:   "fork ID --at EVENT",
+		Short: "Start a new session whose history is ID's up to event EVENT (a revision, see sessions events)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if at < 0 {
+				return fmt.Errorf("--at is required: the revision of the last event to keep (hermes sessions events ID lists them)")
+			}
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			s, err := findSession(cmd, a, args[0])
+			if err != nil {
+				return err
+			}
+			id, err := session.Fork(ctx, a.store, s.ID, uint64(at))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", id)
+			fmt.Fprintf(cmd.ErrOrStderr(), "forked %s at event %d; continue with: hermes chat --resume %s\n", s.ID, at, id)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&at, "at", -1, "revision of the last event the fork keeps")
+	return cmd
+}
+
+func sessionsExport(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "export ID",
+		Short: "Write a session's events as JSON lines to stdout",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if err := a.fresh(ctx); err != nil {
+				return err
+			}
+			s, err := findSession(cmd, a, args[0])
+			if err != nil {
+				return err
+			}
+			n, err := session.Export(ctx, a.store, s.ID, cmd.OutOrStdout())
+			if err == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %s\n", n, s.ID)
+			}
+			return err
+		},
+	}
+}
+
+func sessionsImport(g *globals) *cobra.Command {
+	var newID string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Append exported events as a session (same id, or --id NEWID); - reads stdin",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := cmd.InOrStdin()
+			if args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			id, n, err := session.Import(cmd.Context(), a.store, in, newID)
+			if err != nil {
+				return fmt.Errorf("import %s: %w (nothing was written)", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", id)
+			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d events as session %s\n", n, id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&newID, "id", "", "import under this new session id")
+	return cmd
+}
