@@ -308,7 +308,9 @@ func (p *provider) Complete(ctx context.Context, req agent.Request, onDelta func
 }
 
 // executor returns the recorded tool results by call id.
-type executor struct{ results map[string]schema.ToolResultAdded }
+type executor struct {
+	results map[string]schema.ToolResultAdded
+}
 
 func results(turn []recorded) map[string]schema.ToolResultAdded {
 	m := map[string]schema.ToolResultAdded{}

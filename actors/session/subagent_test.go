@@ -103,7 +103,7 @@ func newTreeRig(t *testing.T, route func(llmtest.Request) *llmtest.Reply, se sid
 		t.Fatal(err)
 	}
 	srv := llmtest.New()
-	srv.Route = route
+	srv.SetRoute(route)
 	sys := actors.NewSystem(zerolog.Nop())
 	all := agent.NewTools(delegate.Tool{}, se)
 	noDelegate := agent.NewTools(se)

@@ -81,7 +81,7 @@ func TestChatOneShot(t *testing.T) {
 
 func TestChatConfigPrecedence(t *testing.T) {
 	srv := llmtest.New()
-	srv.Default = &llmtest.Reply{Content: "ok"}
+	srv.SetDefault(llmtest.Reply{Content: "ok"})
 	defer srv.Close()
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: from-file\n  provider: openai\nagent:\n  max_turns: 7\n"), 0o600)
@@ -280,7 +280,7 @@ func TestCompressTreeLineageAndCosts(t *testing.T) {
 
 func TestDelegationFromTheCLI(t *testing.T) {
 	srv := llmtest.New()
-	srv.Route = func(r llmtest.Request) *llmtest.Reply {
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
 		msgs := r.Body["messages"].([]any)
 		last := msgs[len(msgs)-1].(map[string]any)
 		sys := msgs[0].(map[string]any)["content"].(string)
@@ -291,7 +291,7 @@ func TestDelegationFromTheCLI(t *testing.T) {
 			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "delegate_task", Args: `{"goal":"compute the answer","toolsets":["file"]}`}}, Prompt: 200, Completion: 20}
 		}
 		return &llmtest.Reply{Content: "My subagent says: " + last["content"].(string), Prompt: 400, Completion: 10}
-	}
+	})
 	defer srv.Close()
 	home := t.TempDir()
 	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "-q", "what is the answer?")

@@ -91,6 +91,20 @@ func (s *Server) Add(rs ...Reply) {
 	s.script = append(s.script, rs...)
 }
 
+// SetRoute sets Route safely while the server runs.
+func (s *Server) SetRoute(f func(Request) *Reply) {
+	s.mu.Lock()
+	s.Route = f
+	s.mu.Unlock()
+}
+
+// SetDefault sets Default safely while the server runs.
+func (s *Server) SetDefault(r Reply) {
+	s.mu.Lock()
+	s.Default = &r
+	s.mu.Unlock()
+}
+
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
