@@ -26,6 +26,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
+	"github.com/hermes-go/hermes/projections/search"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -104,7 +105,16 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
-	reg, ex, err := registry(a.home, wd, a.store, cfg)
+	searcher := func(ctx context.Context, q search.Query) (search.Results, error) {
+		var res search.Results
+		err := a.searchIndex(ctx, false, func(idx *search.Index) error {
+			var err error
+			res, err = idx.Search(ctx, q)
+			return err
+		})
+		return res, err
+	}
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -380,3 +380,55 @@ func TestReplayForkExportImportCommands(t *testing.T) {
 		t.Fatalf("tree:\n%s", tree)
 	}
 }
+
+func TestSearchCommand(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "Use kubectl rollout restart for the payments_service deployment."}, llmtest.Reply{Content: "Pasta needs salted water."})
+	defer srv.Close()
+	home := t.TempDir()
+	_, errOut, _ := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "how do I restart the payments service?")
+	first := sessionIDFrom(t, errOut)
+	hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "cooking tips?", "--source", "telegram")
+	var res struct {
+		Total uint64 `json:"total"`
+		Hits  []struct {
+			Session string `json:"session"`
+			Snippet string `json:"snippet"`
+		} `json:"hits"`
+		Facets map[string]map[string]int `json:"facets"`
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "search", "payments", "--json")), &res)
+	if len(res.Hits) != 1 || res.Hits[0].Session != first || res.Total != 2 {
+		t.Fatalf("search payments: %+v", res)
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "search", "water", "--source", "cli", "--json")), &res)
+	if len(res.Hits) != 0 {
+		t.Fatalf("source filter: %+v", res)
+	}
+	text := mustRun(t, home, "search", "restart", "--rebuild")
+	if !strings.Contains(text, first) || !strings.Contains(text, "by source: cli 2") {
+		t.Fatalf("text output:\n%s", text)
+	}
+	mustRun(t, home, "sessions", "delete", first)
+	if out := mustRun(t, home, "search", "payments"); !strings.Contains(out, "no matches") {
+		t.Fatalf("deleted session still found:\n%s", out)
+	}
+}
+
+func TestSessionSearchTool(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "The wifi password is in the blue notebook."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "s", Name: "session_search", Args: `{"query":"notebook"}`}}},
+		llmtest.Reply{Content: "You wrote it down in the blue notebook."})
+	defer srv.Close()
+	home := t.TempDir()
+	_, errOut, _ := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "where is the wifi password?")
+	first := sessionIDFrom(t, errOut)
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "remind me where that password was?")
+	if code != 0 || !strings.Contains(out, "blue notebook") {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	msgs := srv.Requests()[2].Body["messages"].([]any)
+	res := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	if !strings.Contains(res, first) || !strings.Contains(res, "notebook") {
+		t.Fatalf("tool result %q", res)
+	}
+}

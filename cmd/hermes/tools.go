@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,16 +21,18 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/delegate"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/search"
 )
 
 // registry registers every tool Hermes has; execute_code gets the
 // session's toolbox once config has selected it.
-func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registry, *code.Tool, error) {
+func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error)) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
@@ -46,6 +49,7 @@ func registry(home, wd string, store events.Store, cfg Resolved) (*tools.Registr
 		{"skills", skills.Tools(library(home, wd))},
 		{"code_execution", []agent.Tool{ex}},
 		{"delegation", []agent.Tool{delegate.Tool{}}},
+		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher}}},
 		{"web", web.Tools(cfg.Web, nil)},
 	} {
 		if err := r.Register(set.name, set.tools...); err != nil {
@@ -208,7 +212,7 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg)
+			r, _, err := registry(home, wd, nil, cfg, nil)
 			if err != nil {
 				return err
 			}

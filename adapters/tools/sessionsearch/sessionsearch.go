@@ -1,0 +1,72 @@
+// Package sessionsearch is the session_search tool: the model searches the
+// full-text history of every session, as `hermes search` does.
+package sessionsearch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/projections/search"
+)
+
+// Tool is session_search.
+type Tool struct {
+	Search func(ctx context.Context, q search.Query) (search.Results, error)
+}
+
+func (Tool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "session_search", Description: `Search past conversations (yours and the user's, every session). Query syntax: words, "exact phrases", prefix*, fuzzy~, +must -not, and field filters such as source:telegram or role:user.`,
+		Parameters: map[string]any{"type": "object", "required": []string{"query"}, "properties": map[string]any{
+			"query": map[string]any{"type": "string"},
+			"limit": map[string]any{"type": "integer", "description": "sessions to return (default 5)"},
+			"since": map[string]any{"type": "string", "description": "YYYY-MM-DD"},
+		}}}
+}
+func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+
+func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+		Since string `json:"since"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("invalid arguments: %v", err)
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return "", errors.New("query is empty")
+	}
+	q := search.Query{Text: a.Query, Limit: a.Limit}
+	if q.Limit <= 0 {
+		q.Limit = 5
+	}
+	if a.Since != "" {
+		s, err := time.Parse("2006-01-02", a.Since)
+		if err != nil {
+			return "", fmt.Errorf("since %q: use YYYY-MM-DD", a.Since)
+		}
+		q.Since = s
+	}
+	res, err := t.Search(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	if len(res.Hits) == 0 {
+		return "no matches", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d matching messages in %d sessions:\n", res.Total, len(res.Hits))
+	for _, h := range res.Hits {
+		snippet := strings.NewReplacer("\x1b[43m", "", "\x1b[0m", "", "\n", " ").Replace(h.Snippet)
+		if len(snippet) > 400 {
+			snippet = snippet[:400] + "…"
+		}
+		fmt.Fprintf(&b, "- session %s (%s, %s, %d matches): %s\n", h.Session, h.Time.Format("2006-01-02"), h.Source, h.Matches, snippet)
+	}
+	return b.String(), nil
+}

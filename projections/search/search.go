@@ -1,0 +1,369 @@
+// Package search is the full-text history: a Bleve index under
+// $HERMES_HOME/search.bleve of every user, assistant and tool message,
+// fed from the global log with its checkpoint stored inside the index (in
+// the same batch as the documents), and rebuildable at any time.
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/camelcase"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
+	"github.com/blevesearch/bleve/v2/mapping"
+	_ "github.com/blevesearch/bleve/v2/search/highlight/highlighter/ansi" // registers the ansi highlighter
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Doc is one indexed message.
+type Doc struct {
+	Session string    `json:"session"`
+	Root    string    `json:"root"`
+	Role    string    `json:"role"`
+	Source  string    `json:"source"`
+	Model   string    `json:"model"`
+	Tool    string    `json:"tool"`
+	Time    time.Time `json:"time"`
+	Month   string    `json:"month"`
+	Text    string    `json:"text"`
+	Code    string    `json:"code"`
+}
+
+const codeAnalyzer = "hermes_code"
+
+// newMapping: English analysis for text; for code, the same text split
+// on anything but letters and digits (snake_case, paths, dotted names)
+// and at camelCase humps, lowercased.
+func newMapping() (mapping.IndexMapping, error) {
+	m := bleve.NewIndexMapping()
+	if err := m.AddCustomTokenizer("hermes_code_tokens", map[string]interface{}{"type": regexp.Name, "regexp": `[\p{L}\p{N}]+`}); err != nil {
+		return nil, err
+	}
+	if err := m.AddCustomAnalyzer(codeAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": "hermes_code_tokens",
+		"token_filters": []string{camelcase.Name, lowercase.Name}}); err != nil {
+		return nil, err
+	}
+	doc := bleve.NewDocumentMapping()
+	kw := func() *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.IncludeInAll = false
+		return f
+	}
+	for _, f := range []string{"session", "root", "role", "source", "model", "tool", "month"} {
+		doc.AddFieldMappingsAt(f, kw())
+	}
+	t := bleve.NewTextFieldMapping()
+	t.Analyzer = en.AnalyzerName
+	t.Store, t.IncludeTermVectors = true, true
+	doc.AddFieldMappingsAt("text", t)
+	c := bleve.NewTextFieldMapping()
+	c.Analyzer = codeAnalyzer
+	c.Store = false
+	doc.AddFieldMappingsAt("code", c)
+	tm := bleve.NewDateTimeFieldMapping()
+	doc.AddFieldMappingsAt("time", tm)
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = en.AnalyzerName
+	return m, nil
+}
+
+// Index is the search projection and its queries.
+type Index struct {
+	path string
+	idx  bleve.Index
+	// per-session facts learned from SessionStarted, also kept inside the
+	// index so that a restart knows them
+	meta map[string]sessionMeta
+}
+
+type sessionMeta struct {
+	Root, Source, Model string
+}
+
+// Open opens (creating if needed) the index at path.
+func Open(path string) (*Index, error) {
+	idx, err := bleve.Open(path)
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		m, merr := newMapping()
+		if merr != nil {
+			return nil, merr
+		}
+		idx, err = bleve.New(path, m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open search index %s: %w (is another hermes search running?)", path, err)
+	}
+	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}}, nil
+}
+
+// Close closes the index.
+func (x *Index) Close() error { return x.idx.Close() }
+
+// Name implements projections.Projection.
+func (x *Index) Name() string { return "search" }
+
+// PayloadTypes implements projections.Selective.
+func (x *Index) PayloadTypes() []string {
+	return []string{"SessionStarted", "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded"}
+}
+
+// Checkpoint implements projections.Projection.
+func (x *Index) Checkpoint(context.Context) (uint64, error) {
+	b, err := x.idx.GetInternal([]byte("checkpoint"))
+	if err != nil || len(b) == 0 {
+		return 0, err
+	}
+	return strconv.ParseUint(string(b), 10, 64)
+}
+
+func (x *Index) sessionMeta(id string) sessionMeta {
+	if m, ok := x.meta[id]; ok {
+		return m
+	}
+	var m sessionMeta
+	if b, err := x.idx.GetInternal([]byte("session/" + id)); err == nil && len(b) > 0 {
+		json.Unmarshal(b, &m)
+	}
+	x.meta[id] = m
+	return m
+}
+
+// Apply implements projections.Projection: documents, deletions and the
+// checkpoint go in one batch.
+func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
+	cp, err := x.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	b := x.idx.NewBatch()
+	for _, ev := range batch {
+		if ev.Position <= cp {
+			continue
+		}
+		sid := ev.SessionID
+		if ev.IsTombstone() {
+			if err := x.deleteSession(b, sid); err != nil {
+				return err
+			}
+			continue
+		}
+		id := fmt.Sprintf("%s/%d", sid, ev.Revision)
+		m := x.sessionMeta(sid)
+		doc := Doc{Session: sid, Root: m.Root, Source: m.Source, Model: m.Model, Time: ev.Time, Month: ev.Time.Format("2006-01")}
+		if doc.Root == "" {
+			doc.Root = sid
+		}
+		switch e := ev.Payload.(type) {
+		case schema.SessionStarted:
+			root := sid
+			if e.ParentSessionID != "" {
+				root = x.sessionMeta(e.ParentSessionID).Root
+				if root == "" {
+					root = e.ParentSessionID
+				}
+			}
+			m = sessionMeta{Root: root, Source: e.Source, Model: e.Model}
+			x.meta[sid] = m
+			mb, _ := json.Marshal(m)
+			b.SetInternal([]byte("session/"+sid), mb)
+			continue
+		case schema.UserMessageAdded:
+			doc.Role, doc.Text = "user", e.Content
+		case schema.AssistantMessageAdded:
+			doc.Role, doc.Text = "assistant", strings.TrimSpace(e.Content)
+			if e.Model != "" {
+				doc.Model = e.Model
+			}
+			for _, tc := range e.ToolCalls {
+				doc.Text += "\n" + tc.Function.Name + " " + tc.Function.Arguments
+			}
+		case schema.ToolResultAdded:
+			doc.Role, doc.Tool, doc.Text = "tool", e.Name, e.Content
+		default:
+			continue
+		}
+		if strings.TrimSpace(doc.Text) == "" {
+			continue
+		}
+		doc.Code = doc.Text
+		if err := b.Index(id, doc); err != nil {
+			return err
+		}
+	}
+	b.SetInternal([]byte("checkpoint"), []byte(strconv.FormatUint(batch[len(batch)-1].Position, 10)))
+	return x.idx.Batch(b)
+}
+
+// deleteSession removes every document of an erased session.
+func (x *Index) deleteSession(b *bleve.Batch, sid string) error {
+	// Documents still in the batch must be searchable to be found.
+	if err := x.idx.Batch(b); err != nil {
+		return err
+	}
+	b.Reset()
+	q := bleve.NewTermQuery(sid)
+	q.SetField("session")
+	for {
+		req := bleve.NewSearchRequestOptions(q, 1000, 0, false)
+		res, err := x.idx.Search(req)
+		if err != nil {
+			return err
+		}
+		if len(res.Hits) == 0 {
+			break
+		}
+		for _, h := range res.Hits {
+			b.Delete(h.ID)
+		}
+		if err := x.idx.Batch(b); err != nil {
+			return err
+		}
+		b.Reset()
+	}
+	b.DeleteInternal([]byte("session/" + sid))
+	delete(x.meta, sid)
+	return nil
+}
+
+// Reset implements projections.Projection: the index is deleted and made
+// anew.
+func (x *Index) Reset(context.Context) error {
+	if err := x.idx.Close(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(x.path); err != nil {
+		return err
+	}
+	m, err := newMapping()
+	if err != nil {
+		return err
+	}
+	idx, err := bleve.New(x.path, m)
+	if err != nil {
+		return err
+	}
+	x.idx, x.meta = idx, map[string]sessionMeta{}
+	return nil
+}
+
+// Query is a search.
+type Query struct {
+	Text   string
+	Source string
+	Role   string
+	Since  time.Time
+	Limit  int
+}
+
+// Hit is one session's best match.
+type Hit struct {
+	Session string    `json:"session"`
+	Root    string    `json:"root"`
+	Role    string    `json:"role"`
+	Source  string    `json:"source"`
+	Model   string    `json:"model"`
+	Time    time.Time `json:"time"`
+	Score   float64   `json:"score"`
+	Snippet string    `json:"snippet"`
+	Matches int       `json:"matches"`
+}
+
+// Results are hits grouped by session, with facet counts.
+type Results struct {
+	Total  uint64                    `json:"total"`
+	Hits   []Hit                     `json:"hits"`
+	Facets map[string]map[string]int `json:"facets"`
+}
+
+// Search runs q: the text is Bleve's query-string syntax (words,
+// "phrases", prefix*, fuzzy~, +must -not, field:value) over both the
+// English and the code analysis of every message.
+func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return Results{}, errors.New("empty query")
+	}
+	if q.Limit <= 0 {
+		q.Limit = 10
+	}
+	text := bleve.NewQueryStringQuery(q.Text)
+	code := bleve.NewMatchQuery(q.Text)
+	code.SetField("code")
+	var main query.Query = bleve.NewDisjunctionQuery(text, code)
+	if strings.ContainsAny(q.Text, `"+-:*~`) {
+		main = text // operators: the query string decides
+	}
+	must := []query.Query{main}
+	for field, v := range map[string]string{"source": q.Source, "role": q.Role} {
+		if v != "" {
+			t := bleve.NewTermQuery(v)
+			t.SetField(field)
+			must = append(must, t)
+		}
+	}
+	if !q.Since.IsZero() {
+		r := bleve.NewDateRangeQuery(q.Since, time.Time{}) // open-ended
+		r.SetField("time")
+		must = append(must, r)
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit*20, 0, false)
+	req.Fields = []string{"session", "root", "role", "source", "model", "time"}
+	req.Highlight = bleve.NewHighlightWithStyle("ansi")
+	req.Highlight.AddField("text")
+	for _, f := range []string{"source", "model", "month", "role"} {
+		req.AddFacet(f, bleve.NewFacetRequest(f, 20))
+	}
+	res, err := x.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	out := Results{Total: res.Total, Facets: map[string]map[string]int{}}
+	for name, f := range res.Facets {
+		m := map[string]int{}
+		if f.Terms != nil {
+			for _, t := range f.Terms.Terms() {
+				m[t.Term] = t.Count
+			}
+		}
+		out.Facets[name] = m
+	}
+	bySession := map[string]int{}
+	for _, h := range res.Hits {
+		sid, _ := h.Fields["session"].(string)
+		if i, ok := bySession[sid]; ok {
+			out.Hits[i].Matches++
+			continue
+		}
+		hit := Hit{Session: sid, Score: h.Score, Matches: 1}
+		hit.Root, _ = h.Fields["root"].(string)
+		hit.Role, _ = h.Fields["role"].(string)
+		hit.Source, _ = h.Fields["source"].(string)
+		hit.Model, _ = h.Fields["model"].(string)
+		if ts, ok := h.Fields["time"].(string); ok {
+			hit.Time, _ = time.Parse(time.RFC3339Nano, ts)
+		}
+		if frags := h.Fragments["text"]; len(frags) > 0 {
+			hit.Snippet = frags[0]
+		}
+		bySession[sid] = len(out.Hits)
+		out.Hits = append(out.Hits, hit)
+	}
+	sort.SliceStable(out.Hits, func(i, j int) bool { return out.Hits[i].Score > out.Hits[j].Score })
+	if len(out.Hits) > q.Limit {
+		out.Hits = out.Hits[:q.Limit]
+	}
+	return out, nil
+}

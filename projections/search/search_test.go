@@ -1,0 +1,119 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/schema"
+)
+
+func setup(t *testing.T) (*Index, *embedded.Store, *projections.Runner) {
+	dir := t.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	idx, err := Open(filepath.Join(dir, "search.bleve"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	return idx, store, projections.NewRunner(store, zerolog.Nop(), idx)
+}
+
+func write(t *testing.T, store *embedded.Store, sid, source string, at time.Time, ps ...schema.Payload) {
+	envs := []schema.Envelope{schema.MustEnvelope(schema.Meta{SessionID: sid, Time: at}, schema.SessionStarted{Source: source, Model: "gpt-4o-mini", Reason: schema.StartNew})}
+	for i, p := range ps {
+		envs = append(envs, schema.MustEnvelope(schema.Meta{SessionID: sid, Time: at.Add(time.Duration(i) * time.Minute)}, p))
+	}
+	if _, err := store.Append(context.Background(), events.SessionStream(sid), events.Any, envs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sessions(r Results) string {
+	var s []string
+	for _, h := range r.Hits {
+		s = append(s, h.Session)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestSearch(t *testing.T) {
+	idx, store, run := setup(t)
+	ctx := context.Background()
+	oct := time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC)
+	nov := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	write(t, store, "deploy", "cli", oct,
+		schema.UserMessageAdded{Content: "How do I deploy the staging server?"},
+		schema.AssistantMessageAdded{Content: "Run the deployment script in scripts/deploy_staging.sh", Model: "gpt-4o-mini"})
+	write(t, store, "bug", "telegram", nov,
+		schema.UserMessageAdded{Content: "The subscriptionManager crashes when the queue is empty"},
+		schema.AssistantMessageAdded{ToolCalls: []schema.ToolCall{{ID: "1", Type: "function", Function: schema.FunctionCall{Name: "read_file", Arguments: `{"path":"internal/queue/manager.go"}`}}}},
+		schema.ToolResultAdded{CallID: "1", Name: "read_file", Content: "func (m *Manager) drainQueue() error { return nil }"},
+		schema.AssistantMessageAdded{Content: "The crash comes from drainQueue on an empty queue."})
+	write(t, store, "pasta", "telegram", nov, schema.UserMessageAdded{Content: "Recipe for a quick tomato pasta please"})
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		q    Query
+		want string
+	}{
+		{Query{Text: "deploy"}, "deploy"},     // stemming: deployment, deploy
+		{Query{Text: `"empty queue"`}, "bug"}, // phrase
+		{Query{Text: "subscript*"}, "bug"},    // prefix (subscriptionManager via text)
+		{Query{Text: "tomatto~1"}, "pasta"},   // fuzzy
+		{Query{Text: "crash -queue"}, ""},     // boolean: every crash message mentions the queue
+		{Query{Text: "+crash +empty"}, "bug"},
+		{Query{Text: "staging"}, "deploy"},                          // snake_case part of a path
+		{Query{Text: "subscription manager"}, "bug"},                // camelCase parts
+		{Query{Text: "drain"}, "bug"},                               // camelCase in a tool result
+		{Query{Text: "pasta", Source: "cli"}, ""},                   // filter
+		{Query{Text: "source:telegram role:user +recipe"}, "pasta"}, // field filters in the query
+		{Query{Text: "queue", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, "bug"},
+		{Query{Text: "deploy", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, ""},
+	}
+	for _, c := range cases {
+		res, err := idx.Search(ctx, c.q)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.q, err)
+		}
+		if got := sessions(res); got != c.want {
+			t.Errorf("%+v: got [%s], want [%s]", c.q, got, c.want)
+		}
+	}
+	res, _ := idx.Search(ctx, Query{Text: "queue"})
+	if len(res.Hits) != 1 || res.Hits[0].Matches < 2 || !strings.Contains(res.Hits[0].Snippet, "queue") {
+		t.Fatalf("grouping or snippet: %+v", res.Hits)
+	}
+	if res.Facets["source"]["telegram"] < 2 || res.Facets["month"]["2026-11"] < 2 {
+		t.Fatalf("facets %v", res.Facets)
+	}
+	before := fmt.Sprint(res.Hits[0].Session, res.Total)
+	if err := run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = idx.Search(ctx, Query{Text: "queue"})
+	if after := fmt.Sprint(res.Hits[0].Session, res.Total); after != before {
+		t.Fatalf("rebuild changed the hits: %s vs %s", after, before)
+	}
+	store.DeleteStream(ctx, events.SessionStream("bug"), events.Any)
+	run.CatchUp(ctx)
+	if res, _ := idx.Search(ctx, Query{Text: "queue"}); len(res.Hits) != 0 {
+		t.Fatalf("deleted session still found: %+v", res.Hits)
+	}
+	if _, err := idx.Search(ctx, Query{Text: "  "}); err == nil {
+		t.Fatal("empty query accepted")
+	}
+}
