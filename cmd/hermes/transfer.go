@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/replay"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/importer"
 	"github.com/hermes-go/hermes/events"
 )
 
@@ -139,5 +140,31 @@ func sessionsImport(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&newID, "id", "", "import under this new session id")
+	return cmd
+}
+
+func importCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "import", Short: "Import history from elsewhere"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "hermes-state PATH",
+		Short: "Import the sessions of a Python Hermes Agent state.db (sessions already imported are skipped)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			rep, err := importer.HermesState(cmd.Context(), args[0], a.store)
+			if err != nil {
+				return err
+			}
+			if err := a.fresh(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d sessions (%d messages); %d already there\n", rep.Sessions, rep.Messages, rep.Skipped)
+			return nil
+		},
+	})
 	return cmd
 }
