@@ -1,0 +1,185 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/schema"
+)
+
+var (
+	words = strings.Fields(`the a to of and in is it that for you this with on be are can what how do i my we should
+		please check build test deploy server error fix function file config database query index search agent model
+		token cost session memory skill terminal command output network request response timeout retry cache user
+		message history branch commit merge release version docker container kubernetes cluster node pod service
+		python golang rust javascript typescript module package import export struct interface method variable
+		performance latency throughput benchmark profile allocation goroutine channel mutex deadlock race panic
+		recipe travel weather meeting calendar email invoice budget report summary draft review plan schedule`)
+	idents = []string{"subscriptionManager", "drain_queue", "parseConfig", "http_client", "retryBackoff", "user_id", "NewStore", "max_tokens"}
+	paths  = []string{"internal/queue/manager.go", "cmd/server/main.go", "scripts/deploy_staging.sh", "docs/README.md", "src/app/index.ts"}
+)
+
+func sentence(rng *rand.Rand) string {
+	n := 8 + rng.IntN(40)
+	parts := make([]string, n)
+	for i := range parts {
+		switch r := rng.IntN(20); {
+		case r == 0:
+			parts[i] = idents[rng.IntN(len(idents))]
+		case r == 1:
+			parts[i] = paths[rng.IntN(len(paths))]
+		default:
+			parts[i] = words[rng.IntN(len(words))]
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return float64(d[int(float64(len(d)-1)*p)].Microseconds()) / 1000
+}
+
+// BenchmarkSearchVsFTS5 indexes HERMES_BENCH_MESSAGES (default 100,000)
+// chat messages into the Bleve projection and into SQLite FTS5 (the engine
+// the Python Hermes uses) in the same run, then times word, phrase and
+// filtered queries on both. Run with -benchtime 1x.
+func BenchmarkSearchVsFTS5(b *testing.B) {
+	total := 100_000
+	if v, err := strconv.Atoi(os.Getenv("HERMES_BENCH_MESSAGES")); err == nil && v > 0 {
+		total = v
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	sources := []string{"cli", "telegram", "slack", "discord"}
+	roles := []string{"user", "assistant", "tool"}
+	type msg struct{ session, source, role, text string }
+	msgs := make([]msg, total)
+	for i := range msgs {
+		s := i / 50
+		msgs[i] = msg{fmt.Sprintf("s%06d", s), sources[s%len(sources)], roles[i%3], sentence(rng)}
+	}
+	dir := b.TempDir()
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		// Bleve, through the projection's own Apply.
+		idx, err := Open(filepath.Join(dir, fmt.Sprint("bleve", time.Now().UnixNano())))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		const batch = 5000
+		pos := uint64(0)
+		for lo := 0; lo < total; lo += batch {
+			var evs []projections.Event
+			for i := lo; i < min(lo+batch, total); i++ {
+				m := msgs[i]
+				pos++
+				ev := projections.Event{Recorded: events.Recorded{Envelope: schema.Envelope{SessionID: m.session, Time: base.Add(time.Duration(i) * time.Minute)}, Revision: uint64(i % 50), Position: pos}}
+				if i%50 == 0 {
+					ev.Payload = schema.SessionStarted{Source: m.source, Model: "gpt-4o-mini", Reason: schema.StartNew}
+					evs = append(evs, ev)
+					pos++
+					ev.Position = pos
+				}
+				switch m.role {
+				case "user":
+					ev.Payload = schema.UserMessageAdded{Content: m.text}
+				case "assistant":
+					ev.Payload = schema.AssistantMessageAdded{Content: m.text, Model: "gpt-4o-mini"}
+				default:
+					ev.Payload = schema.ToolResultAdded{CallID: "c", Name: "terminal", Content: m.text}
+				}
+				evs = append(evs, ev)
+			}
+			if err := idx.Apply(ctx, evs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bleveRate := float64(total) / time.Since(start).Seconds()
+
+		// FTS5 in a SQLite file, in transactions of the same size.
+		db, err := sql.Open("sqlite", filepath.Join(dir, fmt.Sprint("fts", time.Now().UnixNano(), ".db")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Exec(`PRAGMA journal_mode=WAL; CREATE VIRTUAL TABLE fts USING fts5(text, session UNINDEXED, source UNINDEXED, role UNINDEXED, tokenize='porter unicode61')`); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		for lo := 0; lo < total; lo += batch {
+			tx, _ := db.Begin()
+			st, _ := tx.Prepare(`INSERT INTO fts (text, session, source, role) VALUES (?, ?, ?, ?)`)
+			for _, m := range msgs[lo:min(lo+batch, total)] {
+				if _, err := st.Exec(m.text, m.session, m.source, m.role); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st.Close()
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ftsRate := float64(total) / time.Since(start).Seconds()
+
+		const runs = 200
+		kinds := []string{"word", "phrase", "filtered"}
+		lat := map[string][]time.Duration{}
+		for i := 0; i < runs; i++ {
+			w1, w2 := words[rng.IntN(len(words))], words[rng.IntN(len(words))]
+			src := sources[rng.IntN(len(sources))]
+			for _, k := range kinds {
+				q := Query{Text: w1, Limit: 10}
+				fq := `SELECT session, snippet(fts, 0, '[', ']', '…', 12), bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT 10`
+				arg := []any{w1}
+				switch k {
+				case "phrase":
+					q.Text = `"` + w1 + " " + w2 + `"`
+					arg = []any{`"` + w1 + " " + w2 + `"`}
+				case "filtered":
+					q.Source = src
+					fq = `SELECT session, snippet(fts, 0, '[', ']', '…', 12), bm25(fts) FROM fts WHERE fts MATCH ? AND source = ? ORDER BY rank LIMIT 10`
+					arg = []any{w1, src}
+				}
+				t0 := time.Now()
+				if _, err := idx.Search(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+				lat["bleve_"+k] = append(lat["bleve_"+k], time.Since(t0))
+				t0 = time.Now()
+				rows, err := db.Query(fq, arg...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+				}
+				rows.Close()
+				lat["fts5_"+k] = append(lat["fts5_"+k], time.Since(t0))
+			}
+		}
+		b.ReportMetric(bleveRate, "bleve_msgs/s")
+		b.ReportMetric(ftsRate, "fts5_msgs/s")
+		for _, k := range kinds {
+			b.ReportMetric(percentile(lat["bleve_"+k], 0.5), "bleve_"+k+"_p50_ms")
+			b.ReportMetric(percentile(lat["bleve_"+k], 0.99), "bleve_"+k+"_p99_ms")
+			b.ReportMetric(percentile(lat["fts5_"+k], 0.5), "fts5_"+k+"_p50_ms")
+			b.ReportMetric(percentile(lat["fts5_"+k], 0.99), "fts5_"+k+"_p99_ms")
+		}
+		idx.Close()
+		db.Close()
+	}
+}
