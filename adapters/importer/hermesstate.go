@@ -64,9 +64,9 @@ func at(ts float64) time.Time {
 
 type session struct {
 	id, source, model, system, parent, endReason, title, cwd string
-	started, ended                                          float64
-	in, out, cacheRead, cacheWrite                          int64
-	cost                                                    float64
+	started, ended                                           float64
+	in, out, cacheRead, cacheWrite                           int64
+	cost                                                     float64
 }
 
 // HermesState imports every session of the state.db at path into store.
