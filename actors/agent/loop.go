@@ -130,43 +130,36 @@ const (
 // the budget, an interruption or an error. t is the session's transcript;
 // it is updated through the same fold that recovery uses.
 func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText string) (string, error) {
-	cfg := l.Cfg.withDefaults()
-	obs := l.Observe
-	if obs == nil {
-		obs = func(Observation) {}
-	}
-	record := func(ps ...schema.Payload) error {
-		// Recording is never cut by the interrupt: what happened is kept.
-		if err := l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...); err != nil {
-			return err
-		}
-		for _, p := range ps {
-			t.Apply(p)
-		}
-		return nil
-	}
-	interrupted := func(reason string) (string, error) {
-		if err := record(schema.TurnInterrupted{Reason: reason}); err != nil {
-			return "", err
-		}
-		return "", ErrInterrupted
-	}
-	if err := record(schema.UserMessageAdded{Content: userText}); err != nil {
+	tc := l.turnContext(ctx, t, turnID)
+	if err := tc.record(schema.UserMessageAdded{Content: userText}); err != nil {
 		return "", err
 	}
-	return l.run(ctx, t, turnID, record, interrupted, obs, cfg)
+	return l.run(ctx, t, tc)
 }
 
 // Continue resumes a turn whose user message is already in t (a subagent
 // restarted by its supervisor): the model is called on the history as it
 // is, and tool results already recorded are not produced again.
 func (l *Loop) Continue(ctx context.Context, t *history.Transcript, turnID string) (string, error) {
-	cfg := l.Cfg.withDefaults()
-	obs := l.Observe
-	if obs == nil {
-		obs = func(Observation) {}
+	return l.run(ctx, t, l.turnContext(ctx, t, turnID))
+}
+
+// turn is what one turn's steps share.
+type turn struct {
+	id  string
+	cfg Config
+	obs Observer
+	// record appends events and folds them into the transcript; it is
+	// never cut by the interrupt: what happened is kept.
+	record func(ps ...schema.Payload) error
+}
+
+func (l *Loop) turnContext(ctx context.Context, t *history.Transcript, turnID string) *turn {
+	tc := &turn{id: turnID, cfg: l.Cfg.withDefaults(), obs: l.Observe}
+	if tc.obs == nil {
+		tc.obs = func(Observation) {}
 	}
-	record := func(ps ...schema.Payload) error {
+	tc.record = func(ps ...schema.Payload) error {
 		if err := l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...); err != nil {
 			return err
 		}
@@ -175,17 +168,18 @@ func (l *Loop) Continue(ctx context.Context, t *history.Transcript, turnID strin
 		}
 		return nil
 	}
-	interrupted := func(reason string) (string, error) {
-		if err := record(schema.TurnInterrupted{Reason: reason}); err != nil {
-			return "", err
-		}
-		return "", ErrInterrupted
-	}
-	return l.run(ctx, t, turnID, record, interrupted, obs, cfg)
+	return tc
 }
 
-func (l *Loop) run(ctx context.Context, t *history.Transcript, turnID string, record func(...schema.Payload) error,
-	interrupted func(string) (string, error), obs Observer, cfg Config) (string, error) {
+func (tc *turn) interrupted(reason string) (string, error) {
+	if err := tc.record(schema.TurnInterrupted{Reason: reason}); err != nil {
+		return "", err
+	}
+	return "", ErrInterrupted
+}
+
+func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string, error) {
+	cfg, obs, record, interrupted, turnID := tc.cfg, tc.obs, tc.record, tc.interrupted, tc.id
 	env := l.Env
 	env.TurnID = turnID
 	env.Record = func(ctx context.Context, ps ...schema.Payload) error {

@@ -121,3 +121,21 @@ func newRoot() *cobra.Command {
 	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g))
 	return root
 }
+
+// withSession opens the home, brings the projections up to date, resolves
+// arg (an id or a unique prefix) and runs fn.
+func (g *globals) withSession(cmd *cobra.Command, arg string, fn func(a *app, s sessions.Summary) error) error {
+	a, err := g.open()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.fresh(cmd.Context()); err != nil {
+		return err
+	}
+	s, err := findSession(cmd, a, arg)
+	if err != nil {
+		return err
+	}
+	return fn(a, s)
+}

@@ -69,77 +69,67 @@ func sessionsTree(g *globals) *cobra.Command {
 		Short: "Show the tree of sessions ID belongs to (compressions, forks, subagents)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			nodes, err := lineage.Tree(ctx, a.projDB.Reader(), s.ID)
-			if err != nil {
-				return err
-			}
-			type row struct {
-				lineage.Node
-				Summary sessions.Summary `json:"session"`
-			}
-			var out []row
-			for _, n := range nodes {
-				sum, _, _ := sessions.Get(ctx, a.projDB.Reader(), n.ID)
-				out = append(out, row{n, sum})
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			children := map[string][]row{}
-			var roots []row
-			ids := map[string]bool{}
-			for _, r := range out {
-				ids[r.ID] = true
-			}
-			for _, r := range out {
-				if r.Parent == "" || !ids[r.Parent] {
-					roots = append(roots, r)
-				} else {
-					children[r.Parent] = append(children[r.Parent], r)
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				nodes, err := lineage.Tree(ctx, a.projDB.Reader(), s.ID)
+				if err != nil {
+					return err
 				}
-			}
-			w := cmd.OutOrStdout()
-			var walk func(r row, prefix string, last bool, top bool)
-			walk = func(r row, prefix string, last bool, top bool) {
-				branch, next := "", ""
-				if !top {
-					branch, next = "├─ ", "│  "
-					if last {
-						branch, next = "└─ ", "   "
+				type row struct {
+					lineage.Node
+					Summary sessions.Summary `json:"session"`
+				}
+				var out []row
+				for _, n := range nodes {
+					sum, _, _ := sessions.Get(ctx, a.projDB.Reader(), n.ID)
+					out = append(out, row{n, sum})
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				children := map[string][]row{}
+				var roots []row
+				ids := map[string]bool{}
+				for _, r := range out {
+					ids[r.ID] = true
+				}
+				for _, r := range out {
+					if r.Parent == "" || !ids[r.Parent] {
+						roots = append(roots, r)
+					} else {
+						children[r.Parent] = append(children[r.Parent], r)
 					}
 				}
-				mark := ""
-				if r.ID == s.ID {
-					mark = "  ◀"
+				w := cmd.OutOrStdout()
+				var walk func(r row, prefix string, last bool, top bool)
+				walk = func(r row, prefix string, last bool, top bool) {
+					branch, next := "", ""
+					if !top {
+						branch, next = "├─ ", "│  "
+						if last {
+							branch, next = "└─ ", "   "
+						}
+					}
+					mark := ""
+					if r.ID == s.ID {
+						mark = "  ◀"
+					}
+					what := r.Reason
+					if r.Goal != "" {
+						what += ": " + clip(r.Goal, 40)
+					}
+					fmt.Fprintf(w, "%s%s%s  [%s] %s  msgs %d  tokens %d  $%.4f%s\n", prefix, branch, r.ID, what, r.Summary.Status, r.Summary.Messages,
+						r.Summary.Usage.Total(), r.Summary.CostUSD, mark)
+					kids := children[r.ID]
+					for i, k := range kids {
+						walk(k, prefix+next, i == len(kids)-1, false)
+					}
 				}
-				what := r.Reason
-				if r.Goal != "" {
-					what += ": " + clip(r.Goal, 40)
+				for _, r := range roots {
+					walk(r, "", true, true)
 				}
-				fmt.Fprintf(w, "%s%s%s  [%s] %s  msgs %d  tokens %d  $%.4f%s\n", prefix, branch, r.ID, what, r.Summary.Status, r.Summary.Messages,
-					r.Summary.Usage.Total(), r.Summary.CostUSD, mark)
-				kids := children[r.ID]
-				for i, k := range kids {
-					walk(k, prefix+next, i == len(kids)-1, false)
-				}
-			}
-			for _, r := range roots {
-				walk(r, "", true, true)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -103,44 +103,34 @@ func sessionsShow(g *globals) *cobra.Command {
 		Short: "Show a session's history as the next model call would start from it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			if withLineage {
-				return showLineage(cmd, a, s.ID)
-			}
-			msgs, err := history.Messages(ctx, a.projDB.Reader(), s.ID)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if msgs == nil {
-					msgs = []schema.Message{}
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				if withLineage {
+					return showLineage(cmd, a, s.ID)
 				}
-				return writeJSON(out, msgs)
-			}
-			fmt.Fprintf(out, "session %s  %q\n", s.ID, s.Title)
-			fmt.Fprintf(out, "source %s  model %s  status %s  started %s\n", s.Source, s.Model, s.Status, s.Started.Local().Format(time.DateTime))
-			if s.Parent != "" {
-				fmt.Fprintf(out, "parent %s (%s)\n", s.Parent, s.Reason)
-			}
-			fmt.Fprintf(out, "messages %d  tokens in %d out %d cache read %d write %d  cost $%.4f\n\n", s.Messages,
-				s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD)
-			for _, m := range msgs {
-				printMessage(out, m)
-			}
-			return nil
+				msgs, err := history.Messages(ctx, a.projDB.Reader(), s.ID)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					if msgs == nil {
+						msgs = []schema.Message{}
+					}
+					return writeJSON(out, msgs)
+				}
+				fmt.Fprintf(out, "session %s  %q\n", s.ID, s.Title)
+				fmt.Fprintf(out, "source %s  model %s  status %s  started %s\n", s.Source, s.Model, s.Status, s.Started.Local().Format(time.DateTime))
+				if s.Parent != "" {
+					fmt.Fprintf(out, "parent %s (%s)\n", s.Parent, s.Reason)
+				}
+				fmt.Fprintf(out, "messages %d  tokens in %d out %d cache read %d write %d  cost $%.4f\n\n", s.Messages,
+					s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD)
+				for _, m := range msgs {
+					printMessage(out, m)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the OpenAI-format message list as JSON")
@@ -222,27 +212,17 @@ func sessionsDelete(g *globals) *cobra.Command {
 		Short: "Erase a session: its events are deleted and every read model drops it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			if err := a.store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
-				return err
-			}
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)
-			return nil
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				if err := a.store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
+					return err
+				}
+				if err := a.fresh(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)
+				return nil
+			})
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/importer"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/sessions"
 )
 
 func sessionsReplay(g *globals) *cobra.Command {
@@ -18,29 +19,19 @@ func sessionsReplay(g *globals) *cobra.Command {
 		Short: "Re-run a session's turns with the recorded model answers and tool results, and check every decision matches",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			rs, err := a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
-			if err != nil {
-				return err
-			}
-			rep, err := replay.Run(ctx, rs, nil)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("session %s: %w", s.ID, err)}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "replay of %s matches the record: %d turns, %d model calls, %d events\n", s.ID, rep.Turns, rep.Calls, rep.Events)
-			return nil
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				rs, err := a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
+				if err != nil {
+					return err
+				}
+				rep, err := replay.Run(ctx, rs, nil)
+				if err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("session %s: %w", s.ID, err)}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "replay of %s matches the record: %d turns, %d model calls, %d events\n", s.ID, rep.Turns, rep.Calls, rep.Events)
+				return nil
+			})
 		},
 	}
 }
@@ -55,26 +46,16 @@ func sessionsFork(g *globals) *cobra.Command {
 			if at < 0 {
 				return fmt.Errorf("--at is required: the revision of the last event to keep (hermes sessions events ID lists them)")
 			}
-			a, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			id, err := session.Fork(ctx, a.store, s.ID, uint64(at))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", id)
-			fmt.Fprintf(cmd.ErrOrStderr(), "forked %s at event %d; continue with: hermes chat --resume %s\n", s.ID, at, id)
-			return nil
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				id, err := session.Fork(ctx, a.store, s.ID, uint64(at))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", id)
+				fmt.Fprintf(cmd.ErrOrStderr(), "forked %s at event %d; continue with: hermes chat --resume %s\n", s.ID, at, id)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().IntVar(&at, "at", -1, "revision of the last event the fork keeps")
@@ -87,24 +68,14 @@ func sessionsExport(g *globals) *cobra.Command {
 		Short: "Write a session's events as JSON lines to stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
-			if err != nil {
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				n, err := session.Export(ctx, a.store, s.ID, cmd.OutOrStdout())
+				if err == nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %s\n", n, s.ID)
+				}
 				return err
-			}
-			defer a.Close()
-			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
-				return err
-			}
-			s, err := findSession(cmd, a, args[0])
-			if err != nil {
-				return err
-			}
-			n, err := session.Export(ctx, a.store, s.ID, cmd.OutOrStdout())
-			if err == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %s\n", n, s.ID)
-			}
-			return err
+			})
 		},
 	}
 }

@@ -13,6 +13,34 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
+const nodeCols = `id, parent, reason, root, depth, started_ns, goal`
+
+type scanner interface{ Scan(...any) error }
+
+func scanNode(row scanner) (Node, error) {
+	var n Node
+	var ns int64
+	err := row.Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+	n.Started = time.Unix(0, ns).UTC()
+	return n, err
+}
+
+func scanNodes(rows *sql.Rows, err error) ([]Node, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
 // Node is one session in a tree.
 type Node struct {
 	ID      string    `json:"id"`
@@ -57,17 +85,13 @@ func (m *Model) node(tx *sql.Tx, id string) (Node, bool, error) {
 	if n, ok := m.cache[id]; ok {
 		return n, true, nil
 	}
-	var n Node
-	var ns int64
-	err := tx.QueryRow(`SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE id = ?`, id).
-		Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+	n, err := scanNode(tx.QueryRow(`SELECT `+nodeCols+` FROM lineage WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, false, nil
 	}
 	if err != nil {
 		return n, false, err
 	}
-	n.Started = time.Unix(0, ns).UTC()
 	m.cache[id] = n
 	return n, true, nil
 }
@@ -114,22 +138,7 @@ func Tree(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE root = ? OR id = ? ORDER BY depth, started_ns, id`, root, root)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Node
-	for rows.Next() {
-		var n Node
-		var ns int64
-		if err := rows.Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal); err != nil {
-			return nil, err
-		}
-		n.Started = time.Unix(0, ns).UTC()
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return scanNodes(db.QueryContext(ctx, `SELECT `+nodeCols+` FROM lineage WHERE root = ? OR id = ? ORDER BY depth, started_ns, id`, root, root))
 }
 
 // Chain returns the conversation id belongs to: its ancestors from the
@@ -140,18 +149,14 @@ func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 		return nil, err
 	}
 	for cur := id; len(up) < 10000; {
-		var n Node
-		var ns int64
-		err := db.QueryRowContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage
-			WHERE parent = ? AND reason = 'compression' ORDER BY started_ns DESC LIMIT 1`, cur).
-			Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+		n, err := scanNode(db.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM lineage
+			WHERE parent = ? AND reason = 'compression' ORDER BY started_ns DESC LIMIT 1`, cur))
 		if errors.Is(err, sql.ErrNoRows) {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		n.Started = time.Unix(0, ns).UTC()
 		up = append(up, n)
 		cur = n.ID
 	}
@@ -162,17 +167,13 @@ func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 func ancestors(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 	var out []Node
 	for cur := id; cur != ""; {
-		var n Node
-		var ns int64
-		err := db.QueryRowContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage WHERE id = ?`, cur).
-			Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal)
+		n, err := scanNode(db.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM lineage WHERE id = ?`, cur))
 		if errors.Is(err, sql.ErrNoRows) {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		n.Started = time.Unix(0, ns).UTC()
 		out = append([]Node{n}, out...)
 		cur = n.Parent
 		if len(out) > 10000 {
@@ -184,20 +185,5 @@ func ancestors(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 
 // Dump is every node sorted by id.
 func Dump(ctx context.Context, db *sql.DB) ([]Node, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, parent, reason, root, depth, started_ns, goal FROM lineage ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Node
-	for rows.Next() {
-		var n Node
-		var ns int64
-		if err := rows.Scan(&n.ID, &n.Parent, &n.Reason, &n.Root, &n.Depth, &ns, &n.Goal); err != nil {
-			return nil, err
-		}
-		n.Started = time.Unix(0, ns).UTC()
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return scanNodes(db.QueryContext(ctx, `SELECT `+nodeCols+` FROM lineage ORDER BY id`))
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
 
 // Callable are the tools a script may call (Hermes' set).
@@ -133,7 +134,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if max <= 0 {
 		max = 50_000
 	}
-	out := &capped{max: max}
+	out := &terminal.Capped{Max: max}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", python, err)
@@ -211,35 +212,4 @@ func (t *Tool) rpc(ctx context.Context, tok string) http.Handler {
 		}
 		reply(tool.Run(ctx, req.Args))
 	})
-}
-
-// capped keeps the head and tail of the output.
-type capped struct {
-	max     int
-	head    []byte
-	tail    []byte
-	dropped int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	n := len(p)
-	half := c.max / 2
-	if room := half - len(c.head); room > 0 {
-		k := min(room, len(p))
-		c.head = append(c.head, p[:k]...)
-		p = p[k:]
-	}
-	c.tail = append(c.tail, p...)
-	if over := len(c.tail) - half; over > 0 {
-		c.dropped += over
-		c.tail = append(c.tail[:0], c.tail[over:]...)
-	}
-	return n, nil
-}
-
-func (c *capped) String() string {
-	if c.dropped == 0 {
-		return string(c.head) + string(c.tail)
-	}
-	return fmt.Sprintf("%s\n[… %d bytes of output elided …]\n%s", c.head, c.dropped, c.tail)
 }

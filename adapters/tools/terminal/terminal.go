@@ -139,7 +139,7 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 	}
 	cmd := t.cfg.Backend.Command(ctx, t.cfg.Shell, dir, a.Command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &capped{max: t.cfg.MaxOutput}
+	out := &Capped{Max: t.cfg.MaxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Stdin = nil
 	if err := cmd.Start(); err != nil {
@@ -186,20 +186,22 @@ func killGroup(cmd *exec.Cmd) {
 	}
 }
 
-// capped keeps the first and last halves of at most max bytes of output.
-type capped struct {
+// Capped keeps the first and last halves of at most Max bytes of output
+// and counts what it dropped from the middle. It is safe for concurrent
+// writers (stdout and stderr of one process).
+type Capped struct {
 	mu      sync.Mutex
-	max     int
+	Max     int
 	head    []byte
 	tail    []byte
 	dropped int
 }
 
-func (c *capped) Write(p []byte) (int, error) {
+func (c *Capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
-	half := c.max / 2
+	half := c.Max / 2
 	if room := half - len(c.head); room > 0 {
 		k := min(room, len(p))
 		c.head = append(c.head, p[:k]...)
@@ -213,7 +215,8 @@ func (c *capped) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *capped) String() string {
+// String is the kept output, with a marker where the middle was elided.
+func (c *Capped) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dropped == 0 {
@@ -228,7 +231,6 @@ type proc struct {
 	id      string
 	command string
 	cmd     *exec.Cmd
-	out     *capped
 	done    chan struct{}
 	code    int
 	started time.Time
@@ -373,7 +375,7 @@ func (pr *proc) poll(max int) string {
 	fresh := append([]byte(nil), all[pr.polled:]...)
 	pr.polled = len(all)
 	pr.mu.Unlock()
-	c := &capped{max: max}
+	c := &Capped{Max: max}
 	c.Write(fresh)
 	out := c.String()
 	if out == "" {
