@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/search"
@@ -114,7 +115,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		})
 		return res, err
 	}
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher)
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg))
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -183,6 +184,27 @@ func (c *chatter) newSession(ctx context.Context, source string) (string, error)
 	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
 	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 	return id, err
+}
+
+// summarizer condenses long session_search results with the auxiliary
+// model (the main one unless auxiliary.compression names another).
+func summarizer(main agent.Provider, cfg Resolved) func(context.Context, string, string) (string, error) {
+	return func(ctx context.Context, query, results string) (string, error) {
+		prov, model := main, cfg.Model
+		if cfg.AuxModel != "" {
+			p, err := llm.New(cfg.Aux)
+			if err != nil {
+				return "", err
+			}
+			prov, model = p, cfg.AuxModel
+		}
+		resp, err := prov.Complete(ctx, agent.Request{Model: model, System: sessionsearch.SummaryPrompt, NoTools: true, MaxTokens: 1500,
+			Messages: []schema.Message{{Role: "user", Content: "Query: " + query + "\n\nResults:\n" + results}}}, func(agent.Delta) {})
+		if err != nil {
+			return "", err
+		}
+		return resp.Content, nil
+	}
 }
 
 // ladderOf builds the provider chain: the configured provider, then

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -430,5 +431,35 @@ func TestSessionSearchTool(t *testing.T) {
 	res := msgs[len(msgs)-1].(map[string]any)["content"].(string)
 	if !strings.Contains(res, first) || !strings.Contains(res, "notebook") {
 		t.Fatalf("tool result %q", res)
+	}
+}
+
+func TestLongSessionSearchResultsAreSummarised(t *testing.T) {
+	srv := llmtest.New()
+	var asked atomic.Int32
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+		msgs := r.Body["messages"].([]any)
+		sys := msgs[0].(map[string]any)["content"].(string)
+		last := msgs[len(msgs)-1].(map[string]any)
+		content, _ := last["content"].(string)
+		switch {
+		case strings.Contains(sys, "You condense search results"):
+			return &llmtest.Reply{Content: "Many sessions discussed the kafka migration; see session ids in the index."}
+		case last["role"] == "tool":
+			return &llmtest.Reply{Content: "From memory: " + content}
+		case strings.HasPrefix(content, "search please"):
+			asked.Add(1)
+			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "q", Name: "session_search", Args: `{"query":"kafka","limit":20}`}}}
+		}
+		return &llmtest.Reply{Content: "kafka migration notes " + strings.Repeat("partition rebalancing consumer lag ", 20)}
+	})
+	defer srv.Close()
+	home := t.TempDir()
+	for i := range 12 {
+		hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", fmt.Sprintf("kafka question %d about %s", i, strings.Repeat("the kafka cluster migration plan ", 12)))
+	}
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "search please")
+	if code != 0 || !strings.Contains(out, "From memory: Summary of") || !strings.Contains(out, "kafka migration") || asked.Load() != 1 {
+		t.Fatalf("%d %q %s", code, out, errOut)
 	}
 }

@@ -32,7 +32,8 @@ import (
 
 // registry registers every tool Hermes has; execute_code gets the
 // session's toolbox once config has selected it.
-func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error)) (*tools.Registry, *code.Tool, error) {
+func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
+	summarize func(context.Context, string, string) (string, error)) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
@@ -49,7 +50,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		{"skills", skills.Tools(library(home, wd))},
 		{"code_execution", []agent.Tool{ex}},
 		{"delegation", []agent.Tool{delegate.Tool{}}},
-		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher}}},
+		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
 	} {
 		if err := r.Register(set.name, set.tools...); err != nil {
@@ -212,7 +213,7 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil)
+			r, _, err := registry(home, wd, nil, cfg, nil, nil)
 			if err != nil {
 				return err
 			}

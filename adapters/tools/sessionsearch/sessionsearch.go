@@ -17,6 +17,11 @@ import (
 // Tool is session_search.
 type Tool struct {
 	Search func(ctx context.Context, q search.Query) (search.Results, error)
+	// Summarize, when set, condenses results longer than SummarizeOver
+	// characters (the auxiliary model, as Hermes does); on failure the
+	// results are returned cut instead.
+	Summarize     func(ctx context.Context, query, results string) (string, error)
+	SummarizeOver int
 }
 
 func (Tool) Spec() agent.ToolSpec {
@@ -68,5 +73,19 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		}
 		fmt.Fprintf(&b, "- session %s (%s, %s, %d matches): %s\n", h.Session, h.Time.Format("2006-01-02"), h.Source, h.Matches, snippet)
 	}
-	return b.String(), nil
+	out := b.String()
+	over := t.SummarizeOver
+	if over <= 0 {
+		over = 3000
+	}
+	if len(out) > over && t.Summarize != nil {
+		if sum, err := t.Summarize(ctx, a.Query, out); err == nil && strings.TrimSpace(sum) != "" {
+			return fmt.Sprintf("Summary of %d matching messages in %d sessions:\n%s", res.Total, len(res.Hits), sum), nil
+		}
+		out = out[:over] + "\n[… results cut]"
+	}
+	return out, nil
 }
+
+// SummaryPrompt asks the auxiliary model to condense search results.
+const SummaryPrompt = "You condense search results over past conversations for an AI agent. Keep what bears on the query: which session (keep the ids), when, what was said or decided. Be brief and factual; do not invent anything."
