@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +248,60 @@ func TestAutomaticCompressionBeforeTheCall(t *testing.T) {
 		t.Fatalf("the call after compression still sent %d messages", len(sent))
 	}
 	_ = time.Second
+}
+
+// TestTwoWeakCompressionsStopAutomaticCompression: when compressing saves
+// under 10% twice in a row (the protected head is most of the prompt),
+// automatic compression stops for the session instead of thrashing.
+func TestTwoWeakCompressionsStopAutomaticCompression(t *testing.T) {
+	r := newCompRig(t, compress.Config{Enabled: true, ProtectLastN: 3}, 2000)
+	var summaries, mains atomic.Int32
+	r.srv.SetRoute(func(req llmtest.Request) *llmtest.Reply {
+		if strings.Contains(string(req.Raw), "You compress the middle of a conversation") {
+			summaries.Add(1)
+			return &llmtest.Reply{Content: "s"}
+		}
+		switch mains.Add(1) {
+		case 1:
+			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "e", Name: "echo", Args: `{}`}}}
+		default:
+			return &llmtest.Reply{Content: "ok"}
+		}
+	})
+	ctx := context.Background()
+	if err := session.Create(ctx, r.store, "heavy", session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	meta := schema.Meta{SessionID: "heavy", TurnID: "old"}
+	big := strings.Repeat("heavy protected context ", 200)
+	var evs []schema.Envelope
+	for _, p := range []schema.Payload{
+		schema.UserMessageAdded{Content: big}, schema.AssistantMessageAdded{Content: big}, schema.UserMessageAdded{Content: big},
+		schema.AssistantMessageAdded{Content: "small one"}, schema.TurnCompleted{},
+		schema.UserMessageAdded{Content: "small two"}, schema.AssistantMessageAdded{Content: "small three"}, schema.TurnCompleted{},
+	} {
+		evs = append(evs, schema.MustEnvelope(meta, p))
+	}
+	if _, err := r.store.Append(ctx, events.SessionStream("heavy"), events.Exact(1), evs...); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.mgr.Run(ctx, "heavy", "go", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if summaries.Load() != 2 {
+		t.Fatalf("%d compressions in the first turn, want 2 weak ones", summaries.Load())
+	}
+	if res := r.mgr.Run(ctx, "heavy", "again", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if summaries.Load() != 2 {
+		t.Fatalf("automatic compression went on after two weak ones: %d", summaries.Load())
+	}
+	// /compress still works.
+	if _, err := r.mgr.Compress(ctx, "heavy", ""); err != nil {
+		t.Fatal(err)
+	}
+	if summaries.Load() != 3 {
+		t.Fatal("/compress did not compress")
+	}
 }
