@@ -66,18 +66,22 @@ func newMapping() (mapping.IndexMapping, error) {
 	for _, f := range []string{"session", "root", "role", "source", "model", "tool", "month"} {
 		doc.AddFieldMappingsAt(f, kw())
 	}
+	// No _all field: queries name text (the default field) and code; and
+	// no doc values where nothing sorts or facets on a field.
 	t := bleve.NewTextFieldMapping()
 	t.Analyzer = en.AnalyzerName
-	t.Store, t.IncludeTermVectors = true, true
+	t.Store, t.IncludeTermVectors, t.IncludeInAll, t.DocValues = true, true, false, false
 	doc.AddFieldMappingsAt("text", t)
 	c := bleve.NewTextFieldMapping()
 	c.Analyzer = codeAnalyzer
-	c.Store = false
+	c.Store, c.IncludeTermVectors, c.IncludeInAll, c.DocValues = false, false, false, false
 	doc.AddFieldMappingsAt("code", c)
 	tm := bleve.NewDateTimeFieldMapping()
 	doc.AddFieldMappingsAt("time", tm)
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = en.AnalyzerName
+	m.DefaultField = "text"
+	m.IndexDynamic, m.StoreDynamic, m.DocValuesDynamic = false, false, false
 	return m, nil
 }
 
@@ -102,12 +106,43 @@ func Open(path string) (*Index, error) {
 		if merr != nil {
 			return nil, merr
 		}
-		idx, err = bleve.New(path, m)
+		idx, err = newIndex(path, m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open search index %s: %w (is another hermes search running?)", path, err)
 	}
 	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}}, nil
+}
+
+// newIndex makes a scorch index whose batches are not fsync'd one by one:
+// the index is derived data, its checkpoint travels in the same batch as
+// its documents, and a crash at worst replays the last batches from the
+// log.
+func newIndex(path string, m mapping.IndexMapping) (bleve.Index, error) {
+	return bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, map[string]interface{}{"unsafe_batch": true})
+}
+
+// codeTokens keeps only the words of text that hold code: snake_case,
+// camelCase, paths and dotted names. Prose is already in the text field;
+// indexing it twice would only cost time.
+func codeTokens(text string) string {
+	var b strings.Builder
+	for _, w := range strings.Fields(text) {
+		if strings.ContainsAny(w, "_./\\:") || hasInnerUpper(w) {
+			b.WriteString(w)
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+func hasInnerUpper(w string) bool {
+	for i, r := range w {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes the index.
@@ -199,7 +234,7 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 		if strings.TrimSpace(doc.Text) == "" {
 			continue
 		}
-		doc.Code = doc.Text
+		doc.Code = codeTokens(doc.Text)
 		if err := b.Index(id, doc); err != nil {
 			return err
 		}
@@ -252,7 +287,7 @@ func (x *Index) Reset(context.Context) error {
 	if err != nil {
 		return err
 	}
-	idx, err := bleve.New(x.path, m)
+	idx, err := newIndex(x.path, m)
 	if err != nil {
 		return err
 	}
@@ -319,7 +354,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 		r.SetField("time")
 		must = append(must, r)
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit*20, 0, false)
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit*5, 0, false)
 	req.Fields = []string{"session", "root", "role", "source", "model", "time"}
 	req.Highlight = bleve.NewHighlightWithStyle("ansi")
 	req.Highlight.AddField("text")
