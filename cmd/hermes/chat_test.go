@@ -146,6 +146,13 @@ func TestKillMidTurnThenResume(t *testing.T) {
 	if len(msgs) != 2 || !strings.Contains(msgs[1].(map[string]any)["content"].(string), "first question\n\nstill there?") {
 		t.Fatalf("resumed request %v", msgs)
 	}
+	// show --json is exactly what that call sent (two user messages merged).
+	var shown []map[string]any
+	j, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "show", id, "--json")
+	json.Unmarshal([]byte(j), &shown)
+	if len(shown) != 3 || shown[1]["content"] != msgs[1].(map[string]any)["content"] || shown[2]["content"] != "I am back." {
+		t.Fatalf("show --json %s", j)
+	}
 	store, err := embedded.Open(filepath.Join(home, "events.db"))
 	if err != nil {
 		t.Fatal(err)

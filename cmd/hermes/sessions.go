@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
@@ -114,10 +115,7 @@ func sessionsShow(g *globals) *cobra.Command {
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					if msgs == nil {
-						msgs = []schema.Message{}
-					}
-					return writeJSON(out, msgs)
+					return writeJSON(out, nextCall(msgs))
 				}
 				fmt.Fprintf(out, "session %s  %q\n", s.ID, s.Title)
 				fmt.Fprintf(out, "source %s  model %s  status %s  started %s\n", s.Source, s.Model, s.Status, s.Started.Local().Format(time.DateTime))
@@ -225,4 +223,16 @@ func sessionsDelete(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// nextCall is the history exactly as the next model call sends it, before
+// ephemeral layers: the system message, then the conversation repaired
+// (alternation, closed tool calls) as the loop repairs it.
+func nextCall(msgs []schema.Message) []schema.Message {
+	out := []schema.Message{}
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		out = append(out, msgs[0])
+		msgs = msgs[1:]
+	}
+	return append(out, agent.RepairHistory(msgs)...)
 }
