@@ -481,14 +481,16 @@ func TestInterruptDuringCall(t *testing.T) {
 }
 
 func TestInterruptDuringToolsClosesCalls(t *testing.T) {
+	started := make(chan struct{})
 	block := fnTool{name: "terminal", run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
 	}}
 	r := newRig(t, []agent.Tool{block}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "k", Name: "terminal", Args: `{"command":"sleep 100"}`}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		time.Sleep(200 * time.Millisecond)
+		<-started // interrupt while the tool runs
 		cancel()
 	}()
 	if _, err := r.loop.Turn(ctx, r.tr, "t", "run"); !errors.Is(err, agent.ErrInterrupted) {

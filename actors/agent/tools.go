@@ -119,21 +119,32 @@ func RunTool(ctx context.Context, c Call, timeout time.Duration) Result {
 		done <- r
 	}()
 	var r Result
+	cut := false // the context ended before or while the tool returned
 	select {
 	case r = <-done:
+		cut = r.Err != "" && ctx.Err() != nil
 	case <-ctx.Done():
+		cut = true
 		r = Result{Interrupted: true, Err: "cancelled"}
 		if ctx.Err() == context.DeadlineExceeded {
-			r = Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, timeout)}
 			break
 		}
 		// Interrupted: give the tool a moment to wind down (a subagent
 		// records its end) before abandoning it.
 		select {
-		case done := <-done:
-			done.Interrupted = true
-			r = done
+		case r = <-done:
 		case <-time.After(interruptGrace):
+		}
+	}
+	// However the race between the tool's return and the context went,
+	// a call cut by its context reports why; a call that finished well is
+	// kept even if the deadline passed a moment later.
+	if cut {
+		switch ctx.Err() {
+		case context.DeadlineExceeded:
+			r = Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, timeout)}
+		case context.Canceled:
+			r.Interrupted = true
 		}
 	}
 	r.Duration = time.Since(start)

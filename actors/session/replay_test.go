@@ -37,7 +37,10 @@ func recordRichSession(t *testing.T) (*rig, string) {
 		t.Fatal(res.Err)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	go func() { time.Sleep(200 * time.Millisecond); cancel(agent.Cause("user sent /stop")) }()
+	go func() {
+		waitFor(t, func() bool { return len(r.srv.Requests()) >= 4 }) // the slow call is in flight
+		cancel(agent.Cause("user sent /stop"))
+	}()
 	if res := r.mgr.Run(sctx, "rich", "take your time", nil); !errors.Is(res.Err, agent.ErrInterrupted) {
 		t.Fatal(res.Err)
 	}
@@ -187,7 +190,7 @@ func TestReplayOfARecoveredCrash(t *testing.T) {
 	// the actor system mid-tool, leaving the call without a result.
 	done := make(chan session.TurnResult, 1)
 	go func() { done <- r.mgr.Run(ctx, "crash", "run the slow echo", nil) }()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, func() bool { return strings.Contains(strings.Join(r.types(t, "crash"), " "), "ToolCallStarted") })
 	rs, _ := r.store.ReadStream(ctx, events.SessionStream("crash"), events.Forward, 0, 0)
 	// Copy the events as they are at the moment of the crash into a fresh
 	// stream, then let recovery close them.

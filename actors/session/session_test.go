@@ -196,7 +196,7 @@ func TestNewMessageInterruptsAndStopCancels(t *testing.T) {
 	_ = pid
 	first := make(chan session.TurnResult, 1)
 	go func() { first <- r.mgr.Run(ctx, "s3", "take your time", nil) }()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, func() bool { return len(r.srv.Requests()) >= 1 }) // the slow call is in flight
 	second := r.mgr.Run(ctx, "s3", "actually, quick", nil)
 	if second.Err != nil || second.Answer != "quick answer" {
 		t.Fatalf("second %+v", second)
@@ -206,7 +206,10 @@ func TestNewMessageInterruptsAndStopCancels(t *testing.T) {
 	}
 	// Stop during a tool call: cancelled through ctx, recorded.
 	sctx, cancel := context.WithCancelCause(ctx)
-	go func() { time.Sleep(300 * time.Millisecond); cancel(agent.Cause("user pressed Ctrl-C")) }()
+	go func() {
+		waitFor(t, func() bool { return strings.Count(strings.Join(r.types(t, "s3"), " "), "ToolCallStarted") >= 1 }) // the tool runs
+		cancel(agent.Cause("user pressed Ctrl-C"))
+	}()
 	start := time.Now()
 	third := r.mgr.Run(sctx, "s3", "run a long tool", nil)
 	if !errors.Is(third.Err, agent.ErrInterrupted) || time.Since(start) > 4*time.Second {
@@ -305,5 +308,18 @@ func TestCostCapStopsTheNextCall(t *testing.T) {
 	r.create(t, "day")
 	if res := mgr2.Run(ctx, "day", "hi", nil); res.Err == nil || !strings.Contains(res.Err.Error(), "max_cost_per_day") {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// waitFor polls cond for up to 20 s (instead of guessing with sleeps).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Error("condition not reached in 20 s")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
