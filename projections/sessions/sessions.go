@@ -97,6 +97,23 @@ func scan(row scanner) (*Summary, error) {
 	return &s, nil
 }
 
+// scanAll reads every row of a query of cols.
+func scanAll(rows *sql.Rows, err error) ([]Summary, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Summary
+	for rows.Next() {
+		s, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *s)
+	}
+	return out, rows.Err()
+}
+
 func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
 	if s, ok := m.cache[id]; ok {
 		return s, nil
@@ -210,20 +227,11 @@ func List(ctx context.Context, db *sql.DB, limit int) ([]Summary, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY last_active_ns DESC, id LIMIT ?`, limit)
+	out, err := scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY last_active_ns DESC, id LIMIT ?`, limit))
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []Summary
-	for rows.Next() {
-		s, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Get returns one session; ok is false when it is unknown. An id prefix of
@@ -239,18 +247,9 @@ func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
 	if len(id) < 4 {
 		return Summary{}, false, nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`, id, id+"\xff")
+	found, err := scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`, id, id+"\xff"))
 	if err != nil {
 		return Summary{}, false, err
-	}
-	defer rows.Close()
-	var found []Summary
-	for rows.Next() {
-		s, err := scan(rows)
-		if err != nil {
-			return Summary{}, false, err
-		}
-		found = append(found, *s)
 	}
 	if len(found) > 1 {
 		return Summary{}, false, fmt.Errorf("session prefix %q is ambiguous (%s, %s, ...)", id, found[0].ID, found[1].ID)
@@ -258,23 +257,10 @@ func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
 	if len(found) == 1 {
 		return found[0], true, nil
 	}
-	return Summary{}, false, rows.Err()
+	return Summary{}, false, nil
 }
 
 // Dump is every session sorted by id, for comparing projections.
 func Dump(ctx context.Context, db *sql.DB) ([]Summary, error) {
-	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Summary
-	for rows.Next() {
-		s, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *s)
-	}
-	return out, rows.Err()
+	return scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY id`))
 }
