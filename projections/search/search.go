@@ -20,7 +20,9 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/token/camelcase"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
 	_ "github.com/blevesearch/bleve/v2/search/highlight/highlighter/ansi" // registers the ansi highlighter
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -41,9 +43,19 @@ type Doc struct {
 	Month   string    `json:"month"`
 	Text    string    `json:"text"`
 	Code    string    `json:"code"`
+	// Facet holds "field=value" for each faceted field: one doc-value
+	// field read per matching message instead of one per facet (facet
+	// counting over every match is most of a broad query's time).
+	Facet []string `json:"facet"`
 }
 
-const codeAnalyzer = "hermes_code"
+// facetFields are counted for every search.
+var facetFields = []string{"source", "model", "month", "role"}
+
+const (
+	codeAnalyzer = "hermes_code"
+	textAnalyzer = "hermes_en"
+)
 
 // newMapping: English analysis for text; for code, the same text split
 // on anything but letters and digits (snake_case, paths, dotted names)
@@ -57,19 +69,35 @@ func newMapping() (mapping.IndexMapping, error) {
 		"token_filters": []string{camelcase.Name, lowercase.Name}}); err != nil {
 		return nil, err
 	}
+	// English without the stop-word filter: "the build" is a phrase of
+	// two words, as SQLite FTS5 (and a reader) takes it; with stop words
+	// dropped it would collapse to "build" and match every message that
+	// merely contains that word.
+	if err := m.AddCustomAnalyzer(textAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicode.Name,
+		"token_filters": []string{en.PossessiveName, lowercase.Name, porter.Name}}); err != nil {
+		return nil, err
+	}
 	doc := bleve.NewDocumentMapping()
-	kw := func() *mapping.FieldMapping {
+	// Keyword fields filter (source:telegram) and some are returned with
+	// hits; none needs term vectors, and none is read per match.
+	kw := func(store bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
-		f.IncludeInAll = false
+		f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = store, false, false, false
 		return f
 	}
-	for _, f := range []string{"session", "root", "role", "source", "model", "tool", "month"} {
-		doc.AddFieldMappingsAt(f, kw())
+	for _, f := range []string{"session", "root", "role", "source", "model"} {
+		doc.AddFieldMappingsAt(f, kw(true))
 	}
+	for _, f := range []string{"tool", "month"} {
+		doc.AddFieldMappingsAt(f, kw(false))
+	}
+	facet := kw(false)
+	facet.DocValues = true
+	doc.AddFieldMappingsAt("facet", facet)
 	// No _all field: queries name text (the default field) and code; and
 	// no doc values where nothing sorts or facets on a field.
 	t := bleve.NewTextFieldMapping()
-	t.Analyzer = en.AnalyzerName
+	t.Analyzer = textAnalyzer
 	t.Store, t.IncludeTermVectors, t.IncludeInAll, t.DocValues = true, true, false, false
 	doc.AddFieldMappingsAt("text", t)
 	c := bleve.NewTextFieldMapping()
@@ -77,9 +105,10 @@ func newMapping() (mapping.IndexMapping, error) {
 	c.Store, c.IncludeTermVectors, c.IncludeInAll, c.DocValues = false, false, false, false
 	doc.AddFieldMappingsAt("code", c)
 	tm := bleve.NewDateTimeFieldMapping()
+	tm.IncludeInAll, tm.DocValues = false, false
 	doc.AddFieldMappingsAt("time", tm)
 	m.DefaultMapping = doc
-	m.DefaultAnalyzer = en.AnalyzerName
+	m.DefaultAnalyzer = textAnalyzer
 	m.DefaultField = "text"
 	m.IndexDynamic, m.StoreDynamic, m.DocValuesDynamic = false, false, false
 	return m, nil
@@ -98,15 +127,25 @@ type sessionMeta struct {
 	Root, Source, Model string
 }
 
+// mappingVersion changes whenever the mapping does; an index made with
+// another one is derived data in an old shape, so Open deletes it and the
+// runner fills the new one from the log.
+const mappingVersion = "2"
+
 // Open opens (creating if needed) the index at path.
 func Open(path string) (*Index, error) {
 	idx, err := bleve.Open(path)
-	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		m, merr := newMapping()
-		if merr != nil {
-			return nil, merr
+	if err == nil {
+		if v, verr := idx.GetInternal([]byte("mapping_version")); verr != nil || string(v) != mappingVersion {
+			idx.Close()
+			if err := os.RemoveAll(path); err != nil {
+				return nil, fmt.Errorf("replace search index %s (mapping %q, now %s): %w", path, v, mappingVersion, err)
+			}
+			err = bleve.ErrorIndexPathDoesNotExist
 		}
-		idx, err = newIndex(path, m)
+	}
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		idx, err = newIndex(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open search index %s: %w (is another hermes search running?)", path, err)
@@ -118,8 +157,20 @@ func Open(path string) (*Index, error) {
 // the index is derived data, its checkpoint travels in the same batch as
 // its documents, and a crash at worst replays the last batches from the
 // log.
-func newIndex(path string, m mapping.IndexMapping) (bleve.Index, error) {
-	return bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, map[string]interface{}{"unsafe_batch": true})
+func newIndex(path string) (bleve.Index, error) {
+	m, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	idx, err := bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, map[string]interface{}{"unsafe_batch": true})
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.SetInternal([]byte("mapping_version"), []byte(mappingVersion)); err != nil {
+		idx.Close()
+		return nil, err
+	}
+	return idx, nil
 }
 
 // codeTokens keeps only the words of text that hold code: snake_case,
@@ -235,6 +286,7 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 			continue
 		}
 		doc.Code = codeTokens(doc.Text)
+		doc.Facet = []string{"source=" + doc.Source, "model=" + doc.Model, "month=" + doc.Month, "role=" + doc.Role}
 		if err := b.Index(id, doc); err != nil {
 			return err
 		}
@@ -283,11 +335,7 @@ func (x *Index) Reset(context.Context) error {
 	if err := os.RemoveAll(x.path); err != nil {
 		return err
 	}
-	m, err := newMapping()
-	if err != nil {
-		return err
-	}
-	idx, err := newIndex(x.path, m)
+	idx, err := newIndex(x.path)
 	if err != nil {
 		return err
 	}
@@ -358,22 +406,22 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 	req.Fields = []string{"session", "root", "role", "source", "model", "time"}
 	req.Highlight = bleve.NewHighlightWithStyle("ansi")
 	req.Highlight.AddField("text")
-	for _, f := range []string{"source", "model", "month", "role"} {
-		req.AddFacet(f, bleve.NewFacetRequest(f, 20))
-	}
+	req.AddFacet("facet", bleve.NewFacetRequest("facet", 10_000))
 	res, err := x.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
 	}
 	out := Results{Total: res.Total, Facets: map[string]map[string]int{}}
-	for name, f := range res.Facets {
-		m := map[string]int{}
-		if f.Terms != nil {
-			for _, t := range f.Terms.Terms() {
-				m[t.Term] = t.Count
+	for _, f := range facetFields {
+		out.Facets[f] = map[string]int{}
+	}
+	if f := res.Facets["facet"]; f != nil && f.Terms != nil {
+		for _, t := range f.Terms.Terms() {
+			field, value, ok := strings.Cut(t.Term, "=")
+			if m := out.Facets[field]; ok && m != nil && value != "" {
+				m[value] = t.Count
 			}
 		}
-		out.Facets[name] = m
 	}
 	bySession := map[string]int{}
 	for _, h := range res.Hits {

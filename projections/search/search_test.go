@@ -72,9 +72,12 @@ func TestSearch(t *testing.T) {
 	}{
 		{Query{Text: "deploy"}, "deploy"},     // stemming: deployment, deploy
 		{Query{Text: `"empty queue"`}, "bug"}, // phrase
-		{Query{Text: "subscript*"}, "bug"},    // prefix (subscriptionManager via text)
-		{Query{Text: "tomatto~1"}, "pasta"},   // fuzzy
-		{Query{Text: "crash -queue"}, ""},     // boolean: every crash message mentions the queue
+		{Query{Text: `"the queue"`}, "bug"},   // stop words count in phrases
+		{Query{Text: `"the tomato"`}, ""},     // ("a quick tomato"; not just "tomato")
+		{Query{Text: `"quick tomato pasta"`}, "pasta"},
+		{Query{Text: "subscript*"}, "bug"},  // prefix (subscriptionManager via text)
+		{Query{Text: "tomatto~1"}, "pasta"}, // fuzzy
+		{Query{Text: "crash -queue"}, ""},   // boolean: every crash message mentions the queue
 		{Query{Text: "+crash +empty"}, "bug"},
 		{Query{Text: "staging"}, "deploy"},                          // snake_case part of a path
 		{Query{Text: "subscription manager"}, "bug"},                // camelCase parts
@@ -97,8 +100,11 @@ func TestSearch(t *testing.T) {
 	if len(res.Hits) != 1 || res.Hits[0].Matches < 2 || !strings.Contains(res.Hits[0].Snippet, "queue") {
 		t.Fatalf("grouping or snippet: %+v", res.Hits)
 	}
-	if res.Facets["source"]["telegram"] < 2 || res.Facets["month"]["2026-11"] < 2 {
-		t.Fatalf("facets %v", res.Facets)
+	// the user message, the read_file call's path, the tool result's
+	// drainQueue and the answer
+	wantFacets := "map[model:map[gpt-4o-mini:4] month:map[2026-11:4] role:map[assistant:2 tool:1 user:1] source:map[telegram:4]]"
+	if got := fmt.Sprint(res.Facets); res.Total != 4 || got != wantFacets {
+		t.Fatalf("total %d facets %s, want 4 and %s", res.Total, got, wantFacets)
 	}
 	before := fmt.Sprint(res.Hits[0].Session, res.Total)
 	if err := run.Rebuild(ctx, ""); err != nil {
@@ -115,5 +121,44 @@ func TestSearch(t *testing.T) {
 	}
 	if _, err := idx.Search(ctx, Query{Text: "  "}); err == nil {
 		t.Fatal("empty query accepted")
+	}
+}
+
+// An index made with an older mapping is replaced on open and refilled
+// from the log.
+func TestOldMappingRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	write(t, store, "s1", "cli", time.Now(), schema.UserMessageAdded{Content: "kubernetes rollout stuck"})
+	path := filepath.Join(dir, "search.bleve")
+	idx, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := projections.NewRunner(store, zerolog.Nop(), idx).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idx.idx.SetInternal([]byte("mapping_version"), []byte("1"))
+	idx.Close()
+
+	idx, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	if cp, _ := idx.Checkpoint(ctx); cp != 0 {
+		t.Fatalf("old index kept, checkpoint %d", cp)
+	}
+	if _, err := projections.NewRunner(store, zerolog.Nop(), idx).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := idx.Search(ctx, Query{Text: "rollout"})
+	if err != nil || sessions(res) != "s1" {
+		t.Fatalf("after refill: %+v %v", res.Hits, err)
 	}
 }
