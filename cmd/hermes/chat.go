@@ -108,7 +108,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	wd, _ := os.Getwd()
 	searcher := func(ctx context.Context, q search.Query) (search.Results, error) {
 		var res search.Results
-		err := a.searchIndex(ctx, false, func(idx *search.Index) error {
+		err := a.searchIndex(ctx, false, nil, func(idx *search.Index) error {
 			var err error
 			res, err = idx.Search(ctx, q)
 			return err

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,20 +15,34 @@ import (
 	"github.com/hermes-go/hermes/projections/search"
 )
 
-// searchIndex opens the search index (its file lock admits one process at
-// a time: retried briefly), brings it up to date, and runs fn.
-func (a *app) searchIndex(ctx context.Context, rebuild bool, fn func(*search.Index) error) error {
+// searchWait bounds how long a search waits for another process to let
+// go of the index (a long catch-up or rebuild there).
+const searchWait = 2 * time.Minute
+
+// searchIndex opens the search index, brings it up to date, and runs fn.
+// The index's file lock admits one process at a time and each holds it
+// only for one search, so a busy index is waited for (up to searchWait or
+// the end of ctx); waiting, if given, is told once that we wait.
+func (a *app) searchIndex(ctx context.Context, rebuild bool, waiting func(), fn func(*search.Index) error) error {
 	path := filepath.Join(a.home, "search.bleve")
+	deadline := time.Now().Add(searchWait)
 	var idx *search.Index
 	var err error
-	for i := 0; i < 50; i++ {
-		if idx, err = search.Open(path); err == nil {
+	for {
+		if idx, err = search.Open(path); !errors.Is(err, search.ErrBusy) {
 			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w (waited %s)", err, searchWait)
+		}
+		if waiting != nil {
+			waiting()
+			waiting = nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	if err != nil {
@@ -66,7 +82,10 @@ func searchCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			return a.searchIndex(cmd.Context(), rebuild, func(idx *search.Index) error {
+			waiting := func() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "waiting for the search index: another hermes process is using it")
+			}
+			return a.searchIndex(cmd.Context(), rebuild, waiting, func(idx *search.Index) error {
 				res, err := idx.Search(cmd.Context(), q)
 				if err != nil {
 					return err
@@ -89,8 +108,16 @@ func searchCmd(g *globals) *cobra.Command {
 				}
 				for _, f := range []string{"source", "model", "month"} {
 					var parts []string
-					for k, v := range res.Facets[f] {
-						parts = append(parts, fmt.Sprintf("%s %d", k, v))
+					keys := make([]string, 0, len(res.Facets[f]))
+					for k := range res.Facets[f] {
+						keys = append(keys, k)
+					}
+					sort.Slice(keys, func(i, j int) bool {
+						ci, cj := res.Facets[f][keys[i]], res.Facets[f][keys[j]]
+						return ci > cj || ci == cj && keys[i] < keys[j]
+					})
+					for _, k := range keys {
+						parts = append(parts, fmt.Sprintf("%s %d", k, res.Facets[f][k]))
 					}
 					if len(parts) > 0 {
 						fmt.Fprintf(out, "by %s: %s\n", f, strings.Join(parts, ", "))

@@ -26,6 +26,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	_ "github.com/blevesearch/bleve/v2/search/highlight/highlighter/ansi" // registers the ansi highlighter
 	"github.com/blevesearch/bleve/v2/search/query"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
@@ -132,9 +133,18 @@ type sessionMeta struct {
 // runner fills the new one from the log.
 const mappingVersion = "2"
 
-// Open opens (creating if needed) the index at path.
+// ErrBusy is returned by Open while another process holds the index:
+// its file lock admits one process at a time, so callers wait and retry.
+var ErrBusy = errors.New("the search index is in use by another hermes process")
+
+// lockWait is how long one Open waits for the index's file lock.
+const lockWait = "100ms"
+
+// Open opens (creating if needed) the index at path. It waits briefly for
+// the file lock and returns an error wrapping ErrBusy if another process
+// keeps holding it.
 func Open(path string) (*Index, error) {
-	idx, err := bleve.Open(path)
+	idx, err := bleve.OpenUsing(path, map[string]interface{}{"bolt_timeout": lockWait})
 	if err == nil {
 		if v, verr := idx.GetInternal([]byte("mapping_version")); verr != nil || string(v) != mappingVersion {
 			idx.Close()
@@ -146,9 +156,16 @@ func Open(path string) (*Index, error) {
 	}
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		idx, err = newIndex(path)
+		if errors.Is(err, bleve.ErrorIndexPathExists) {
+			// another process created it meanwhile
+			return nil, fmt.Errorf("open search index %s: %w", path, ErrBusy)
+		}
+	}
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open search index %s: %w", path, ErrBusy)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open search index %s: %w (is another hermes search running?)", path, err)
+		return nil, fmt.Errorf("open search index %s: %w", path, err)
 	}
 	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}}, nil
 }
@@ -162,7 +179,8 @@ func newIndex(path string) (bleve.Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, map[string]interface{}{"unsafe_batch": true})
+	idx, err := bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore,
+		map[string]interface{}{"unsafe_batch": true, "bolt_timeout": lockWait})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -161,4 +162,24 @@ func TestOldMappingRebuilt(t *testing.T) {
 	if err != nil || sessions(res) != "s1" {
 		t.Fatalf("after refill: %+v %v", res.Hits, err)
 	}
+}
+
+// The index admits one holder at a time: a second Open says it is busy
+// (quickly, not hanging), and succeeds once the first lets go.
+func TestBusyIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "search.bleve")
+	first, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, ErrBusy) {
+		first.Close()
+		t.Fatalf("second open while held: %v, want ErrBusy", err)
+	}
+	first.Close()
+	second, err := Open(path)
+	if err != nil {
+		t.Fatalf("open after release: %v", err)
+	}
+	second.Close()
 }
