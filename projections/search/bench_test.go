@@ -56,7 +56,8 @@ func percentile(d []time.Duration, p float64) float64 {
 // BenchmarkSearchVsFTS5 indexes HERMES_BENCH_MESSAGES (default 100,000)
 // chat messages into the Bleve projection and into SQLite FTS5 (the engine
 // the Python Hermes uses) in the same run, then times word, phrase and
-// filtered queries on both. Run with -benchtime 1x.
+// filtered queries on both (HERMES_BENCH_QUERIES of each, default 200).
+// Run with -benchtime 1x.
 func BenchmarkSearchVsFTS5(b *testing.B) {
 	total := 100_000
 	if v, err := strconv.Atoi(os.Getenv("HERMES_BENCH_MESSAGES")); err == nil && v > 0 {
@@ -136,7 +137,10 @@ func BenchmarkSearchVsFTS5(b *testing.B) {
 		}
 		ftsRate := float64(total) / time.Since(start).Seconds()
 
-		const runs = 200
+		runs := 200
+		if v, err := strconv.Atoi(os.Getenv("HERMES_BENCH_QUERIES")); err == nil && v > 0 {
+			runs = v
+		}
 		kinds := []string{"word", "phrase", "filtered"}
 		lat := map[string][]time.Duration{}
 		for i := 0; i < runs; i++ {

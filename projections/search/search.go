@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -24,6 +26,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	_ "github.com/blevesearch/bleve/v2/search/highlight/highlighter/ansi" // registers the ansi highlighter
 	"github.com/blevesearch/bleve/v2/search/query"
 	bolt "go.etcd.io/bbolt"
@@ -42,6 +45,7 @@ type Doc struct {
 	Tool    string    `json:"tool"`
 	Time    time.Time `json:"time"`
 	Month   string    `json:"month"`
+	Day     string    `json:"day"`
 	Text    string    `json:"text"`
 	Code    string    `json:"code"`
 	// Facet holds "field=value" for each faceted field: one doc-value
@@ -89,7 +93,7 @@ func newMapping() (mapping.IndexMapping, error) {
 	for _, f := range []string{"session", "root", "role", "source", "model"} {
 		doc.AddFieldMappingsAt(f, kw(true))
 	}
-	for _, f := range []string{"tool", "month"} {
+	for _, f := range []string{"tool", "month", "day"} {
 		doc.AddFieldMappingsAt(f, kw(false))
 	}
 	facet := kw(false)
@@ -106,7 +110,10 @@ func newMapping() (mapping.IndexMapping, error) {
 	c.Store, c.IncludeTermVectors, c.IncludeInAll, c.DocValues = false, false, false, false
 	doc.AddFieldMappingsAt("code", c)
 	tm := bleve.NewDateTimeFieldMapping()
-	tm.IncludeInAll, tm.DocValues = false, false
+	// Time is only returned with hits. A datetime index costs sixteen
+	// terms per message (a third of all indexing time); --since filters
+	// on the day keyword instead.
+	tm.IncludeInAll, tm.DocValues, tm.Index = false, false, false
 	doc.AddFieldMappingsAt("time", tm)
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = textAnalyzer
@@ -131,7 +138,7 @@ type sessionMeta struct {
 // mappingVersion changes whenever the mapping does; an index made with
 // another one is derived data in an old shape, so Open deletes it and the
 // runner fills the new one from the log.
-const mappingVersion = "2"
+const mappingVersion = "3"
 
 // ErrBusy is returned by Open while another process holds the index:
 // its file lock admits one process at a time, so callers wait and retry.
@@ -246,28 +253,45 @@ func (x *Index) sessionMeta(id string) sessionMeta {
 	return m
 }
 
-// Apply implements projections.Projection: documents, deletions and the
-// checkpoint go in one batch.
+// Apply implements projections.Projection. Documents are indexed first
+// (in parallel segments when there are many), then session facts and the
+// checkpoint in one batch: a crash in between re-indexes the same ids.
 func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 	cp, err := x.Checkpoint(ctx)
 	if err != nil {
 		return err
 	}
-	b := x.idx.NewBatch()
+	var docs []pendingDoc
+	internal := x.idx.NewBatch()
+	flush := func() error {
+		if err := x.indexDocs(docs); err != nil {
+			return err
+		}
+		docs = docs[:0]
+		if err := x.idx.Batch(internal); err != nil {
+			return err
+		}
+		internal.Reset()
+		return nil
+	}
 	for _, ev := range batch {
 		if ev.Position <= cp {
 			continue
 		}
 		sid := ev.SessionID
 		if ev.IsTombstone() {
-			if err := x.deleteSession(b, sid); err != nil {
+			// documents still pending must be searchable to be deleted
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := x.deleteSession(sid); err != nil {
 				return err
 			}
 			continue
 		}
-		id := fmt.Sprintf("%s/%d", sid, ev.Revision)
 		m := x.sessionMeta(sid)
-		doc := Doc{Session: sid, Root: m.Root, Source: m.Source, Model: m.Model, Time: ev.Time, Month: ev.Time.Format("2006-01")}
+		doc := Doc{Session: sid, Root: m.Root, Source: m.Source, Model: m.Model, Time: ev.Time,
+			Month: ev.Time.UTC().Format("2006-01"), Day: ev.Time.UTC().Format(time.DateOnly)}
 		if doc.Root == "" {
 			doc.Root = sid
 		}
@@ -283,7 +307,7 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 			m = sessionMeta{Root: root, Source: e.Source, Model: e.Model}
 			x.meta[sid] = m
 			mb, _ := json.Marshal(m)
-			b.SetInternal([]byte("session/"+sid), mb)
+			internal.SetInternal([]byte("session/"+sid), mb)
 			continue
 		case schema.UserMessageAdded:
 			doc.Role, doc.Text = "user", e.Content
@@ -305,21 +329,54 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 		}
 		doc.Code = codeTokens(doc.Text)
 		doc.Facet = []string{"source=" + doc.Source, "model=" + doc.Model, "month=" + doc.Month, "role=" + doc.Role}
-		if err := b.Index(id, doc); err != nil {
-			return err
-		}
+		docs = append(docs, pendingDoc{id: sid + "/" + strconv.FormatUint(ev.Revision, 10), doc: doc})
 	}
-	b.SetInternal([]byte("checkpoint"), []byte(strconv.FormatUint(batch[len(batch)-1].Position, 10)))
-	return x.idx.Batch(b)
+	internal.SetInternal([]byte("checkpoint"), []byte(strconv.FormatUint(batch[len(batch)-1].Position, 10)))
+	return flush()
+}
+
+type pendingDoc struct {
+	id  string
+	doc Doc
+}
+
+// parallelFrom is the number of documents from which a batch is split
+// into one segment per core: building a segment is single-threaded.
+const parallelFrom = 1024
+
+// indexDocs indexes docs, in concurrent batches when there are many.
+func (x *Index) indexDocs(docs []pendingDoc) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	parts := 1
+	if len(docs) >= parallelFrom {
+		parts = min(runtime.GOMAXPROCS(0), len(docs)/(parallelFrom/2))
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(docs)/parts, (p+1)*len(docs)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := x.idx.NewBatch()
+			for _, d := range docs[lo:hi] {
+				if err := b.Index(d.id, d.doc); err != nil {
+					errs[p] = err
+					return
+				}
+			}
+			errs[p] = x.idx.Batch(b)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // deleteSession removes every document of an erased session.
-func (x *Index) deleteSession(b *bleve.Batch, sid string) error {
-	// Documents still in the batch must be searchable to be found.
-	if err := x.idx.Batch(b); err != nil {
-		return err
-	}
-	b.Reset()
+func (x *Index) deleteSession(sid string) error {
+	b := x.idx.NewBatch()
 	q := bleve.NewTermQuery(sid)
 	q.SetField("session")
 	for {
@@ -341,7 +398,7 @@ func (x *Index) deleteSession(b *bleve.Batch, sid string) error {
 	}
 	b.DeleteInternal([]byte("session/" + sid))
 	delete(x.meta, sid)
-	return nil
+	return x.idx.Batch(b)
 }
 
 // Reset implements projections.Projection: the index is deleted and made
@@ -366,7 +423,7 @@ type Query struct {
 	Text   string
 	Source string
 	Role   string
-	Since  time.Time
+	Since  time.Time // messages from this day (UTC) on; the time of day is not used
 	Limit  int
 }
 
@@ -416,12 +473,14 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 		}
 	}
 	if !q.Since.IsZero() {
-		r := bleve.NewDateRangeQuery(q.Since, time.Time{}) // open-ended
-		r.SetField("time")
+		inclusive := true
+		r := bleve.NewTermRangeInclusiveQuery(q.Since.UTC().Format(time.DateOnly), "", &inclusive, nil) // open-ended
+		r.SetField("day")
 		must = append(must, r)
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit*5, 0, false)
-	req.Fields = []string{"session", "root", "role", "source", "model", "time"}
+	filter := bleve.NewConjunctionQuery(must...)
+	req := bleve.NewSearchRequestOptions(filter, q.Limit*5, 0, false)
+	req.Fields = hitFields
 	req.Highlight = bleve.NewHighlightWithStyle("ansi")
 	req.Highlight.AddField("text")
 	req.AddFacet("facet", bleve.NewFacetRequest("facet", 10_000))
@@ -448,23 +507,85 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 			out.Hits[i].Matches++
 			continue
 		}
-		hit := Hit{Session: sid, Score: h.Score, Matches: 1}
-		hit.Root, _ = h.Fields["root"].(string)
-		hit.Role, _ = h.Fields["role"].(string)
-		hit.Source, _ = h.Fields["source"].(string)
-		hit.Model, _ = h.Fields["model"].(string)
-		if ts, ok := h.Fields["time"].(string); ok {
-			hit.Time, _ = time.Parse(time.RFC3339Nano, ts)
-		}
-		if frags := h.Fragments["text"]; len(frags) > 0 {
-			hit.Snippet = frags[0]
-		}
 		bySession[sid] = len(out.Hits)
-		out.Hits = append(out.Hits, hit)
+		out.Hits = append(out.Hits, hitOf(h))
+	}
+	// Sessions with many matching messages can fill the first page: page
+	// on (session ids only) until there are Limit sessions, then fetch the
+	// details of the best message of each session found that way.
+	scanned, size := len(res.Hits), q.Limit*5
+	later := map[string]int{} // message id -> its session's place in out.Hits
+	for len(out.Hits) < q.Limit && uint64(scanned) < res.Total && scanned < maxScan {
+		size = min(size*4, maxScan-scanned)
+		req := bleve.NewSearchRequestOptions(filter, size, scanned, false)
+		req.Fields = []string{"session"}
+		page, err := x.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		if len(page.Hits) == 0 {
+			break
+		}
+		for _, h := range page.Hits {
+			sid, _ := h.Fields["session"].(string)
+			if i, ok := bySession[sid]; ok {
+				out.Hits[i].Matches++
+				continue
+			}
+			bySession[sid] = len(out.Hits)
+			if len(out.Hits) < q.Limit {
+				later[h.ID] = len(out.Hits)
+			}
+			out.Hits = append(out.Hits, Hit{Session: sid, Score: h.Score, Matches: 1})
+		}
+		scanned += len(page.Hits)
+	}
+	if len(later) > 0 {
+		ids := make([]string, 0, len(later))
+		for id := range later {
+			ids = append(ids, id)
+		}
+		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(filter, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
+		req.Fields = hitFields
+		req.Highlight = bleve.NewHighlightWithStyle("ansi")
+		req.Highlight.AddField("text")
+		details, err := x.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		for _, h := range details.Hits {
+			if i, ok := later[h.ID]; ok {
+				hit := hitOf(h)
+				hit.Score, hit.Matches = out.Hits[i].Score, out.Hits[i].Matches
+				out.Hits[i] = hit
+			}
+		}
 	}
 	sort.SliceStable(out.Hits, func(i, j int) bool { return out.Hits[i].Score > out.Hits[j].Score })
 	if len(out.Hits) > q.Limit {
 		out.Hits = out.Hits[:q.Limit]
 	}
 	return out, nil
+}
+
+// maxScan bounds the matching messages a search looks through to find
+// Limit distinct sessions.
+const maxScan = 20_000
+
+var hitFields = []string{"session", "root", "role", "source", "model", "time"}
+
+func hitOf(h *bsearch.DocumentMatch) Hit {
+	hit := Hit{Score: h.Score, Matches: 1}
+	hit.Session, _ = h.Fields["session"].(string)
+	hit.Root, _ = h.Fields["root"].(string)
+	hit.Role, _ = h.Fields["role"].(string)
+	hit.Source, _ = h.Fields["source"].(string)
+	hit.Model, _ = h.Fields["model"].(string)
+	if ts, ok := h.Fields["time"].(string); ok {
+		hit.Time, _ = time.Parse(time.RFC3339Nano, ts)
+	}
+	if frags := h.Fragments["text"]; len(frags) > 0 {
+		hit.Snippet = frags[0]
+	}
+	return hit
 }

@@ -87,6 +87,10 @@ func TestSearch(t *testing.T) {
 		{Query{Text: "source:telegram role:user +recipe"}, "pasta"}, // field filters in the query
 		{Query{Text: "queue", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, "bug"},
 		{Query{Text: "deploy", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, ""},
+		{Query{Text: "queue", Since: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}, "bug"}, // the same day counts
+		{Query{Text: "queue", Since: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}, ""},
+		{Query{Text: "+month:2026-10 +deploy"}, "deploy"},
+		{Query{Text: "+day:2026-11-20 +deploy"}, ""},
 	}
 	for _, c := range cases {
 		res, err := idx.Search(ctx, c.q)
@@ -182,4 +186,68 @@ func TestBusyIndex(t *testing.T) {
 		t.Fatalf("open after release: %v", err)
 	}
 	second.Close()
+}
+
+// One large Apply (split into concurrent segments) with a session erased
+// in its middle: every other message is found once, none of the erased
+// session's, and a second pass over the same events changes nothing.
+func TestLargeBatchWithErasure(t *testing.T) {
+	idx, err := Open(filepath.Join(t.TempDir(), "search.bleve"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	ctx := context.Background()
+	var evs []projections.Event
+	pos := uint64(0)
+	add := func(sid string, rev uint64, p schema.Payload) {
+		pos++
+		evs = append(evs, projections.Event{Recorded: events.Recorded{Envelope: schema.Envelope{SessionID: sid, Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, Revision: rev, Position: pos}, Payload: p})
+	}
+	const sessionsN, per = 60, 50 // 3,000 messages
+	for s := range sessionsN {
+		sid := fmt.Sprintf("s%02d", s)
+		add(sid, 0, schema.SessionStarted{Source: "cli", Model: "m", Reason: schema.StartNew})
+		for i := 1; i <= per; i++ {
+			add(sid, uint64(i), schema.UserMessageAdded{Content: fmt.Sprintf("needle number %d in %s", i, sid)})
+		}
+		if s == 30 {
+			pos++
+			evs = append(evs, projections.Event{Recorded: events.Recorded{Envelope: schema.Envelope{SessionID: "s10", Type: events.StreamDeletedType}, Position: pos}})
+		}
+	}
+	if err := idx.Apply(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		res, err := idx.Search(ctx, Query{Text: "needle", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != (sessionsN-1)*per || len(res.Hits) != sessionsN-1 {
+			t.Fatalf("%s: %d messages in %d sessions, want %d in %d", when, res.Total, len(res.Hits), (sessionsN-1)*per, sessionsN-1)
+		}
+		for _, h := range res.Hits {
+			if h.Session == "s10" {
+				t.Fatalf("%s: erased session found", when)
+			}
+			// sessions found past the first page carry their details too
+			if h.Source != "cli" || h.Matches != per || !strings.Contains(h.Snippet, "needle") || !strings.Contains(h.Snippet, h.Session) {
+				t.Fatalf("%s: hit %+v", when, h)
+			}
+		}
+		if res.Facets["source"]["cli"] != (sessionsN-1)*per {
+			t.Fatalf("%s: facets %v", when, res.Facets)
+		}
+	}
+	check("first pass")
+	if cp, _ := idx.Checkpoint(ctx); cp != pos {
+		t.Fatalf("checkpoint %d, want %d", cp, pos)
+	}
+	// a crash before the checkpoint was written replays the batch
+	idx.idx.SetInternal([]byte("checkpoint"), []byte("0"))
+	if err := idx.Apply(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	check("replayed")
 }
