@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +112,85 @@ func TestImportHermesState(t *testing.T) {
 	}
 	if _, err := HermesState(ctx, filepath.Join(dir, "events.db"), store); err == nil || !strings.Contains(err.Error(), "no sessions table") {
 		t.Fatalf("not a state.db: %v", err)
+	}
+}
+
+// TestImportRealHermesStateDB imports a database written by the Python
+// Hermes Agent's own SessionDB (hermes-agent 0.19.0, which .ci/run
+// installs; HERMES_AGENT_PYTHONPATH points at it).
+func TestImportRealHermesStateDB(t *testing.T) {
+	pyPath := os.Getenv("HERMES_AGENT_PYTHONPATH")
+	if pyPath == "" {
+		t.Skip("HERMES_AGENT_PYTHONPATH is not set (.ci/run installs hermes-agent and sets it)")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	cmd := exec.Command("python3", "testdata/make_state.py", path)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pyPath, "HERMES_HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build state.db with hermes_state.SessionDB: %v\n%s", err, out)
+	}
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	rep, err := HermesState(ctx, path, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sessions != 2 || rep.Messages != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	rs, _ := store.ReadStream(ctx, events.SessionStream("20260301_090000_aaaaaa"), events.Forward, 0, 0)
+	var types []string
+	var ps []schema.Payload
+	for _, r := range rs {
+		types = append(types, r.Type)
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if got := strings.Join(types, " "); got != "SessionStarted SystemPromptBuilt SessionTitled UserMessageAdded AssistantMessageAdded ToolResultAdded AssistantMessageAdded TurnCompleted SessionEnded" {
+		t.Fatalf("events %s", got)
+	}
+	start := ps[0].(schema.SessionStarted)
+	if start.Source != "telegram" || start.Model != "anthropic/claude-sonnet-4" || start.WorkingDir != "/home/ada" {
+		t.Fatalf("start %+v", start)
+	}
+	if title := ps[2].(schema.SessionTitled); title.Title != "Disk usage" {
+		t.Fatalf("title %+v", title)
+	}
+	if !rs[3].Time.Equal(at(1772355601.25)) || !rs[6].Time.Equal(at(1772355604)) {
+		t.Fatalf("message times %s, %s", rs[3].Time, rs[6].Time)
+	}
+	call := ps[4].(schema.AssistantMessageAdded)
+	if len(call.ToolCalls) != 1 || call.ToolCalls[0].ID != "call_1" || call.ToolCalls[0].Function.Name != "terminal" ||
+		call.ToolCalls[0].Function.Arguments != `{"command": "df -h"}` || call.Reasoning != "Check df." {
+		t.Fatalf("tool call %+v", call)
+	}
+	if res := ps[5].(schema.ToolResultAdded); res.CallID != "call_1" || res.Name != "terminal" || res.Content != "/dev/sda1 80% used" {
+		t.Fatalf("tool result %+v", res)
+	}
+	final := ps[6].(schema.AssistantMessageAdded)
+	if final.Content != "Your disk is 80% full." || final.Usage.PromptTokens != 7000 || final.Usage.CompletionTokens != 300 || final.CostUSD != 0.0123 {
+		t.Fatalf("last answer %+v", final)
+	}
+	if end := ps[8].(schema.SessionEnded); end.Reason == "" {
+		t.Fatalf("end %+v", end)
+	}
+	msgs := history.Fold(ps).Full()
+	if len(msgs) != 5 || msgs[0].Role != "system" || msgs[3].Role != "tool" {
+		b, _ := json.Marshal(msgs)
+		t.Fatalf("history %s", b)
+	}
+	child, _ := store.ReadStream(ctx, events.SessionStream("20260301_100000_bbbbbb"), events.Forward, 0, 1)
+	var cs schema.SessionStarted
+	json.Unmarshal(child[0].Payload, &cs)
+	if cs.ParentSessionID != "20260301_090000_aaaaaa" || cs.Source != "cli" {
+		t.Fatalf("child %+v", cs)
 	}
 }
