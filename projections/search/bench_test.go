@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite"
 
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -185,5 +187,68 @@ func BenchmarkSearchVsFTS5(b *testing.B) {
 		}
 		idx.Close()
 		db.Close()
+	}
+}
+
+// BenchmarkRebuildSearch drops the search index and rebuilds it through
+// the projection runner from an embedded event store holding
+// HERMES_BENCH_MESSAGES (default 100,000) messages in sessions of 50, with
+// the tool-call and turn events a real log has between them: what
+// `hermes search --rebuild` does.
+func BenchmarkRebuildSearch(b *testing.B) {
+	total := 100_000
+	if v, err := strconv.Atoi(os.Getenv("HERMES_BENCH_MESSAGES")); err == nil && v > 0 {
+		total = v
+	}
+	dir := b.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := 0
+	for s := 0; s*50 < total; s++ {
+		sid := fmt.Sprintf("%08d-0000-4000-8000-000000000000", s)
+		m := schema.Meta{SessionID: sid, TurnID: "t"}
+		evs := []schema.Envelope{schema.MustEnvelope(m, schema.SessionStarted{Source: "cli", Model: "gpt-4o-mini", Reason: schema.StartNew})}
+		for i := 0; i < 50 && s*50+i < total; i++ {
+			switch i % 3 {
+			case 0:
+				evs = append(evs, schema.MustEnvelope(m, schema.UserMessageAdded{Content: sentence(rng)}))
+			case 1:
+				evs = append(evs, schema.MustEnvelope(m, schema.AssistantMessageAdded{Content: sentence(rng), Model: "gpt-4o-mini",
+					ToolCalls: []schema.ToolCall{{ID: "c", Type: "function", Function: schema.FunctionCall{Name: "terminal", Arguments: `{"command":"go test ./..."}`}}}}),
+					schema.MustEnvelope(m, schema.ToolCallStarted{CallID: "c", Name: "terminal"}))
+			default:
+				evs = append(evs, schema.MustEnvelope(m, schema.ToolResultAdded{CallID: "c", Name: "terminal", Content: sentence(rng)}),
+					schema.MustEnvelope(m, schema.TurnCompleted{Iterations: 2}))
+			}
+		}
+		if _, err := store.Append(ctx, events.SessionStream(sid), events.NoStream, evs...); err != nil {
+			b.Fatal(err)
+		}
+		all += len(evs)
+	}
+	idx, err := Open(filepath.Join(dir, "search.bleve"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idx.Close()
+	run := projections.NewRunner(store, zerolog.Nop(), idx)
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		if err := run.Rebuild(ctx, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	secs := time.Since(start).Seconds() / float64(b.N)
+	b.ReportMetric(float64(total)/secs, "msgs/s")
+	b.ReportMetric(float64(all)/secs, "events/s")
+	res, err := idx.Search(ctx, Query{Text: "deploy"})
+	if err != nil || res.Total == 0 {
+		b.Fatalf("rebuilt index finds nothing: %v", err)
 	}
 }
