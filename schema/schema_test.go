@@ -42,6 +42,7 @@ var samples = []Payload{
 	SessionEnded{Reason: "user exit"},
 	TodoUpdated{Todos: []Todo{{ID: "1", Content: "read the failing test", Status: "completed"}, {ID: "2", Content: "fix the nil map", Status: "in_progress"}}},
 	ApprovalDecided{Command: "rm -rf build/", Pattern: "recursive delete", Decision: "once", By: "user"},
+	AuxiliaryCallCompleted{Purpose: "compression", Model: "gpt-4o-mini", Provider: "openai", Usage: Usage{PromptTokens: 12000, CompletionTokens: 900}, CostUSD: 0.0023},
 }
 
 func fixturePath(tv TypeVersion, suffix string) string {

@@ -185,8 +185,21 @@ type ApprovalDecided struct {
 	By string `json:"by"`
 }
 
-func (TodoUpdated) EventType() string     { return "TodoUpdated" }
-func (ApprovalDecided) EventType() string { return "ApprovalDecided" }
+// AuxiliaryCallCompleted records a model call made for the session but
+// outside its conversation: the compression summary, the memory flush
+// before it, condensing long session_search results. Costs count it.
+type AuxiliaryCallCompleted struct {
+	// Purpose is compression, memory_flush or search_summary.
+	Purpose  string  `json:"purpose"`
+	Model    string  `json:"model"`
+	Provider string  `json:"provider,omitempty"`
+	Usage    Usage   `json:"usage"`
+	CostUSD  float64 `json:"cost_usd"`
+}
+
+func (AuxiliaryCallCompleted) EventType() string { return "AuxiliaryCallCompleted" }
+func (TodoUpdated) EventType() string            { return "TodoUpdated" }
+func (ApprovalDecided) EventType() string        { return "ApprovalDecided" }
 
 func (SessionStarted) EventType() string        { return "SessionStarted" }
 func (SystemPromptBuilt) EventType() string     { return "SystemPromptBuilt" }

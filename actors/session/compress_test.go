@@ -19,9 +19,11 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -36,6 +38,11 @@ type compRig struct {
 }
 
 func newCompRig(t *testing.T, cfg compress.Config, window int, script ...llmtest.Reply) *compRig {
+	return newCompRigWith(t, cfg, window, nil, script...)
+}
+
+// newCompRigWith lets a test change the session deps (tools, flush).
+func newCompRigWith(t *testing.T, cfg compress.Config, window int, mod func(*session.Deps, events.Store, string), script ...llmtest.Reply) *compRig {
 	dir := t.TempDir()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
@@ -47,8 +54,12 @@ func newCompRig(t *testing.T, cfg compress.Config, window int, script ...llmtest
 	ladder := &agent.Ladder{Endpoints: []*agent.Endpoint{{Name: "openai", Build: func(string) agent.Provider {
 		return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"})
 	}}}, Backoff: agent.Backoff{Retries: -1}}
-	mgr := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: ladder, Tools: agent.NewTools(echoTool{}),
-		Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Compression: cfg, Windows: win})
+	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: ladder, Tools: agent.NewTools(echoTool{}),
+		Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Compression: cfg, Windows: win}
+	if mod != nil {
+		mod(&deps, store, dir)
+	}
+	mgr := session.NewManager(sys, deps)
 	t.Cleanup(func() { mgr.Shutdown(); sys.Shutdown(); srv.Close(); store.Close() })
 	return &compRig{srv: srv, store: store, mgr: mgr, dir: dir, win: win}
 }
@@ -248,6 +259,71 @@ func TestAutomaticCompressionBeforeTheCall(t *testing.T) {
 		t.Fatalf("the call after compression still sent %d messages", len(sent))
 	}
 	_ = time.Second
+}
+
+// TestAuxiliaryCallsAreCosted: the memory flush and the summary before a
+// compression are model calls too; each is recorded with its usage and
+// cost, the costs projection counts them, and so does the session's cap.
+func TestAuxiliaryCallsAreCosted(t *testing.T) {
+	r := newCompRigWith(t, compress.Config{Enabled: true}, 4000, func(d *session.Deps, store events.Store, dir string) {
+		d.Tools = agent.NewTools(echoTool{}, memory.New(store, filepath.Join(dir, "memories")))
+		d.FlushMemory = true
+	},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "m1", Name: "memory", Args: `{"action":"add","target":"memory","content":"The user edits files under src/."}`}},
+			Prompt: 3000, Completion: 20},
+		llmtest.Reply{Content: "## Goal\nedit the files", Prompt: 2500, Completion: 100},
+		llmtest.Reply{Content: "fits now", Prompt: 500, Completion: 10})
+	r.seedHistory(t, "aux", 20)
+	ctx := context.Background()
+	res := r.mgr.Run(ctx, "aux", "next?", nil)
+	if res.Err != nil || res.Answer != "fits now" {
+		t.Fatalf("%+v", res)
+	}
+	prices := agent.DefaultPrices()
+	var aux []schema.AuxiliaryCallCompleted
+	parent := r.stream(t, "aux")
+	for _, e := range parent {
+		if e.Type == "AuxiliaryCallCompleted" {
+			p, _ := schema.Decode(e.Envelope)
+			aux = append(aux, p.(schema.AuxiliaryCallCompleted))
+		}
+	}
+	if len(aux) != 2 || aux[0].Purpose != "memory_flush" || aux[0].Usage.PromptTokens != 3000 || aux[0].Usage.CompletionTokens != 20 ||
+		aux[1].Purpose != "compression" || aux[1].Usage.PromptTokens != 2500 || aux[1].Usage.CompletionTokens != 100 ||
+		aux[0].CostUSD != prices.Cost("gpt-4o-mini", aux[0].Usage) || aux[0].CostUSD <= 0 || aux[1].Provider != "openai" {
+		t.Fatalf("auxiliary calls recorded: %+v", aux)
+	}
+	if last := parent[len(parent)-1].Type; last != "ContextCompressed" {
+		t.Fatalf("parent ends with %s", last)
+	}
+	// the flush did save the memory
+	mem, _ := r.store.ReadStream(ctx, "memory", events.Forward, 0, 0)
+	if len(mem) != 1 || !strings.Contains(string(mem[0].Payload), "edits files under src") {
+		t.Fatalf("memory stream %d events", len(mem))
+	}
+	// costs, rebuilt from the events: three calls, all their tokens
+	db, err := projections.OpenDB(filepath.Join(r.dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := projections.NewRunner(r.store, zerolog.Nop(), db.Projection(costs.NewModel())).Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	all, err := costs.Totals(ctx, db.Reader(), "model", "")
+	var rows []costs.Row // the seeded history's answers carry no model
+	for _, r := range all {
+		if r.Key == "gpt-4o-mini" {
+			rows = append(rows, r)
+		}
+	}
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("totals %+v %v", all, err)
+	}
+	want := aux[0].CostUSD + aux[1].CostUSD + prices.Cost("gpt-4o-mini", schema.Usage{PromptTokens: 500, CompletionTokens: 10})
+	if got := rows[0]; got.Calls != 3 || got.Usage.PromptTokens != 6000 || got.Usage.CompletionTokens != 130 || fmt.Sprintf("%.9f", got.Cost) != fmt.Sprintf("%.9f", want) {
+		t.Fatalf("costs %+v, want 3 calls, 6000/130 tokens, $%.6f", got, want)
+	}
 }
 
 // TestTwoWeakCompressionsStopAutomaticCompression: when compressing saves

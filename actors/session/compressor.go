@@ -122,7 +122,10 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 		if model == "" {
 			model = c.model
 		}
-		s, _, err := compress.Summarizer{Provider: prov, Model: model}.Summarize(ctx, previous, middle)
+		s, resp, err := compress.Summarizer{Provider: prov, Model: model}.Summarize(ctx, previous, middle)
+		if err == nil {
+			c.recordAux(ctx, "compression", prov, model, resp)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -203,6 +206,7 @@ func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
 		c.a.log.Warn().Err(err).Msg("memory flush before compression failed")
 		return
 	}
+	c.recordAux(ctx, "memory_flush", c.a.deps.Provider, c.model, resp)
 	env := &agent.Env{SessionID: c.a.rec.sessionID(), TurnID: c.turnID, Values: c.a.values}
 	for _, tc := range resp.ToolCalls {
 		if tc.Function.Name != "memory" {
@@ -211,5 +215,21 @@ func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
 		if _, err := tool.Run(agent.WithEnv(ctx, env), json.RawMessage(tc.Function.Arguments)); err != nil {
 			c.a.log.Info().Err(err).Msg("a memory flush call was refused")
 		}
+	}
+}
+
+// recordAux records a model call made for the session outside its
+// conversation, so that costs and the cost caps count it.
+func (c *compressor) recordAux(ctx context.Context, purpose string, prov agent.Provider, model string, resp agent.Response) {
+	prices := c.a.deps.Cfg.Prices
+	if prices == nil {
+		prices = agent.DefaultPrices()
+	}
+	if resp.Model != "" {
+		model = resp.Model
+	}
+	ev := schema.AuxiliaryCallCompleted{Purpose: purpose, Model: model, Provider: prov.Name(), Usage: resp.Usage, CostUSD: prices.Cost(model, resp.Usage)}
+	if err := c.a.rec.Record(context.WithoutCancel(ctx), c.turnID, ev); err != nil {
+		c.a.log.Warn().Err(err).Str("purpose", purpose).Msg("could not record an auxiliary model call")
 	}
 }

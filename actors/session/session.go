@@ -417,6 +417,8 @@ func (a *Actor) recover(ctx context.Context) error {
 			a.started = e
 		case schema.AssistantMessageAdded:
 			spent += e.CostUSD
+		case schema.AuxiliaryCallCompleted:
+			spent += e.CostUSD
 		case schema.UserMessageAdded:
 			open = r.TurnID
 		case schema.TurnCompleted, schema.TurnInterrupted:
@@ -519,7 +521,10 @@ func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Paylo
 	}
 	r.revision, r.lastID = res.NextRevision, cause
 	for _, p := range ps {
-		if a, ok := p.(schema.AssistantMessageAdded); ok {
+		switch a := p.(type) {
+		case schema.AssistantMessageAdded:
+			r.spent += a.CostUSD
+		case schema.AuxiliaryCallCompleted:
 			r.spent += a.CostUSD
 		}
 	}

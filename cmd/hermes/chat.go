@@ -203,6 +203,20 @@ func summarizer(main agent.Provider, cfg Resolved) func(context.Context, string,
 		if err != nil {
 			return "", err
 		}
+		// the call is the session's: recorded so that costs count it
+		if env := agent.EnvFrom(ctx); env != nil && env.Record != nil {
+			if resp.Model != "" {
+				model = resp.Model
+			}
+			prices := cfg.Prices
+			if prices == nil {
+				prices = agent.DefaultPrices()
+			}
+			if err := env.Record(ctx, schema.AuxiliaryCallCompleted{Purpose: "search_summary", Model: model, Provider: prov.Name(),
+				Usage: resp.Usage, CostUSD: prices.Cost(model, resp.Usage)}); err != nil {
+				return "", err
+			}
+		}
 		return resp.Content, nil
 	}
 }

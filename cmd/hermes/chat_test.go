@@ -451,7 +451,7 @@ func TestLongSessionSearchResultsAreSummarised(t *testing.T) {
 		content, _ := last["content"].(string)
 		switch {
 		case strings.Contains(sys, "You condense search results"):
-			return &llmtest.Reply{Content: "Many sessions discussed the kafka migration; see session ids in the index."}
+			return &llmtest.Reply{Content: "Many sessions discussed the kafka migration; see session ids in the index.", Prompt: 4000, Completion: 60}
 		case last["role"] == "tool":
 			return &llmtest.Reply{Content: "From memory: " + content}
 		case strings.HasPrefix(content, "search please"):
@@ -468,5 +468,25 @@ func TestLongSessionSearchResultsAreSummarised(t *testing.T) {
 	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "search please")
 	if code != 0 || !strings.Contains(out, "From memory: Summary of") || !strings.Contains(out, "kafka migration") || asked.Load() != 1 {
 		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	// the condensing call is the session's, with its usage
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rs, _ := s.ReadStream(context.Background(), events.SessionStream(sessionIDFrom(t, errOut)), events.Forward, 0, 0)
+	var aux []string
+	for _, r := range rs {
+		if r.Type == "AuxiliaryCallCompleted" {
+			aux = append(aux, string(r.Payload))
+		}
+	}
+	if len(aux) != 1 || !strings.Contains(aux[0], `"purpose":"search_summary"`) || !strings.Contains(aux[0], `"prompt_tokens":4000`) {
+		t.Fatalf("auxiliary calls recorded: %v", aux)
+	}
+	// and the session still replays: the call is not a decision of the loop
+	if out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "replay", sessionIDFrom(t, errOut)); code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errOut)
 	}
 }

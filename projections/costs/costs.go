@@ -35,10 +35,12 @@ type Model struct {
 func NewModel() *Model { return &Model{pending: map[cell]*Row{}, sources: map[string]string{}} }
 
 func (*Model) Name() string { return "costs" }
-func (*Model) Version() int { return 1 }
+func (*Model) Version() int { return 2 }
 
 // PayloadTypes implements projections.Selective.
-func (*Model) PayloadTypes() []string { return []string{"SessionStarted", "AssistantMessageAdded"} }
+func (*Model) PayloadTypes() []string {
+	return []string{"SessionStarted", "AssistantMessageAdded", "AuxiliaryCallCompleted"}
+}
 
 func (*Model) Create(tx *sql.Tx) error {
 	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS costs (
@@ -76,17 +78,22 @@ func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 	case schema.SessionStarted:
 		m.sources[ev.SessionID] = e.Source
 	case schema.AssistantMessageAdded:
-		k := cell{ev.SessionID, ev.Time.UTC().Format("2006-01-02"), e.Model, e.Provider}
-		r := m.pending[k]
-		if r == nil {
-			r = &Row{}
-			m.pending[k] = r
-		}
-		r.Calls++
-		r.Usage = r.Usage.Add(e.Usage)
-		r.Cost += e.CostUSD
+		m.add(cell{ev.SessionID, ev.Time.UTC().Format("2006-01-02"), e.Model, e.Provider}, e.Usage, e.CostUSD)
+	case schema.AuxiliaryCallCompleted:
+		m.add(cell{ev.SessionID, ev.Time.UTC().Format("2006-01-02"), e.Model, e.Provider}, e.Usage, e.CostUSD)
 	}
 	return nil
+}
+
+func (m *Model) add(k cell, u schema.Usage, cost float64) {
+	r := m.pending[k]
+	if r == nil {
+		r = &Row{}
+		m.pending[k] = r
+	}
+	r.Calls++
+	r.Usage = r.Usage.Add(u)
+	r.Cost += cost
 }
 
 func (m *Model) Flush(tx *sql.Tx) error {
