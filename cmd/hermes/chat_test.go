@@ -412,6 +412,19 @@ func TestSearchCommand(t *testing.T) {
 	if len(res.Hits) != 0 {
 		t.Fatalf("source filter: %+v", res)
 	}
+	res.Hits = nil
+	json.Unmarshal([]byte(mustRun(t, home, "search", "payments", "--until", "2000-01-01", "--json")), &res)
+	if len(res.Hits) != 0 {
+		t.Fatalf("--until filter: %+v", res)
+	}
+	today := time.Now().UTC().Format("2006-01-02")
+	json.Unmarshal([]byte(mustRun(t, home, "search", "payments", "--since", today, "--until", today, "--json")), &res)
+	if len(res.Hits) != 1 {
+		t.Fatalf("--since/--until today: %+v", res)
+	}
+	if _, errOut, err := run(t, home, "search", "payments", "--until", "yesterday"); err == nil || !strings.Contains(errOut, "YYYY-MM-DD") {
+		t.Fatalf("bad --until accepted: %v %s", err, errOut)
+	}
 	text := mustRun(t, home, "search", "restart", "--rebuild")
 	if !strings.Contains(text, first) || !strings.Contains(text, "by source: cli 2") {
 		t.Fatalf("text output:\n%s", text)

@@ -62,7 +62,7 @@ func (a *app) searchIndex(ctx context.Context, rebuild bool, waiting func(), fn 
 
 func searchCmd(g *globals) *cobra.Command {
 	var q search.Query
-	var since string
+	var since, until string
 	var asJSON, rebuild bool
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
@@ -76,6 +76,13 @@ func searchCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("--since %q: use YYYY-MM-DD", since)
 				}
 				q.Since = t
+			}
+			if until != "" {
+				t, err := time.Parse("2006-01-02", until)
+				if err != nil {
+					return fmt.Errorf("--until %q: use YYYY-MM-DD", until)
+				}
+				q.Until = t
 			}
 			a, err := g.open()
 			if err != nil {
@@ -132,6 +139,7 @@ func searchCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&q.Source, "source", "", "only this source (cli, telegram, ...)")
 	cmd.Flags().StringVar(&q.Role, "role", "", "only user, assistant or tool messages")
 	cmd.Flags().StringVar(&since, "since", "", "only messages on or after YYYY-MM-DD")
+	cmd.Flags().StringVar(&until, "until", "", "only messages on or before YYYY-MM-DD")
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "drop the index and rebuild it from the events first")
 	return cmd
 }

@@ -424,6 +424,7 @@ type Query struct {
 	Source string
 	Role   string
 	Since  time.Time // messages from this day (UTC) on; the time of day is not used
+	Until  time.Time // messages up to and including this day (UTC)
 	Limit  int
 }
 
@@ -472,9 +473,19 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 			must = append(must, t)
 		}
 	}
-	if !q.Since.IsZero() {
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+			return Results{}, fmt.Errorf("until %s is before since %s", q.Until.Format(time.DateOnly), q.Since.Format(time.DateOnly))
+		}
+		var from, to string // "" leaves that end open
+		if !q.Since.IsZero() {
+			from = q.Since.UTC().Format(time.DateOnly)
+		}
+		if !q.Until.IsZero() {
+			to = q.Until.UTC().Format(time.DateOnly)
+		}
 		inclusive := true
-		r := bleve.NewTermRangeInclusiveQuery(q.Since.UTC().Format(time.DateOnly), "", &inclusive, nil) // open-ended
+		r := bleve.NewTermRangeInclusiveQuery(from, to, &inclusive, &inclusive)
 		r.SetField("day")
 		must = append(must, r)
 	}

@@ -89,6 +89,10 @@ func TestSearch(t *testing.T) {
 		{Query{Text: "deploy", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, ""},
 		{Query{Text: "queue", Since: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}, "bug"}, // the same day counts
 		{Query{Text: "queue", Since: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}, ""},
+		{Query{Text: "deploy", Until: time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)}, "deploy"}, // the same day counts
+		{Query{Text: "deploy", Until: time.Date(2026, 10, 4, 0, 0, 0, 0, time.UTC)}, ""},
+		{Query{Text: "queue crash tomato", Since: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)}, ""},
+		{Query{Text: "queue", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}, "bug"},
 		{Query{Text: "+month:2026-10 +deploy"}, "deploy"},
 		{Query{Text: "+day:2026-11-20 +deploy"}, ""},
 	}
@@ -126,6 +130,9 @@ func TestSearch(t *testing.T) {
 	}
 	if _, err := idx.Search(ctx, Query{Text: "  "}); err == nil {
 		t.Fatal("empty query accepted")
+	}
+	if _, err := idx.Search(ctx, Query{Text: "queue", Since: nov, Until: oct}); err == nil || !strings.Contains(err.Error(), "before") {
+		t.Fatalf("an empty date range: %v", err)
 	}
 }
 

@@ -29,7 +29,8 @@ func (Tool) Spec() agent.ToolSpec {
 		Parameters: map[string]any{"type": "object", "required": []string{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string"},
 			"limit": map[string]any{"type": "integer", "description": "sessions to return (default 5)"},
-			"since": map[string]any{"type": "string", "description": "YYYY-MM-DD"},
+			"since": map[string]any{"type": "string", "description": "only messages on or after this day, YYYY-MM-DD"},
+			"until": map[string]any{"type": "string", "description": "only messages on or before this day, YYYY-MM-DD"},
 		}}}
 }
 func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
@@ -39,6 +40,7 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
 		Since string `json:"since"`
+		Until string `json:"until"`
 	}
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
@@ -57,6 +59,13 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		}
 		q.Since = s
 	}
+	if a.Until != "" {
+		u, err := time.Parse("2006-01-02", a.Until)
+		if err != nil {
+			return "", fmt.Errorf("until %q: use YYYY-MM-DD", a.Until)
+		}
+		q.Until = u
+	}
 	res, err := t.Search(ctx, q)
 	if err != nil {
 		return "", err
@@ -68,8 +77,8 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	fmt.Fprintf(&b, "%d matching messages in %d sessions:\n", res.Total, len(res.Hits))
 	for _, h := range res.Hits {
 		snippet := strings.NewReplacer("\x1b[43m", "", "\x1b[0m", "", "\n", " ").Replace(h.Snippet)
-		if len(snippet) > 400 {
-			snippet = snippet[:400] + "…"
+		if r := []rune(snippet); len(r) > 400 {
+			snippet = string(r[:400]) + "…"
 		}
 		fmt.Fprintf(&b, "- session %s (%s, %s, %d matches): %s\n", h.Session, h.Time.Format("2006-01-02"), h.Source, h.Matches, snippet)
 	}
