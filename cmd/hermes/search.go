@@ -49,6 +49,9 @@ func (a *app) searchIndex(ctx context.Context, rebuild bool, waiting func(), fn 
 		return err
 	}
 	defer idx.Close()
+	if idx.Replaced != nil {
+		a.log.Warn().Err(idx.Replaced).Str("path", path).Msg("search index replaced; rebuilding it from the events")
+	}
 	run := projections.NewRunner(a.store, a.log, idx)
 	if rebuild {
 		if err := run.Rebuild(ctx, ""); err != nil {

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/camelcase"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/token/shingle"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -48,6 +51,10 @@ type Doc struct {
 	Day     string    `json:"day"`
 	Text    string    `json:"text"`
 	Code    string    `json:"code"`
+	// Pairs is the text again, indexed as pairs of adjacent words: a
+	// phrase first finds the few messages holding its pairs, and only
+	// those have their word positions compared.
+	Pairs string `json:"pairs"`
 	// Facet holds "field=value" for each faceted field: one doc-value
 	// field read per matching message instead of one per facet (facet
 	// counting over every match is most of a broad query's time).
@@ -60,6 +67,7 @@ var facetFields = []string{"source", "model", "month", "role"}
 const (
 	codeAnalyzer = "hermes_code"
 	textAnalyzer = "hermes_en"
+	pairAnalyzer = "hermes_pairs"
 )
 
 // newMapping: English analysis for text; for code, the same text split
@@ -80,6 +88,14 @@ func newMapping() (mapping.IndexMapping, error) {
 	// merely contains that word.
 	if err := m.AddCustomAnalyzer(textAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicode.Name,
 		"token_filters": []string{en.PossessiveName, lowercase.Name, porter.Name}}); err != nil {
+		return nil, err
+	}
+	if err := m.AddCustomTokenFilter("hermes_bigrams", map[string]interface{}{"type": shingle.Name,
+		"min": 2.0, "max": 2.0, "output_original": false, "separator": " ", "filler": ""}); err != nil {
+		return nil, err
+	}
+	if err := m.AddCustomAnalyzer(pairAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicode.Name,
+		"token_filters": []string{en.PossessiveName, lowercase.Name, porter.Name, "hermes_bigrams"}}); err != nil {
 		return nil, err
 	}
 	doc := bleve.NewDocumentMapping()
@@ -109,6 +125,10 @@ func newMapping() (mapping.IndexMapping, error) {
 	c.Analyzer = codeAnalyzer
 	c.Store, c.IncludeTermVectors, c.IncludeInAll, c.DocValues = false, false, false, false
 	doc.AddFieldMappingsAt("code", c)
+	pm := bleve.NewTextFieldMapping()
+	pm.Analyzer = pairAnalyzer
+	pm.Store, pm.IncludeTermVectors, pm.IncludeInAll, pm.DocValues = false, true, false, false
+	doc.AddFieldMappingsAt("pairs", pm)
 	tm := bleve.NewDateTimeFieldMapping()
 	// Time is only returned with hits. A datetime index costs sixteen
 	// terms per message (a third of all indexing time); --since filters
@@ -129,6 +149,9 @@ type Index struct {
 	// per-session facts learned from SessionStarted, also kept inside the
 	// index so that a restart knows them
 	meta map[string]sessionMeta
+	// Replaced, when set, says why Open replaced the index on disk with an
+	// empty one.
+	Replaced error
 }
 
 type sessionMeta struct {
@@ -138,7 +161,7 @@ type sessionMeta struct {
 // mappingVersion changes whenever the mapping does; an index made with
 // another one is derived data in an old shape, so Open deletes it and the
 // runner fills the new one from the log.
-const mappingVersion = "3"
+const mappingVersion = "4"
 
 // ErrBusy is returned by Open while another process holds the index:
 // its file lock admits one process at a time, so callers wait and retry.
@@ -149,19 +172,30 @@ const lockWait = "100ms"
 
 // Open opens (creating if needed) the index at path. It waits briefly for
 // the file lock and returns an error wrapping ErrBusy if another process
-// keeps holding it.
+// keeps holding it. An index in an older shape, or one that cannot be read,
+// is derived data: it is replaced by an empty one (Replaced says why) for
+// the runner to fill from the log.
 func Open(path string) (*Index, error) {
-	idx, err := bleve.OpenUsing(path, map[string]interface{}{"bolt_timeout": lockWait})
+	var replaced error
+	idx, err := bleve.OpenUsing(path, map[string]interface{}{"bolt_timeout": lockWait, "unsafe_batch": false})
 	if err == nil {
 		if v, verr := idx.GetInternal([]byte("mapping_version")); verr != nil || string(v) != mappingVersion {
 			idx.Close()
-			if err := os.RemoveAll(path); err != nil {
-				return nil, fmt.Errorf("replace search index %s (mapping %q, now %s): %w", path, v, mappingVersion, err)
-			}
+			replaced = fmt.Errorf("made with mapping %q, this build uses %s", v, mappingVersion)
 			err = bleve.ErrorIndexPathDoesNotExist
 		}
 	}
+	if err != nil && !errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !errors.Is(err, bolt.ErrTimeout) &&
+		!errors.Is(err, fs.ErrPermission) && isIndexDir(path) {
+		replaced = fmt.Errorf("unreadable: %w", err)
+		err = bleve.ErrorIndexPathDoesNotExist
+	}
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		if replaced != nil {
+			if rerr := os.RemoveAll(path); rerr != nil {
+				return nil, fmt.Errorf("replace search index %s (%v): %w", path, replaced, rerr)
+			}
+		}
 		idx, err = newIndex(path)
 		if errors.Is(err, bleve.ErrorIndexPathExists) {
 			// another process created it meanwhile
@@ -174,20 +208,27 @@ func Open(path string) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open search index %s: %w", path, err)
 	}
-	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}}, nil
+	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}, Replaced: replaced}, nil
 }
 
-// newIndex makes a scorch index whose batches are not fsync'd one by one:
-// the index is derived data, its checkpoint travels in the same batch as
-// its documents, and a crash at worst replays the last batches from the
-// log.
+// isIndexDir tells a directory Bleve made (and that may be deleted) from
+// anything else.
+func isIndexDir(path string) bool {
+	_, err := os.Stat(filepath.Join(path, "index_meta.json"))
+	return err == nil
+}
+
+// newIndex makes a scorch index. Its batches wait until they are on disk:
+// scorch's Close does not write what is still in memory, so unsafe batches
+// could lose a new index's mapping when a short-lived process (one
+// `hermes search`) closes it.
 func newIndex(path string) (bleve.Index, error) {
 	m, err := newMapping()
 	if err != nil {
 		return nil, err
 	}
 	idx, err := bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore,
-		map[string]interface{}{"unsafe_batch": true, "bolt_timeout": lockWait})
+		map[string]interface{}{"unsafe_batch": false, "bolt_timeout": lockWait})
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +369,7 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 			continue
 		}
 		doc.Code = codeTokens(doc.Text)
+		doc.Pairs = doc.Text
 		doc.Facet = []string{"source=" + doc.Source, "model=" + doc.Model, "month=" + doc.Month, "role=" + doc.Role}
 		docs = append(docs, pendingDoc{id: sid + "/" + strconv.FormatUint(ev.Revision, 10), doc: doc})
 	}
@@ -458,10 +500,16 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 	if q.Limit <= 0 {
 		q.Limit = 10
 	}
-	text := bleve.NewQueryStringQuery(q.Text)
+	text, err := bleve.NewQueryStringQuery(q.Text).Parse()
+	if err != nil {
+		return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	if !strings.Contains(q.Text, `"~`) { // fuzzy phrases are not exact pairs
+		text = x.withPairs(text)
+	}
 	code := bleve.NewMatchQuery(q.Text)
 	code.SetField("code")
-	var main query.Query = bleve.NewDisjunctionQuery(text, code)
+	main := query.Query(bleve.NewDisjunctionQuery(text, code))
 	if strings.ContainsAny(q.Text, `"+-:*~`) {
 		main = text // operators: the query string decides
 	}
@@ -599,4 +647,52 @@ func hitOf(h *bsearch.DocumentMatch) Hit {
 		hit.Snippet = frags[0]
 	}
 	return hit
+}
+
+// withPairs gives every phrase on the text field the word pairs it must
+// contain as further conditions: the pair terms are rare where the words
+// are common, so the conjunction visits few messages, and the phrase
+// itself still decides (and highlights). It changes the parsed query in
+// place.
+func (x *Index) withPairs(q query.Query) query.Query {
+	switch t := q.(type) {
+	case *query.BooleanQuery:
+		for _, c := range []*query.Query{&t.Must, &t.Should, &t.MustNot, &t.Filter} {
+			if *c != nil {
+				*c = x.withPairs(*c)
+			}
+		}
+	case *query.ConjunctionQuery:
+		for i := range t.Conjuncts {
+			t.Conjuncts[i] = x.withPairs(t.Conjuncts[i])
+		}
+	case *query.DisjunctionQuery:
+		for i := range t.Disjuncts {
+			t.Disjuncts[i] = x.withPairs(t.Disjuncts[i])
+		}
+	case *query.MatchPhraseQuery:
+		if (t.FieldVal != "" && t.FieldVal != "text") || t.Fuzziness != 0 {
+			return t
+		}
+		an := x.idx.Mapping().AnalyzerNamed(pairAnalyzer)
+		if an == nil || len(an.Analyze([]byte(t.MatchPhrase))) == 0 {
+			return t // one word: no pairs
+		}
+		// The same phrase over the pairs: "a b c" is "a b" then "b c".
+		pairs := bleve.NewMatchPhraseQuery(t.MatchPhrase)
+		pairs.SetField("pairs")
+		pairs.Analyzer = pairAnalyzer
+		if t.BoostVal != nil {
+			pairs.SetBoost(float64(*t.BoostVal))
+		}
+		// Its words, optional, give the snippet its highlights.
+		words := bleve.NewMatchQuery(t.MatchPhrase)
+		words.SetField("text")
+		words.SetBoost(0.01)
+		b := bleve.NewBooleanQuery()
+		b.AddMust(pairs)
+		b.AddShould(words)
+		return b
+	}
+	return q
 }

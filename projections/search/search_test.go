@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,8 +164,8 @@ func TestOldMappingRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idx.Close()
-	if cp, _ := idx.Checkpoint(ctx); cp != 0 {
-		t.Fatalf("old index kept, checkpoint %d", cp)
+	if cp, _ := idx.Checkpoint(ctx); cp != 0 || idx.Replaced == nil {
+		t.Fatalf("old index kept, checkpoint %d, replaced %v", cp, idx.Replaced)
 	}
 	if _, err := projections.NewRunner(store, zerolog.Nop(), idx).CatchUp(ctx); err != nil {
 		t.Fatal(err)
@@ -257,4 +258,41 @@ func TestLargeBatchWithErasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("replayed")
+}
+
+// A damaged index is replaced and refilled; a directory that is not an
+// index is left alone.
+func TestDamagedIndexReplaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "search.bleve")
+	idx, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.Close()
+	if err := os.WriteFile(filepath.Join(path, "index_meta.json"), []byte("{garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idx, err = Open(path)
+	if err != nil {
+		t.Fatalf("damaged index not replaced: %v", err)
+	}
+	if idx.Replaced == nil || !strings.Contains(idx.Replaced.Error(), "unreadable") {
+		t.Fatalf("replaced: %v", idx.Replaced)
+	}
+	idx.Close()
+	if idx, err = Open(path); err != nil || idx.Replaced != nil {
+		t.Fatalf("reopen: %v %v", err, idx.Replaced)
+	}
+	idx.Close()
+
+	other := filepath.Join(dir, "notes")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "keep.txt"), []byte("mine"), 0o600)
+	if _, err := Open(other); err == nil {
+		t.Fatal("opened a directory that is not an index")
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "keep.txt")); string(b) != "mine" {
+		t.Fatal("a directory that is not an index was touched")
+	}
 }
