@@ -172,26 +172,22 @@ const (
 	inFlight = 4
 )
 
-// CatchUp applies everything in the log up to its current end, and returns
-// the position reached. Pages are read and decoded ahead, in parallel, while
-// the current one is applied; they are applied strictly in log order.
+// CatchUp applies everything in the log up to its end as of the call, and
+// returns the position reached. Pages are read and decoded ahead, in
+// parallel, while the current one is applied; they are applied strictly in
+// log order. It does not chase events appended meanwhile: under a writer
+// faster than the projections it would never return (Run follows the log
+// live).
 func (r *Runner) CatchUp(ctx context.Context) (uint64, error) {
 	cps, after, err := r.checkpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for {
-		head, err := r.store.Head(ctx)
-		if err != nil {
-			return after, err
-		}
-		if head <= after {
-			return after, nil
-		}
-		if after, err = r.catchUpTo(ctx, cps, after, head); err != nil {
-			return after, err
-		}
+	head, err := r.store.Head(ctx)
+	if err != nil || head <= after {
+		return after, err
 	}
+	return r.catchUpTo(ctx, cps, after, head)
 }
 
 // catchUpTo applies the events with positions in (after, head].

@@ -185,6 +185,16 @@ func Open(path string) (*Index, error) {
 			err = bleve.ErrorIndexPathDoesNotExist
 		}
 	}
+	if errors.Is(err, bleve.ErrorIndexMetaMissing) {
+		// Another process is creating the index, or one died doing so.
+		if fi, serr := os.Stat(path); serr == nil && time.Since(fi.ModTime()) < 10*time.Second {
+			return nil, fmt.Errorf("open search index %s: %w", path, ErrBusy)
+		}
+		if onlyStore(path) {
+			replaced = errors.New("left half-made")
+			err = bleve.ErrorIndexPathDoesNotExist
+		}
+	}
 	if err != nil && !errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !errors.Is(err, bolt.ErrTimeout) &&
 		!errors.Is(err, fs.ErrPermission) && isIndexDir(path) {
 		replaced = fmt.Errorf("unreadable: %w", err)
@@ -211,6 +221,21 @@ func Open(path string) (*Index, error) {
 	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}, Replaced: replaced}, nil
 }
 
+// onlyStore tells a directory holding nothing but what Bleve starts an
+// index with.
+func onlyStore(path string) bool {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name() != "store" {
+			return false
+		}
+	}
+	return true
+}
+
 // isIndexDir tells a directory Bleve made (and that may be deleted) from
 // anything else.
 func isIndexDir(path string) bool {
@@ -218,10 +243,11 @@ func isIndexDir(path string) bool {
 	return err == nil
 }
 
-// newIndex makes a scorch index. Its batches wait until they are on disk:
-// scorch's Close does not write what is still in memory, so unsafe batches
-// could lose a new index's mapping when a short-lived process (one
-// `hermes search`) closes it.
+// newIndex makes a scorch index at path. Its batches wait until they are
+// on disk: scorch's Close does not write what is still in memory, so
+// unsafe batches could lose a new index's mapping when a short-lived
+// process (one `hermes search`) closes it. (A scorch directory cannot be
+// built elsewhere and renamed into place: it no longer opens.)
 func newIndex(path string) (bleve.Index, error) {
 	m, err := newMapping()
 	if err != nil {
@@ -305,13 +331,10 @@ func (x *Index) Apply(ctx context.Context, batch []projections.Event) error {
 	var docs []pendingDoc
 	internal := x.idx.NewBatch()
 	flush := func() error {
-		if err := x.indexDocs(docs); err != nil {
+		if err := x.indexDocs(docs, internal); err != nil {
 			return err
 		}
 		docs = docs[:0]
-		if err := x.idx.Batch(internal); err != nil {
-			return err
-		}
 		internal.Reset()
 		return nil
 	}
@@ -386,15 +409,20 @@ type pendingDoc struct {
 // into one segment per core: building a segment is single-threaded.
 const parallelFrom = 1024
 
-// indexDocs indexes docs, in concurrent batches when there are many.
-func (x *Index) indexDocs(docs []pendingDoc) error {
-	if len(docs) == 0 {
-		return nil
+// indexDocs indexes docs, then internal's operations (session facts, the
+// checkpoint). Few documents go in one batch with them; many are split
+// into concurrent batches (one segment each), and internal follows once
+// they are all on disk.
+func (x *Index) indexDocs(docs []pendingDoc, internal *bleve.Batch) error {
+	if len(docs) < parallelFrom {
+		for _, d := range docs {
+			if err := internal.Index(d.id, d.doc); err != nil {
+				return err
+			}
+		}
+		return x.idx.Batch(internal)
 	}
-	parts := 1
-	if len(docs) >= parallelFrom {
-		parts = min(runtime.GOMAXPROCS(0), len(docs)/(parallelFrom/2))
-	}
+	parts := min(runtime.GOMAXPROCS(0), len(docs)/(parallelFrom/2))
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
@@ -413,7 +441,10 @@ func (x *Index) indexDocs(docs []pendingDoc) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return x.idx.Batch(internal)
 }
 
 // deleteSession removes every document of an erased session.
