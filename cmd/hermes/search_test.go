@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -128,5 +129,64 @@ func TestConcurrentSearchProcesses(t *testing.T) {
 	json.Unmarshal([]byte(mustRun(t, home, "search", "hello", "--json", "--limit", "100000")), &res)
 	if res.Total != uint64(written) || len(res.Hits) != written {
 		t.Fatalf("%d messages in %d sessions found, %d sessions of one hello each written", res.Total, len(res.Hits), written)
+	}
+}
+
+// A search process killed (SIGKILL) while it indexes leaves an index the
+// next search opens as it is (not replaced) and completes: the counts
+// equal a rebuild's and the log's.
+func TestSearchIndexSurvivesKill(t *testing.T) {
+	home := t.TempDir()
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sessionsN, turns = 400, 30 // 12,000 "hello" messages, 25,000 events
+	for i := range sessionsN {
+		seed(t, s, fmt.Sprintf("%08d-0000-4000-8000-00000000000a", i), turns)
+	}
+	s.Close()
+	head := func() uint64 {
+		s, err := embedded.Open(filepath.Join(home, "events.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		h, _ := s.Head(context.Background())
+		return h
+	}()
+	partial := 0 // kills that landed mid-indexing
+	for round := 0; round < 10 && partial < 2; round++ {
+		cmd := exec.Command(bin, "--home", home, "search", "hello", "--rebuild")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(500+400*round) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if idx, err := search.Open(filepath.Join(home, "search.bleve")); err == nil {
+			cp, _ := idx.Checkpoint(context.Background())
+			t.Logf("round %d: checkpoint %d of %d", round, cp, head)
+			if cp > 0 && cp < head {
+				partial++
+			}
+			idx.Close()
+		}
+
+		out, errOut, err := run(t, home, "search", "hello", "--json", "--limit", "1000")
+		if err != nil {
+			t.Fatalf("round %d: search after kill: %v\n%s", round, err, errOut)
+		}
+		if strings.Contains(errOut, "replaced") {
+			t.Fatalf("round %d: the index did not survive the kill: %s", round, errOut)
+		}
+		var res searchOut
+		json.Unmarshal([]byte(out), &res)
+		if res.Total != sessionsN*turns || len(res.Hits) != sessionsN {
+			t.Fatalf("round %d: %d messages in %d sessions after the kill, want %d in %d", round, res.Total, len(res.Hits), sessionsN*turns, sessionsN)
+		}
+	}
+	if partial == 0 {
+		t.Fatal("no kill landed while the index was being built")
 	}
 }

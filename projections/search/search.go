@@ -600,54 +600,67 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 		bySession[sid] = len(out.Hits)
 		out.Hits = append(out.Hits, hitOf(h))
 	}
-	// Sessions with many matching messages can fill the first page: page
-	// on (session ids only) until there are Limit sessions, then fetch the
-	// details of the best message of each session found that way.
-	scanned, size := len(res.Hits), q.Limit*5
-	later := map[string]int{} // message id -> its session's place in out.Hits
-	for len(out.Hits) < q.Limit && uint64(scanned) < res.Total && scanned < maxScan {
-		size = min(size*4, maxScan-scanned)
-		req := bleve.NewSearchRequestOptions(filter, size, scanned, false)
-		req.Fields = []string{"session"}
-		page, err := x.idx.SearchInContext(ctx, req)
-		if err != nil {
-			return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+	// Sessions with many matching messages can fill the first page. Then
+	// the grouping is done again over pages of session ids only, in an
+	// order with ties broken by id (pages must continue each other even if
+	// a background merge renumbers documents in between), until there are
+	// Limit sessions; the details of their best messages are fetched last.
+	if len(out.Hits) < q.Limit && uint64(len(res.Hits)) < res.Total {
+		first := map[string]Hit{}
+		for _, h := range res.Hits {
+			first[h.ID] = hitOf(h)
 		}
-		if len(page.Hits) == 0 {
-			break
-		}
-		for _, h := range page.Hits {
-			sid, _ := h.Fields["session"].(string)
-			if i, ok := bySession[sid]; ok {
-				out.Hits[i].Matches++
-				continue
+		out.Hits, bySession = nil, map[string]int{}
+		best := map[string]int{} // message id -> its session's place in out.Hits
+		scanned, size := 0, q.Limit*5
+		for len(out.Hits) < q.Limit && uint64(scanned) < res.Total && scanned < maxScan {
+			size = min(size*4, maxScan-scanned)
+			req := bleve.NewSearchRequestOptions(filter, size, scanned, false)
+			req.SortBy([]string{"-_score", "_id"})
+			req.Fields = []string{"session"}
+			page, err := x.idx.SearchInContext(ctx, req)
+			if err != nil {
+				return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
 			}
-			bySession[sid] = len(out.Hits)
-			if len(out.Hits) < q.Limit {
-				later[h.ID] = len(out.Hits)
+			if len(page.Hits) == 0 {
+				break
 			}
-			out.Hits = append(out.Hits, Hit{Session: sid, Score: h.Score, Matches: 1})
+			for _, h := range page.Hits {
+				sid, _ := h.Fields["session"].(string)
+				if i, ok := bySession[sid]; ok {
+					out.Hits[i].Matches++
+					continue
+				}
+				bySession[sid] = len(out.Hits)
+				hit := Hit{Session: sid, Score: h.Score, Matches: 1}
+				if d, ok := first[h.ID]; ok {
+					hit = d
+				} else if len(out.Hits) < q.Limit {
+					best[h.ID] = len(out.Hits)
+				}
+				out.Hits = append(out.Hits, hit)
+			}
+			scanned += len(page.Hits)
 		}
-		scanned += len(page.Hits)
-	}
-	if len(later) > 0 {
-		ids := make([]string, 0, len(later))
-		for id := range later {
-			ids = append(ids, id)
-		}
-		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(filter, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
-		req.Fields = hitFields
-		req.Highlight = bleve.NewHighlightWithStyle("ansi")
-		req.Highlight.AddField("text")
-		details, err := x.idx.SearchInContext(ctx, req)
-		if err != nil {
-			return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
-		}
-		for _, h := range details.Hits {
-			if i, ok := later[h.ID]; ok {
-				hit := hitOf(h)
-				hit.Score, hit.Matches = out.Hits[i].Score, out.Hits[i].Matches
-				out.Hits[i] = hit
+		if len(best) > 0 {
+			ids := make([]string, 0, len(best))
+			for id := range best {
+				ids = append(ids, id)
+			}
+			req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(filter, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
+			req.Fields = hitFields
+			req.Highlight = bleve.NewHighlightWithStyle("ansi")
+			req.Highlight.AddField("text")
+			details, err := x.idx.SearchInContext(ctx, req)
+			if err != nil {
+				return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
+			}
+			for _, h := range details.Hits {
+				if i, ok := best[h.ID]; ok {
+					hit := hitOf(h)
+					hit.Score, hit.Matches = out.Hits[i].Score, out.Hits[i].Matches
+					out.Hits[i] = hit
+				}
 			}
 		}
 	}
