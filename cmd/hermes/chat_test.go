@@ -409,6 +409,13 @@ func TestSearchCommand(t *testing.T) {
 	if len(res.Hits) != 1 || res.Hits[0].Session != first || res.Total != 2 {
 		t.Fatalf("search payments: %+v", res)
 	}
+	if s := res.Hits[0].Snippet; !strings.Contains(s, "<mark>payments</mark>_service") {
+		t.Fatalf("JSON snippet of a match inside an identifier %q", s)
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "search", "rollout", "--json")), &res)
+	if len(res.Hits) != 1 || !strings.Contains(res.Hits[0].Snippet, "<mark>rollout</mark>") || strings.Contains(res.Hits[0].Snippet, "\x1b") {
+		t.Fatalf("JSON snippet %+v", res.Hits)
+	}
 	json.Unmarshal([]byte(mustRun(t, home, "search", "water", "--source", "cli", "--json")), &res)
 	if len(res.Hits) != 0 {
 		t.Fatalf("source filter: %+v", res)

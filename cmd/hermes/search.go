@@ -104,6 +104,11 @@ func searchCmd(g *globals) *cobra.Command {
 					if res.Hits == nil {
 						res.Hits = []search.Hit{}
 					}
+					// terminal colours are no use in JSON: <mark> as in HTML
+					marks := strings.NewReplacer(search.HighlightOn, "<mark>", search.HighlightOff, "</mark>")
+					for i := range res.Hits {
+						res.Hits[i].Snippet = marks.Replace(res.Hits[i].Snippet)
+					}
 					return writeJSON(cmd.OutOrStdout(), res)
 				}
 				out := cmd.OutOrStdout()

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -27,7 +28,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/token/shingle"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
-	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	unicodetok "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	_ "github.com/blevesearch/bleve/v2/search/highlight/highlighter/ansi" // registers the ansi highlighter
@@ -86,7 +87,7 @@ func newMapping() (mapping.IndexMapping, error) {
 	// two words, as SQLite FTS5 (and a reader) takes it; with stop words
 	// dropped it would collapse to "build" and match every message that
 	// merely contains that word.
-	if err := m.AddCustomAnalyzer(textAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicode.Name,
+	if err := m.AddCustomAnalyzer(textAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicodetok.Name,
 		"token_filters": []string{en.PossessiveName, lowercase.Name, porter.Name}}); err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func newMapping() (mapping.IndexMapping, error) {
 		"min": 2.0, "max": 2.0, "output_original": false, "separator": " ", "filler": ""}); err != nil {
 		return nil, err
 	}
-	if err := m.AddCustomAnalyzer(pairAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicode.Name,
+	if err := m.AddCustomAnalyzer(pairAnalyzer, map[string]interface{}{"type": custom.Name, "tokenizer": unicodetok.Name,
 		"token_filters": []string{en.PossessiveName, lowercase.Name, porter.Name, "hermes_bigrams"}}); err != nil {
 		return nil, err
 	}
@@ -664,12 +665,31 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 			}
 		}
 	}
+	// A message found through its code words (payments in
+	// payments_service) has no highlight from the text field: mark the
+	// query's words where they stand inside identifiers.
+	var qwords []string
+	for i := range out.Hits {
+		if out.Hits[i].Snippet != "" && !strings.Contains(out.Hits[i].Snippet, HighlightOn) {
+			if qwords == nil {
+				qwords = queryWords(q.Text)
+			}
+			out.Hits[i].Snippet = markWords(out.Hits[i].Snippet, qwords)
+		}
+	}
 	sort.SliceStable(out.Hits, func(i, j int) bool { return out.Hits[i].Score > out.Hits[j].Score })
 	if len(out.Hits) > q.Limit {
 		out.Hits = out.Hits[:q.Limit]
 	}
 	return out, nil
 }
+
+// HighlightOn and HighlightOff surround the matched words in snippets
+// (the terminal colours of Bleve's ansi highlighter).
+const (
+	HighlightOn  = "\x1b[43m"
+	HighlightOff = "\x1b[0m"
+)
 
 // maxScan bounds the matching messages a search looks through to find
 // Limit distinct sessions.
@@ -739,4 +759,59 @@ func (x *Index) withPairs(q query.Query) query.Query {
 		return b
 	}
 	return q
+}
+
+// queryWords are the plain words of a query string, lowercased: no
+// operators, field names, negated words or very short words.
+func queryWords(text string) []string {
+	var out []string
+	for _, f := range strings.Fields(text) {
+		if strings.HasPrefix(f, "-") {
+			continue
+		}
+		if _, v, ok := strings.Cut(f, ":"); ok {
+			f = v
+		}
+		for _, w := range strings.FieldsFunc(strings.ToLower(f), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if len(w) >= 3 {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// markWords highlights each case-insensitive occurrence of words in s.
+func markWords(s string, words []string) string {
+	if len(words) == 0 {
+		return s
+	}
+	lower := strings.ToLower(s)
+	if len(lower) != len(s) {
+		return s // lowercasing changed byte offsets: leave it plain
+	}
+	marked := make([]bool, len(s))
+	for _, w := range words {
+		for from := 0; ; {
+			i := strings.Index(lower[from:], w)
+			if i < 0 {
+				break
+			}
+			for k := from + i; k < from+i+len(w); k++ {
+				marked[k] = true
+			}
+			from += i + len(w)
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if marked[i] && (i == 0 || !marked[i-1]) {
+			b.WriteString(HighlightOn)
+		}
+		b.WriteByte(s[i])
+		if marked[i] && (i == len(s)-1 || !marked[i+1]) {
+			b.WriteString(HighlightOff)
+		}
+	}
+	return b.String()
 }

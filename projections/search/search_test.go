@@ -296,3 +296,18 @@ func TestDamagedIndexReplaced(t *testing.T) {
 		t.Fatal("a directory that is not an index was touched")
 	}
 }
+
+func TestMarkWordsInsideIdentifiers(t *testing.T) {
+	on, off := HighlightOn, HighlightOff
+	cases := []struct{ query, snippet, want string }{
+		{"queue", "call drainQueue now", "call drain" + on + "Queue" + off + " now"},
+		{"+payments -service", "the payments_service", "the " + on + "payments" + off + "_service"},
+		{"role:user manager", "subscriptionManager manager", "subscription" + on + "Manager" + off + " " + on + "manager" + off},
+		{"a", "a b", "a b"}, // too short to mark
+	}
+	for _, c := range cases {
+		if got := markWords(c.snippet, queryWords(c.query)); got != c.want {
+			t.Errorf("%q in %q: got %q, want %q", c.query, c.snippet, got, c.want)
+		}
+	}
+}

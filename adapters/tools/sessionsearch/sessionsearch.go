@@ -76,7 +76,7 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d matching messages in %d sessions:\n", res.Total, len(res.Hits))
 	for _, h := range res.Hits {
-		snippet := strings.NewReplacer("\x1b[43m", "", "\x1b[0m", "", "\n", " ").Replace(h.Snippet)
+		snippet := strings.NewReplacer(search.HighlightOn, "", search.HighlightOff, "", "\n", " ").Replace(h.Snippet)
 		if r := []rune(snippet); len(r) > 400 {
 			snippet = string(r[:400]) + "…"
 		}
