@@ -434,7 +434,7 @@ func TestSearchCommand(t *testing.T) {
 		t.Fatalf("bad --until accepted: %v %s", err, errOut)
 	}
 	text := mustRun(t, home, "search", "restart", "--rebuild")
-	if !strings.Contains(text, first) || !strings.Contains(text, "by source: cli 2") {
+	if !strings.Contains(text, first) || !strings.Contains(text, "by source: cli 2") || strings.Contains(text, "\x1b") {
 		t.Fatalf("text output:\n%s", text)
 	}
 	mustRun(t, home, "sessions", "delete", first)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -117,9 +119,16 @@ func searchCmd(g *globals) *cobra.Command {
 					return nil
 				}
 				fmt.Fprintf(out, "%d matching messages in %d sessions\n\n", res.Total, len(res.Hits))
+				colour := isTerminal(out) && os.Getenv("NO_COLOR") == ""
 				for _, h := range res.Hits {
+					snippet := strings.ReplaceAll(clip(h.Snippet, 300), "\n", " ")
+					if !colour {
+						snippet = strings.NewReplacer(search.HighlightOn, "", search.HighlightOff, "").Replace(snippet)
+					} else if strings.Count(snippet, search.HighlightOn) > strings.Count(snippet, search.HighlightOff) {
+						snippet += search.HighlightOff // clipped inside a highlight
+					}
 					fmt.Fprintf(out, "%s  %s  %s/%s  %d match(es)  score %.2f\n  %s\n\n", h.Session, h.Time.Local().Format(time.DateTime), h.Source, h.Role,
-						h.Matches, h.Score, strings.ReplaceAll(clip(h.Snippet, 300), "\n", " "))
+						h.Matches, h.Score, snippet)
 				}
 				for _, f := range []string{"source", "model", "month"} {
 					var parts []string
@@ -150,4 +159,15 @@ func searchCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&until, "until", "", "only messages on or before YYYY-MM-DD")
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "drop the index and rebuild it from the events first")
 	return cmd
+}
+
+// isTerminal tells whether w is a terminal (colours are for people, not
+// for pipes and files).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
