@@ -66,3 +66,17 @@ func (p Prices) Cost(model string, u schema.Usage) float64 {
 	return (float64(plain)*pr.Input + float64(u.CompletionTokens)*pr.Output +
 		float64(u.CacheReadTokens)*pr.CacheRead + float64(u.CacheWriteTokens)*pr.CacheWrite) / 1e6
 }
+
+// AuxCall is the record of a model call made for a session outside its
+// conversation (compression, memory flush, condensing search results):
+// the model the response names (else the one asked for) and its cost at
+// prices (the default table when nil).
+func AuxCall(purpose string, prov Provider, model string, resp Response, prices Prices) schema.AuxiliaryCallCompleted {
+	if prices == nil {
+		prices = DefaultPrices()
+	}
+	if resp.Model != "" {
+		model = resp.Model
+	}
+	return schema.AuxiliaryCallCompleted{Purpose: purpose, Model: model, Provider: prov.Name(), Usage: resp.Usage, CostUSD: prices.Cost(model, resp.Usage)}
+}

@@ -221,14 +221,7 @@ func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
 // recordAux records a model call made for the session outside its
 // conversation, so that costs and the cost caps count it.
 func (c *compressor) recordAux(ctx context.Context, purpose string, prov agent.Provider, model string, resp agent.Response) {
-	prices := c.a.deps.Cfg.Prices
-	if prices == nil {
-		prices = agent.DefaultPrices()
-	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
-	ev := schema.AuxiliaryCallCompleted{Purpose: purpose, Model: model, Provider: prov.Name(), Usage: resp.Usage, CostUSD: prices.Cost(model, resp.Usage)}
+	ev := agent.AuxCall(purpose, prov, model, resp, c.a.deps.Cfg.Prices)
 	if err := c.a.rec.Record(context.WithoutCancel(ctx), c.turnID, ev); err != nil {
 		c.a.log.Warn().Err(err).Str("purpose", purpose).Msg("could not record an auxiliary model call")
 	}

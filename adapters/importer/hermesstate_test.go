@@ -28,6 +28,38 @@ CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT
   finish_reason TEXT, reasoning TEXT, reasoning_content TEXT, active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0);
 `
 
+// importState imports the state.db at path into a new store in dir,
+// checks the report (2 sessions, 5 messages), and returns session sid's
+// events, their types and payloads.
+func importState(t *testing.T, dir, path, sid string) (*embedded.Store, []events.Recorded, []string, []schema.Payload) {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ctx := context.Background()
+	rep, err := HermesState(ctx, path, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sessions != 2 || rep.Messages != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	rs, _ := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
+	var types []string
+	var ps []schema.Payload
+	for _, r := range rs {
+		types = append(types, r.Type)
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return store, rs, types, ps
+}
+
 func TestImportHermesState(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
@@ -55,30 +87,8 @@ func TestImportHermesState(t *testing.T) {
 	exec(`INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20260101_130000_def', 'user', 'Follow-up question', 1767272401)`)
 	db.Close()
 
-	store, err := embedded.Open(filepath.Join(dir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, rs, types, ps := importState(t, dir, path, "20260101_120000_abc")
 	ctx := context.Background()
-	rep, err := HermesState(ctx, path, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Sessions != 2 || rep.Messages != 5 {
-		t.Fatalf("report %+v", rep)
-	}
-	rs, _ := store.ReadStream(ctx, events.SessionStream("20260101_120000_abc"), events.Forward, 0, 0)
-	var types []string
-	var ps []schema.Payload
-	for _, r := range rs {
-		types = append(types, r.Type)
-		p, err := schema.Decode(r.Envelope)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
 	if strings.Join(types, " ") != "SessionStarted SystemPromptBuilt SessionTitled UserMessageAdded AssistantMessageAdded ToolResultAdded AssistantMessageAdded TurnCompleted SessionEnded" {
 		t.Fatalf("events %v", types)
 	}
@@ -106,7 +116,7 @@ func TestImportHermesState(t *testing.T) {
 		t.Fatalf("parent link lost: %+v", cs)
 	}
 	// Importing again skips what is there.
-	rep, err = HermesState(ctx, path, store)
+	rep, err := HermesState(ctx, path, store)
 	if err != nil || rep.Sessions != 0 || rep.Skipped != 2 {
 		t.Fatalf("second import %+v %v", rep, err)
 	}
@@ -130,30 +140,8 @@ func TestImportRealHermesStateDB(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build state.db with hermes_state.SessionDB: %v\n%s", err, out)
 	}
-	store, err := embedded.Open(filepath.Join(dir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, rs, types, ps := importState(t, dir, path, "20260301_090000_aaaaaa")
 	ctx := context.Background()
-	rep, err := HermesState(ctx, path, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Sessions != 2 || rep.Messages != 5 {
-		t.Fatalf("report %+v", rep)
-	}
-	rs, _ := store.ReadStream(ctx, events.SessionStream("20260301_090000_aaaaaa"), events.Forward, 0, 0)
-	var types []string
-	var ps []schema.Payload
-	for _, r := range rs {
-		types = append(types, r.Type)
-		p, err := schema.Decode(r.Envelope)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
 	if got := strings.Join(types, " "); got != "SessionStarted SystemPromptBuilt SessionTitled UserMessageAdded AssistantMessageAdded ToolResultAdded AssistantMessageAdded TurnCompleted SessionEnded" {
 		t.Fatalf("events %s", got)
 	}

@@ -205,15 +205,7 @@ func summarizer(main agent.Provider, cfg Resolved) func(context.Context, string,
 		}
 		// the call is the session's: recorded so that costs count it
 		if env := agent.EnvFrom(ctx); env != nil && env.Record != nil {
-			if resp.Model != "" {
-				model = resp.Model
-			}
-			prices := cfg.Prices
-			if prices == nil {
-				prices = agent.DefaultPrices()
-			}
-			if err := env.Record(ctx, schema.AuxiliaryCallCompleted{Purpose: "search_summary", Model: model, Provider: prov.Name(),
-				Usage: resp.Usage, CostUSD: prices.Cost(model, resp.Usage)}); err != nil {
+			if err := env.Record(ctx, agent.AuxCall("search_summary", prov, model, resp, cfg.Prices)); err != nil {
 				return "", err
 			}
 		}

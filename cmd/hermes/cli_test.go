@@ -75,6 +75,31 @@ func seed(t *testing.T, s *embedded.Store, sid string, turns int) {
 	}
 }
 
+// keepSeeding appends sessions of the given turns to s in the background,
+// pausing between them, until the returned function is called; that
+// function returns how many were written.
+func keepSeeding(t *testing.T, s *embedded.Store, turns int, pause time.Duration) func() int {
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			seed(t, s, fmt.Sprintf("%08d-0000-4000-8000-000000000000", n+1), turns)
+			n++
+			time.Sleep(pause)
+		}
+	}()
+	return func() int {
+		close(stop)
+		return <-done
+	}
+}
+
 func TestSessionsCommands(t *testing.T) {
 	home := t.TempDir()
 	s, err := embedded.Open(filepath.Join(home, "events.db"))
@@ -158,21 +183,7 @@ func TestProcessesShareHome(t *testing.T) {
 	}
 	defer s.Close()
 	seed(t, s, "00000000-0000-4000-8000-000000000000", 1)
-	stop := make(chan struct{})
-	writerDone := make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-stop:
-				writerDone <- n
-				return
-			default:
-			}
-			seed(t, s, fmt.Sprintf("%08d-0000-4000-8000-000000000000", n+1), 2)
-			n++
-		}
-	}()
+	stopWriter := keepSeeding(t, s, 2, 0)
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for p := range 3 {
@@ -192,8 +203,7 @@ func TestProcessesShareHome(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	written := <-writerDone
+	written := stopWriter()
 	close(errs)
 	for e := range errs {
 		t.Error(e)

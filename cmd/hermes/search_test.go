@@ -82,23 +82,7 @@ func TestConcurrentSearchProcesses(t *testing.T) {
 	}
 	defer s.Close()
 	seed(t, s, "00000000-0000-4000-8000-000000000000", 1)
-	stop := make(chan struct{})
-	var writer sync.WaitGroup
-	writer.Add(1)
-	written := 1
-	go func() {
-		defer writer.Done()
-		for n := 1; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			seed(t, s, fmt.Sprintf("%08d-0000-4000-8000-000000000000", n), 1)
-			written++
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	stopWriter := keepSeeding(t, s, 1, 5*time.Millisecond)
 	var wg sync.WaitGroup
 	errs := make(chan string, 32)
 	for p := range 4 {
@@ -118,8 +102,7 @@ func TestConcurrentSearchProcesses(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	writer.Wait()
+	written := 1 + stopWriter()
 	close(errs)
 	for e := range errs {
 		t.Error(e)

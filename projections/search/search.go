@@ -570,10 +570,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 		must = append(must, r)
 	}
 	filter := bleve.NewConjunctionQuery(must...)
-	req := bleve.NewSearchRequestOptions(filter, q.Limit*5, 0, false)
-	req.Fields = hitFields
-	req.Highlight = bleve.NewHighlightWithStyle("ansi")
-	req.Highlight.AddField("text")
+	req := withDetails(bleve.NewSearchRequestOptions(filter, q.Limit*5, 0, false))
 	req.AddFacet("facet", bleve.NewFacetRequest("facet", 10_000))
 	res, err := x.idx.SearchInContext(ctx, req)
 	if err != nil {
@@ -648,10 +645,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
 			for id := range best {
 				ids = append(ids, id)
 			}
-			req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(filter, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
-			req.Fields = hitFields
-			req.Highlight = bleve.NewHighlightWithStyle("ansi")
-			req.Highlight.AddField("text")
+			req := withDetails(bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(filter, bleve.NewDocIDQuery(ids)), len(ids), 0, false))
 			details, err := x.idx.SearchInContext(ctx, req)
 			if err != nil {
 				return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
@@ -694,6 +688,15 @@ const (
 // maxScan bounds the matching messages a search looks through to find
 // Limit distinct sessions.
 const maxScan = 20_000
+
+// withDetails asks req for what a Hit shows: its fields and a highlighted
+// snippet of the text.
+func withDetails(req *bleve.SearchRequest) *bleve.SearchRequest {
+	req.Fields = hitFields
+	req.Highlight = bleve.NewHighlightWithStyle("ansi")
+	req.Highlight.AddField("text")
+	return req
+}
 
 var hitFields = []string{"session", "root", "role", "source", "model", "time"}
 
