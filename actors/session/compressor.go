@@ -141,6 +141,10 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 	after := c.estimate(next)
 
 	child := uuid.NewString()
+	// The child is where this actor writes next: it is ours before it exists.
+	if _, _, err := a.own.take(child); err != nil {
+		return fmt.Errorf("lease the compressed session: %w", err)
+	}
 	start := a.started
 	start.Reason, start.ParentSessionID, start.ParentTurnID, start.History, start.Goal = schema.StartCompression, a.rec.sessionID(), c.turnID, msgs, ""
 	meta := schema.Meta{SessionID: child, TurnID: c.turnID}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,7 +25,10 @@ type Manager struct {
 	pids   map[string]*actor.PID
 }
 
-type spawn struct{ id string }
+type spawn struct {
+	id    string
+	ready chan<- error
+}
 
 // NewManager starts the sessions supervisor.
 func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
@@ -35,7 +39,7 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if s, ok := c.Message().(spawn); ok {
-			pid, err := c.SpawnNamed(Props(s.id, deps), s.id)
+			pid, err := c.SpawnNamed(props(s.id, deps, s.ready), s.id)
 			if err != nil {
 				c.Respond(err)
 				return
@@ -46,8 +50,9 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	return m
 }
 
-// Session returns the actor of session id, spawning it (and so recovering
-// it from its stream) on first use.
+// Session returns the actor of session id, spawning it (and so leasing and
+// recovering it from its stream) on first use. A session another live
+// process runs is refused with an *InUseError.
 func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -61,12 +66,26 @@ func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("no session %s", id)
 	}
-	res, err := m.sys.Root.RequestFuture(m.parent, spawn{id}, 30*time.Second).Result()
+	ready := make(chan error, 1)
+	res, err := m.sys.Root.RequestFuture(m.parent, spawn{id, ready}, 30*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start session %s: %w", id, err)
 	}
 	switch v := res.(type) {
 	case *actor.PID:
+		select {
+		case err = <-ready:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			m.sys.Root.StopFuture(v).Wait()
+			var inUse *InUseError
+			if errors.As(err, &inUse) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("start session %s: %w", id, err)
+		}
 		m.pids[id] = v
 		return v, nil
 	case error:
@@ -131,8 +150,9 @@ func (m *Manager) Compress(ctx context.Context, id, model string) (string, error
 	return r.SessionID, r.Err
 }
 
-// Restart stops session id's actor so that its next use recovers it from
-// its stream again (after events were written by another process).
+// Restart stops session id's actor, giving its lease up, so that its next
+// use recovers it from its stream again (after events were written by
+// another process).
 func (m *Manager) Restart(id string) {
 	m.mu.Lock()
 	pid, ok := m.pids[id]

@@ -97,6 +97,9 @@ type Deps struct {
 	// the next call carries a reminder to save what was learned as a
 	// skill (when skill_manage is enabled). 0 turns it off.
 	SkillNudgeAfter int
+	// Leases, when set, make each session actor the only writer of its
+	// stream among processes (nil: this process is trusted to be alone).
+	Leases Leaser
 }
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
@@ -164,13 +167,24 @@ type Actor struct {
 
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
+
+	// own outlives restarts: the leases held and the first start's report.
+	own *ownership
 }
 
 // Props returns the props of the actor for session id.
 func Props(id string, deps Deps) *actor.Props {
+	return props(id, deps, nil)
+}
+
+// props are Props whose first start reports its outcome on ready: nil
+// when the session was recovered, else why not (then the actor waits to
+// be stopped instead of failing to its supervisor).
+func props(id string, deps Deps, ready chan<- error) *actor.Props {
 	strategy := newChildStrategy(deps.ChildRestarts, deps.ChildWindow)
+	own := newOwnership(deps.Leases, ready)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger(), strategy: strategy}
+		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger(), strategy: strategy, own: own}
 	}, actor.WithSupervisor(strategy))
 }
 
@@ -184,9 +198,13 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 		a.slots, a.children = make(chan struct{}, n), map[string]*actor.PID{}
 		if err := a.recover(context.Background()); err != nil {
+			if a.own.started(err) {
+				return // the manager stops this actor and reports err
+			}
 			// Failing here hands the problem to the supervisor.
 			panic(fmt.Errorf("session %s: recover: %w", a.id, err))
 		}
+		a.own.started(nil)
 		if a.task != nil {
 			a.start(c, &Turn{Text: a.task.goal})
 		}
@@ -260,6 +278,8 @@ func (a *Actor) Receive(c actor.Context) {
 		if a.cancel != nil {
 			a.cancel(agent.Cause("session stopped"))
 		}
+	case *actor.Stopped:
+		a.own.release()
 	}
 }
 
@@ -379,27 +399,25 @@ func (a *Actor) nudgeDue() bool {
 // a turn without an end gets a TurnInterrupted, so the history stays valid
 // for the provider.
 func (a *Actor) recover(ctx context.Context) error {
-	current := a.id
-	var rs []events.Recorded
-	for {
-		var err error
-		rs, err = a.deps.Store.ReadStream(ctx, events.SessionStream(current), events.Forward, 0, 0)
-		if err != nil {
-			return err
-		}
-		if len(rs) == 0 {
-			return fmt.Errorf("no session %s", current)
-		}
-		// A compressed session goes on in its child: follow the chain.
-		last := rs[len(rs)-1]
-		if last.Type != "ContextCompressed" {
+	current, rs, err := a.chainEnd(ctx)
+	for err == nil {
+		end := current
+		var prev *Owner
+		var taken bool
+		if taken, prev, err = a.own.take(end); err != nil || !taken {
 			break
 		}
-		p, err := schema.Decode(last.Envelope)
-		if err != nil {
-			return &events.CorruptEventError{Stream: last.Stream, Revision: last.Revision, Position: last.Position, Err: err}
+		if prev != nil {
+			a.log.Warn().Msgf("session %s was left open by %s, which ended without releasing it: taking it over", end, prev)
 		}
-		current = p.(schema.ContextCompressed).ChildSessionID
+		// Read again now that the stream is ours: before, its owner could
+		// still write to it, or move on to a compressed child.
+		if current, rs, err = a.chainEnd(ctx); err == nil && current == end {
+			break
+		}
+	}
+	if err != nil {
+		return err
 	}
 	a.tr = &history.Transcript{}
 	a.values = agent.NewSessionValues()
@@ -463,6 +481,31 @@ func (a *Actor) recover(ctx context.Context) error {
 		a.tr.Apply(p)
 	}
 	return nil
+}
+
+// chainEnd follows a.id through its compressions to the session the
+// conversation goes on in, and returns that session's events.
+func (a *Actor) chainEnd(ctx context.Context) (string, []events.Recorded, error) {
+	current := a.id
+	for {
+		rs, err := a.deps.Store.ReadStream(ctx, events.SessionStream(current), events.Forward, 0, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(rs) == 0 {
+			return "", nil, fmt.Errorf("no session %s", current)
+		}
+		// A compressed session goes on in its child: follow the chain.
+		last := rs[len(rs)-1]
+		if last.Type != "ContextCompressed" {
+			return current, rs, nil
+		}
+		p, err := schema.Decode(last.Envelope)
+		if err != nil {
+			return "", nil, &events.CorruptEventError{Stream: last.Stream, Revision: last.Revision, Position: last.Position, Err: err}
+		}
+		current = p.(schema.ContextCompressed).ChildSessionID
+	}
 }
 
 // recorder appends a session's events with the exact expected revision:

@@ -189,9 +189,10 @@ func clipString(s string, n int) string {
 // childProps are the props of a subagent's actor.
 func childProps(id string, deps Deps, task *childTask) *actor.Props {
 	strategy := newChildStrategy(deps.ChildRestarts, deps.ChildWindow)
+	own := newOwnership(deps.Leases, nil)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Int("depth", task.depth).Logger(), task: task,
-			depth: task.depth, strategy: strategy}
+			depth: task.depth, strategy: strategy, own: own}
 	}, actor.WithSupervisor(strategy))
 }
 

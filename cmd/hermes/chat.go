@@ -137,6 +137,9 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		FlushMemory:       true,
 		MaxCostPerSession: cfg.MaxCostPerSession,
 		MaxCostPerDay:     cfg.MaxCostPerDay,
+		// One process at a time runs a session: a chat holds the lease of
+		// its session until it ends or moves to another one.
+		Leases: session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()),
 		DayCost: func() float64 {
 			d, _ := costs.Day(context.Background(), a.projDB.Reader(), time.Now().UTC().Format("2006-01-02"))
 			return d
@@ -368,6 +371,11 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	if err != nil {
 		return err
 	}
+	// Take the session now: a session another process runs is refused
+	// before anything is shown or sent.
+	if _, err := c.mgr.Session(ctx, id); err != nil {
+		return err
+	}
 	fmt.Fprintf(stderr, "session: %s\n", id)
 	if f.query != "" {
 		qctx, stopQ := context.WithCancel(ctx)
@@ -468,9 +476,15 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				continue
 			}
 			if strings.HasPrefix(line, "/") {
+				prev := id
 				quit, err := c.slash(ctx, out, errw, line, &id, &model)
 				if err != nil {
 					fmt.Fprintln(errw, "error:", err)
+				}
+				if id != prev && running == 0 {
+					// Let the session we left go: another process may
+					// resume it now.
+					c.mgr.Restart(prev)
 				}
 				if strings.HasPrefix(line, "/new") || strings.HasPrefix(line, "/resume") {
 					shown = id
@@ -543,6 +557,9 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 		}
 		rid, err := c.findResumable(ctx, fields[1], false)
 		if err != nil {
+			return false, err
+		}
+		if _, err := c.mgr.Session(ctx, rid); err != nil {
 			return false, err
 		}
 		*id = rid
