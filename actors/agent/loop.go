@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -300,13 +299,9 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 		if err := record(started...); err != nil {
 			return "", err
 		}
-		results := l.execute(toolCtx, cfg, calls, obs)
-		if refundable(calls) {
-			l.Budget.Refund()
-		}
-		var out []schema.Payload
-		for i, c := range calls {
-			r := results[i]
+		// Each result is recorded as its call finishes: a kill while a
+		// slow call runs keeps the results of the calls that finished.
+		err = l.execute(toolCtx, cfg, calls, obs, func(c validCall, r Result) error {
 			content := r.Content
 			if r.Err != "" {
 				content = joinText(content, "Error: "+r.Err)
@@ -314,10 +309,13 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 			if r.Interrupted {
 				content = InterruptedResult
 			}
-			out = append(out, schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
+			return record(schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
 				DurationMS: r.Duration.Milliseconds(), Error: r.Err, Interrupted: r.Interrupted})
+		})
+		if refundable(calls) {
+			l.Budget.Refund()
 		}
-		if err := record(out...); err != nil {
+		if err != nil {
 			return "", err
 		}
 		if ctx.Err() != nil {
@@ -511,30 +509,42 @@ func (l *Loop) newID() string {
 	return "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
 }
 
-// execute runs the valid calls in waves and returns results in call order.
-func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs Observer) []Result {
-	results := make([]Result, len(calls))
+// execute runs the valid calls in waves and hands each result to done as
+// soon as it is known: calls that cannot run first, in call order, then
+// the others as they finish. done runs on the caller's goroutine; its
+// first error is returned once every started call has finished.
+func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs Observer, done func(validCall, Result) error) error {
+	var first error
+	finish := func(i int, r Result) {
+		if err := done(calls[i], r); err != nil && first == nil {
+			first = err
+		}
+	}
 	var runnable []Call
 	var index []int
 	for i, c := range calls {
 		if c.errResult != "" {
-			results[i] = Result{Err: c.errResult}
+			finish(i, Result{Err: c.errResult})
 			continue
 		}
 		runnable = append(runnable, Call{ID: c.call.ID, Name: c.call.Function.Name, Args: json.RawMessage(c.call.Function.Arguments), Tool: c.tool})
 		index = append(index, i)
 	}
+	type finished struct {
+		i int
+		r Result
+	}
+	out := make(chan finished)
 	for _, wave := range waves(runnable, cfg.MaxParallelTools) {
-		var wg sync.WaitGroup
+		running := 0
 		for _, k := range wave {
 			c := runnable[k]
 			if ctx.Err() != nil {
-				results[index[k]] = Result{Interrupted: true, Err: "cancelled"}
+				finish(index[k], Result{Interrupted: true, Err: "cancelled"})
 				continue
 			}
-			wg.Add(1)
+			running++
 			go func() {
-				defer wg.Done()
 				obs(Observation{Kind: "tool_start", Tool: c.Name, Text: string(c.Args)})
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
@@ -542,12 +552,15 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 					r.Duration = time.Since(start)
 				}
 				obs(Observation{Kind: "tool_end", Tool: c.Name, Text: clipText(r.Content, 200), Err: r.Err})
-				results[index[k]] = r
+				out <- finished{index[k], r}
 			}()
 		}
-		wg.Wait()
+		for ; running > 0; running-- {
+			f := <-out
+			finish(f.i, f.r)
+		}
 	}
-	return results
+	return first
 }
 
 func clipText(s string, n int) string {

@@ -560,3 +560,62 @@ func TestCodeOnlyCallsRefundTheIteration(t *testing.T) {
 		t.Fatalf("mixed response refunded: outcome %q", c.Outcome)
 	}
 }
+
+// TestResultsAreRecordedAsCallsFinish: a fast call's result is on record
+// while a slow call of the same response still runs (a kill then loses
+// only the slow one), and history still holds the results in call order.
+func TestResultsAreRecordedAsCallsFinish(t *testing.T) {
+	release := make(chan struct{})
+	slow := fnTool{name: "slow", run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		select {
+		case <-release:
+			return "slow done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}}
+	r := newRig(t, []agent.Tool{slow, echo("fast")},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "slow", Args: `{}`}, {ID: "c2", Name: "fast", Args: `{}`}}},
+		llmtest.Reply{Content: "both done"})
+	done := make(chan string, 1)
+	go func() {
+		out, _ := r.loop.Turn(context.Background(), r.tr, "turn-1", "go")
+		done <- out
+	}()
+	recorded := func() []string {
+		var ids []string
+		for _, p := range r.rec.all() {
+			if e, ok := p.(schema.ToolResultAdded); ok {
+				ids = append(ids, e.CallID)
+			}
+		}
+		return ids
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fmt.Sprint(recorded()) != "[c2]" {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("the fast call's result is not recorded while the slow one runs: %v", recorded())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if out := <-done; out != "both done" {
+		t.Fatalf("answer %q", out)
+	}
+	if fmt.Sprint(recorded()) != "[c2 c1]" {
+		t.Fatalf("results recorded %v, want as they finished", recorded())
+	}
+	var order []string
+	for _, m := range r.tr.Messages {
+		if m.Role == "tool" {
+			order = append(order, m.ToolCallID)
+		}
+	}
+	if fmt.Sprint(order) != "[c1 c2]" {
+		t.Fatalf("history holds results %v, want call order", order)
+	}
+	if msgs := r.sent(t, 1); msgs[3]["tool_call_id"] != "c1" || msgs[4]["tool_call_id"] != "c2" {
+		t.Fatalf("next request: %v", msgs)
+	}
+}

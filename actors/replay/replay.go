@@ -210,6 +210,7 @@ func (c *comparer) Record(_ context.Context, _ string, ps ...schema.Payload) err
 			c.div = &Divergence{Revision: c.want[len(c.want)-1].rev + 1, Expected: "(no more events in this turn)", Got: normal(p)}
 			return c.div
 		}
+		c.matchResult(p)
 		w := c.want[c.n]
 		if got, exp := normal(p), normal(w.payload); got != exp && !reflect.DeepEqual(p, w.payload) {
 			c.div = &Divergence{Revision: w.rev, Expected: exp, Got: got}
@@ -218,6 +219,30 @@ func (c *comparer) Record(_ context.Context, _ string, ps ...schema.Payload) err
 		c.n++
 	}
 	return nil
+}
+
+// matchResult brings the recorded result of p's call to the front when p
+// is a tool result: the results of one response's calls are recorded as
+// the calls finish, so their order is the tools' timing, not a decision of
+// the loop, and any order of them replays.
+func (c *comparer) matchResult(p schema.Payload) {
+	got, ok := p.(schema.ToolResultAdded)
+	if !ok {
+		return
+	}
+	for k := c.n; k < len(c.want); k++ {
+		w, ok := c.want[k].payload.(schema.ToolResultAdded)
+		if !ok {
+			if loopEvent(c.want[k].payload) {
+				return // the group of results ended
+			}
+			continue // an event a tool recorded meanwhile
+		}
+		if w.CallID == got.CallID {
+			c.want[c.n], c.want[k] = c.want[k], c.want[c.n]
+			return
+		}
+	}
 }
 
 // loopEvent tells the events the loop itself emits from those recorded by

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/replay"
@@ -16,6 +19,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -210,5 +214,67 @@ func TestReplayOfARecoveredCrash(t *testing.T) {
 	recorded, _ := r.store.ReadStream(ctx, events.SessionStream("crash2"), events.Forward, 0, 0)
 	if _, err := replay.Run(ctx, recorded, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResultsInFinishOrderReplayAndProject: results recorded as their
+// calls finished (not in call order) are shown in call order by the
+// recovery fold and the history projection alike, and replay.
+func TestResultsInFinishOrderReplayAndProject(t *testing.T) {
+	r := newRig(t,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "echo", Args: `{"Sleep":400}`}, {ID: "c2", Name: "echo", Args: `{"Sleep":0}`},
+			{ID: "c3", Name: "echo", Args: `{"Sleep":150}`}}},
+		llmtest.Reply{Content: "done"})
+	r.create(t, "s1")
+	ctx := context.Background()
+	if res := r.mgr.Run(ctx, "s1", "go", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	rs, _ := r.store.ReadStream(ctx, events.SessionStream("s1"), events.Forward, 0, 0)
+	var recorded []string
+	for _, e := range rs {
+		if e.Type == "ToolResultAdded" {
+			var p schema.ToolResultAdded
+			json.Unmarshal(e.Payload, &p)
+			recorded = append(recorded, p.CallID)
+		}
+	}
+	if fmt.Sprint(recorded) != "[c2 c3 c1]" {
+		t.Fatalf("results recorded %v, want in the order the calls finished", recorded)
+	}
+	if _, err := replay.Run(ctx, rs, nil); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	pdb, err := projections.OpenDB(filepath.Join(r.dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	run := projections.NewRunner(r.store, zerolog.Nop(), pdb.Projection(history.NewModel()))
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	projected, _ := history.Messages(ctx, pdb.Reader(), "s1")
+	var ps []schema.Payload
+	for _, e := range rs {
+		p, _ := schema.Decode(e.Envelope)
+		ps = append(ps, p)
+	}
+	folded := history.Fold(ps).Full()
+	if fmt.Sprint(projected) != fmt.Sprint(folded) {
+		t.Fatalf("projection %v\nfold %v", projected, folded)
+	}
+	var order []string
+	for _, m := range folded {
+		if m.Role == "tool" {
+			order = append(order, m.ToolCallID)
+		}
+	}
+	if fmt.Sprint(order) != "[c1 c2 c3]" {
+		t.Fatalf("history holds results %v, want call order", order)
+	}
+	sent := r.srv.Requests()[1].Body["messages"].([]any)
+	if sent[3].(map[string]any)["tool_call_id"] != "c1" || sent[5].(map[string]any)["tool_call_id"] != "c3" {
+		t.Fatalf("second request %v", sent)
 	}
 }

@@ -217,5 +217,8 @@ func query(ctx context.Context, db *sql.DB, q string, args ...any) (map[string][
 		}
 		out[sid] = append(out[sid], msgs...)
 	}
+	for _, msgs := range out {
+		InCallOrder(msgs)
+	}
 	return out, rows.Err()
 }

@@ -39,9 +39,68 @@ func (t *Transcript) Apply(p schema.Payload) Change {
 	}
 	if m, ok := MessageOf(p); ok {
 		t.Messages = append(t.Messages, m)
+		if m.Role == "tool" {
+			sortResults(t.Messages)
+		}
 		return Change{Appended: 1}
 	}
 	return Change{}
+}
+
+// The results of one response's tool calls are recorded as each call
+// finishes, so in the order they finished; history holds them in the order
+// of the calls, which is what the model asked for and what a replay
+// reproduces.
+
+// sortResults puts the trailing tool messages of msgs, the results of the
+// last assistant message's calls, in the order of those calls. Results
+// arrive one at a time, so only the last one can be out of place.
+func sortResults(msgs []schema.Message) {
+	n := len(msgs) - 1
+	first := n
+	for first > 0 && msgs[first-1].Role == "tool" {
+		first--
+	}
+	if first == 0 || msgs[first-1].Role != "assistant" {
+		return
+	}
+	order := callOrder(msgs[first-1].ToolCalls)
+	last := msgs[n]
+	k, ok := order[last.ToolCallID]
+	if !ok {
+		return // not one of the calls: it stays where it came
+	}
+	i := n
+	for i > first {
+		j, ok := order[msgs[i-1].ToolCallID]
+		if !ok || j <= k {
+			break
+		}
+		msgs[i] = msgs[i-1]
+		i--
+	}
+	msgs[i] = last
+}
+
+func callOrder(calls []schema.ToolCall) map[string]int {
+	order := make(map[string]int, len(calls))
+	for i, c := range calls {
+		if _, dup := order[c.ID]; !dup {
+			order[c.ID] = i
+		}
+	}
+	return order
+}
+
+// InCallOrder puts every group of tool results in msgs in the order of the
+// calls of the assistant message before it (the projection stores them as
+// recorded, and orders them as it reads).
+func InCallOrder(msgs []schema.Message) {
+	for i := range msgs {
+		if msgs[i].Role == "tool" {
+			sortResults(msgs[:i+1])
+		}
+	}
 }
 
 // MessageOf returns the message an event adds to history, if it adds one.
