@@ -457,7 +457,7 @@ type validCall struct {
 }
 
 // validate repairs names and arguments, drops identical duplicates and
-// delegate_task calls over the cap, and turns what cannot be repaired into
+// delegate_task calls over the cap, makes call ids unique, and turns what cannot be repaired into
 // error results the model can act on. It returns how many calls had
 // unusable JSON.
 func (l *Loop) validate(cfg Config, tcs []schema.ToolCall) ([]validCall, int) {
@@ -499,7 +499,35 @@ func (l *Loop) validate(cfg Config, tcs []schema.ToolCall) ([]validCall, int) {
 		}
 		out = append(out, vc)
 	}
+	uniqueIDs(out)
 	return out, bad
+}
+
+// uniqueIDs renames a call whose id an earlier call of the response has
+// (some models number calls per response, or repeat one id): providers
+// reject a history where two calls share an id, and results are matched
+// to calls by it. The second call_1 becomes call_1_2 (or the first free
+// call_1_N that no call of the response has), so a replay of the recorded
+// response makes the same ids.
+func uniqueIDs(calls []validCall) {
+	taken := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		taken[c.call.ID] = true
+	}
+	used := make(map[string]bool, len(calls))
+	for i := range calls {
+		id := calls[i].call.ID
+		if used[id] {
+			for n := 2; ; n++ {
+				if cand := fmt.Sprintf("%s_%d", id, n); !taken[cand] && !used[cand] {
+					id = cand
+					break
+				}
+			}
+		}
+		used[id] = true
+		calls[i].call.ID = id
+	}
 }
 
 func (l *Loop) newID() string {

@@ -619,3 +619,44 @@ func TestResultsAreRecordedAsCallsFinish(t *testing.T) {
 		t.Fatalf("next request: %v", msgs)
 	}
 }
+
+// TestDuplicateCallIDsAreMadeUnique: a response with two different calls
+// both named call_1 (and one already named call_1_2) is recorded with
+// unique ids, each result answering its own call.
+func TestDuplicateCallIDsAreMadeUnique(t *testing.T) {
+	r := newRig(t, []agent.Tool{echo("read_file")},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "read_file", Args: `{"path":"a"}`}, {ID: "call_1", Name: "read_file", Args: `{"path":"b"}`},
+			{ID: "call_1_2", Name: "read_file", Args: `{"path":"c"}`}, {ID: "call_1", Name: "read_file", Args: `{"path":"d"}`}}},
+		llmtest.Reply{Content: "read"})
+	r.turn(t, "read them")
+	var ids []string
+	results := map[string]string{}
+	for _, p := range r.rec.all() {
+		switch e := p.(type) {
+		case schema.AssistantMessageAdded:
+			for _, tc := range e.ToolCalls {
+				ids = append(ids, tc.ID+" "+tc.Function.Arguments)
+			}
+		case schema.ToolResultAdded:
+			results[e.CallID] = e.Content
+		}
+	}
+	want := `[call_1 {"path":"a"} call_1_3 {"path":"b"} call_1_2 {"path":"c"} call_1_4 {"path":"d"}]`
+	if fmt.Sprint(ids) != want {
+		t.Fatalf("recorded calls %v\nwant %s", ids, want)
+	}
+	if results["call_1_3"] != `read_file got {"path":"b"}` || results["call_1_4"] != `read_file got {"path":"d"}` || len(results) != 4 {
+		t.Fatalf("results %v", results)
+	}
+	msgs := r.sent(t, 1)
+	seen := map[any]bool{}
+	for _, m := range msgs[3:] {
+		if seen[m["tool_call_id"]] {
+			t.Fatalf("next request repeats the call id %v", m["tool_call_id"])
+		}
+		seen[m["tool_call_id"]] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("next request: %v", msgs)
+	}
+}

@@ -278,3 +278,31 @@ func TestResultsInFinishOrderReplayAndProject(t *testing.T) {
 		t.Fatalf("second request %v", sent)
 	}
 }
+
+// TestDuplicateCallIDsReplay: the ids made unique are recorded, and the
+// replay of the record makes the same ones.
+func TestDuplicateCallIDsReplay(t *testing.T) {
+	r := newRig(t,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "echo", Args: `{"x":1}`}, {ID: "call_1", Name: "echo", Args: `{"x":2}`}}},
+		llmtest.Reply{Content: "done"})
+	r.create(t, "s1")
+	ctx := context.Background()
+	if res := r.mgr.Run(ctx, "s1", "go", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	rs, _ := r.store.ReadStream(ctx, events.SessionStream("s1"), events.Forward, 0, 0)
+	var started []string
+	for _, e := range rs {
+		if e.Type == "ToolCallStarted" {
+			var p schema.ToolCallStarted
+			json.Unmarshal(e.Payload, &p)
+			started = append(started, p.CallID)
+		}
+	}
+	if fmt.Sprint(started) != "[call_1 call_1_2]" {
+		t.Fatalf("calls recorded as %v", started)
+	}
+	if rep, err := replay.Run(ctx, rs, nil); err != nil || rep.Calls != 2 {
+		t.Fatalf("replay: %+v %v", rep, err)
+	}
+}
