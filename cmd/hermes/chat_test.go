@@ -511,3 +511,33 @@ func TestLongSessionSearchResultsAreSummarised(t *testing.T) {
 		t.Fatalf("replay: %d %s %s", code, out, errOut)
 	}
 }
+
+// TestChatLongInputLines: a 2 MiB line (a pasted file) is a message like
+// any other, a line over the limit is refused with a message, and either
+// way the chat goes on with the next line.
+func TestChatLongInputLines(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "got the long one"}, llmtest.Reply{Content: "got the short one"})
+	defer srv.Close()
+	home := t.TempDir()
+	long := strings.Repeat("x", 2<<20)
+	huge := strings.Repeat("y", 17<<20)
+	in := long + "\n" + huge + "\r\nshort line\n/exit\n"
+	out, errOut, code := hermes(t, chatEnv(srv), in, "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(out, "got the long one") || !strings.Contains(out, "got the short one") {
+		t.Fatalf("exit %d stdout %q stderr %.2000s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "an input line over 16 MiB was not sent") {
+		t.Fatalf("the refused line is not said:\n%.2000s", errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	last := func(i int) string {
+		msgs := reqs[i].Body["messages"].([]any)
+		return msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	}
+	if last(0) != long || last(1) != "short line" {
+		t.Fatalf("sent %d bytes, then %.100q", len(last(0)), last(1))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -27,15 +28,45 @@ type pending struct {
 
 func newConsole(in io.Reader, errw io.Writer) *console {
 	c := &console{errw: errw, lines: make(chan string), questions: make(chan *pending)}
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-		close(c.lines)
-	}()
+	go c.read(bufio.NewReaderSize(in, 64<<10))
 	return c
+}
+
+// maxLine bounds one input line (a pasted file is a long line): a longer
+// one is refused, said so, and the chat goes on with the next.
+const maxLine = 16 << 20
+
+// read sends stdin's lines, without their line ends, until it ends.
+func (c *console) read(r *bufio.Reader) {
+	defer close(c.lines)
+	var line []byte
+	over := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over {
+			if len(line)+len(chunk) > maxLine+2 { // +2: the line end
+				over, line = true, line[:0]
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if over {
+			fmt.Fprintf(c.errw, "\nerror: an input line over %d MiB was not sent; send a shorter message, or put the text in a file and name the file\n", maxLine>>20)
+			over = false
+		} else if err == nil || len(line) > 0 {
+			c.lines <- strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
+		}
+		line = line[:0]
+		if cap(line) > 1<<20 {
+			line = nil // do not keep a pasted file's worth of memory
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Ask implements agent.Asker.
