@@ -95,6 +95,9 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		a.Close()
 		return nil, err
 	}
+	for _, k := range fileCfg.ignored {
+		g.log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.home, "config.yaml"), k)
+	}
 	cfg, err := resolve(a.home, fileCfg, ov)
 	if err != nil {
 		a.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -46,6 +47,10 @@ type Config struct {
 		MaxConcurrent  int `yaml:"max_concurrent"`
 		MaxPerResponse int `yaml:"max_per_response"`
 	} `yaml:"delegation"`
+
+	// ignored are top-level keys this build does not use (sections of
+	// the Python Hermes Agent's config), warned about.
+	ignored []string
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
@@ -148,9 +153,27 @@ func loadConfig(home string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := yaml.Unmarshal(data, &c); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
+	keys := checkKeys(&doc)
+	if len(keys.problems) > 0 {
+		var lines []string
+		for _, p := range keys.problems {
+			lines = append(lines, fmt.Sprintf("line %d: %s", p.line, p.msg))
+		}
+		return c, fmt.Errorf("%s:\n  %s", path, strings.Join(lines, "\n  "))
+	}
+	if len(doc.Content) > 0 {
+		if err := doc.Decode(&c); err != nil {
+			return c, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if bad := checkValues(c, keys.set); len(bad) > 0 {
+		return c, fmt.Errorf("%s:\n  %s", path, strings.Join(bad, "\n  "))
+	}
+	c.ignored = keys.ignored
 	return c, nil
 }
 
@@ -188,9 +211,6 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	}
 	if r.Model == "" {
 		return r, fmt.Errorf("no model configured: set model in %s, set HERMES_MODEL, or pass --model", path)
-	}
-	if c.Agent.MaxTurns < 0 {
-		return r, fmt.Errorf("%s: agent.max_turns must be positive, got %d", path, c.Agent.MaxTurns)
 	}
 	if c.Agent.MaxTurns > 0 {
 		r.MaxTurns = c.Agent.MaxTurns
@@ -255,25 +275,13 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	cc := c.Compression
 	r.Compression = compress.Config{Enabled: cc.Enabled == nil || *cc.Enabled, Threshold: cc.Threshold, TargetRatio: cc.TargetRatio,
 		ProtectFirstN: cc.ProtectFirstN, ProtectLastN: cc.ProtectLastN}
-	if cc.Threshold < 0 || cc.Threshold > 1 {
-		return r, fmt.Errorf("%s: compression.threshold must be between 0 and 1, got %g", path, cc.Threshold)
-	}
-	if cc.TargetRatio < 0 || cc.TargetRatio > 1 {
-		return r, fmt.Errorf("%s: compression.target_ratio must be between 0 and 1, got %g", path, cc.TargetRatio)
-	}
 	if aux := c.Auxiliary.Compression; aux.Name != "" || aux.Provider != "" || aux.BaseURL != "" {
 		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
 	r.ContextWindow = c.ContextWindow
 	d := c.Delegation
-	if d.MaxDepth < 0 || d.MaxConcurrent < 0 || d.MaxPerResponse < 0 {
-		return r, fmt.Errorf("%s: delegation limits must not be negative", path)
-	}
 	r.MaxDepth, r.MaxConcurrent, r.MaxDelegates = d.MaxDepth, d.MaxConcurrent, d.MaxPerResponse
-	if c.Budget.MaxCostPerSession < 0 || c.Budget.MaxCostPerDay < 0 {
-		return r, fmt.Errorf("%s: budget caps must not be negative", path)
-	}
 	r.MaxCostPerSession, r.MaxCostPerDay = c.Budget.MaxCostPerSession, c.Budget.MaxCostPerDay
 	if v := os.Getenv("HERMES_BACKOFF_BASE"); v != "" {
 		d, err := time.ParseDuration(v)
