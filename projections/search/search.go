@@ -178,13 +178,11 @@ const lockWait = "100ms"
 // the runner to fill from the log.
 func Open(path string) (*Index, error) {
 	var replaced error
-	idx, err := bleve.OpenUsing(path, map[string]interface{}{"bolt_timeout": lockWait, "unsafe_batch": false})
-	if err == nil {
-		if v, verr := idx.GetInternal([]byte("mapping_version")); verr != nil || string(v) != mappingVersion {
-			idx.Close()
-			replaced = fmt.Errorf("made with mapping %q, this build uses %s", v, mappingVersion)
-			err = bleve.ErrorIndexPathDoesNotExist
-		}
+	idx, version, err := openExisting(path)
+	if err == nil && version != mappingVersion {
+		idx.Close()
+		replaced = fmt.Errorf("made with mapping %q, this build uses %s", version, mappingVersion)
+		err = bleve.ErrorIndexPathDoesNotExist
 	}
 	if errors.Is(err, bleve.ErrorIndexMetaMissing) {
 		// Another process is creating the index, or one died doing so.
@@ -220,6 +218,37 @@ func Open(path string) (*Index, error) {
 		return nil, fmt.Errorf("open search index %s: %w", path, err)
 	}
 	return &Index{path: path, idx: idx, meta: map[string]sessionMeta{}, Replaced: replaced}, nil
+}
+
+// DamagedError is a panic of Bleve on an index's files (a segment flipped
+// or cut short on disk), turned into an error: the index is derived data,
+// to be replaced and rebuilt from the events.
+type DamagedError struct{ Panic any }
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("the search index is damaged (%v): rebuild it with hermes search --rebuild", e.Panic)
+}
+
+// openExisting opens the index at path and reads its mapping version.
+// Scorch loads every segment as it opens and panics on some damage (a
+// segment's offsets pointing past its end): that becomes a DamagedError.
+// What the panic left open (the root.bolt handle) is not reachable to
+// close; Open removes the directory, so it only holds a deleted file.
+func openExisting(path string) (idx bleve.Index, version string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			idx, version, err = nil, "", &DamagedError{Panic: p}
+		}
+	}()
+	idx, err = bleve.OpenUsing(path, map[string]interface{}{"bolt_timeout": lockWait, "unsafe_batch": false})
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := idx.GetInternal([]byte("mapping_version"))
+	if err != nil {
+		return idx, "", nil // unreadable: replaced like an old shape
+	}
+	return idx, string(v), nil
 }
 
 // onlyStore tells a directory holding nothing but what Bleve starts an
@@ -478,8 +507,11 @@ func (x *Index) deleteSession(sid string) error {
 // Reset implements projections.Projection: the index is deleted and made
 // anew.
 func (x *Index) Reset(context.Context) error {
-	if err := x.idx.Close(); err != nil {
-		return err
+	if err := closeDamaged(x.idx); err != nil {
+		var d *DamagedError
+		if !errors.As(err, &d) {
+			return err
+		}
 	}
 	if err := os.RemoveAll(x.path); err != nil {
 		return err
@@ -490,6 +522,16 @@ func (x *Index) Reset(context.Context) error {
 	}
 	x.idx, x.meta = idx, map[string]sessionMeta{}
 	return nil
+}
+
+// closeDamaged closes idx; a panic on damaged files becomes an error.
+func closeDamaged(idx bleve.Index) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &DamagedError{Panic: p}
+		}
+	}()
+	return idx.Close()
 }
 
 // Query is a search.
@@ -525,7 +567,17 @@ type Results struct {
 // Search runs q: the text is Bleve's query-string syntax (words,
 // "phrases", prefix*, fuzzy~, +must -not, field:value) over both the
 // English and the code analysis of every message.
-func (x *Index) Search(ctx context.Context, q Query) (Results, error) {
+func (x *Index) Search(ctx context.Context, q Query) (res Results, err error) {
+	defer func() {
+		// A segment that opened but is damaged further in panics here.
+		if p := recover(); p != nil {
+			res, err = Results{}, &DamagedError{Panic: p}
+		}
+	}()
+	return x.search(ctx, q)
+}
+
+func (x *Index) search(ctx context.Context, q Query) (Results, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return Results{}, errors.New("empty query")
 	}
