@@ -13,9 +13,12 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/events"
 )
 
 func TestFileLeases(t *testing.T) {
@@ -105,5 +108,37 @@ func TestManagerRefusesALeasedSession(t *testing.T) {
 	one.Restart("s1") // the owner lets go
 	if _, err := two.Session(ctx, "s1"); err != nil {
 		t.Fatalf("after the owner let go: %v", err)
+	}
+}
+
+// TestCompressionLeasesTheChild: the compressed child a session goes on in
+// is leased before it exists, so another process can neither resume the
+// parent (which leads to the child) nor the child itself.
+func TestCompressionLeasesTheChild(t *testing.T) {
+	var locks string
+	r := newCompRigWith(t, compress.Config{Enabled: true}, 4000, func(d *session.Deps, _ events.Store, dir string) {
+		locks = filepath.Join(dir, "locks")
+		d.Leases = session.NewFileLeases(locks, session.Owner{Host: "here", PID: 1})
+	}, llmtest.Reply{Content: "## Goal\nsum"}, llmtest.Reply{Content: "fits now"})
+	r.seedHistory(t, "auto", 20)
+	res := r.mgr.Run(context.Background(), "auto", "next?", nil)
+	if res.Err != nil || res.SessionID == "auto" {
+		t.Fatalf("%+v", res)
+	}
+	other := session.NewFileLeases(locks, session.Owner{Host: "there", PID: 2})
+	for _, id := range []string{"auto", res.SessionID} {
+		var inUse *session.InUseError
+		if _, err := other.Lease(id); !errors.As(err, &inUse) || inUse.Owner.PID != 1 {
+			t.Fatalf("lease of %s beside its owner: %v", id, err)
+		}
+	}
+	// A second manager resuming the parent follows it to the child, which
+	// is taken.
+	sys := actors.NewSystem(zerolog.Nop())
+	mgr := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Leases: other})
+	defer func() { mgr.Shutdown(); sys.Shutdown() }()
+	var inUse *session.InUseError
+	if _, err := mgr.Session(context.Background(), "auto"); !errors.As(err, &inUse) {
+		t.Fatalf("resume of the compressed parent: %v", err)
 	}
 }
