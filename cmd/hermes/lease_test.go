@@ -84,6 +84,11 @@ func TestResumeRefusedWhileOwnerLives(t *testing.T) {
 	if code == 0 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "hermes sessions fork "+id) {
 		t.Fatalf("second process while the first runs: exit %d stdout %q stderr:\n%s", code, out, errOut)
 	}
+	// The same from an interactive chat's /resume: refused, the chat goes on.
+	_, errOut, code = hermes(t, env, "/resume "+id+"\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(errOut, "error: "+want) {
+		t.Fatalf("/resume while the first runs: exit %d stderr:\n%s", code, errOut)
+	}
 	if err := first.Wait(); err != nil {
 		t.Fatalf("the owner failed: %v", err)
 	}
