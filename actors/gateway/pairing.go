@@ -140,7 +140,9 @@ func (p *Pairings) ApprovedList() []Paired {
 	for _, a := range p.Approved {
 		out = append(out, a)
 	}
-	sort.Slice(out, func(i, j int) bool { return pairKey(out[i].Platform, out[i].User) < pairKey(out[j].Platform, out[j].User) })
+	sort.Slice(out, func(i, j int) bool {
+		return pairKey(out[i].Platform, out[i].User) < pairKey(out[j].Platform, out[j].User)
+	})
 	return out
 }
 

@@ -92,7 +92,7 @@ type Router struct {
 	outMu     sync.Mutex
 	outq      map[string]chan queued
 	outClosed bool
-	outWG sync.WaitGroup
+	outWG     sync.WaitGroup
 }
 
 type queued struct {

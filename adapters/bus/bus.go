@@ -102,7 +102,9 @@ func Correlation(msg *message.Message) string { return middleware.MessageCorrela
 func ContextWithMessage(msg *message.Message) context.Context { return msg.Context() }
 
 // Logger adapts zerolog to watermill's logger.
-func Logger(log zerolog.Logger) watermill.LoggerAdapter { return zlog{log.With().Str("component", "bus").Logger()} }
+func Logger(log zerolog.Logger) watermill.LoggerAdapter {
+	return zlog{log.With().Str("component", "bus").Logger()}
+}
 
 type zlog struct{ l zerolog.Logger }
 
