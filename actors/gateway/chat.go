@@ -358,6 +358,7 @@ func (c *chat) next(ctx actor.Context) {
 	w := c.queue[0]
 	c.queue = c.queue[1:]
 	c.running = w
+	c.r.stats.active.Add(1)
 	tctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -467,6 +468,7 @@ func (c *chat) typing(ctx context.Context, out schema.Outbound) {
 // next queued turn.
 func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 	c.running = nil
+	c.r.stats.active.Add(-1)
 	if c.question != nil {
 		c.question.reply <- askAnswer{err: agent.ErrInterrupted}
 		c.question = nil

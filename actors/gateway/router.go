@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -456,9 +457,13 @@ func appendAny(ctx context.Context, store events.Store, stream string, pl schema
 
 // Stats are the router's counters, per platform.
 type Stats struct {
-	mu sync.Mutex
-	m  map[string]*PlatformStats
+	mu     sync.Mutex
+	m      map[string]*PlatformStats
+	active atomic.Int64
 }
+
+// Active is the number of chats with a turn in flight.
+func (s *Stats) Active() int { return int(s.active.Load()) }
 
 // PlatformStats counts one platform's traffic.
 type PlatformStats struct {

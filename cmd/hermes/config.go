@@ -46,6 +46,8 @@ type Config struct {
 		MaxConcurrent  int `yaml:"max_concurrent"`
 		MaxPerResponse int `yaml:"max_per_response"`
 	} `yaml:"delegation"`
+	Gateway   GatewayConfig   `yaml:"gateway"`
+	Platforms PlatformsConfig `yaml:"platforms"`
 }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
