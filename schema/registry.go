@@ -72,6 +72,18 @@ var registry = map[string]eventType{
 	"TodoUpdated":            v1[TodoUpdated](),
 	"ApprovalDecided":        v1[ApprovalDecided](),
 	"AuxiliaryCallCompleted": v1[AuxiliaryCallCompleted](),
+
+	"GatewayChatOpened":       v1[GatewayChatOpened](),
+	"GatewayMessageReceived":  v1[GatewayMessageReceived](),
+	"GatewaySessionBound":     v1[GatewaySessionBound](),
+	"GatewayReplyRequested":   v1[GatewayReplyRequested](),
+	"GatewayMessageDelivered": v1[GatewayMessageDelivered](),
+	"GatewayDeliveryFailed":   v1[GatewayDeliveryFailed](),
+	"GatewayInboundRefused":   v1[GatewayInboundRefused](),
+	"PairingRequested":        v1[PairingRequested](),
+	"PairingApproved":         v1[PairingApproved](),
+	"PairingRejected":         v1[PairingRejected](),
+	"PairingRevoked":          v1[PairingRevoked](),
 }
 
 func upAssistantV1(b []byte) ([]byte, error) {

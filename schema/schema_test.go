@@ -43,6 +43,18 @@ var samples = []Payload{
 	TodoUpdated{Todos: []Todo{{ID: "1", Content: "read the failing test", Status: "completed"}, {ID: "2", Content: "fix the nil map", Status: "in_progress"}}},
 	ApprovalDecided{Command: "rm -rf build/", Pattern: "recursive delete", Decision: "once", By: "user"},
 	AuxiliaryCallCompleted{Purpose: "compression", Model: "gpt-4o-mini", Provider: "openai", Usage: Usage{PromptTokens: 12000, CompletionTokens: 900}, CostUSD: 0.0023},
+	GatewayChatOpened{Key: "telegram/111111", Stream: "gateway-chat-telegram-3f2a9c1d7e5b8a60", Platform: "telegram", Chat: "111111"},
+	GatewayMessageReceived{Platform: "telegram", Chat: "111111", User: "111111", UserName: "ada", MessageID: "42", Text: "what is on my calendar?",
+		Attachments: []Attachment{{Kind: "photo", Path: "cache/telegram/42-0.jpg", MimeType: "image/jpeg", Size: 20480}}, SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", TurnID: "turn-0001"},
+	GatewaySessionBound{SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", Reason: "new"},
+	GatewayReplyRequested{ReplyID: "r-7d1c", SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", TurnID: "turn-0001", InReplyTo: "42", Kind: "answer", Text: "Two meetings today."},
+	GatewayMessageDelivered{ReplyID: "r-7d1c", PlatformMessageIDs: []string{"43"}},
+	GatewayDeliveryFailed{ReplyID: "r-7d1c", Error: "telegram: 400 Bad Request: chat not found"},
+	GatewayInboundRefused{Platform: "telegram", Chat: "999", User: "999", MessageID: "7", Reason: "not allowed: pairing code sent"},
+	PairingRequested{Platform: "telegram", User: "999", UserName: "eve", Chat: "999", CodeHash: "5e884898da28047151d0e56f8dc62927", ExpiresAt: time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)},
+	PairingApproved{Platform: "telegram", User: "999", UserName: "eve", CodeHash: "5e884898da28047151d0e56f8dc62927"},
+	PairingRejected{Reason: "no pending pairing has this code"},
+	PairingRevoked{Platform: "telegram", User: "999"},
 }
 
 func fixturePath(tv TypeVersion, suffix string) string {

@@ -112,6 +112,13 @@ type Turn struct {
 	Reply   chan<- TurnResult
 	// Model, when set, overrides the configured model for this turn.
 	Model string
+	// ID, when set, is the turn's id (the gateway picks it before the
+	// turn starts, so that after a crash it can tell whether the turn's
+	// user message was recorded).
+	ID string
+	// Continue answers the history as it is instead of adding Text: the
+	// gateway finishes a turn a crash cut short this way.
+	Continue bool
 }
 
 // TurnResult is how a turn ended.
@@ -286,9 +293,12 @@ func (a *Actor) Receive(c actor.Context) {
 func (a *Actor) start(c actor.Context, t *Turn) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancel = cancel
-	turnID := uuid.NewString()
-	continuing := a.task != nil && a.openTurn != ""
-	if continuing {
+	turnID := t.ID
+	if turnID == "" {
+		turnID = uuid.NewString()
+	}
+	continuing := (a.task != nil && a.openTurn != "") || t.Continue
+	if a.task != nil && a.openTurn != "" {
 		turnID = a.openTurn
 	}
 	cfg := a.deps.Cfg

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -83,6 +84,7 @@ type chatter struct {
 	stop  func()
 	wd    string
 	tools []string
+	sys   *actor.ActorSystem
 }
 
 func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
@@ -157,7 +159,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
 	}
 	mgr := session.NewManager(sys, deps)
-	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names()}
+	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())

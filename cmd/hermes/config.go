@@ -47,6 +47,8 @@ type Config struct {
 		MaxConcurrent  int `yaml:"max_concurrent"`
 		MaxPerResponse int `yaml:"max_per_response"`
 	} `yaml:"delegation"`
+	Gateway   GatewayConfig   `yaml:"gateway"`
+	Platforms PlatformsConfig `yaml:"platforms"`
 
 	// ignored are top-level keys this build does not use (sections of
 	// the Python Hermes Agent's config), warned about.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -56,7 +57,7 @@ func (*Model) Name() string { return "sessions" }
 func (*Model) PayloadTypes() []string {
 	return []string{"SessionStarted", "UserMessageAdded", "AssistantMessageAdded", "SessionTitled"}
 }
-func (*Model) Version() int { return 1 }
+func (*Model) Version() int { return 2 }
 
 func (*Model) Create(tx *sql.Tx) error {
 	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS sessions (
@@ -130,7 +131,12 @@ func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
 }
 
 func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
-	id := ev.SessionID
+	// Only session streams make sessions: the gateway's chats and
+	// pairings and the memory have streams of their own.
+	id := events.SessionOf(ev.Stream)
+	if id == "" {
+		return nil
+	}
 	if ev.IsTombstone() {
 		delete(m.cache, id)
 		delete(m.dirty, id)

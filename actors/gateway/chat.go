@@ -1,0 +1,594 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// chat is the actor of one chat: the only writer of its stream, it keeps
+// the chat's session, the platform message ids it has seen, the outbox of
+// replies not yet delivered, the turn in flight and the messages queued
+// behind it, and a question (approval, clarification) waiting for the
+// chat's user.
+type chat struct {
+	r      *Router
+	key    string
+	stream string
+	first  *schema.Inbound
+
+	rev    uint64
+	exists bool
+	info   schema.GatewayChatOpened
+
+	session    string
+	model      string
+	lastActive time.Time
+	seen       map[string]bool
+	answered   map[string]bool
+	pending    map[string]schema.GatewayReplyRequested
+
+	running  *work
+	queue    []*work
+	question *question
+}
+
+// work is one message to answer with a turn.
+type work struct {
+	msg     schema.GatewayMessageReceived
+	stream  bool
+	model   string
+	corr    string
+	recover bool
+	cancel  context.CancelFunc
+}
+
+type question struct {
+	q     agent.Question
+	owner string
+	reply chan askAnswer
+}
+
+type askAnswer struct {
+	text string
+	err  error
+}
+
+// ask is a tool's question for this chat's user.
+type ask struct {
+	q     agent.Question
+	reply chan askAnswer
+}
+
+type askDone struct{ reply chan askAnswer }
+
+type turnFinished struct {
+	w   *work
+	res session.TurnResult
+}
+
+func (c *chat) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if err := c.recover(ctx); err != nil {
+			panic(fmt.Errorf("chat %s: recover: %w", c.key, err))
+		}
+	case *inbound:
+		m.done <- c.handle(ctx, m)
+	case *turnFinished:
+		c.finish(ctx, m)
+	case *ask:
+		c.onAsk(m)
+	case askDone:
+		if c.question != nil && c.question.reply == m.reply {
+			c.question = nil
+		}
+	case *actor.Stopping:
+		if c.running != nil && c.running.cancel != nil {
+			c.running.cancel()
+		}
+	}
+}
+
+// recover folds the chat's stream, sends again the replies recorded but not
+// delivered, and queues the messages whose turns never answered.
+func (c *chat) recover(ctx actor.Context) error {
+	bg := context.Background()
+	rs, err := c.r.store.ReadStream(bg, c.stream, events.Forward, 0, 0)
+	if err != nil {
+		return err
+	}
+	var received []schema.GatewayMessageReceived
+	var order []string
+	for _, rec := range rs {
+		pl, err := schema.Decode(rec.Envelope)
+		if err != nil {
+			return &events.CorruptEventError{Stream: rec.Stream, Revision: rec.Revision, Position: rec.Position, Err: err}
+		}
+		c.rev, c.exists = rec.Revision, true
+		c.lastActive = rec.Time
+		switch e := pl.(type) {
+		case schema.GatewayChatOpened:
+			c.info = e
+		case schema.GatewayMessageReceived:
+			c.seen[e.MessageID] = true
+			if e.SessionID != "" && e.TurnID != "" {
+				received = append(received, e)
+			}
+			if m, ok := strings.CutPrefix(strings.TrimSpace(e.Text), "/model "); ok {
+				c.model = strings.TrimSpace(m)
+			}
+		case schema.GatewaySessionBound:
+			c.session = e.SessionID
+		case schema.GatewayReplyRequested:
+			c.pending[e.ReplyID] = e
+			order = append(order, e.ReplyID)
+			if e.InReplyTo != "" {
+				c.answered[e.InReplyTo] = true
+			}
+		case schema.GatewayMessageDelivered:
+			delete(c.pending, e.ReplyID)
+		case schema.GatewayDeliveryFailed:
+			delete(c.pending, e.ReplyID)
+		}
+	}
+	if c.session != "" {
+		ctx.Send(ctx.Parent(), bound{session: c.session, key: c.key})
+	}
+	for _, id := range order {
+		if rep, ok := c.pending[id]; ok && rep.Kind != "approval" {
+			c.r.log.Info().Str("chat", c.key).Str("reply", id).Msg("sending a reply recorded before the restart")
+			_ = c.r.publish(c.outbound("reply", rep), "")
+		} else if ok {
+			// The question died with the process that asked it.
+			delete(c.pending, id)
+		}
+	}
+	for _, e := range received {
+		if !c.answered[e.MessageID] {
+			c.queue = append(c.queue, &work{msg: e, recover: true})
+		}
+	}
+	c.next(ctx)
+	return nil
+}
+
+func (c *chat) outbound(kind string, rep schema.GatewayReplyRequested) schema.Outbound {
+	return schema.Outbound{Kind: kind, Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread,
+		ReplyID: rep.ReplyID, InReplyTo: rep.InReplyTo, SessionID: rep.SessionID, Text: rep.Text}
+}
+
+// record appends to the chat's stream; the chat actor is its only writer.
+func (c *chat) record(ps ...schema.Payload) error {
+	envs := make([]schema.Envelope, 0, len(ps))
+	for _, p := range ps {
+		env, err := schema.NewEnvelope(schema.Meta{SessionID: c.session}, p)
+		if err != nil {
+			return err
+		}
+		envs = append(envs, env)
+	}
+	exp := events.NoStream
+	if c.exists {
+		exp = events.Exact(c.rev)
+	}
+	res, err := c.r.store.Append(context.Background(), c.stream, exp, envs...)
+	if err != nil {
+		return fmt.Errorf("record in chat %s: %w", c.key, err)
+	}
+	c.rev, c.exists = res.NextRevision, true
+	c.lastActive = c.r.cfg.Now()
+	return nil
+}
+
+func (c *chat) handle(ctx actor.Context, m *inbound) error {
+	in := m.in
+	switch in.Kind {
+	case "delivered":
+		if _, ok := c.pending[in.ReplyID]; !ok {
+			return nil // already recorded (a redelivered ack)
+		}
+		if err := c.record(schema.GatewayMessageDelivered{ReplyID: in.ReplyID, PlatformMessageIDs: in.PlatformMessageIDs}); err != nil {
+			return err
+		}
+		delete(c.pending, in.ReplyID)
+		return nil
+	case "failed":
+		if _, ok := c.pending[in.ReplyID]; !ok {
+			return nil
+		}
+		if err := c.record(schema.GatewayDeliveryFailed{ReplyID: in.ReplyID, Error: in.Error}); err != nil {
+			return err
+		}
+		delete(c.pending, in.ReplyID)
+		c.r.stats.err(c.info.Platform, errors.New(in.Error))
+		return nil
+	case "callback":
+		return c.answer(in.User, in.Data, m.corr)
+	}
+
+	if in.MessageID != "" && c.seen[in.MessageID] {
+		c.r.log.Debug().Str("chat", c.key).Str("message", in.MessageID).Msg("platform message seen before: no second turn")
+		return nil
+	}
+	if !c.exists {
+		if err := c.open(in); err != nil {
+			return err
+		}
+	}
+	text := strings.TrimSpace(in.Text)
+	if len(in.Text) > MaxTextBytes {
+		rec := schema.GatewayMessageReceived{Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, User: in.User, UserName: in.UserName,
+			MessageID: in.MessageID, Text: in.Text[:1024] + "…"}
+		if err := c.record(rec); err != nil {
+			return err
+		}
+		c.seen[in.MessageID] = true
+		return c.reply(rec, "", "", "notice", fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, MaxTextBytes>>10), m.corr)
+	}
+
+	// A question waits for this chat's user: this message may be the answer.
+	if c.question != nil && c.question.owner == in.User {
+		cmd, _ := command(text)
+		if c.question.q.Kind != "approval" || cmd == "/approve" || cmd == "/deny" {
+			if err := c.record(c.received(in, "", "")); err != nil {
+				return err
+			}
+			c.seen[in.MessageID] = true
+			return c.answer(in.User, text, m.corr)
+		}
+	}
+
+	if cmd, arg := command(text); cmd != "" && cmd != "/approve" && cmd != "/deny" {
+		rec := c.received(in, "", "")
+		if err := c.record(rec); err != nil {
+			return err
+		}
+		c.seen[in.MessageID] = true
+		return c.command(ctx, rec, cmd, arg, m.corr)
+	}
+	if cmd, _ := command(text); cmd == "/approve" || cmd == "/deny" {
+		rec := c.received(in, "", "")
+		if err := c.record(rec); err != nil {
+			return err
+		}
+		c.seen[in.MessageID] = true
+		msg := "There is no question waiting for an answer."
+		if c.question != nil {
+			msg = "Only the person whose message started this task can answer its question."
+			_ = appendAny(context.Background(), c.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: in.Platform, Chat: in.Chat,
+				User: in.User, MessageID: in.MessageID, Reason: "approval answered by someone other than the session's user"})
+		}
+		return c.reply(rec, "", "", "notice", msg, m.corr)
+	}
+
+	// A chat idle past the reset policy starts over.
+	if c.session != "" && c.r.cfg.IdleReset > 0 && c.running == nil && c.r.cfg.Now().Sub(c.lastActive) > c.r.cfg.IdleReset {
+		if err := c.newSession(ctx, "idle"); err != nil {
+			return err
+		}
+	}
+	if c.session == "" {
+		if err := c.bindFirst(ctx, in); err != nil {
+			return err
+		}
+	}
+	rec := c.received(in, c.session, uuid.NewString())
+	if err := c.record(rec); err != nil {
+		return err
+	}
+	c.seen[in.MessageID] = true
+	model := c.model
+	if in.Verified && in.Model != "" {
+		model = in.Model
+	}
+	w := &work{msg: rec, stream: in.Stream, model: model, corr: m.corr}
+	c.queue = append(c.queue, w)
+	if c.running != nil && c.r.cfg.Busy == "interrupt" {
+		c.r.Sessions.Stop(c.running.msg.SessionID, "a new message arrived")
+	}
+	c.next(ctx)
+	return nil
+}
+
+func (c *chat) received(in schema.Inbound, sessionID, turnID string) schema.GatewayMessageReceived {
+	return schema.GatewayMessageReceived{Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, User: in.User, UserName: in.UserName,
+		MessageID: in.MessageID, Text: in.Text, Attachments: in.Attachments, SessionID: sessionID, TurnID: turnID}
+}
+
+// open starts the chat's stream and lists it in the index.
+func (c *chat) open(in schema.Inbound) error {
+	c.info = schema.GatewayChatOpened{Key: c.key, Stream: c.stream, Platform: in.Platform, Chat: in.Chat, Thread: in.Thread}
+	if in.ChatType == "group" && !c.r.cfg.SharedGroupSessions {
+		c.info.User = in.User
+	}
+	if err := appendAny(context.Background(), c.r.store, ChatIndexStream, c.info); err != nil {
+		return err
+	}
+	return c.record(c.info)
+}
+
+// bindFirst gives a new chat its session: the one a verified front door
+// names (the API server's X-Hermes-Session-Id), or a new one.
+func (c *chat) bindFirst(ctx actor.Context, in schema.Inbound) error {
+	if in.Verified && in.SessionID != "" {
+		rs, err := c.r.store.ReadStream(context.Background(), events.SessionStream(in.SessionID), events.Forward, 0, 1)
+		if err != nil {
+			return err
+		}
+		if len(rs) > 0 {
+			return c.bind(ctx, in.SessionID, "resume")
+		}
+	}
+	return c.newSession(ctx, "new")
+}
+
+func (c *chat) newSession(ctx actor.Context, reason string) error {
+	id, err := c.r.cfg.NewSession(context.Background(), c.info.Platform)
+	if err != nil {
+		return fmt.Errorf("new session for chat %s: %w", c.key, err)
+	}
+	return c.bind(ctx, id, reason)
+}
+
+func (c *chat) bind(ctx actor.Context, id, reason string) error {
+	c.session = id
+	if err := c.record(schema.GatewaySessionBound{SessionID: id, Reason: reason}); err != nil {
+		return err
+	}
+	ctx.Send(ctx.Parent(), bound{session: id, key: c.key})
+	return nil
+}
+
+// next starts the first queued turn when none runs.
+func (c *chat) next(ctx actor.Context) {
+	if c.running != nil || len(c.queue) == 0 {
+		return
+	}
+	w := c.queue[0]
+	c.queue = c.queue[1:]
+	c.running = w
+	c.r.stats.active.Add(1)
+	tctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	out := schema.Outbound{Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread, InReplyTo: w.msg.MessageID, SessionID: w.msg.SessionID}
+	go c.typing(tctx, out)
+	var observe agent.Observer
+	if w.stream {
+		observe = func(o agent.Observation) {
+			if o.Kind == "delta" && o.Text != "" {
+				d := out
+				d.Kind, d.Text = "delta", o.Text
+				_ = c.r.publish(d, w.corr)
+			}
+		}
+	}
+	store, sessions := c.r.store, c.r.Sessions
+	go func() {
+		defer cancel()
+		res := runTurn(tctx, store, sessions, w, observe)
+		root.Send(self, &turnFinished{w: w, res: res})
+	}()
+}
+
+// runTurn runs w's turn. A message recovered after a crash is looked up in
+// its session first: a turn that completed is answered from the record, a
+// turn cut short is continued, a turn that never started is run.
+func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer) session.TurnResult {
+	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe}
+	sid := w.msg.SessionID
+	if w.recover {
+		st, err := lookupTurn(ctx, store, sid, w.msg.TurnID)
+		if err != nil {
+			return session.TurnResult{SessionID: sid, Err: err}
+		}
+		sid = st.session
+		switch {
+		case st.completed:
+			return session.TurnResult{SessionID: st.session, TurnID: w.msg.TurnID, Answer: st.answer}
+		case st.started:
+			t = &session.Turn{Continue: true, Model: w.model, Observe: observe}
+		}
+	}
+	return sessions.RunTurn(ctx, sid, t)
+}
+
+type turnState struct {
+	session            string
+	started, completed bool
+	answer             string
+}
+
+// lookupTurn finds turn turnID in session id or the sessions compression
+// continued it in.
+func lookupTurn(ctx context.Context, store events.Store, id, turnID string) (turnState, error) {
+	st := turnState{session: id}
+	for range 64 {
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+		if err != nil {
+			return st, err
+		}
+		st.session = id
+		next := ""
+		for _, r := range rs {
+			if r.TurnID == turnID {
+				switch r.Type {
+				case "UserMessageAdded":
+					st.started = true
+				case "TurnCompleted":
+					st.completed = true
+				case "AssistantMessageAdded":
+					if p, err := schema.Decode(r.Envelope); err == nil {
+						if a := p.(schema.AssistantMessageAdded); a.Content != "" {
+							st.answer = a.Content
+						}
+					}
+				}
+			}
+			if r.Type == "ContextCompressed" {
+				if p, err := schema.Decode(r.Envelope); err == nil {
+					next = p.(schema.ContextCompressed).ChildSessionID
+				}
+			}
+		}
+		if next == "" || st.completed {
+			return st, nil
+		}
+		id = next
+	}
+	return st, nil
+}
+
+func (c *chat) typing(ctx context.Context, out schema.Outbound) {
+	out.Kind = "typing"
+	t := time.NewTicker(c.r.cfg.TypingEvery)
+	defer t.Stop()
+	for {
+		_ = c.r.publish(out, "")
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// finish records the turn's reply in the outbox, sends it, and starts the
+// next queued turn.
+func (c *chat) finish(ctx actor.Context, m *turnFinished) {
+	c.running = nil
+	c.r.stats.active.Add(-1)
+	if c.question != nil {
+		c.question.reply <- askAnswer{err: agent.ErrInterrupted}
+		c.question = nil
+	}
+	res := m.res
+	if res.SessionID != "" && res.SessionID != c.session && res.Err == nil {
+		if err := c.bind(ctx, res.SessionID, "compression"); err != nil {
+			c.r.log.Error().Err(err).Str("chat", c.key).Msg("record the session a compression moved to")
+		}
+	}
+	kind, text := "answer", res.Answer
+	switch {
+	case errors.Is(res.Err, agent.ErrInterrupted):
+		kind, text = "notice", "Stopped."
+	case res.Err != nil:
+		kind, text = "error", "Sorry, that failed: "+res.Err.Error()
+	case strings.TrimSpace(text) == "":
+		kind, text = "notice", "(no answer)"
+	}
+	if err := c.reply(m.w.msg, res.SessionID, res.TurnID, kind, text, m.w.corr); err != nil {
+		c.r.log.Error().Err(err).Str("chat", c.key).Msg("record a reply")
+	}
+	c.next(ctx)
+}
+
+// reply records a reply in the outbox and publishes it.
+func (c *chat) reply(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string) error {
+	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: sessionID, TurnID: turnID, InReplyTo: to.MessageID, Kind: kind, Text: text}
+	if rep.SessionID == "" {
+		rep.SessionID = c.session
+	}
+	if err := c.record(rep); err != nil {
+		return err
+	}
+	c.pending[rep.ReplyID] = rep
+	if to.MessageID != "" {
+		c.answered[to.MessageID] = true
+	}
+	out := c.outbound("reply", rep)
+	if kind == "error" {
+		out.Error = text
+	}
+	return c.r.publish(out, corr)
+}
+
+// onAsk sends a tool's question to the chat and waits for its user.
+func (c *chat) onAsk(m *ask) {
+	if c.running == nil {
+		m.reply <- askAnswer{err: agent.ErrNoAsker}
+		return
+	}
+	if c.question != nil {
+		c.question.reply <- askAnswer{err: errors.New("superseded by another question")}
+	}
+	c.question = &question{q: m.q, owner: c.running.msg.User, reply: m.reply}
+	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: c.session, InReplyTo: "", Kind: "approval", Text: m.q.Text}
+	if m.q.Kind == "approval" {
+		rep.Text += "\n\nReply /approve (once), /approve session, /approve always, or /deny."
+	}
+	if err := c.record(rep); err != nil {
+		m.reply <- askAnswer{err: err}
+		c.question = nil
+		return
+	}
+	c.pending[rep.ReplyID] = rep
+	out := c.outbound("approval", rep)
+	out.Choices = m.q.Choices
+	_ = c.r.publish(out, c.running.corr)
+}
+
+// answer hands user's text (or button data) to the waiting question. Only
+// the user whose message started the turn may answer it.
+func (c *chat) answer(user, text, corr string) error {
+	if c.question == nil {
+		return nil
+	}
+	if user != c.question.owner {
+		c.r.log.Warn().Str("chat", c.key).Str("user", user).Msg("an answer from someone other than the session's user: refused")
+		return appendAny(context.Background(), c.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: c.info.Platform, Chat: c.info.Chat,
+			User: user, Reason: "approval answered by someone other than the session's user"})
+	}
+	ans := text
+	if c.question.q.Kind == "approval" {
+		ans = approvalChoice(text)
+	}
+	c.question.reply <- askAnswer{text: ans}
+	c.question = nil
+	return nil
+}
+
+// approvalChoice turns "/approve session", "approval:always", "/deny" into
+// the approver's choices.
+func approvalChoice(text string) string {
+	t := strings.ToLower(strings.TrimSpace(text))
+	t = strings.TrimPrefix(t, "approval:")
+	cmd, arg := command(t)
+	switch cmd {
+	case "/approve":
+		switch arg {
+		case "session", "always":
+			return arg
+		}
+		return "once"
+	case "/deny":
+		return "deny"
+	}
+	switch t {
+	case "once", "session", "always", "deny":
+		return t
+	}
+	return "deny"
+}
+
+// command splits "/cmd@bot arg" into "/cmd" and "arg"; "" when text is
+// not a command.
+func command(text string) (string, string) {
+	if !strings.HasPrefix(text, "/") {
+		return "", ""
+	}
+	head, arg, _ := strings.Cut(text, " ")
+	head, _, _ = strings.Cut(head, "@")
+	return strings.ToLower(head), strings.TrimSpace(arg)
+}

@@ -1,0 +1,501 @@
+// Package gateway is the gateway's router: it consumes what platform
+// adapters publish on the bus, decides who may reach the agent (allow-lists
+// and pairing), keys a session per chat, runs turns through the session
+// manager, and publishes the replies back — recording every step as an
+// event first, so that a crash loses no message and a platform message
+// delivered twice starts no second turn.
+//
+// One router actor supervises one chat actor per chat; a chat actor owns
+// its chat's stream (gateway-chat-…) and is the only writer of it.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Streams of the gateway besides the chats' own.
+const (
+	// ChatIndexStream lists every chat stream (GatewayChatOpened).
+	ChatIndexStream = "gateway-chats"
+	// RefusedStream records messages that reached no agent.
+	RefusedStream = "gateway-refused"
+)
+
+// MaxTextBytes bounds an inbound message's text; longer ones are refused
+// with a message saying so.
+const MaxTextBytes = 64 << 10
+
+// Sessions is what the router needs of the session manager.
+type Sessions interface {
+	RunTurn(ctx context.Context, id string, t *session.Turn) session.TurnResult
+	Stop(id, reason string)
+	Compress(ctx context.Context, id, model string) (string, error)
+}
+
+// Config tunes the router.
+type Config struct {
+	Auth Auth
+	// Busy is what a message arriving during a turn does: queue (the
+	// default: it runs after) or interrupt (the turn stops, it runs next).
+	Busy string
+	// GroupsWithoutMention answers every message in group chats, not only
+	// those that mention the bot or reply to it.
+	GroupsWithoutMention bool
+	// SharedGroupSessions gives a group chat one session for everyone
+	// instead of one per user.
+	SharedGroupSessions bool
+	// NewSession creates a session for a chat of platform.
+	NewSession func(ctx context.Context, platform string) (string, error)
+	// Model is the configured model (shown by /status).
+	Model string
+	// IdleReset starts a new session for a chat idle this long (0: never).
+	IdleReset time.Duration
+	// TypingEvery repeats the typing indicator while a turn runs
+	// (default 4 s; platforms show it for about 5).
+	TypingEvery time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Router is the gateway's router. Create it with New, set Sessions, then
+// Run it.
+type Router struct {
+	store    events.Store
+	bus      *bus.Bus
+	sys      *actor.ActorSystem
+	cfg      Config
+	log      zerolog.Logger
+	Sessions Sessions
+
+	pid   *actor.PID
+	stats *Stats
+	ready chan struct{}
+
+	outMu     sync.Mutex
+	outq      map[string]chan queued
+	outClosed bool
+	outWG     sync.WaitGroup
+}
+
+type queued struct {
+	out  schema.Outbound
+	corr string
+}
+
+// New returns a router on store and b, spawning its actors in sys.
+func New(store events.Store, b *bus.Bus, sys *actor.ActorSystem, cfg Config, log zerolog.Logger) *Router {
+	if cfg.Busy == "" {
+		cfg.Busy = "queue"
+	}
+	if cfg.TypingEvery <= 0 {
+		cfg.TypingEvery = 4 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Router{store: store, bus: b, sys: sys, cfg: cfg, log: log.With().Str("component", "gateway").Logger(),
+		stats: newStats(), ready: make(chan struct{}), outq: map[string]chan queued{}}
+}
+
+// Stats returns the router's counters.
+func (r *Router) Stats() *Stats { return r.stats }
+
+// Ready is closed once the router has recovered its chats and subscribed.
+func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// Run recovers every chat (replies recorded but not delivered are sent
+// again, turns a crash cut short are finished), then consumes gateway_in
+// until ctx ends. It returns after the bus handler and the chats stopped.
+func (r *Router) Run(ctx context.Context) error {
+	if r.Sessions == nil {
+		return errors.New("gateway router: no session manager")
+	}
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, r.bus.Logger)
+	if err != nil {
+		return err
+	}
+	poison, err := middleware.PoisonQueue(r.bus.Publisher, "gateway_poison")
+	if err != nil {
+		return err
+	}
+	wr.AddMiddleware(
+		middleware.CorrelationID,
+		poison,
+		middleware.Retry{MaxRetries: 5, InitialInterval: 100 * time.Millisecond, MaxInterval: 2 * time.Second, Multiplier: 2, Logger: r.bus.Logger}.Middleware,
+		middleware.Recoverer,
+	)
+	wr.AddConsumerHandler("gateway_in", bus.In, r.bus.Subscriber, r.handle)
+
+	started := make(chan error, 1)
+	r.pid = r.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &routerActor{r: r, chats: map[string]*actor.PID{}, sessionChat: map[string]string{}, started: started}
+	}, actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider))))
+	if err := <-started; err != nil {
+		r.sys.Root.StopFuture(r.pid).Wait()
+		return err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- wr.Run(ctx) }()
+	select {
+	case <-wr.Running():
+		close(r.ready)
+	case err := <-runErr:
+		r.sys.Root.StopFuture(r.pid).Wait()
+		return err
+	}
+	<-ctx.Done()
+	_ = wr.Close()
+	err = <-runErr
+	// Turns in flight are interrupted (and recorded so) by the session
+	// actors' shutdown, which the caller does; the chats stop here.
+	r.sys.Root.StopFuture(r.pid).Wait()
+	r.outMu.Lock()
+	r.outClosed = true
+	for p, q := range r.outq {
+		close(q)
+		delete(r.outq, p)
+	}
+	r.outMu.Unlock()
+	r.outWG.Wait()
+	return err
+}
+
+// handle is the bus handler of gateway_in: it returns once what arrived is
+// recorded (or refused), so an acknowledged message is never lost.
+func (r *Router) handle(msg *message.Message) error {
+	var in schema.Inbound
+	if err := bus.Decode(msg, &in); err != nil {
+		r.log.Warn().Err(err).Msg("dropping a malformed bus message")
+		r.stats.err("", err)
+		return nil
+	}
+	done := make(chan error, 1)
+	r.sys.Root.Send(r.pid, &inbound{in: in, corr: bus.Correlation(msg), done: done})
+	select {
+	case err := <-done:
+		if err != nil {
+			r.stats.err(in.Platform, err)
+		}
+		return err
+	case <-msg.Context().Done():
+		return msg.Context().Err()
+	}
+}
+
+// publish queues out for its platform's topic. One queue per platform
+// keeps a chat's messages in order, and the actors never wait for a
+// delivery: publishing waits for the adapter, whose acknowledgement comes
+// back through the actors. What is lost from the queue by a crash is in the
+// outbox and sent again on restart.
+func (r *Router) publish(out schema.Outbound, corr string) error {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	if r.outClosed {
+		return errors.New("gateway stopped")
+	}
+	q, ok := r.outq[out.Platform]
+	if !ok {
+		q = make(chan queued, 4096)
+		r.outq[out.Platform] = q
+		r.outWG.Add(1)
+		go r.pump(q)
+	}
+	select {
+	case q <- queued{out, corr}:
+		return nil
+	default:
+		// Full: the platform is far behind. The reply stays in the outbox.
+		return fmt.Errorf("outbound queue of %s is full", out.Platform)
+	}
+}
+
+func (r *Router) pump(q chan queued) {
+	defer r.outWG.Done()
+	for m := range q {
+		err := bus.Publish(r.bus.Publisher, bus.Out(m.out.Platform), m.out, m.corr)
+		if err != nil {
+			r.stats.err(m.out.Platform, err)
+			r.log.Warn().Err(err).Str("platform", m.out.Platform).Msg("publish")
+		} else if m.out.Kind == "reply" || m.out.Kind == "approval" {
+			r.stats.add(m.out.Platform, func(p *PlatformStats) { p.Out++ })
+		}
+	}
+}
+
+// inbound carries a bus message to the router actor and then to its chat.
+type inbound struct {
+	in   schema.Inbound
+	corr string
+	done chan error
+}
+
+// chatOf asks which chat a session belongs to.
+type chatOf struct {
+	session string
+	reply   chan *actor.PID
+}
+
+// bound tells the router a chat now talks to a session.
+type bound struct{ session, key string }
+
+type routerActor struct {
+	r           *Router
+	pairings    *Pairings
+	chats       map[string]*actor.PID
+	sessionChat map[string]string
+	started     chan error
+}
+
+func (a *routerActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.started <- a.recover(c)
+	case *inbound:
+		a.route(c, m)
+	case *chatOf:
+		if key, ok := a.sessionChat[m.session]; ok {
+			m.reply <- a.chats[key]
+			return
+		}
+		m.reply <- nil
+	case bound:
+		a.sessionChat[m.session] = m.key
+	}
+}
+
+// recover spawns a chat actor for every chat the gateway ever had: each
+// folds its stream, sends again what was not delivered and finishes what a
+// crash cut short.
+func (a *routerActor) recover(c actor.Context) error {
+	ctx := context.Background()
+	p, err := LoadPairings(ctx, a.r.store)
+	if err != nil {
+		return err
+	}
+	a.pairings = p
+	rs, err := a.r.store.ReadStream(ctx, ChatIndexStream, events.Forward, 0, 0)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ChatIndexStream, err)
+	}
+	for _, rec := range rs {
+		pl, err := schema.Decode(rec.Envelope)
+		if err != nil {
+			return &events.CorruptEventError{Stream: rec.Stream, Revision: rec.Revision, Position: rec.Position, Err: err}
+		}
+		o, ok := pl.(schema.GatewayChatOpened)
+		if !ok {
+			continue
+		}
+		if _, err := a.spawnChat(c, o.Key, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *routerActor) spawnChat(c actor.Context, key string, first *schema.Inbound) (*actor.PID, error) {
+	if pid, ok := a.chats[key]; ok {
+		return pid, nil
+	}
+	ch := &chat{r: a.r, key: key, stream: ChatStream(key), seen: map[string]bool{}, answered: map[string]bool{},
+		pending: map[string]schema.GatewayReplyRequested{}, first: first}
+	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ch }), "chat-"+streamHash(key))
+	if err != nil {
+		return nil, fmt.Errorf("start chat %s: %w", key, err)
+	}
+	a.chats[key] = pid
+	return pid, nil
+}
+
+// route authorises a message and hands it to its chat.
+func (a *routerActor) route(c actor.Context, m *inbound) {
+	in := &m.in
+	switch in.Kind {
+	case "delivered", "failed", "callback":
+		pid, ok := a.chats[in.Key]
+		if !ok {
+			a.r.log.Warn().Str("key", in.Key).Str("kind", in.Kind).Msg("no such chat: ignoring")
+			m.done <- nil
+			return
+		}
+		c.Send(pid, m)
+		return
+	case "", "message":
+	default:
+		m.done <- nil
+		a.r.log.Warn().Str("kind", in.Kind).Msg("unknown inbound kind: ignoring")
+		return
+	}
+	if in.Platform == "" || in.Chat == "" || in.User == "" {
+		a.r.log.Warn().Str("platform", in.Platform).Msg("inbound message without platform, chat or user: dropped")
+		m.done <- nil
+		return
+	}
+	if !utf8.ValidString(in.Text) {
+		in.Text = strings.ToValidUTF8(in.Text, "\uFFFD")
+	}
+	a.r.stats.add(in.Platform, func(p *PlatformStats) { p.In++ })
+	if !in.Verified && !a.r.cfg.Auth.Allowed(in.Platform, in.User) && !a.paired(in.Platform, in.User) {
+		m.done <- a.refuse(in, m.corr)
+		return
+	}
+	if in.ChatType == "group" && !in.Mentioned && !a.r.cfg.GroupsWithoutMention && !in.Verified {
+		m.done <- nil
+		return
+	}
+	key := ChatKey(*in, a.r.cfg.SharedGroupSessions)
+	pid, err := a.spawnChat(c, key, in)
+	if err != nil {
+		m.done <- err
+		return
+	}
+	c.Send(pid, m)
+}
+
+func (a *routerActor) paired(platform, user string) bool {
+	if a.pairings.IsPaired(platform, user) {
+		return true
+	}
+	// `hermes pairing approve` runs in another process: look again.
+	if err := a.pairings.refresh(context.Background(), a.r.store); err != nil {
+		a.r.log.Warn().Err(err).Msg("read pairings")
+	}
+	return a.pairings.IsPaired(platform, user)
+}
+
+// refuse records a message from someone not allowed and, in a direct chat
+// with pairing on, gives them a code to hand to the owner.
+func (a *routerActor) refuse(in *schema.Inbound, corr string) error {
+	ctx := context.Background()
+	a.r.stats.add(in.Platform, func(p *PlatformStats) { p.Refused++ })
+	reason := "not on an allow-list"
+	var notice string
+	if a.r.cfg.Auth.Pairing && in.ChatType != "group" {
+		code, err := a.pairings.Request(ctx, a.r.store, in.Platform, in.User, in.UserName, in.Chat, a.r.cfg.Now())
+		var wrong *events.WrongExpectedVersionError
+		if errors.As(err, &wrong) {
+			// Another process wrote a pairing meanwhile: read it, try once more.
+			if err = a.pairings.refresh(ctx, a.r.store); err == nil {
+				code, err = a.pairings.Request(ctx, a.r.store, in.Platform, in.User, in.UserName, in.Chat, a.r.cfg.Now())
+			}
+		}
+		switch {
+		case err == nil:
+			reason = "not allowed: pairing code sent"
+			notice = fmt.Sprintf("I don't know you yet. Your pairing code is %s — ask my owner to run:\n\nhermes pairing approve %s\n\nThe code expires in %s.", code, code, CodeTTL)
+		case errors.Is(err, ErrPairingLimited):
+			reason = "not allowed: " + err.Error()
+			notice = "I don't know you yet, and no new pairing code can be given right now: " + strings.TrimPrefix(err.Error(), ErrPairingLimited.Error()+": ") + "."
+		default:
+			return err
+		}
+	}
+	if err := appendAny(ctx, a.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: in.Platform, Chat: in.Chat, User: in.User,
+		MessageID: in.MessageID, Reason: reason}); err != nil {
+		return err
+	}
+	a.r.log.Info().Str("platform", in.Platform).Str("user", in.User).Str("reason", reason).Msg("message refused")
+	if notice != "" {
+		// Not kept in the outbox: it holds the code, which is stored
+		// only as a hash. A lost notice is asked for again.
+		return a.r.publish(schema.Outbound{Kind: "notice", Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, InReplyTo: in.MessageID, Text: notice}, corr)
+	}
+	return nil
+}
+
+// ChatKey names the chat a message belongs to: platform, chat and thread,
+// and in group chats the user too unless groups share one session.
+func ChatKey(in schema.Inbound, sharedGroups bool) string {
+	parts := []string{in.Platform, in.Chat}
+	if in.Thread != "" {
+		parts = append(parts, "t:"+in.Thread)
+	}
+	if in.ChatType == "group" && !sharedGroups {
+		parts = append(parts, "u:"+in.User)
+	}
+	return strings.Join(parts, "/")
+}
+
+// ChatStream is the stream of the chat named key.
+func ChatStream(key string) string {
+	platform, _, _ := strings.Cut(key, "/")
+	return "gateway-chat-" + platform + "-" + streamHash(key)
+}
+
+func streamHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:8])
+}
+
+func appendAny(ctx context.Context, store events.Store, stream string, pl schema.Payload) error {
+	env, err := schema.NewEnvelope(schema.Meta{}, pl)
+	if err != nil {
+		return err
+	}
+	_, err = store.Append(ctx, stream, events.Any, env)
+	return err
+}
+
+// Stats are the router's counters, per platform.
+type Stats struct {
+	mu     sync.Mutex
+	m      map[string]*PlatformStats
+	active atomic.Int64
+}
+
+// Active is the number of chats with a turn in flight.
+func (s *Stats) Active() int { return int(s.active.Load()) }
+
+// PlatformStats counts one platform's traffic.
+type PlatformStats struct {
+	In, Out, Refused, Errors int64
+	LastError                string
+	LastErrorAt              time.Time
+}
+
+func newStats() *Stats { return &Stats{m: map[string]*PlatformStats{}} }
+
+func (s *Stats) add(platform string, f func(*PlatformStats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.m[platform]
+	if !ok {
+		p = &PlatformStats{}
+		s.m[platform] = p
+	}
+	f(p)
+}
+
+func (s *Stats) err(platform string, err error) {
+	s.add(platform, func(p *PlatformStats) { p.Errors++; p.LastError, p.LastErrorAt = err.Error(), time.Now() })
+}
+
+// Snapshot copies the counters.
+func (s *Stats) Snapshot() map[string]PlatformStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]PlatformStats, len(s.m))
+	for k, v := range s.m {
+		out[k] = *v
+	}
+	return out
+}

@@ -1,0 +1,413 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/bus"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// chatPlatform is the test's side of a platform: it publishes what the
+// test says a user sent and collects what the gateway sends back, through
+// the real bus and the shared adapter plumbing (gw.Served).
+type chatPlatform struct {
+	mu    sync.Mutex
+	sent  []schema.Outbound
+	inbox gw.Inbox
+	ready chan struct{}
+	fail  int // Send fails this many times first
+}
+
+func (p *chatPlatform) Name() string { return "testchat" }
+func (p *chatPlatform) Run(ctx context.Context, in gw.Inbox) error {
+	p.inbox = in
+	close(p.ready)
+	<-ctx.Done()
+	return nil
+}
+func (p *chatPlatform) Send(_ context.Context, out schema.Outbound) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if out.Kind == "typing" {
+		return nil, nil
+	}
+	if p.fail > 0 {
+		p.fail--
+		return nil, &gw.RetryAfterError{After: 10 * time.Millisecond, Err: context.DeadlineExceeded}
+	}
+	p.sent = append(p.sent, out)
+	return []string{"m" + uuid.NewString()[:6]}, nil
+}
+
+func (p *chatPlatform) replies() []schema.Outbound {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []schema.Outbound
+	for _, o := range p.sent {
+		if o.Kind == "reply" || o.Kind == "notice" || o.Kind == "approval" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (p *chatPlatform) send(t *testing.T, in schema.Inbound) {
+	t.Helper()
+	if err := p.inbox(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReplies waits until n replies arrived.
+func (p *chatPlatform) waitReplies(t *testing.T, n int) []schema.Outbound {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := p.replies(); len(r) >= n {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("waited for %d replies, got %d: %+v", n, len(p.replies()), p.replies())
+	return nil
+}
+
+type gwRig struct {
+	store  *embedded.Store
+	srv    *llmtest.Server
+	plat   *chatPlatform
+	router *gateway.Router
+	stop   func()
+}
+
+type slowTool struct{ started chan struct{} }
+
+func (slowTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "slow", Description: "waits", Parameters: map[string]any{"type": "object"}}
+}
+func (slowTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (s slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-time.After(10 * time.Second):
+		return "done", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Reply) *gwRig {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(script...)
+	log := zerolog.Nop()
+	sys := actors.NewSystem(log)
+	b, err := bus.Open("", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NewSession == nil {
+		cfg.NewSession = func(ctx context.Context, platform string) (string, error) {
+			id := uuid.NewString()
+			return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
+		}
+	}
+	router := gateway.New(store, b, sys, cfg, log)
+	approver := &terminal.Approver{Timeout: 5 * time.Second}
+	term := approvalTool{approver}
+	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
+		Tools: agent.NewTools(slowTool{started: make(chan struct{}, 1)}, term), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
+	mgr := session.NewManager(sys, deps)
+	router.Sessions = mgr
+	plat := &chatPlatform{ready: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = router.Run(ctx) }()
+	<-router.Ready()
+	served := gw.NewServed(plat, b, log)
+	go func() { defer wg.Done(); _ = served.Serve(ctx) }()
+	<-plat.ready
+	r := &gwRig{store: store, srv: srv, plat: plat, router: router}
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			mgr.Shutdown()
+			sys.Shutdown()
+			b.Close()
+			srv.Close()
+			store.Close()
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// approvalTool asks the terminal approver about its command and says
+// whether it would have run.
+type approvalTool struct{ a *terminal.Approver }
+
+func (approvalTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "terminal", Description: "run", Parameters: map[string]any{"type": "object"}}
+}
+func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	var v struct{ Command string }
+	json.Unmarshal(raw, &v)
+	if err := t.a.Approve(ctx, v.Command); err != nil {
+		return "", err
+	}
+	return "ran: " + v.Command, nil
+}
+
+func dm(user, id, text string) schema.Inbound {
+	return schema.Inbound{Chat: "c" + user, ChatType: "dm", User: user, MessageID: id, Text: text}
+}
+
+func TestGatewayAnswersAllowedUserOnce(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{Platform: map[string][]string{"testchat": {"111"}}}},
+		llmtest.Reply{Content: "Paris."})
+	r.plat.send(t, dm("111", "1", "capital of France?"))
+	got := r.plat.waitReplies(t, 1)
+	if got[0].Text != "Paris." || got[0].InReplyTo != "1" || got[0].Chat != "c111" {
+		t.Fatalf("reply %+v", got[0])
+	}
+	// The same platform message delivered again starts no second turn.
+	r.plat.send(t, dm("111", "1", "capital of France?"))
+	time.Sleep(300 * time.Millisecond)
+	if n := len(r.plat.replies()); n != 1 {
+		t.Fatalf("a redelivered message was answered again: %d replies", n)
+	}
+	if n := len(r.srv.Requests()); n != 1 {
+		t.Fatalf("model called %d times", n)
+	}
+	// The session is a normal session with the platform as its source.
+	rs, _ := r.store.ReadStream(context.Background(), events.SessionStream(got[0].SessionID), events.Forward, 0, 1)
+	if len(rs) != 1 || !strings.Contains(string(rs[0].Payload), `"source":"testchat"`) {
+		t.Fatalf("session start %+v", rs)
+	}
+	// The reply is recorded as delivered.
+	waitFor(t, func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+}
+
+func TestGatewayUnknownUserGetsPairingCodeAndNoAgent(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{Pairing: true}}, llmtest.Reply{Content: "hello, paired user"})
+	r.plat.send(t, dm("999", "1", "let me in"))
+	got := r.plat.waitReplies(t, 1)
+	if !strings.Contains(got[0].Text, "hermes pairing approve") {
+		t.Fatalf("notice %q", got[0].Text)
+	}
+	code := strings.Fields(strings.SplitAfter(got[0].Text, "approve ")[1])[0]
+	if len(code) != gateway.CodeLength {
+		t.Fatalf("code %q", code)
+	}
+	if n := len(r.srv.Requests()); n != 0 {
+		t.Fatalf("the agent ran for an unknown user (%d calls)", n)
+	}
+	// A second message within the interval gives no new code.
+	r.plat.send(t, dm("999", "2", "again"))
+	got = r.plat.waitReplies(t, 2)
+	if strings.Contains(got[1].Text, "approve ") {
+		t.Fatalf("a second code was given: %q", got[1].Text)
+	}
+	// The code is stored only as a hash.
+	raw := allPayloads(t, r.store)
+	if strings.Contains(raw, code) {
+		t.Fatal("the pairing code is stored in clear")
+	}
+	// The owner approves (as `hermes pairing approve` does, from the store).
+	p, err := gateway.LoadPairings(context.Background(), r.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Approve(context.Background(), r.store, "WRONGCOD", time.Now()); err == nil {
+		t.Fatal("a wrong code was accepted")
+	}
+	who, err := p.Approve(context.Background(), r.store, strings.ToLower(code), time.Now())
+	if err != nil || who.User != "999" {
+		t.Fatalf("approve: %v %+v", err, who)
+	}
+	r.plat.send(t, dm("999", "3", "hi"))
+	got = r.plat.waitReplies(t, 3)
+	if got[2].Text != "hello, paired user" {
+		t.Fatalf("after pairing: %q", got[2].Text)
+	}
+	if n := countTypes(t, r.store, "GatewayInboundRefused"); n != 2 {
+		t.Fatalf("%d refusals recorded, want 2", n)
+	}
+}
+
+func TestGatewayApprovalOnlyBySessionUser(t *testing.T) {
+	// A shared group session: two users in one chat.
+	r := newGwRig(t, t.TempDir(), gateway.Config{SharedGroupSessions: true, Auth: gateway.Auth{Global: []string{"111", "222"}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "deleted"})
+	group := func(user, id, text string) schema.Inbound {
+		return schema.Inbound{Chat: "g1", ChatType: "group", Mentioned: true, User: user, MessageID: id, Text: text}
+	}
+	r.plat.send(t, group("111", "1", "clean the build dir"))
+	got := r.plat.waitReplies(t, 1)
+	if got[0].Kind != "approval" || !strings.Contains(got[0].Text, "rm -rf build") {
+		t.Fatalf("approval prompt %+v", got[0])
+	}
+	// Another member of the group tries to approve: refused.
+	r.plat.send(t, group("222", "2", "/approve"))
+	got = r.plat.waitReplies(t, 2)
+	if !strings.Contains(got[1].Text, "Only the person") {
+		t.Fatalf("other user's /approve: %q", got[1].Text)
+	}
+	// A button press by the other user is refused too.
+	r.plat.send(t, schema.Inbound{Kind: "callback", Key: got[0].Key, Chat: "g1", User: "222", Data: "approval:once"})
+	time.Sleep(200 * time.Millisecond)
+	if countTypes(t, r.store, "ApprovalDecided") != 0 {
+		t.Fatal("someone else's answer decided the approval")
+	}
+	r.plat.send(t, group("111", "3", "/approve"))
+	got = r.plat.waitReplies(t, 3)
+	if got[2].Text != "deleted" {
+		t.Fatalf("after approval: %+v", got[2])
+	}
+	if !strings.Contains(allPayloads(t, r.store), `"decision":"once","by":"user"`) {
+		t.Fatal("approval decision not recorded as the user's")
+	}
+}
+
+func TestGatewayCommandsAndQueue(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}},
+		llmtest.Reply{Content: "second answer"},
+		llmtest.Reply{Content: "after new"})
+	r.plat.send(t, dm("5", "1", "do something slow"))
+	waitFor(t, func() bool { return countTypes(t, r.store, "ToolCallStarted") == 1 })
+	r.plat.send(t, dm("5", "2", "and this after"))
+	r.plat.send(t, dm("5", "3", "/stop"))
+	got := r.plat.waitReplies(t, 1)
+	if got[0].Text != "Stopped." {
+		t.Fatalf("stop: %+v", got[0])
+	}
+	// /stop drops the queued message too.
+	time.Sleep(200 * time.Millisecond)
+	if len(r.plat.replies()) != 1 {
+		t.Fatalf("queued message ran after /stop: %+v", r.plat.replies())
+	}
+	first := got[0].SessionID
+	r.plat.send(t, dm("5", "4", "/new"))
+	got = r.plat.waitReplies(t, 2)
+	if !strings.Contains(got[1].Text, "New conversation") {
+		t.Fatalf("/new: %q", got[1].Text)
+	}
+	r.plat.send(t, dm("5", "5", "hello again"))
+	got = r.plat.waitReplies(t, 3)
+	if got[2].SessionID == first || got[2].SessionID == "" {
+		t.Fatalf("/new kept session %s", got[2].SessionID)
+	}
+	r.plat.send(t, dm("5", "6", "/usage"))
+	got = r.plat.waitReplies(t, 4)
+	if !strings.Contains(got[3].Text, "model calls") {
+		t.Fatalf("/usage: %q", got[3].Text)
+	}
+}
+
+func TestGatewayRetriesDelivery(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}}, llmtest.Reply{Content: "eventually"})
+	r.plat.fail = 3
+	r.plat.send(t, dm("5", "1", "hi"))
+	got := r.plat.waitReplies(t, 1)
+	if got[0].Text != "eventually" {
+		t.Fatal(got)
+	}
+	waitFor(t, func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+}
+
+func TestGatewayRestartSendsUndeliveredAndFinishesTurns(t *testing.T) {
+	dir := t.TempDir()
+	r := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{AllowAll: true}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}})
+	r.plat.send(t, dm("5", "1", "long task"))
+	waitFor(t, func() bool { return countTypes(t, r.store, "ToolCallStarted") == 1 })
+	// The process goes away mid-turn (the session actor records the
+	// interruption on its way down, as its recovery would after a kill).
+	r.stop()
+
+	r2 := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{AllowAll: true}}, llmtest.Reply{Content: "finished after restart"})
+	got := r2.plat.waitReplies(t, 1)
+	if got[0].Text != "finished after restart" || got[0].InReplyTo != "1" {
+		t.Fatalf("after restart: %+v", got)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(r2.plat.replies()); n != 1 {
+		t.Fatalf("%d replies after restart", n)
+	}
+	// The user's message entered the session once.
+	if n := countTypes(t, r2.store, "UserMessageAdded"); n != 1 {
+		t.Fatalf("%d user messages recorded", n)
+	}
+}
+
+func waitFor(t *testing.T, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met in time")
+}
+
+func countTypes(t *testing.T, store events.Store, typ string) int {
+	rs, err := store.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rs {
+		if r.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func allPayloads(t *testing.T, store events.Store) string {
+	rs, err := store.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, r := range rs {
+		b.Write(r.Payload)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,226 @@
+// Package gateway holds what every platform adapter shares: the Platform
+// port an adapter implements, and Serve, which connects one to the bus —
+// its inbound messages published on gateway_in, the router's outbound ones
+// delivered from gateway_out_<platform> with retries, and each delivery's
+// outcome published back so the router records it. Adapters are thin: they
+// know their platform's API and nothing of sessions or models.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Inbox publishes what a platform received.
+type Inbox func(ctx context.Context, in schema.Inbound) error
+
+// Platform is a chat platform or other front door.
+type Platform interface {
+	// Name is the platform's name: the source of its sessions and the
+	// suffix of its outbound topic.
+	Name() string
+	// Run receives from the platform and hands each message to in until
+	// ctx ends. It reconnects by itself (with backoff) and returns only
+	// when ctx ends or the platform can never work (bad credentials).
+	Run(ctx context.Context, in Inbox) error
+	// Send delivers one outbound message and returns the platform's ids
+	// of the messages it became. Errors may be *RetryAfterError or
+	// *PermanentError.
+	Send(ctx context.Context, out schema.Outbound) ([]string, error)
+}
+
+// Connector is implemented by platforms that can say whether they are
+// connected right now.
+type Connector interface {
+	Connected() bool
+}
+
+// RetryAfterError is a platform's "too many requests": wait, then retry.
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.Err, e.After)
+}
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// PermanentError is a refusal that no retry will change (a chat that does
+// not exist, a message the platform rejects).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Delivery retry policy: up to MaxAttempts over about a minute; a reply
+// still undelivered is recorded as failed (and stays in the chat's history
+// of the session).
+const (
+	MaxAttempts  = 8
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 15 * time.Second
+)
+
+// Status is an adapter's state as `hermes gateway status` shows it.
+type Status struct {
+	Platform  string    `json:"platform"`
+	Connected bool      `json:"connected"`
+	Delivered int64     `json:"delivered"`
+	Failed    int64     `json:"failed"`
+	LastError string    `json:"last_error,omitempty"`
+	ErrorAt   time.Time `json:"error_at,omitempty"`
+}
+
+// Served is a platform connected to the bus.
+type Served struct {
+	p   Platform
+	b   *bus.Bus
+	log zerolog.Logger
+
+	mu sync.Mutex
+	st Status
+}
+
+// NewServed prepares p for Serve.
+func NewServed(p Platform, b *bus.Bus, log zerolog.Logger) *Served {
+	return &Served{p: p, b: b, log: log.With().Str("platform", p.Name()).Logger(), st: Status{Platform: p.Name()}}
+}
+
+// Status returns the adapter's state.
+func (s *Served) Status() Status {
+	s.mu.Lock()
+	st := s.st
+	s.mu.Unlock()
+	if c, ok := s.p.(Connector); ok {
+		st.Connected = c.Connected()
+	}
+	return st
+}
+
+func (s *Served) fail(err error) {
+	s.mu.Lock()
+	s.st.LastError, s.st.ErrorAt = err.Error(), time.Now()
+	s.mu.Unlock()
+}
+
+// Serve delivers the router's outbound messages to the platform and runs
+// the platform's receiver, until ctx ends. A platform that fails to start
+// is reported in Status and retried; the other platforms keep working.
+func (s *Served) Serve(ctx context.Context) error {
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, s.b.Logger)
+	if err != nil {
+		return err
+	}
+	wr.AddMiddleware(middleware.CorrelationID, middleware.Recoverer)
+	wr.AddConsumerHandler("deliver_"+s.p.Name(), bus.Out(s.p.Name()), s.b.Subscriber, s.deliver)
+	routerDone := make(chan error, 1)
+	go func() { routerDone <- wr.Run(ctx) }()
+	select {
+	case <-wr.Running():
+	case err := <-routerDone:
+		return err
+	}
+	inbox := func(ctx context.Context, in schema.Inbound) error {
+		in.Platform = s.p.Name()
+		return bus.Publish(s.b.Publisher, bus.In, in, "")
+	}
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := s.p.Run(ctx, inbox)
+		if ctx.Err() != nil {
+			break
+		}
+		var perm *PermanentError
+		if err != nil {
+			s.fail(err)
+			s.log.Error().Err(err).Dur("retry_in", backoff).Msg("platform stopped")
+		}
+		if errors.As(err, &perm) {
+			break // bad credentials and the like: reported, not retried
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+	<-ctx.Done()
+	_ = wr.Close()
+	return <-routerDone
+}
+
+// deliver is the handler of gateway_out_<platform>.
+func (s *Served) deliver(msg *message.Message) error {
+	var out schema.Outbound
+	if err := bus.Decode(msg, &out); err != nil {
+		s.log.Warn().Err(err).Msg("dropping a malformed outbound message")
+		return nil
+	}
+	ctx := msg.Context()
+	if out.Kind == "typing" || out.Kind == "delta" {
+		// Best effort: a lost typing indicator or delta is harmless.
+		if _, err := s.p.Send(ctx, out); err != nil {
+			s.log.Debug().Err(err).Str("kind", out.Kind).Msg("send")
+		}
+		return nil
+	}
+	ids, err := s.sendWithRetry(ctx, out)
+	if out.ReplyID == "" {
+		return nil // not in the outbox (a pairing notice): nothing to acknowledge
+	}
+	ack := schema.Inbound{Kind: "delivered", Key: out.Key, Platform: out.Platform, Chat: out.Chat, ReplyID: out.ReplyID, PlatformMessageIDs: ids}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // shutting down: the outbox sends it after the restart
+		}
+		ack.Kind, ack.Error = "failed", err.Error()
+	}
+	return bus.Publish(s.b.Publisher, bus.In, ack, bus.Correlation(msg))
+}
+
+func (s *Served) sendWithRetry(ctx context.Context, out schema.Outbound) ([]string, error) {
+	wait := firstBackoff
+	var err error
+	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+		var ids []string
+		ids, err = s.p.Send(ctx, out)
+		if err == nil {
+			s.mu.Lock()
+			s.st.Delivered++
+			s.mu.Unlock()
+			return ids, nil
+		}
+		s.fail(err)
+		var perm *PermanentError
+		if errors.As(err, &perm) {
+			break
+		}
+		d := wait
+		var ra *RetryAfterError
+		if errors.As(err, &ra) && ra.After > 0 {
+			d = ra.After
+		}
+		s.log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", d).Msg("delivery failed")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(d):
+		}
+		wait = min(wait*2, maxBackoff)
+	}
+	s.mu.Lock()
+	s.st.Failed++
+	s.mu.Unlock()
+	return nil, err
+}

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/adapters/bus"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+)
+
+// GatewayConfig is the gateway: section of config.yaml.
+type GatewayConfig struct {
+	// Bus is gochannel (default, in-process) or nats://host:port.
+	Bus string `yaml:"bus"`
+	// Busy is queue (default) or interrupt.
+	Busy                 string   `yaml:"busy"`
+	GroupsWithoutMention bool     `yaml:"groups_without_mention"`
+	SharedGroupSessions  bool     `yaml:"shared_group_sessions"`
+	AllowedUsers         []string `yaml:"allowed_users"`
+	AllowAllUsers        bool     `yaml:"allow_all_users"`
+	// Pairing lets unknown users in direct chats ask for a code (default on).
+	Pairing      *bool              `yaml:"pairing"`
+	SessionReset SessionResetConfig `yaml:"session_reset"`
+	// DrainTimeout bounds how long a stop waits for turns in flight.
+	DrainTimeout string `yaml:"drain_timeout"`
+}
+
+// SessionResetConfig is Hermes' session_reset: a chat idle for
+// idle_minutes starts a new session (mode idle).
+type SessionResetConfig struct {
+	Mode        string `yaml:"mode"` // none (default) or idle
+	IdleMinutes int    `yaml:"idle_minutes"`
+}
+
+// PlatformsConfig is the platforms: section.
+type PlatformsConfig struct {
+	APIServer APIServerConfig `yaml:"api_server"`
+	Telegram  TelegramConfig  `yaml:"telegram"`
+	Webhook   WebhookConfig   `yaml:"webhook"`
+}
+
+// APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
+type APIServerConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Host    string `yaml:"host"`
+	Port    int    `yaml:"port"`
+	Key     string `yaml:"key"`
+	// CORSOrigins lists origins allowed to call the API from a browser
+	// (none by default).
+	CORSOrigins []string `yaml:"cors_origins"`
+}
+
+// TelegramConfig is platforms.telegram (TELEGRAM_* in the environment).
+type TelegramConfig struct {
+	Token        string   `yaml:"token"`
+	AllowedUsers []string `yaml:"allowed_users"`
+	// APIURL points at another Bot API server (TELEGRAM_API_URL).
+	APIURL string `yaml:"api_url"`
+	// WebhookURL switches from long polling to a webhook.
+	WebhookURL string `yaml:"webhook_url"`
+}
+
+// WebhookConfig is platforms.webhook.
+type WebhookConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Host    string `yaml:"host"`
+	Port    int    `yaml:"port"`
+	// Secret is the default HMAC secret of routes (WEBHOOK_SECRET).
+	Secret string                  `yaml:"secret"`
+	Routes map[string]WebhookRoute `yaml:"routes"`
+}
+
+// WebhookRoute is one platforms.webhook.routes entry.
+type WebhookRoute struct {
+	Secret string `yaml:"secret"`
+	// Prompt is a Go text/template over the JSON payload ({{.field}}).
+	Prompt string `yaml:"prompt"`
+	// Deliver is where the answer goes: PLATFORM:CHAT, or a callback URL
+	// (http:// or https://); empty keeps it in the session only.
+	Deliver string `yaml:"deliver"`
+}
+
+// gatewaySettings is the gateway's configuration after the environment.
+type gatewaySettings struct {
+	GatewayConfig
+	Platforms PlatformsConfig
+	Drain     time.Duration
+}
+
+func envBool(name string) (bool, bool) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return false, false
+	}
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, true
+	}
+	return false, true
+}
+
+// resolveGateway applies Hermes' environment variables over the file.
+func resolveGateway(c Config) (gatewaySettings, error) {
+	s := gatewaySettings{GatewayConfig: c.Gateway, Platforms: c.Platforms, Drain: 30 * time.Second}
+	if v := os.Getenv("GATEWAY_ALLOWED_USERS"); v != "" {
+		s.AllowedUsers = append(s.AllowedUsers, gateway.SplitList(v)...)
+	}
+	if b, ok := envBool("GATEWAY_ALLOW_ALL_USERS"); ok {
+		s.AllowAllUsers = b
+	}
+	switch s.Busy {
+	case "", "queue", "interrupt":
+	default:
+		return s, fmt.Errorf("gateway.busy %q: use queue or interrupt", s.Busy)
+	}
+	switch s.SessionReset.Mode {
+	case "", "none":
+	case "idle":
+		if s.SessionReset.IdleMinutes <= 0 {
+			s.SessionReset.IdleMinutes = 24 * 60
+		}
+	default:
+		return s, fmt.Errorf("gateway.session_reset.mode %q: use none or idle", s.SessionReset.Mode)
+	}
+	if s.DrainTimeout != "" {
+		d, err := time.ParseDuration(s.DrainTimeout)
+		if err != nil || d < 0 {
+			return s, fmt.Errorf("gateway.drain_timeout %q: use a duration such as 30s", s.DrainTimeout)
+		}
+		s.Drain = d
+	}
+	a := &s.Platforms.APIServer
+	if b, ok := envBool("API_SERVER_ENABLED"); ok {
+		a.Enabled = b
+	}
+	a.Key = first(os.Getenv("API_SERVER_KEY"), a.Key)
+	a.Host = first(os.Getenv("API_SERVER_HOST"), a.Host, "127.0.0.1")
+	if v := os.Getenv("API_SERVER_PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return s, fmt.Errorf("API_SERVER_PORT %q: not a port", v)
+		}
+		a.Port = p
+	}
+	if a.Port == 0 {
+		a.Port = 8642
+	}
+	t := &s.Platforms.Telegram
+	t.Token = first(os.Getenv("TELEGRAM_BOT_TOKEN"), t.Token)
+	if v := os.Getenv("TELEGRAM_ALLOWED_USERS"); v != "" {
+		t.AllowedUsers = append(t.AllowedUsers, gateway.SplitList(v)...)
+	}
+	t.APIURL = first(os.Getenv("TELEGRAM_API_URL"), t.APIURL)
+	t.WebhookURL = first(os.Getenv("TELEGRAM_WEBHOOK_URL"), t.WebhookURL)
+	w := &s.Platforms.Webhook
+	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
+		w.Enabled = b
+	}
+	w.Secret = first(os.Getenv("WEBHOOK_SECRET"), w.Secret)
+	w.Host = first(os.Getenv("WEBHOOK_HOST"), w.Host, "127.0.0.1")
+	if v := os.Getenv("WEBHOOK_PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return s, fmt.Errorf("WEBHOOK_PORT %q: not a port", v)
+		}
+		w.Port = p
+	}
+	if w.Port == 0 {
+		w.Port = 8644
+	}
+	return s, nil
+}
+
+func (s gatewaySettings) auth() gateway.Auth {
+	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
+		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers}}
+	return a
+}
+
+// gatewayEnv is what a platform's constructor may use.
+type gatewayEnv struct {
+	home   string
+	set    gatewaySettings
+	chat   *chatter
+	router *gateway.Router
+	bus    *bus.Bus
+}
+
+// lateAsker lets the session manager be built before the router whose
+// asker it uses.
+type lateAsker struct {
+	mu sync.Mutex
+	a  agent.Asker
+}
+
+func (l *lateAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
+	l.mu.Lock()
+	a := l.a
+	l.mu.Unlock()
+	if a == nil {
+		return "", agent.ErrNoAsker
+	}
+	return a.Ask(ctx, q)
+}
+
+func gatewayCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
+	var ov Overrides
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run the gateway in the foreground (Ctrl-C or SIGTERM drains and stops it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runGateway(ctx, g, ov)
+		},
+	}
+	run.Flags().StringVar(&ov.Model, "model", "", "model name")
+	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
+	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
+	run.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Platforms, whether connected, sessions active, messages in and out, last error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			return printGatewayStatus(cmd, home, asJSON)
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.AddCommand(run, status)
+	return cmd
+}
+
+// gatewayStatus is $HERMES_HOME/gateway/status.json, rewritten every few
+// seconds by the running gateway.
+type gatewayStatus struct {
+	PID       int                    `json:"pid"`
+	Started   time.Time              `json:"started"`
+	Updated   time.Time              `json:"updated"`
+	Stopped   bool                   `json:"stopped"`
+	Bus       string                 `json:"bus"`
+	Active    int                    `json:"sessions_active"`
+	Platforms []platformStatusReport `json:"platforms"`
+}
+
+type platformStatusReport struct {
+	gw.Status
+	In      int64 `json:"messages_in"`
+	Out     int64 `json:"messages_out"`
+	Refused int64 `json:"refused"`
+}
+
+func runGateway(ctx context.Context, g *globals, ov Overrides) error {
+	late := &lateAsker{}
+	c, err := newChatter(g, ov, late)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	fileCfg, err := loadConfig(c.a.home)
+	if err != nil {
+		return err
+	}
+	set, err := resolveGateway(fileCfg)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.a.home, "gateway")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	lock, err := lockFile(filepath.Join(dir, "gateway.lock"))
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	b, err := bus.Open(set.Bus, g.log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
+		SharedGroupSessions: set.SharedGroupSessions, Model: c.cfg.Model,
+		NewSession: func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) }}
+	if set.SessionReset.Mode == "idle" {
+		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
+	}
+	router := gateway.New(c.a.store, b, c.sys, rcfg, g.log)
+	router.Sessions = c.mgr
+	late.mu.Lock()
+	late.a = router.Asker()
+	late.mu.Unlock()
+
+	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
+	var platforms []gw.Platform
+	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform} {
+		p, err := build(env)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			platforms = append(platforms, p)
+		}
+	}
+	if len(platforms) == 0 {
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+	}
+
+	rctx, stopRouter := context.WithCancel(context.Background())
+	defer stopRouter()
+	routerDone := make(chan error, 1)
+	go func() { routerDone <- router.Run(rctx) }()
+	select {
+	case <-router.Ready():
+	case err := <-routerDone:
+		stopRouter()
+		return fmt.Errorf("gateway router: %w", err)
+	}
+	pctx, stopPlatforms := context.WithCancel(context.Background())
+	defer stopPlatforms()
+	served := make([]*gw.Served, len(platforms))
+	var wg sync.WaitGroup
+	for i, p := range platforms {
+		served[i] = gw.NewServed(p, b, g.log)
+		wg.Add(1)
+		go func(s *gw.Served) {
+			defer wg.Done()
+			if err := s.Serve(pctx); err != nil {
+				g.log.Error().Err(err).Msg("platform")
+			}
+		}(served[i])
+	}
+	started := time.Now()
+	names := make([]string, len(platforms))
+	for i, p := range platforms {
+		names[i] = p.Name()
+	}
+	g.log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
+	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
+	write := func(stopped bool) {
+		st := gatewayStatus{PID: os.Getpid(), Started: started, Updated: time.Now(), Stopped: stopped, Bus: b.Kind, Active: router.Stats().Active()}
+		counts := router.Stats().Snapshot()
+		for _, s := range served {
+			ps := s.Status()
+			c := counts[ps.Platform]
+			if c.LastError != "" && (ps.LastError == "" || c.LastErrorAt.After(ps.ErrorAt)) {
+				ps.LastError, ps.ErrorAt = c.LastError, c.LastErrorAt
+			}
+			st.Platforms = append(st.Platforms, platformStatusReport{Status: ps, In: c.In, Out: c.Out, Refused: c.Refused})
+		}
+		data, _ := json.MarshalIndent(st, "", "  ")
+		tmp := filepath.Join(dir, "status.json.tmp")
+		if err := os.WriteFile(tmp, data, 0o600); err == nil {
+			_ = os.Rename(tmp, filepath.Join(dir, "status.json"))
+		}
+	}
+	write(false)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-routerDone:
+			stopPlatforms()
+			wg.Wait()
+			write(true)
+			return fmt.Errorf("gateway router stopped: %w", err)
+		case <-tick.C:
+			write(false)
+		}
+	}
+	// Drain: no new messages come in; turns in flight may finish.
+	fmt.Fprintln(os.Stderr, "hermes gateway: stopping (waiting for turns in flight)")
+	stopPlatforms()
+	wg.Wait()
+	deadline := time.Now().Add(set.Drain)
+	for router.Stats().Active() > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopRouter()
+	<-routerDone
+	write(true)
+	return nil
+}
+
+func printGatewayStatus(cmd *cobra.Command, home string, asJSON bool) error {
+	data, err := os.ReadFile(filepath.Join(home, "gateway", "status.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("the gateway has never run in %s: start it with `hermes gateway run`", home)
+	}
+	if err != nil {
+		return err
+	}
+	var st gatewayStatus
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(home, "gateway", "status.json"), err)
+	}
+	running := !st.Stopped && processAlive(st.PID)
+	if asJSON {
+		out := map[string]any{"running": running, "status": st}
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	w := cmd.OutOrStdout()
+	if running {
+		fmt.Fprintf(w, "gateway: running (pid %d, since %s, bus %s), %d session(s) active\n", st.PID, st.Started.Local().Format(time.DateTime), st.Bus, st.Active)
+	} else {
+		fmt.Fprintf(w, "gateway: not running (last seen %s)\n", st.Updated.Local().Format(time.DateTime))
+	}
+	sort.Slice(st.Platforms, func(i, j int) bool { return st.Platforms[i].Platform < st.Platforms[j].Platform })
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLATFORM\tCONNECTED\tIN\tOUT\tREFUSED\tLAST ERROR")
+	for _, p := range st.Platforms {
+		conn := "no"
+		if p.Connected && running {
+			conn = "yes"
+		}
+		last := p.LastError
+		if last != "" {
+			last = p.ErrorAt.Local().Format(time.DateTime) + " " + last
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", p.Platform, conn, p.In, p.Out, p.Refused, last)
+	}
+	return tw.Flush()
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// lockFile holds an exclusive lock for as long as the file stays open:
+// one gateway per home (two would both poll the platforms and write the
+// same chats). The kernel releases it when the process dies.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		pid, _ := os.ReadFile(path)
+		return nil, fmt.Errorf("another gateway is running on this home (pid %s): stop it first", strings.TrimSpace(string(pid)))
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
+	return f, nil
+}

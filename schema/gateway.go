@@ -1,0 +1,201 @@
+package schema
+
+import "time"
+
+// Gateway events live in streams of their own, never in a session's: one
+// stream per chat (what arrived, which session it is bound to, what was sent
+// back and whether it was delivered), one index of those chats, and one
+// stream of pairings. They are the gateway's memory across restarts: a
+// platform message id seen twice starts no second turn, and a reply recorded
+// but not delivered is sent again.
+
+// Attachment is a file a person sent with a message, downloaded into
+// $HERMES_HOME/cache/.
+type Attachment struct {
+	Kind     string `json:"kind"` // photo, document, voice, audio, video
+	Path     string `json:"path,omitempty"`
+	Name     string `json:"name,omitempty"`
+	MimeType string `json:"mime_type,omitempty"`
+	Size     int64  `json:"size,omitempty"`
+}
+
+// GatewayChatOpened records, in the chat index stream, that a chat stream
+// exists, so the gateway finds every chat again on start.
+type GatewayChatOpened struct {
+	Key      string `json:"key"`
+	Stream   string `json:"stream"`
+	Platform string `json:"platform"`
+	Chat     string `json:"chat"`
+	Thread   string `json:"thread,omitempty"`
+	User     string `json:"user,omitempty"`
+}
+
+// GatewayMessageReceived is a platform message accepted for a chat. It is
+// appended before the message is acknowledged on the bus.
+type GatewayMessageReceived struct {
+	Platform    string       `json:"platform"`
+	Chat        string       `json:"chat"`
+	Thread      string       `json:"thread,omitempty"`
+	User        string       `json:"user"`
+	UserName    string       `json:"user_name,omitempty"`
+	MessageID   string       `json:"message_id"`
+	Text        string       `json:"text"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// SessionID is the session the message was handed to, and TurnID the
+	// id its turn runs under ("" for a command the gateway answered
+	// itself): after a crash they tell whether the turn ran.
+	SessionID string `json:"session_id,omitempty"`
+	TurnID    string `json:"turn_id,omitempty"`
+}
+
+// GatewaySessionBound records which session a chat talks to from now on.
+type GatewaySessionBound struct {
+	SessionID string `json:"session_id"`
+	// Reason: new (first message), reset (/new or a reset policy),
+	// compression (the conversation moved to a child session), resume.
+	Reason string `json:"reason"`
+}
+
+// GatewayReplyRequested is the outbox: a message the gateway will send,
+// recorded before it is sent.
+type GatewayReplyRequested struct {
+	ReplyID   string `json:"reply_id"`
+	SessionID string `json:"session_id,omitempty"`
+	TurnID    string `json:"turn_id,omitempty"`
+	// InReplyTo is the platform message id answered.
+	InReplyTo string `json:"in_reply_to,omitempty"`
+	// Kind: answer, error, notice (command output, pairing), approval.
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// GatewayMessageDelivered records that the platform took a reply, with the
+// ids it gave the message's parts.
+type GatewayMessageDelivered struct {
+	ReplyID            string   `json:"reply_id"`
+	PlatformMessageIDs []string `json:"platform_message_ids,omitempty"`
+}
+
+// GatewayDeliveryFailed records a reply the platform refused for good.
+type GatewayDeliveryFailed struct {
+	ReplyID string `json:"reply_id"`
+	Error   string `json:"error"`
+}
+
+// GatewayInboundRefused records a message that reached no agent: an
+// unauthorised user, a bad webhook signature, a replayed delivery.
+type GatewayInboundRefused struct {
+	Platform  string `json:"platform"`
+	Chat      string `json:"chat,omitempty"`
+	User      string `json:"user,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// PairingRequested records a pairing code given to an unknown user. Only
+// the code's hash is kept.
+type PairingRequested struct {
+	Platform  string    `json:"platform"`
+	User      string    `json:"user"`
+	UserName  string    `json:"user_name,omitempty"`
+	Chat      string    `json:"chat,omitempty"`
+	CodeHash  string    `json:"code_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// PairingApproved lets a user in.
+type PairingApproved struct {
+	Platform string `json:"platform"`
+	User     string `json:"user"`
+	UserName string `json:"user_name,omitempty"`
+	CodeHash string `json:"code_hash,omitempty"`
+}
+
+// PairingRejected records a wrong code given to `hermes pairing approve`;
+// too many of them lock approvals for a while.
+type PairingRejected struct {
+	Reason string `json:"reason"`
+}
+
+// PairingRevoked shuts a user out again.
+type PairingRevoked struct {
+	Platform string `json:"platform"`
+	User     string `json:"user"`
+}
+
+func (GatewayChatOpened) EventType() string       { return "GatewayChatOpened" }
+func (GatewayMessageReceived) EventType() string  { return "GatewayMessageReceived" }
+func (GatewaySessionBound) EventType() string     { return "GatewaySessionBound" }
+func (GatewayReplyRequested) EventType() string   { return "GatewayReplyRequested" }
+func (GatewayMessageDelivered) EventType() string { return "GatewayMessageDelivered" }
+func (GatewayDeliveryFailed) EventType() string   { return "GatewayDeliveryFailed" }
+func (GatewayInboundRefused) EventType() string   { return "GatewayInboundRefused" }
+func (PairingRequested) EventType() string        { return "PairingRequested" }
+func (PairingApproved) EventType() string         { return "PairingApproved" }
+func (PairingRejected) EventType() string         { return "PairingRejected" }
+func (PairingRevoked) EventType() string          { return "PairingRevoked" }
+
+// The bus messages below cross between platform adapters and the gateway
+// router (possibly between processes, over NATS): they are the gateway's
+// wire contract, JSON-encoded, and are not stored as they are.
+
+// Inbound is what a platform adapter publishes on the gateway.in topic: a
+// person's message, a button pressed, or the outcome of a delivery.
+type Inbound struct {
+	// Kind: message (default), callback (a button: Data), delivered or
+	// failed (ReplyID, PlatformMessageIDs / Error).
+	Kind string `json:"kind,omitempty"`
+	// Key echoes Outbound.Key on callbacks and delivery outcomes.
+	Key       string `json:"key,omitempty"`
+	Platform  string `json:"platform"`
+	Chat      string `json:"chat"`
+	ChatType  string `json:"chat_type,omitempty"` // dm (default) or group
+	Thread    string `json:"thread,omitempty"`
+	User      string `json:"user"`
+	UserName  string `json:"user_name,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	Text      string `json:"text,omitempty"`
+	// Mentioned is set in groups when the bot was named or replied to.
+	Mentioned   bool         `json:"mentioned,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	Data        string       `json:"data,omitempty"`
+	// Verified is set by front doors that authenticate the caller
+	// themselves (the API server's key, a webhook's signature).
+	Verified bool `json:"verified,omitempty"`
+	// SessionID asks a verified front door's message to go to this
+	// session (the API server's X-Hermes-Session-Id).
+	SessionID string `json:"session_id,omitempty"`
+	// Model overrides the model for this message (verified doors only).
+	Model string `json:"model,omitempty"`
+	// Stream asks for deltas of the answer (the API server's SSE).
+	Stream bool `json:"stream,omitempty"`
+
+	ReplyID            string   `json:"reply_id,omitempty"`
+	PlatformMessageIDs []string `json:"platform_message_ids,omitempty"`
+	Error              string   `json:"error,omitempty"`
+	// Permanent marks a failure not worth retrying.
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// Outbound is what the router publishes on gateway.out.<platform>.
+type Outbound struct {
+	// Kind: reply (recorded in the outbox: deliver and acknowledge),
+	// delta (a piece of an answer being written), typing, approval
+	// (Text + Choices as buttons; also recorded).
+	Kind string `json:"kind"`
+	// Key names the chat in the router; adapters echo it back.
+	Key       string   `json:"key,omitempty"`
+	Platform  string   `json:"platform"`
+	Chat      string   `json:"chat"`
+	Thread    string   `json:"thread,omitempty"`
+	ReplyID   string   `json:"reply_id,omitempty"`
+	InReplyTo string   `json:"in_reply_to,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+	Text      string   `json:"text,omitempty"`
+	Choices   []string `json:"choices,omitempty"`
+	// Error is set on a reply that reports a failed turn.
+	Error string `json:"error,omitempty"`
+	// Usage of the turn a reply answers (the API server reports it).
+	Usage *Usage `json:"usage,omitempty"`
+	Model string `json:"model,omitempty"`
+}
