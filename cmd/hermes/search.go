@@ -70,11 +70,13 @@ func searchCmd(g *globals) *cobra.Command {
 	var since, until string
 	var asJSON, rebuild bool
 	cmd := &cobra.Command{
-		Use:   "search QUERY",
-		Short: `Search everything said to or by the agent: words, "phrases", prefix*, fuzzy~, +must -not, source:telegram role:user`,
-		Args:  cobra.ExactArgs(1),
+		Use:   "search QUERY...",
+		Short: `Search everything said to or by the agent: words (all required), OR, "phrases", prefix*, fuzzy~, -not, source:telegram role:user`,
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q.Text = args[0]
+			// hermes search prefers tea: the words of one query
+			q.Text = strings.Join(args, " ")
+			q.CountSessions = true
 			if since != "" {
 				t, err := time.Parse("2006-01-02", since)
 				if err != nil {
@@ -118,7 +120,11 @@ func searchCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(out, "no matches")
 					return nil
 				}
-				fmt.Fprintf(out, "%d matching messages in %d sessions\n\n", res.Total, len(res.Hits))
+				fmt.Fprintf(out, "%d matching messages in %d sessions", res.Total, res.Sessions)
+				if len(res.Hits) < res.Sessions {
+					fmt.Fprintf(out, " (the best %d shown; --limit shows more)", len(res.Hits))
+				}
+				fmt.Fprint(out, "\n\n")
 				colour := isTerminal(out) && os.Getenv("NO_COLOR") == ""
 				for _, h := range res.Hits {
 					snippet := strings.ReplaceAll(clip(h.Snippet, 300), "\n", " ")

@@ -173,3 +173,34 @@ func TestSearchIndexSurvivesKill(t *testing.T) {
 		t.Fatal("no kill landed while the index was being built")
 	}
 }
+
+// Words are all required, field terms filter, unquoted words are one
+// query, and the header counts sessions whatever --limit shows.
+func TestSearchSyntaxFromTheCLI(t *testing.T) {
+	home := t.TempDir()
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		seed(t, s, fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i), 2) // "hello N from ID"
+	}
+	s.Close()
+	if out := mustRun(t, home, "search", "hello", "nonexistentword"); !strings.Contains(out, "no matches") {
+		t.Fatalf("words were OR'd:\n%s", out)
+	}
+	if out := mustRun(t, home, "search", "hello", "OR", "nonexistentword"); !strings.Contains(out, "6 matching messages in 3 sessions") {
+		t.Fatalf("OR:\n%s", out)
+	}
+	if out := mustRun(t, home, "search", "source:telegram", "hello"); !strings.Contains(out, "no matches") {
+		t.Fatalf("source:telegram did not filter:\n%s", out)
+	}
+	one := mustRun(t, home, "search", "hello", "--limit", "1")
+	all := mustRun(t, home, "search", "hello", "--limit", "10")
+	if !strings.Contains(one, "6 matching messages in 3 sessions (the best 1 shown") || !strings.Contains(all, "6 matching messages in 3 sessions\n") {
+		t.Fatalf("header depends on --limit:\n%s\n---\n%s", one, all)
+	}
+	if _, errOut, err := run(t, home, "search", "--", "-hello"); err == nil || !strings.Contains(errOut, "at least one word") {
+		t.Fatalf("an only-negative query: %v %s", err, errOut)
+	}
+}

@@ -107,9 +107,13 @@ func newMapping() (mapping.IndexMapping, error) {
 		f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = store, false, false, false
 		return f
 	}
-	for _, f := range []string{"session", "root", "role", "source", "model"} {
+	for _, f := range []string{"root", "role", "source", "model"} {
 		doc.AddFieldMappingsAt(f, kw(true))
 	}
+	// Sessions are counted (a facet) for the header of hermes search.
+	sf := kw(true)
+	sf.DocValues = true
+	doc.AddFieldMappingsAt("session", sf)
 	for _, f := range []string{"tool", "month", "day"} {
 		doc.AddFieldMappingsAt(f, kw(false))
 	}
@@ -162,7 +166,7 @@ type sessionMeta struct {
 // mappingVersion changes whenever the mapping does; an index made with
 // another one is derived data in an old shape, so Open deletes it and the
 // runner fills the new one from the log.
-const mappingVersion = "4"
+const mappingVersion = "5"
 
 // ErrBusy is returned by Open while another process holds the index:
 // its file lock admits one process at a time, so callers wait and retry.
@@ -542,7 +546,13 @@ type Query struct {
 	Since  time.Time // messages from this day (UTC) on; the time of day is not used
 	Until  time.Time // messages up to and including this day (UTC)
 	Limit  int
+	// CountSessions counts the sessions with a match (Results.Sessions),
+	// at the cost of a facet over every matching message.
+	CountSessions bool
 }
+
+// maxSessionsCounted bounds Results.Sessions.
+const maxSessionsCounted = 1 << 20
 
 // Hit is one session's best match.
 type Hit struct {
@@ -559,14 +569,17 @@ type Hit struct {
 
 // Results are hits grouped by session, with facet counts.
 type Results struct {
-	Total  uint64                    `json:"total"`
-	Hits   []Hit                     `json:"hits"`
-	Facets map[string]map[string]int `json:"facets"`
+	Total uint64 `json:"total"`
+	// Sessions is the number of sessions with a match (with
+	// Query.CountSessions), whatever the limit.
+	Sessions int                       `json:"sessions,omitempty"`
+	Hits     []Hit                     `json:"hits"`
+	Facets   map[string]map[string]int `json:"facets"`
 }
 
-// Search runs q: the text is Bleve's query-string syntax (words,
-// "phrases", prefix*, fuzzy~, +must -not, field:value) over both the
-// English and the code analysis of every message.
+// Search runs q: the text is Hermes' search syntax (see parseQuery:
+// words all required, OR, "phrases", prefix*, fuzzy~, -not, field:value
+// filters) over both the English and the code analysis of every message.
 func (x *Index) Search(ctx context.Context, q Query) (res Results, err error) {
 	defer func() {
 		// A segment that opened but is damaged further in panics here.
@@ -584,19 +597,11 @@ func (x *Index) search(ctx context.Context, q Query) (Results, error) {
 	if q.Limit <= 0 {
 		q.Limit = 10
 	}
-	text, err := bleve.NewQueryStringQuery(q.Text).Parse()
+	main, err := parseQuery(q.Text)
 	if err != nil {
 		return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
 	}
-	if !strings.Contains(q.Text, `"~`) { // fuzzy phrases are not exact pairs
-		text = x.withPairs(text)
-	}
-	code := bleve.NewMatchQuery(q.Text)
-	code.SetField("code")
-	main := query.Query(bleve.NewDisjunctionQuery(text, code))
-	if strings.ContainsAny(q.Text, `"+-:*~`) {
-		main = text // operators: the query string decides
-	}
+	main = x.withPairs(main)
 	must := []query.Query{main}
 	for field, v := range map[string]string{"source": q.Source, "role": q.Role} {
 		if v != "" {
@@ -624,11 +629,17 @@ func (x *Index) search(ctx context.Context, q Query) (Results, error) {
 	filter := bleve.NewConjunctionQuery(must...)
 	req := withDetails(bleve.NewSearchRequestOptions(filter, q.Limit*5, 0, false))
 	req.AddFacet("facet", bleve.NewFacetRequest("facet", 10_000))
+	if q.CountSessions {
+		req.AddFacet("sessions", bleve.NewFacetRequest("session", maxSessionsCounted))
+	}
 	res, err := x.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return Results{}, fmt.Errorf("search %q: %w", q.Text, err)
 	}
 	out := Results{Total: res.Total, Facets: map[string]map[string]int{}}
+	if f := res.Facets["sessions"]; f != nil && f.Terms != nil {
+		out.Sessions = len(f.Terms.Terms())
+	}
 	for _, f := range facetFields {
 		out.Facets[f] = map[string]int{}
 	}
@@ -821,7 +832,7 @@ func (x *Index) withPairs(q query.Query) query.Query {
 func queryWords(text string) []string {
 	var out []string
 	for _, f := range strings.Fields(text) {
-		if strings.HasPrefix(f, "-") {
+		if strings.HasPrefix(f, "-") || f == "OR" || f == "AND" || f == "NOT" {
 			continue
 		}
 		if _, v, ok := strings.Cut(f, ":"); ok {

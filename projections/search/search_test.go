@@ -96,6 +96,23 @@ func TestSearch(t *testing.T) {
 		{Query{Text: "queue", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}, "bug"},
 		{Query{Text: "+month:2026-10 +deploy"}, "deploy"},
 		{Query{Text: "+day:2026-11-20 +deploy"}, ""},
+		// Words are all required, as in FTS5; OR gives alternatives.
+		{Query{Text: "tomato nonexistentword"}, ""},
+		{Query{Text: "tomato OR nonexistentword"}, "pasta"},
+		{Query{Text: "quick pasta"}, "pasta"},
+		{Query{Text: "pasta OR deploy"}, "deploy,pasta"},
+		{Query{Text: "pasta OR staging server"}, "deploy,pasta"}, // AND binds tighter: pasta OR (staging AND server)
+		{Query{Text: "pasta OR staging tomato"}, "pasta"},
+		{Query{Text: "NOT queue crash"}, ""},
+		// Field terms filter, they do not just rank.
+		{Query{Text: "source:cli pasta"}, ""},
+		{Query{Text: "source:telegram deploy"}, ""},
+		{Query{Text: "source:telegram queue"}, "bug"},
+		{Query{Text: "-source:telegram deploy"}, "deploy"},
+		{Query{Text: `source:"telegram" +"quick tomato"`}, "pasta"},
+		{Query{Text: "role:assistant recipe"}, ""},
+		{Query{Text: "tool:read_file manager"}, "bug"},
+		{Query{Text: `"quick tomato"~1`}, "pasta"},
 	}
 	for _, c := range cases {
 		res, err := idx.Search(ctx, c.q)
@@ -129,8 +146,10 @@ func TestSearch(t *testing.T) {
 	if res, _ := idx.Search(ctx, Query{Text: "queue"}); len(res.Hits) != 0 {
 		t.Fatalf("deleted session still found: %+v", res.Hits)
 	}
-	if _, err := idx.Search(ctx, Query{Text: "  "}); err == nil {
-		t.Fatal("empty query accepted")
+	for _, bad := range []string{"  ", "-pasta", `"unclosed`, "OR pasta", "pasta OR", "source:", "tomato~7"} {
+		if _, err := idx.Search(ctx, Query{Text: bad}); err == nil {
+			t.Errorf("query %q accepted", bad)
+		}
 	}
 	if _, err := idx.Search(ctx, Query{Text: "queue", Since: nov, Until: oct}); err == nil || !strings.Contains(err.Error(), "before") {
 		t.Fatalf("an empty date range: %v", err)
@@ -376,5 +395,30 @@ func TestDamagedSegmentRebuilt(t *testing.T) {
 	res, err := idx.Search(context.Background(), Query{Text: "staging", Limit: 10})
 	if err != nil || len(res.Hits) != 5 {
 		t.Fatalf("after the rebuild: %v %+v", err, res)
+	}
+}
+
+// The number of sessions with a match does not depend on how many are
+// shown.
+func TestSessionCountIgnoresLimit(t *testing.T) {
+	idx, store, run := setup(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	for i := range 7 {
+		write(t, store, fmt.Sprintf("s%d", i), "cli", at, schema.UserMessageAdded{Content: "the kettle boils"},
+			schema.AssistantMessageAdded{Content: "tea time: the kettle is ready"})
+	}
+	write(t, store, "other", "cli", at, schema.UserMessageAdded{Content: "coffee please"})
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 3, 10} {
+		res, err := idx.Search(ctx, Query{Text: "kettle", Limit: limit, CountSessions: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sessions != 7 || res.Total != 14 || len(res.Hits) != min(limit, 7) {
+			t.Fatalf("limit %d: %d sessions, %d messages, %d hits", limit, res.Sessions, res.Total, len(res.Hits))
+		}
 	}
 }

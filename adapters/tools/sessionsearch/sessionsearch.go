@@ -25,7 +25,7 @@ type Tool struct {
 }
 
 func (Tool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "session_search", Description: `Search past conversations (yours and the user's, every session). Query syntax: words, "exact phrases", prefix*, fuzzy~, +must -not, and field filters such as source:telegram or role:user.`,
+	return agent.ToolSpec{Name: "session_search", Description: `Search past conversations (yours and the user's, every session). Query syntax: words (every word must match; put OR between alternatives), "exact phrases", prefix*, fuzzy~, -excluded, and field filters such as source:telegram or role:user.`,
 		Parameters: map[string]any{"type": "object", "required": []string{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string"},
 			"limit": map[string]any{"type": "integer", "description": "sessions to return (default 5)"},
