@@ -166,3 +166,14 @@ func TestEnvScrub(t *testing.T) {
 		t.Fatal(out)
 	}
 }
+
+func TestKebabAfterSkIsNotAKey(t *testing.T) {
+	for _, text := range []string{"sk-this-is-a-long-kebab-case-name", "desk-abcdefghijklmnopqrstuvwxyz"} {
+		if _, ok := Find(text); ok {
+			t.Errorf("%q flagged", text)
+		}
+	}
+	if _, ok := Find("sk-abcdefghijklmnopqrstuvwx"); !ok {
+		t.Error("a key without digits missed")
+	}
+}

@@ -42,6 +42,16 @@ func mixed(s string) bool {
 
 func mixedOK(m, _ string, _ int) bool { return mixed(m) }
 
+// keyOK accepts sk-… with digits, or one unbroken run of letters (a key
+// without digits); kebab-case words after "sk-" have more hyphens.
+func keyOK(m, _ string, _ int) bool {
+	body := strings.TrimPrefix(m, "sk-")
+	for _, p := range []string{"proj-", "svcacct-", "admin-"} {
+		body = strings.TrimPrefix(body, p)
+	}
+	return mixed(body) || !strings.Contains(body, "-")
+}
+
 // notWordy rejects runs of lower-case letters and underscores (prose and
 // identifiers after "Bearer").
 func notWordy(m, _ string, _ int) bool {
@@ -87,7 +97,7 @@ var shapes = []shape{
 	mk("private-key", `-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|\z)`, 0, nil),
 	mk("anthropic-key", `\bsk-ant-[A-Za-z0-9_-]{20,}`, 0, nil),
 	mk("openrouter-key", `\bsk-or-v1-[A-Za-z0-9]{32,}`, 0, nil),
-	mk("openai-key", `\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, 0, mixedOK),
+	mk("openai-key", `\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, 0, keyOK),
 	mk("stripe-key", `\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}`, 0, nil),
 	mk("aws-access-key", `\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}\b`, 0, nil),
 	mk("aws-secret", `(?i)\baws_?secret_?access_?key\b["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})`, 1, nil),
