@@ -205,3 +205,24 @@ func TestHomeAndExecuteCodeThroughTheCLI(t *testing.T) {
 }
 
 func syscallKill(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
+
+func TestEnvPassthroughConfig(t *testing.T) {
+	load := func(yml string) (Resolved, error) {
+		home := t.TempDir()
+		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\n"+yml), 0o600)
+		c, err := loadConfig(home)
+		if err != nil {
+			return Resolved{}, err
+		}
+		return resolve(home, c, Overrides{})
+	}
+	r, err := load("terminal:\n  env_passthrough: [GITHUB_TOKEN, \"NPM_*\"]\n")
+	if err != nil || strings.Join(r.EnvPassthrough, ",") != "GITHUB_TOKEN,NPM_*" {
+		t.Fatalf("%v %v", r.EnvPassthrough, err)
+	}
+	for _, bad := range []string{"GITHUB_TOKEN", "[3]", "[\"[x\"]"} {
+		if _, err := load("terminal:\n  env_passthrough: " + bad + "\n"); err == nil || !strings.Contains(err.Error(), "terminal.env_passthrough") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
