@@ -102,6 +102,16 @@ func TestHomeIsNotWritable(t *testing.T) {
 	diff := "--- a/x\n+++ b/" + filepath.Join(rel, "context_limits.json") + "\n@@ -1 +1 @@\n-{\"m\":128000}\n+{\"m\":1}\n"
 	h.wantErr("patch", map[string]any{"mode": "patch", "patch": diff}, "may not change")
 	h.untouched()
+	// Dangling links into the home: the link itself may be replaced, the
+	// home gains nothing.
+	os.Symlink(filepath.Join(home, "skills", "evil"), filepath.Join(wd, "dangling-dir"))
+	os.Symlink(filepath.Join(home, "skills", "evil.md"), filepath.Join(wd, "dangling-file"))
+	h.call("write_file", map[string]any{"path": "dangling-dir/SKILL.md", "content": "x"})
+	h.call("write_file", map[string]any{"path": "dangling-file", "content": "x"})
+	if _, err := os.Lstat(filepath.Join(home, "skills", "evil.md")); err == nil {
+		t.Fatal("a write through a dangling link landed in the home")
+	}
+	h.untouched()
 	// The scratch directory is writable, and the working directory still is.
 	h.must("write_file", map[string]any{"path": filepath.Join(home, "cache", "note.txt"), "content": "scratch"})
 	h.must("write_file", map[string]any{"path": "h/cache/deep/note.txt", "content": "scratch"})
