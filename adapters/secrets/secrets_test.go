@@ -54,6 +54,8 @@ var redactCorpus = []struct{ name, secret, text string }{
 	{"yaml api key", "0123abcdef4567", "  api_key: 0123abcdef4567\n"},
 	{"x-api-key header", "sekret-9f8e7d6c5b", "x-api-key: sekret-9f8e7d6c5b"},
 	{"quoted password", "s3cr3t!pass", "PASSWORD='s3cr3t!pass'"},
+	{"go short assignment", "abcd1234efgh", `apiKey := "abcd1234efgh"`},
+	{"json password without digits", "correcthorse", `{"password": "correcthorse"}`},
 }
 
 // keepCorpus: text that looks a little like a secret and is not; Redact
@@ -89,6 +91,10 @@ var keepCorpus = []string{
 	`secret_santa = "alice"`,
 	"PWD=/home/user/project",
 	"the password is stored in Vault at secret/data/db",
+	"accessToken: string;",
+	"token := tokens[0]",
+	"export GITHUB_TOKEN=$(gh auth token)",
+	`{"type": "token", "max_tokens": 1024}`,
 }
 
 func TestRedactCorpus(t *testing.T) {
@@ -176,4 +182,23 @@ func TestKebabAfterSkIsNotAKey(t *testing.T) {
 	if _, ok := Find("sk-abcdefghijklmnopqrstuvwx"); !ok {
 		t.Error("a key without digits missed")
 	}
+}
+
+// TestOffsetsSurviveUnicode: letters whose lower case is longer or
+// shorter (İ, K) do not shift what is redacted.
+func TestOffsetsSurviveUnicode(t *testing.T) {
+	text := "İİİ KKK\napi_key: 0123abcdef4567 İ\nok"
+	if got := (*Set)(nil).Redact(text); got != "İİİ KKK\napi_key: [REDACTED:assigned-secret] İ\nok" {
+		t.Fatalf("%q", got)
+	}
+}
+
+func BenchmarkRedact(b *testing.B) {
+	text := strings.Repeat("commit 3f786850e387550fdab836ed7e6dc881de23001b token_count=12 path=/usr/lib/x.so\n", 1200)
+	s := New([]string{"A_TOKEN=abcdefgh12345", "B_SECRET=zyxwvuts9876"}, nil, nil)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		s.Redact(text)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/100KB")
 }
