@@ -237,16 +237,16 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if r.Backend, err = backendOf(c.Terminal, path); err != nil {
 		return r, err
 	}
-	if v, ok := c.Terminal["env_passthrough"]; ok {
-		list, _ := v.([]any)
+	if v := c.Terminal["env_passthrough"]; v != nil {
+		list, ok := v.([]any)
 		for _, x := range list {
-			name, ok := x.(string)
-			if _, err := filepath.Match(name, ""); !ok || name == "" || err != nil {
-				return r, fmt.Errorf("%s: terminal.env_passthrough must be a list of variable names (or patterns such as GH_*), got %v", path, v)
+			name, _ := x.(string)
+			if _, err := filepath.Match(name, ""); name == "" || err != nil {
+				ok = false
 			}
 			r.EnvPassthrough = append(r.EnvPassthrough, name)
 		}
-		if list == nil && v != nil {
+		if !ok {
 			return r, fmt.Errorf("%s: terminal.env_passthrough must be a list of variable names (or patterns such as GH_*), got %v", path, v)
 		}
 	}
