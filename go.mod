@@ -18,6 +18,7 @@ require (
 	github.com/tiktoken-go/tokenizer v0.10.0
 	go.etcd.io/bbolt v1.4.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/text v0.37.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )

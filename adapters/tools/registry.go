@@ -5,7 +5,9 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 
@@ -21,10 +23,34 @@ type Entry struct {
 // Registry holds every known tool.
 type Registry struct {
 	entries map[string]Entry
+	needs   map[string][]string // tool → tools it is only on with
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{entries: map[string]Entry{}} }
+func NewRegistry() *Registry {
+	return &Registry{entries: map[string]Entry{}, needs: map[string][]string{}}
+}
+
+// Require makes tool available only where every one of needs is too,
+// whatever the selection says: execute_code runs programs as the terminal
+// does, so where the terminal is off, so is execute_code.
+func (r *Registry) Require(tool string, needs ...string) {
+	r.needs[tool] = append(r.needs[tool], needs...)
+}
+
+// Close releases what tools hold beyond a call (the terminal's background
+// processes): every tool that is an io.Closer is closed.
+func (r *Registry) Close() error {
+	var errs []error
+	for _, e := range r.All() {
+		if c, ok := e.Tool.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s: %w", e.Tool.Spec().Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Register adds tools to a toolset; a name registered twice is an error
 // (two tools must never answer to one name).
@@ -100,11 +126,36 @@ func (s Selection) Enabled(e Entry) bool {
 	return !matchAny(s.DisabledToolsets, e.Toolset) && !matchAny(s.DisabledTools, name)
 }
 
-// Select returns the toolbox of the enabled tools.
-func (r *Registry) Select(s Selection) *agent.Tools {
+// On reports, by tool name, which tools are on under all of sels (a
+// session's selection, narrowed for a subagent), with requirements applied.
+func (r *Registry) On(sels ...Selection) map[string]bool {
+	on := map[string]bool{}
+	for _, e := range r.All() {
+		ok := true
+		for _, s := range sels {
+			ok = ok && s.Enabled(e)
+		}
+		on[e.Tool.Spec().Name] = ok
+	}
+	for changed := true; changed; {
+		changed = false
+		for tool, needs := range r.needs {
+			for _, n := range needs {
+				if on[tool] && !on[n] {
+					on[tool], changed = false, true
+				}
+			}
+		}
+	}
+	return on
+}
+
+// Select returns the toolbox of the tools On under all of sels.
+func (r *Registry) Select(sels ...Selection) *agent.Tools {
+	on := r.On(sels...)
 	var ts []agent.Tool
 	for _, e := range r.All() {
-		if s.Enabled(e) {
+		if on[e.Tool.Spec().Name] {
 			ts = append(ts, e.Tool)
 		}
 	}

@@ -42,3 +42,47 @@ func TestSelection(t *testing.T) {
 		t.Error("bad pattern accepted")
 	}
 }
+
+// TestExecuteCodeNeedsTheTerminal: with the terminal disabled, the red
+// team still had execute_code, a shell by another name.
+func TestExecuteCodeNeedsTheTerminal(t *testing.T) {
+	r := NewRegistry()
+	r.Register("terminal", named("terminal"), named("process"))
+	r.Register("code_execution", named("execute_code"))
+	r.Register("file", named("read_file"))
+	r.Require("execute_code", "terminal")
+	cases := []struct {
+		sels []Selection
+		want string
+	}{
+		{[]Selection{{}}, "[execute_code process read_file terminal]"},
+		{[]Selection{{DisabledToolsets: []string{"terminal"}}}, "[read_file]"},
+		{[]Selection{{DisabledTools: []string{"terminal"}}}, "[process read_file]"},
+		{[]Selection{{DisabledTools: []string{"terminal"}, EnabledTools: []string{"execute_code"}}}, "[process read_file]"},
+		{[]Selection{{Toolsets: []string{"code_execution"}}}, "[]"},
+		// A subagent asking for code_execution alone gets none either.
+		{[]Selection{{}, {Toolsets: []string{"code_execution", "file"}}}, "[read_file]"},
+		{[]Selection{{}, {Toolsets: []string{"code_execution", "terminal"}}}, "[execute_code process terminal]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(r.Select(c.sels...).Names()); got != c.want {
+			t.Errorf("%+v → %s, want %s", c.sels, got, c.want)
+		}
+	}
+}
+
+type closer struct {
+	named
+	closed *int
+}
+
+func (c closer) Close() error { *c.closed++; return nil }
+
+func TestCloseClosesTools(t *testing.T) {
+	n := 0
+	r := NewRegistry()
+	r.Register("terminal", closer{named("terminal"), &n}, named("process"))
+	if err := r.Close(); err != nil || n != 1 {
+		t.Fatalf("closed %d times: %v", n, err)
+	}
+}

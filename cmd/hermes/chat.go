@@ -173,6 +173,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 	c.stop = func() {
 		mgr.Shutdown()
 		sys.Shutdown()
+		reg.Close() // background processes end with Hermes
 		stopRunner()
 		<-runnerDone
 		a.Close()

@@ -124,6 +124,10 @@ type Resolved struct {
 	Web             web.Config
 	// Backend is terminal.backend: local (default), ssh or docker.
 	Backend terminal.Backend
+	// EnvPassthrough is terminal.env_passthrough: variables (names or
+	// patterns such as GH_*) that tools' child processes keep although
+	// they look secret; their values are still redacted from output.
+	EnvPassthrough []string
 	// Fallbacks are fallback_providers, with their models.
 	Fallbacks      []llm.Config
 	FallbackModels []string
@@ -254,6 +258,19 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	}
 	if r.Backend, err = backendOf(c.Terminal, path); err != nil {
 		return r, err
+	}
+	if v := c.Terminal["env_passthrough"]; v != nil {
+		list, ok := v.([]any)
+		for _, x := range list {
+			name, _ := x.(string)
+			if _, err := filepath.Match(name, ""); name == "" || err != nil {
+				ok = false
+			}
+			r.EnvPassthrough = append(r.EnvPassthrough, name)
+		}
+		if !ok {
+			return r, fmt.Errorf("%s: terminal.env_passthrough must be a list of variable names (or patterns such as GH_*), got %v", path, v)
+		}
 	}
 	for i, f := range c.FallbackProviders {
 		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode}

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/code"
@@ -31,19 +32,27 @@ import (
 )
 
 // registry registers every tool Hermes has; execute_code gets the
-// session's toolbox once config has selected it.
+// session's toolbox once config has selected it. Every tool's output is
+// redacted of secrets before the loop records it, child processes of
+// tools get the environment without Hermes' keys, execute_code is
+// approved as the terminal is and only on beside it, and the file tools
+// cannot change $HERMES_HOME. Close the registry when Hermes exits: it
+// ends background processes.
 func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
 	summarize func(context.Context, string, string) (string, error)) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
+	keep := secretsOf(cfg)
+	env := func() []string { return keep.Env(os.Environ()) }
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
-	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
-	ex := &code.Tool{}
+	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
+	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env}
+	ex := &code.Tool{Approver: approver, Env: env}
 	for _, set := range []struct {
 		name  string
 		tools []agent.Tool
 	}{
 		{"terminal", terminal.Tools(term)},
-		{"file", files.Tools(files.Roots{Extra: []string{home}})},
+		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}})},
 		{"todo", []agent.Tool{todo.Tool{Store: store}}},
 		{"memory", []agent.Tool{memory.New(store, filepath.Join(home, "memories"))}},
 		{"clarify", []agent.Tool{clarify.Tool{}}},
@@ -53,11 +62,22 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
 	} {
-		if err := r.Register(set.name, set.tools...); err != nil {
+		if err := r.Register(set.name, keep.Tools(set.tools...)...); err != nil {
 			return nil, nil, err
 		}
 	}
+	r.Require("execute_code", "terminal")
 	return r, ex, nil
+}
+
+// secretsOf is what this process knows to be secret: its environment's
+// keys and the keys config holds outside the environment.
+func secretsOf(cfg Resolved) *secrets.Set {
+	keys := map[string]string{"api_key (config.yaml)": cfg.LLM.APIKey, "web.api_key (config.yaml)": cfg.Web.APIKey}
+	for i, f := range cfg.Fallbacks {
+		keys[fmt.Sprintf("fallback_providers[%d] key", i)] = f.APIKey
+	}
+	return secrets.New(os.Environ(), cfg.EnvPassthrough, keys)
 }
 
 // library is the project's skills, then the user's.
@@ -219,9 +239,10 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOLSET\tTOOL\tENABLED\tDESCRIPTION")
+			enabled := r.On(fileCfg.Tools)
 			for _, e := range r.All() {
 				on := "yes"
-				if !fileCfg.Tools.Enabled(e) {
+				if !enabled[e.Tool.Spec().Name] {
 					on = "no"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Toolset, e.Tool.Spec().Name, on, clip(e.Tool.Spec().Description, 70))
@@ -251,12 +272,6 @@ func restrictor(r *tools.Registry, sel tools.Selection) func([]string, bool) age
 		if !canDelegate {
 			s.DisabledToolsets = append(append([]string(nil), s.DisabledToolsets...), "delegation")
 		}
-		var picked []agent.Tool
-		for _, e := range r.All() {
-			if sel.Enabled(e) && s.Enabled(e) {
-				picked = append(picked, e.Tool)
-			}
-		}
-		return agent.NewTools(picked...)
+		return r.Select(sel, s)
 	}
 }

@@ -2,6 +2,28 @@
 // in a subprocess with a timeout and can call the agent's own tools over a
 // local RPC endpoint (127.0.0.1, a random port and a one-time token), so a
 // loop of many tool calls costs one model iteration instead of many.
+//
+// A script is a program on this machine, as powerful as a shell, so it is
+// held to the terminal's rules: it runs without the keys Hermes holds
+// (package secrets), and every process it launches — os.system,
+// subprocess.*, os.popen, os.exec*, os.spawn*, os.posix_spawn*, pty.spawn
+// — is first judged and, when flagged, approved exactly as a terminal
+// command, through a Python audit hook that asks Hermes over the RPC
+// endpoint and raises PermissionError when the answer is no. ctypes, which
+// could call the C library directly, cannot be imported. Hermes registers
+// execute_code only beside the terminal: without the terminal there is no
+// execute_code.
+//
+// What this does not stop: the hook lives inside the interpreter it
+// guards, so it keeps an honest script honest, not a hostile one out. A
+// script can launch processes through interfaces that raise no audit
+// event (_posixsubprocess.fork_exec), patch what the hook relies on
+// (urllib, http.client) before launching, load native code through a
+// compiled extension module, or write files that something else executes
+// later (a shell rc file, a .pth file, a git hook, a crontab). What a
+// launched program does (bash x.sh) is judged by its command line only.
+// Without a container the boundary is the user's account; use the docker
+// backend, or disable code_execution, where that is not enough.
 package code
 
 import (
@@ -21,6 +43,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
 
@@ -33,6 +56,13 @@ type Tool struct {
 	Python    string
 	Timeout   time.Duration
 	MaxOutput int
+	// Approver judges the processes a script launches: the terminal's, so
+	// allow-list and session approvals are shared. nil: one that asks the
+	// person every time a launch is flagged.
+	Approver *terminal.Approver
+	// Env is the script's environment; nil: this process's environment
+	// without its secrets.
+	Env func() []string
 }
 
 func (*Tool) Spec() agent.ToolSpec {
@@ -70,6 +100,115 @@ def _tool(name):
 
 for _name in %s:
     globals()[_name] = _tool(_name)
+`
+
+// boot runs the script after installing the audit hook that submits every
+// process launch to Hermes; the approval URL and token are written into it
+// so that the script cannot redirect them through its environment.
+const boot = `"""Bootstrap of Hermes' execute_code (generated): every process the script
+launches is judged, and approved when flagged, by Hermes before it starts."""
+import sys
+
+
+def _install(url, token):
+    import json, os, shlex, threading, urllib.request
+    urlopen, Request, dumps, loads = urllib.request.urlopen, urllib.request.Request, json.dumps, json.loads
+    fsdecode, basename, join, ident = os.fsdecode, os.path.basename, shlex.join, threading.get_ident
+    access, X_OK, getpid, _exit, stderr = os.access, os.X_OK, os.getpid, os._exit, sys.stderr
+    parent = getpid()
+    shells = frozenset(("sh", "bash", "dash", "zsh", "ksh"))
+    launches = frozenset(("os.system", "os.exec", "os.spawn", "os.posix_spawn", "subprocess.Popen"))
+    ctypes_events = frozenset(("ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function"))
+    just_approved, refused = {}, {}
+
+    def text(x):
+        if isinstance(x, (bytes, bytearray)):
+            return bytes(x).decode("utf-8", "replace")
+        return x if isinstance(x, str) else fsdecode(x)
+
+    def command(event, args):
+        if event == "os.system":
+            return text(args[0])
+        exe, argv = (args[1], args[2]) if event == "os.spawn" else (args[0], args[1])
+        argv = [argv] if isinstance(argv, (str, bytes)) else list(argv)
+        argv = [text(a) for a in argv]
+        if exe is not None:
+            argv = [text(exe)] + argv[1:]
+        if len(argv) >= 3 and basename(argv[0]) in shells and argv[1] == "-c":
+            return argv[2]
+        return join(argv)
+
+    def ask(cmd):
+        req = Request(url, data=dumps({"command": cmd}).encode(),
+                      headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+        try:
+            with urlopen(req, timeout=3600) as resp:
+                out = loads(resp.read())
+        except Exception as e:
+            raise PermissionError("hermes could not approve %r: %s" % (cmd, e)) from None
+        if out.get("error"):
+            raise PermissionError(out["error"])
+
+    def hook(event, args):
+        if event in launches:
+            cmd = command(event, args)
+            me = ident()
+            if event == "os.exec":
+                # execvp tries each PATH entry in turn: ask about the one
+                # that exists, once, and give a refused launch the same
+                # answer on every further entry.
+                if not access(text(args[0]), X_OK):
+                    return
+                tail = (basename(text(args[0])), join([text(a) for a in list(args[1])[1:]]))
+                if refused.get(me, (None,))[0] == tail:
+                    raise PermissionError(refused[me][1])
+            # subprocess may go on to os.posix_spawn with what was just
+            # approved: one launch, one question.
+            if event == "os.posix_spawn" and just_approved.pop(me, None) == cmd:
+                return
+            just_approved.pop(me, None)
+            try:
+                ask(cmd)
+            except PermissionError as e:
+                if event == "os.exec" and getpid() != parent:
+                    # A forked child (pty.spawn, fork and exec) was to
+                    # become the refused program: it ends as a failed
+                    # exec ends, instead of running on as a copy of the
+                    # script.
+                    stderr.write("PermissionError: %s\n" % e)
+                    stderr.flush()
+                    _exit(126)
+                if event == "os.exec":
+                    refused[me] = (tail, str(e))
+                raise
+            if event == "subprocess.Popen":
+                just_approved[me] = cmd
+        elif event == "import" and args[0] in ("ctypes", "_ctypes"):
+            raise ImportError("ctypes is not available in execute_code: it could start processes unseen", name=args[0])
+        elif event in ctypes_events:
+            raise PermissionError("ctypes is not available in execute_code")
+
+    sys.addaudithook(hook)
+
+
+_install(HERMES_APPROVE_URL, HERMES_APPROVE_TOKEN)
+del _install
+
+
+def _run():
+    import os, types
+    path = sys.argv[1]
+    sys.argv = sys.argv[1:]
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+_run()
 `
 
 func token() string {
@@ -122,13 +261,21 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	srv := &http.Server{Handler: t.rpc(ctx, tok)}
 	go srv.Serve(ln)
 	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	url, _ := json.Marshal(base + "/approve")
+	tj, _ := json.Marshal(tok)
+	bootPath := filepath.Join(dir, "hermes_boot.py")
+	bootText := strings.NewReplacer("HERMES_APPROVE_URL", string(url), "HERMES_APPROVE_TOKEN", string(tj)).Replace(boot)
+	if err := os.WriteFile(bootPath, []byte(bootText), 0o600); err != nil {
+		return "", err
+	}
 
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(python, script)
+	cmd := exec.Command(python, bootPath, script)
 	cmd.Dir = agent.EnvFrom(ctx).WorkingDir
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "PYTHONUNBUFFERED=1",
-		"HERMES_RPC_URL=http://"+ln.Addr().String()+"/call", "HERMES_RPC_TOKEN="+tok)
+	cmd.Env = append(t.env(), "PYTHONPATH="+dir, "PYTHONUNBUFFERED=1",
+		"HERMES_RPC_URL="+base+"/call", "HERMES_RPC_TOKEN="+tok)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	max := t.MaxOutput
 	if max <= 0 {
@@ -169,8 +316,23 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	return text, nil
 }
 
+func (t *Tool) env() []string {
+	if t.Env != nil {
+		return t.Env()
+	}
+	return secrets.New(os.Environ(), nil, nil).Env(os.Environ())
+}
+
+func (t *Tool) approver() *terminal.Approver {
+	if t.Approver != nil {
+		return t.Approver
+	}
+	return &terminal.Approver{}
+}
+
 // rpc serves the script's tool calls with the session's Env, so approval,
-// roots and events apply exactly as for the model's own calls.
+// roots and events apply exactly as for the model's own calls; /approve
+// judges a process the script is about to launch.
 func (t *Tool) rpc(ctx context.Context, tok string) http.Handler {
 	allowed := map[string]bool{}
 	for _, n := range Callable {
@@ -193,6 +355,17 @@ func (t *Tool) rpc(ctx context.Context, tok string) http.Handler {
 				resp["error"] = err.Error()
 			}
 			json.NewEncoder(w).Encode(resp)
+		}
+		if r.URL.Path == "/approve" {
+			var a struct {
+				Command string `json:"command"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+				reply("", fmt.Errorf("bad request: %v", err))
+				return
+			}
+			reply("approved", t.approver().Approve(ctx, a.Command))
+			return
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			reply("", fmt.Errorf("bad request: %v", err))

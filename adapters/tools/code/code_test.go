@@ -3,15 +3,18 @@ package code
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/schema"
 )
 
 func setup(t *testing.T) (*Tool, context.Context, string) {
@@ -88,5 +91,163 @@ except urllib.error.HTTPError as e:
 `)
 	if err != nil || !strings.Contains(out, "status 401") {
 		t.Fatalf("%q %v", out, err)
+	}
+}
+
+// launchers start `rm -rf DIR` in every way Python offers; os.execvp
+// replaces the interpreter when allowed, so it comes last.
+var launchers = []struct{ name, code string }{
+	{"os.system", `os.system("rm -rf DIR")`},
+	{"subprocess.run", `subprocess.run(["rm", "-rf", "DIR"])`},
+	{"subprocess shell", `subprocess.run("rm -rf DIR", shell=True)`},
+	{"subprocess.Popen", `subprocess.Popen(["rm", "-rf", "DIR"], close_fds=False).wait()`},
+	{"subprocess posix_spawn", `subprocess.run(["/bin/rm", "-rf", "DIR"], close_fds=False)`},
+	{"subprocess disguised", `subprocess.run(["ls", "-rf", "DIR"], executable="/bin/rm")`},
+	{"os.popen", `os.popen("rm -rf DIR").read()`},
+	{"os.spawnvp", `os.spawnvp(os.P_WAIT, "rm", ["rm", "-rf", "DIR"])`},
+	{"os.posix_spawnp", `os.waitpid(os.posix_spawnp("rm", ["rm", "-rf", "DIR"], dict(os.environ)), 0)`},
+	{"pty.spawn", `pty.spawn(["rm", "-rf", "DIR"])`},
+	{"fork and exec", "pid = os.fork()\nif pid == 0:\n    try:\n        os.execv(\"/bin/rm\", [\"rm\", \"-rf\", \"DIR\"])\n    finally:\n        os._exit(126)\nos.waitpid(pid, 0)"},
+	{"os.execvp", `os.execvp("rm", ["rm", "-rf", "DIR"])`},
+}
+
+// launchScript tries every launcher on its own directory under root and
+// prints what each raised.
+func launchScript(root string) (string, map[string]string) {
+	dirs := map[string]string{}
+	var b strings.Builder
+	b.WriteString("import os, pty, subprocess, sys\n")
+	for i, l := range launchers {
+		d := filepath.Join(root, fmt.Sprintf("victim%d", i))
+		os.MkdirAll(filepath.Join(d, "sub"), 0o755)
+		dirs[l.name] = d
+		fmt.Fprintf(&b, "try:\n%s\nexcept PermissionError as e:\n    print(%q, 'refused:', e)\nsys.stdout.flush()\n",
+			indent(strings.ReplaceAll(l.code, "DIR", d)), l.name)
+	}
+	return b.String(), dirs
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
+
+func recorder(env *agent.Env) func() []schema.ApprovalDecided {
+	var mu sync.Mutex
+	var got []schema.ApprovalDecided
+	env.Record = func(_ context.Context, ps ...schema.Payload) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range ps {
+			if d, ok := p.(schema.ApprovalDecided); ok {
+				got = append(got, d)
+			}
+		}
+		return nil
+	}
+	return func() []schema.ApprovalDecided {
+		mu.Lock()
+		defer mu.Unlock()
+		out := got
+		got = nil
+		return out
+	}
+}
+
+// answer is a person who always gives the same answer.
+type answer string
+
+func (a answer) Ask(context.Context, agent.Question) (string, error) { return string(a), nil }
+
+// TestLaunchesNeedApproval: with terminal disabled the red team ran
+// os.system("rm -rf …") from execute_code unasked. Every launcher now
+// goes through the terminal's approval.
+func TestLaunchesNeedApproval(t *testing.T) {
+	tool, ctx, _ := setup(t)
+	env := agent.EnvFrom(ctx)
+	env.Asker = answer("deny")
+	decisions := recorder(env)
+	root := t.TempDir()
+	script, dirs := launchScript(root)
+	out, _ := run(t, tool, ctx, script)
+	for _, l := range launchers {
+		if _, err := os.Stat(filepath.Join(dirs[l.name], "sub")); err != nil {
+			t.Errorf("%s: a denied rm -rf ran\n%s", l.name, out)
+		}
+	}
+	if !strings.Contains(out, "os.system refused: denied by the user") || !strings.Contains(out, "os.execvp refused: denied by the user") {
+		t.Fatalf("the refusals did not reach the script:\n%s", out)
+	}
+	got := decisions()
+	if len(got) != len(launchers) {
+		t.Fatalf("%d approval decisions recorded for %d launches (one each): %+v", len(got), len(launchers), got)
+	}
+	for _, d := range got {
+		if d.Decision != "deny" || d.By != "user" || d.Pattern != "recursive delete" || !strings.Contains(d.Command, "rm -rf "+root) {
+			t.Fatalf("decision %+v", d)
+		}
+	}
+
+	// Approved, the same launches run.
+	env.Asker = answer("once")
+	root = t.TempDir()
+	script, dirs = launchScript(root)
+	out, err := run(t, tool, ctx, script)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, l := range launchers {
+		if _, err := os.Stat(dirs[l.name]); err == nil {
+			t.Errorf("%s: an approved rm -rf did not run\n%s", l.name, out)
+		}
+	}
+	got = decisions()
+	if len(got) != len(launchers) {
+		t.Errorf("%d questions for %d launches (one each): %+v", len(got), len(launchers), got)
+	}
+	for _, d := range got {
+		if d.Decision != "once" || d.By != "user" {
+			t.Fatalf("decision %+v", d)
+		}
+	}
+}
+
+func TestUnflaggedLaunchesRunAndCtypesIsOut(t *testing.T) {
+	tool, ctx, _ := setup(t)
+	// Nobody can be asked: flagged launches are refused, others run.
+	out, err := run(t, tool, ctx, `
+import subprocess, os
+print(subprocess.run(["echo", "plain"], capture_output=True, text=True).stdout.strip())
+os.system("echo via-system")
+try:
+    os.system("rm -rf /tmp/hermes-never-there")
+except PermissionError as e:
+    print("refused:", "nobody can be asked" in str(e))
+try:
+    import ctypes
+    print("ctypes imported")
+except ImportError as e:
+    print("no ctypes:", e)
+import json
+print("json ok", json.dumps(1))
+`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"plain", "via-system", "refused: True", "no ctypes: ctypes is not available", "json ok 1"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestScriptGetsNoSecrets(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test-fake0123456789abcdefghij")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake0123456789abcdefghij")
+	tool, ctx, _ := setup(t)
+	out, err := run(t, tool, ctx, `
+import os, subprocess
+print(sorted(k for k in os.environ if "API_KEY" in k))
+print(subprocess.run("env", shell=True, capture_output=True, text=True).stdout)
+`)
+	if err != nil || strings.Contains(out, "sk-") || strings.Contains(out, "API_KEY") || !strings.Contains(out, "[]") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -76,7 +76,7 @@ func (t patchTool) Run(ctx context.Context, args json.RawMessage) (string, error
 }
 
 func (t patchTool) load(env *agent.Env, path string) (string, string, error) {
-	p, err := t.roots.resolve(env, path)
+	p, err := t.roots.resolve(env, path, reading|writing)
 	if err != nil {
 		return "", "", err
 	}

@@ -2,6 +2,16 @@
 // search_files — confined to allowed roots (by default the session's
 // working directory and $HERMES_HOME). Paths are resolved through symlinks
 // before the check, so neither ".." nor a link can lead outside.
+//
+// $HERMES_HOME is a root the tools may read but not change: Hermes trusts
+// what is in it (config.yaml with its command allow-list, .env, the event
+// log and projections, the search index, memories/, skills/,
+// context_limits.json, SOUL.md), so a model that could write there could
+// grant itself approvals, wipe the log or inject text into the next
+// system prompt. Only its scratch directories (cache/) are writable;
+// memory changes go through the memory tool and skills through
+// skill_manage, which screen and record them. Its secrets (.env,
+// config.yaml, auth.json) are not readable at all.
 package files
 
 import (
@@ -23,6 +33,39 @@ type Roots struct {
 	Extra []string
 	// NoWorkingDir leaves the working directory out.
 	NoWorkingDir bool
+	// Home is $HERMES_HOME: readable (but for its secrets), writable only
+	// under Scratch, wherever it is (inside the working directory too).
+	Home string
+	// Scratch are subdirectories of Home the tools may write (cache).
+	Scratch []string
+}
+
+// access is what a tool does with a path.
+type access int
+
+const (
+	reading access = 1 << iota
+	writing
+)
+
+// secretFiles in $HERMES_HOME hold keys: tools read none of them, under
+// any spelling, link or hard link.
+var secretFiles = []string{".env", "config.yaml", "config.yml", "auth.json"}
+
+func secretName(name string) bool {
+	for _, f := range secretFiles {
+		if strings.EqualFold(name, f) {
+			return true
+		}
+	}
+	return len(name) > 5 && strings.EqualFold(name[:5], ".env.")
+}
+
+func realOrClean(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return filepath.Clean(p)
 }
 
 func (r Roots) list(env *agent.Env) []string {
@@ -31,18 +74,18 @@ func (r Roots) list(env *agent.Env) []string {
 		out = append(out, env.WorkingDir)
 	}
 	out = append(out, r.Extra...)
+	if r.Home != "" {
+		out = append(out, r.Home)
+	}
 	for i, p := range out {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			out[i] = real
-		} else {
-			out[i] = filepath.Clean(p)
-		}
+		out[i] = realOrClean(p)
 	}
 	return out
 }
 
-// resolve turns a path argument into a real absolute path inside a root.
-func (r Roots) resolve(env *agent.Env, p string) (string, error) {
+// resolve turns a path argument into a real absolute path inside a root
+// that may be accessed as asked.
+func (r Roots) resolve(env *agent.Env, p string, how access) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("path is empty")
 	}
@@ -65,13 +108,111 @@ func (r Roots) resolve(env *agent.Env, p string) (string, error) {
 	roots := r.list(env)
 	for _, root := range roots {
 		if real == root || strings.HasPrefix(real, root+string(filepath.Separator)) {
-			return real, nil
+			return real, r.guard(p, real, how)
 		}
 	}
 	if real != p {
 		return "", fmt.Errorf("path %s resolves (through a symlink) to %s, outside the allowed roots %s", p, real, strings.Join(roots, ", "))
 	}
 	return "", fmt.Errorf("path %s is outside the allowed roots %s", p, strings.Join(roots, ", "))
+}
+
+// inHome returns where real lies under $HERMES_HOME. The home is found by
+// identity (device and inode of each existing ancestor), not by spelling,
+// so a bind mount, a case-insensitive file system or a second name of the
+// directory leads to it too.
+func (r Roots) inHome(real string) (rel string, ok bool) {
+	if r.Home == "" {
+		return "", false
+	}
+	home := realOrClean(r.Home)
+	if real == home || strings.HasPrefix(real, home+string(filepath.Separator)) {
+		rel, _ := filepath.Rel(home, real)
+		return rel, true
+	}
+	hi, err := os.Stat(home)
+	if err != nil {
+		return "", false
+	}
+	for cur := real; ; {
+		if fi, err := os.Stat(cur); err == nil && os.SameFile(fi, hi) {
+			rel, _ := filepath.Rel(cur, real)
+			return rel, true
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return "", false
+		}
+		cur = parent
+	}
+}
+
+// secretInfos are the secret files of the home as they are now.
+func (r Roots) secretInfos() []fs.FileInfo {
+	if r.Home == "" {
+		return nil
+	}
+	home := realOrClean(r.Home)
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return nil
+	}
+	var out []fs.FileInfo
+	for _, e := range entries {
+		if secretName(e.Name()) {
+			if fi, err := os.Stat(filepath.Join(home, e.Name())); err == nil {
+				out = append(out, fi)
+			}
+		}
+	}
+	return out
+}
+
+// isSecret reports whether fi is one of the home's secret files under
+// another name (a hard link, a bind mount).
+func isSecret(fi fs.FileInfo, secrets []fs.FileInfo) bool {
+	for _, s := range secrets {
+		if os.SameFile(fi, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// guard refuses what the tools may not do to $HERMES_HOME. Writes replace
+// a file through a temporary file and a rename, so a hard link to a
+// protected file is cut, never written through; reads compare identities,
+// so a hard link to a secret is refused.
+func (r Roots) guard(asked, real string, how access) error {
+	if rel, ok := r.inHome(real); ok {
+		top, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if how&writing != 0 && !r.scratch(top) {
+			where := "nothing there is writable"
+			if len(r.Scratch) > 0 {
+				where = "only " + strings.Join(r.Scratch, "/, ") + "/ is writable there"
+			}
+			return fmt.Errorf("%s is in $HERMES_HOME (%s), which file tools may not change: Hermes trusts its config, keys, event log, memory and skills. "+
+				"Use the memory tool for memory and skill_manage for skills; %s", asked, realOrClean(r.Home), where)
+		}
+		if how&reading != 0 && top == rel && secretName(top) {
+			return fmt.Errorf("%s holds Hermes' keys and settings and is not readable by tools; ask the user for what you need from it", asked)
+		}
+	}
+	if how&reading != 0 {
+		if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() && isSecret(fi, r.secretInfos()) {
+			return fmt.Errorf("%s is another name of one of Hermes' secret files and is not readable by tools", asked)
+		}
+	}
+	return nil
+}
+
+func (r Roots) scratch(top string) bool {
+	for _, s := range r.Scratch {
+		if top != "" && top != "." && strings.EqualFold(top, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // realPath evaluates symlinks of the longest existing prefix of p.

@@ -74,7 +74,7 @@ func (t readFile) Run(ctx context.Context, args json.RawMessage) (string, error)
 		return "", err
 	}
 	env := agent.EnvFrom(ctx)
-	p, err := t.roots.resolve(env, a.Path)
+	p, err := t.roots.resolve(env, a.Path, reading)
 	if err != nil {
 		return "", err
 	}
@@ -160,7 +160,7 @@ func (t writeFile) Run(ctx context.Context, args json.RawMessage) (string, error
 		return "", fmt.Errorf("content is required (use an empty string for an empty file)")
 	}
 	env := agent.EnvFrom(ctx)
-	p, err := t.roots.resolve(env, a.Path)
+	p, err := t.roots.resolve(env, a.Path, writing)
 	if err != nil {
 		return "", err
 	}
@@ -247,7 +247,7 @@ func (t searchFiles) Run(ctx context.Context, args json.RawMessage) (string, err
 		a.Path = "."
 	}
 	env := agent.EnvFrom(ctx)
-	root, err := t.roots.resolve(env, a.Path)
+	root, err := t.roots.resolve(env, a.Path, reading)
 	if err != nil {
 		return "", err
 	}
@@ -261,6 +261,7 @@ func (t searchFiles) Run(ctx context.Context, args json.RawMessage) (string, err
 	}
 	var hits []string
 	more := false
+	secrets := t.roots.secretInfos()
 	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -294,7 +295,7 @@ func (t searchFiles) Run(ctx context.Context, args json.RawMessage) (string, err
 			return nil
 		}
 		info, err := d.Info()
-		if err != nil || info.Size() > 4<<20 {
+		if err != nil || info.Size() > 4<<20 || isSecret(info, secrets) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

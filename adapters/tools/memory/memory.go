@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -57,33 +56,6 @@ func (*Tool) Spec() agent.ToolSpec {
 }
 func (*Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
 
-// suspicious content is refused: memory is read into every future system
-// prompt, so it must not carry instructions or secrets.
-var suspicious = []struct {
-	re  *regexp.Regexp
-	why string
-}{
-	{regexp.MustCompile(`(?i)ignore (all |any )?(previous|prior|above) (instructions|messages)`), "it tries to override instructions"},
-	{regexp.MustCompile(`(?i)(disregard|forget) (your|all|the) (rules|instructions|system prompt)`), "it tries to override instructions"},
-	{regexp.MustCompile(`(?i)you (must|should) (now )?(always|never) .*(regardless|no matter)`), "it reads as an injected standing order"},
-	{regexp.MustCompile(`(?i)<\s*/?\s*(system|assistant|im_start|im_end)`), "it contains chat-template markup"},
-	{regexp.MustCompile(`\bsk-(ant-)?[A-Za-z0-9_-]{16,}`), "it contains an API key"},
-	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "it contains an AWS access key"},
-	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}`), "it contains a GitHub token"},
-	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`), "it contains a private key"},
-	{regexp.MustCompile(`(?i)\b(password|passwd|secret|api[_-]?key|token)\s*[:=]\s*\S{6,}`), "it contains a credential"},
-	{regexp.MustCompile(`(?i)(curl|wget|fetch)\b.*\b(memory|USER\.md|MEMORY\.md|\.hermes)`), "it looks like an attempt to send memory out"},
-}
-
-func screen(s string) error {
-	for _, p := range suspicious {
-		if p.re.MatchString(s) {
-			return fmt.Errorf("refused: %s; memory is loaded into every future session, so it may hold neither instructions nor secrets", p.why)
-		}
-	}
-	return nil
-}
-
 // Current returns target's entries and the stream revision they are at.
 func Current(ctx context.Context, store events.Store, target string) ([]string, events.Expected, error) {
 	rs, err := store.ReadStream(ctx, Stream, events.Backward, events.End, 0)
@@ -124,7 +96,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("target must be memory or user, not %q", a.Target)
 	}
-	a.Content = strings.TrimSpace(a.Content)
+	a.Content = strings.TrimSpace(clean(a.Content))
 	if a.Content != "" {
 		if strings.Contains(a.Content, "§") {
 			return "", errors.New("content may not contain the entry separator §")

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -99,7 +100,16 @@ func (d *Docker) Command(_ context.Context, shell, _ string, command string) *ex
 	return exec.Command("docker", "exec", "-i", d.Container, "sh", "-c", command)
 }
 
-// Close removes the session's container.
+// Close removes the session's container, if it was started; no command
+// starts one afterwards.
 func (d *Docker) Close() error {
+	started := true
+	d.once.Do(func() {
+		started = false
+		d.err = errors.New("the docker backend is closed")
+	})
+	if !started || d.err != nil {
+		return nil
+	}
 	return exec.Command("docker", "rm", "-f", d.Container).Run()
 }

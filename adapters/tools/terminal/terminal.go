@@ -2,6 +2,11 @@
 // session's working directory, with a timeout and an output cap that keeps
 // head and tail), the process tool for background commands, and the
 // approval of dangerous commands on the local backend.
+//
+// Commands run with an environment stripped of the keys Hermes holds
+// (provider and platform keys, tokens, passwords: see package secrets),
+// and background commands end with Hermes: Close kills what is still
+// running.
 package terminal
 
 import (
@@ -10,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -19,6 +25,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/secrets"
 )
 
 // Config tunes the terminal.
@@ -34,6 +41,9 @@ type Config struct {
 	Approver  *Approver
 	// Backend runs commands; nil is the local one.
 	Backend Backend
+	// Env is the environment of commands, and of the ssh and docker
+	// clients; nil: this process's environment without its secrets.
+	Env func() []string
 }
 
 // Backend runs a shell command somewhere.
@@ -80,17 +90,36 @@ func (c Config) withDefaults() Config {
 	if c.Approver == nil {
 		c.Approver = &Approver{}
 	}
+	if c.Env == nil {
+		keep := secrets.New(os.Environ(), nil, nil)
+		c.Env = func() []string { return keep.Env(os.Environ()) }
+	}
 	return c
 }
 
-// Tools returns terminal and process.
+// command prepares a command of the backend with the scrubbed environment.
+func (c Config) command(ctx context.Context, dir, command string) *exec.Cmd {
+	cmd := c.Backend.Command(ctx, c.Shell, dir, command)
+	if cmd.Env == nil {
+		cmd.Env = c.Env()
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// Tools returns terminal and process. They share the table of background
+// processes: Close on the terminal ends them all.
 func Tools(c Config) []agent.Tool {
 	c = c.withDefaults()
-	return []agent.Tool{&Terminal{cfg: c}, &Process{cfg: c}}
+	j := &jobs{procs: map[*proc]struct{}{}}
+	return []agent.Tool{&Terminal{cfg: c, jobs: j}, &Process{cfg: c}}
 }
 
 // Terminal is the terminal tool.
-type Terminal struct{ cfg Config }
+type Terminal struct {
+	cfg  Config
+	jobs *jobs
+}
 
 func (t *Terminal) Spec() agent.ToolSpec {
 	return agent.ToolSpec{Name: "terminal", Description: "Run a shell command in the working directory and return its output and exit code. Set background=true for long-running programs (servers, watchers) and manage them with the process tool.",
@@ -131,14 +160,13 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 		}
 	}
 	if a.Background {
-		return startBackground(ctx, t.cfg, dir, a.Command)
+		return startBackground(ctx, t.cfg, t.jobs, dir, a.Command)
 	}
 	timeout := t.cfg.Timeout
 	if a.Timeout > 0 {
 		timeout = min(time.Duration(a.Timeout)*time.Second, t.cfg.MaxTimeout)
 	}
-	cmd := t.cfg.Backend.Command(ctx, t.cfg.Shell, dir, a.Command)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := t.cfg.command(ctx, dir, a.Command)
 	out := &Capped{Max: t.cfg.MaxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Stdin = nil
@@ -263,17 +291,32 @@ func (l lockedBuffer) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func startBackground(ctx context.Context, cfg Config, dir, command string) (string, error) {
+// jobs are the background processes started through one terminal tool,
+// whatever their session, so that they can be ended with Hermes.
+type jobs struct {
+	mu     sync.Mutex
+	procs  map[*proc]struct{}
+	closed bool
+}
+
+func startBackground(ctx context.Context, cfg Config, j *jobs, dir, command string) (string, error) {
 	env := agent.EnvFrom(ctx)
 	table := procsOf(env)
-	// Background processes outlive the call, not the session.
-	cmd := cfg.Backend.Command(context.WithoutCancel(ctx), cfg.Shell, dir, command)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Background processes outlive the call, not Hermes.
+	cmd := cfg.command(context.WithoutCancel(ctx), dir, command)
 	p := &proc{command: command, cmd: cmd, done: make(chan struct{}), started: time.Now(), buf: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = lockedBuffer{p}, lockedBuffer{p}
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return "", errors.New("hermes is shutting down; no new background processes")
+	}
 	if err := cmd.Start(); err != nil {
+		j.mu.Unlock()
 		return "", fmt.Errorf("start: %w", err)
 	}
+	j.procs[p] = struct{}{}
+	j.mu.Unlock()
 	table.mu.Lock()
 	table.next++
 	p.id = fmt.Sprintf("proc_%d", table.next)
@@ -286,6 +329,9 @@ func startBackground(ctx context.Context, cfg Config, dir, command string) (stri
 			p.code = ee.ExitCode()
 		}
 		close(p.done)
+		j.mu.Lock()
+		delete(j.procs, p)
+		j.mu.Unlock()
 	}()
 	return fmt.Sprintf("started %s (pid %d): %s\nUse process with action=poll to read its output, action=kill to stop it.", p.id, cmd.Process.Pid, command), nil
 }
@@ -382,6 +428,33 @@ func (pr *proc) poll(max int) string {
 		out = "(no new output)"
 	}
 	return fmt.Sprintf("%s [%s]\n%s", pr.id, status(pr), out)
+}
+
+// Close ends Hermes' use of the terminal: every background process still
+// running, of any session, is killed with its process group (a server
+// started with background=true must not outlive Hermes), and the backend
+// is closed when it holds something (the docker container).
+func (t *Terminal) Close() error {
+	t.jobs.mu.Lock()
+	t.jobs.closed = true
+	running := make([]*proc, 0, len(t.jobs.procs))
+	for p := range t.jobs.procs {
+		running = append(running, p)
+		killGroup(p.cmd)
+	}
+	t.jobs.mu.Unlock()
+	deadline := time.After(5 * time.Second)
+	for _, p := range running {
+		select {
+		case <-p.done:
+		case <-deadline:
+			return fmt.Errorf("background process %d (%s) did not end after SIGKILL", p.cmd.Process.Pid, p.command)
+		}
+	}
+	if c, ok := t.cfg.Backend.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // KillAll stops every background process of a session (session end).

@@ -3,6 +3,8 @@ package terminal
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -224,5 +227,88 @@ func TestApprovalTimeoutYoloAndHardline(t *testing.T) {
 	noAsk := newRig(t, nil)
 	if _, err := noAsk.run(noAsk.term, map[string]any{"command": "git push --force"}); err == nil || !strings.Contains(err.Error(), "nobody can be asked") {
 		t.Fatalf("no asker: %v", err)
+	}
+}
+
+// alive reports whether pid is a live process (a zombie waiting for a
+// reaper that a container may not have counts as gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func TestCommandsGetNoSecrets(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test-fake0123456789abcdefghij")
+	t.Setenv("GITHUB_TOKEN", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789")
+	t.Setenv("DEPLOY_PASSWORD", "hunter2hunter2")
+	t.Setenv("COPY_OF_KEY_VALUE", "sk-test-fake0123456789abcdefghij")
+	t.Setenv("HERMES_TEST_PLAIN", "visible")
+	r := newRig(t, nil)
+	out, err := r.run(r.term, map[string]any{"command": "env; echo \"[$OPENAI_API_KEY][$GITHUB_TOKEN]\""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"sk-test-fake", "ghp_", "hunter2", "OPENAI_API_KEY", "COPY_OF_KEY_VALUE"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the command saw %s:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "HERMES_TEST_PLAIN=visible") || !strings.Contains(out, "PATH=") || !strings.Contains(out, "[][]") {
+		t.Fatalf("ordinary variables lost:\n%s", out)
+	}
+	// A background command gets the same environment.
+	out, _ = r.run(r.term, map[string]any{"command": "echo \"bg[$GITHUB_TOKEN]\"", "background": true})
+	id := strings.Fields(out)[1]
+	out, _ = r.run(r.proc, map[string]any{"action": "wait", "id": id, "timeout": 5})
+	if !strings.Contains(out, "bg[]") {
+		t.Fatalf("background env: %q", out)
+	}
+	// terminal.env_passthrough lets a named variable through.
+	keep := secrets.New(os.Environ(), []string{"GITHUB_TOKEN"}, nil)
+	term := Tools(Config{Env: func() []string { return keep.Env(os.Environ()) }})[0]
+	b, _ := json.Marshal(map[string]any{"command": "echo \"[$GITHUB_TOKEN][$OPENAI_API_KEY]\""})
+	if out, _ := term.Run(r.ctx, b); !strings.Contains(out, "[ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789][]") {
+		t.Fatalf("passthrough: %q", out)
+	}
+}
+
+// TestBackgroundProcessesEndWithHermes: Close (Hermes exiting) kills what
+// background=true started, children included.
+func TestBackgroundProcessesEndWithHermes(t *testing.T) {
+	r := newRig(t, nil)
+	out, err := r.run(r.term, map[string]any{"command": "sleep 300 & echo child=$!; wait", "background": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shell, child int
+	fmt.Sscanf(out[strings.Index(out, "(pid "):], "(pid %d)", &shell)
+	deadline := time.Now().Add(5 * time.Second)
+	for child == 0 && time.Now().Before(deadline) {
+		poll, _ := r.run(r.proc, map[string]any{"action": "poll", "id": "proc_1"})
+		if i := strings.Index(poll, "child="); i >= 0 {
+			fmt.Sscanf(poll[i:], "child=%d", &child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if shell == 0 || child == 0 || !alive(shell) || !alive(child) {
+		t.Fatalf("background processes not running: shell %d child %d", shell, child)
+	}
+	if err := r.term.(io.Closer).Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{shell, child} {
+		for i := 0; alive(pid) && i < 100; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("pid %d outlived Close", pid)
+		}
+	}
+	if _, err := r.run(r.term, map[string]any{"command": "sleep 1", "background": true}); err == nil {
+		t.Fatal("a background process started after Close")
 	}
 }
