@@ -25,7 +25,7 @@ import (
 func mapKeys(section string) []string {
 	switch section {
 	case "terminal":
-		return []string{"backend", "cwd", "docker_image", "ssh_host", "ssh_key", "ssh_port", "ssh_user", "timeout"}
+		return []string{"backend", "cwd", "docker_image", "env_passthrough", "ssh_host", "ssh_key", "ssh_port", "ssh_user", "timeout"}
 	}
 	return nil
 }
