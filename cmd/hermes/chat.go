@@ -289,14 +289,17 @@ func (c *chatter) findResumable(ctx context.Context, id string, last bool) (stri
 		return "", err
 	}
 	if last {
-		list, err := sessions.List(ctx, c.a.projDB.Reader(), 1)
+		list, err := sessions.List(ctx, c.a.projDB.Reader(), 0)
 		if err != nil {
 			return "", err
 		}
-		if len(list) == 0 {
-			return "", errors.New("--continue: there is no session yet; start one with `hermes chat`")
+		// the last conversation: not an empty session, not a subagent's
+		for _, s := range list {
+			if listed(s) {
+				return s.ID, nil
+			}
 		}
-		return list[0].ID, nil
+		return "", errors.New("--continue: there is no session with messages yet; start one with `hermes chat`")
 	}
 	s, ok, err := sessions.Get(ctx, c.a.projDB.Reader(), id)
 	if err != nil {
@@ -407,7 +410,31 @@ func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f 
 		return fmt.Errorf("turn failed: %w (the session is kept: hermes chat --resume %s)", res.Err, id)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Answer)
+	if outcome, iterations := c.outcome(ctx, id, res.TurnID); outcome == agent.OutcomeBudget {
+		return &exitError{code: exitBudget, err: fmt.Errorf("the iteration budget ran out after %d model calls: the answer above is the model's summary of where it stopped; raise agent.max_turns or --max-turns, and continue with: hermes chat --resume %s", iterations, id)}
+	}
 	return nil
+}
+
+// exitBudget is chat -q's exit code when the iteration budget ran out, so
+// scripts can tell an unfinished task from a finished one.
+const exitBudget = 3
+
+// outcome reads how turn turnID of session id ended (TurnCompleted).
+func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) {
+	rs, err := c.a.store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 16)
+	if err != nil {
+		return "", 0
+	}
+	for _, r := range rs {
+		if r.Type == "TurnCompleted" && r.TurnID == turnID {
+			if p, err := schema.Decode(r.Envelope); err == nil {
+				tc := p.(schema.TurnCompleted)
+				return tc.Outcome, tc.Iterations
+			}
+		}
+	}
+	return "", 0
 }
 
 const chatHelp = `commands: /new  /resume ID  /stop  /compress  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
@@ -461,10 +488,18 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 		case line, ok := <-in:
 			if ok && question != nil {
 				q := question
+				if !understood(q, line) {
+					con.reask(q, line)
+					continue
+				}
 				question = nil
 				if answer(q, line) {
 					continue
 				}
+			}
+			if !ok && question != nil {
+				close(question.gone)
+				question = nil
 			}
 			if !ok {
 				if running > 0 {

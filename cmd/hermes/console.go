@@ -24,6 +24,8 @@ type pending struct {
 	ctx   context.Context
 	q     agent.Question
 	reply chan string
+	// gone is closed when nobody can answer (standard input ended).
+	gone chan struct{}
 }
 
 func newConsole(in io.Reader, errw io.Writer) *console {
@@ -71,7 +73,7 @@ func (c *console) read(r *bufio.Reader) {
 
 // Ask implements agent.Asker.
 func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
-	p := &pending{ctx: ctx, q: q, reply: make(chan string, 1)}
+	p := &pending{ctx: ctx, q: q, reply: make(chan string, 1), gone: make(chan struct{})}
 	select {
 	case c.questions <- p:
 	case <-ctx.Done():
@@ -80,6 +82,13 @@ func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
 	select {
 	case a := <-p.reply:
 		return a, nil
+	case <-p.gone:
+		what := "the question"
+		if q.Kind == "approval" {
+			what = "the command is denied; to allow it without a question, run with --yolo or add its rule to command_allowlist in config.yaml"
+		}
+		fmt.Fprintf(c.errw, "\n? %s\n  no answer is possible: standard input is not a terminal and has ended: %s\n", q.Text, what)
+		return "", agent.ErrNoAsker
 	case <-ctx.Done():
 		fmt.Fprintln(c.errw, "\n(no answer in time)")
 		return "", ctx.Err()
@@ -104,20 +113,59 @@ func answer(p *pending, line string) bool {
 	return true
 }
 
+// understood reports whether line answers p: an approval takes one of its
+// choices (or its first letter, yes or no); anything else is asked again,
+// never taken as a refusal or a consent by accident.
+func understood(p *pending, line string) bool {
+	if p.q.Kind != "approval" || len(p.q.Choices) == 0 {
+		return true
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	switch a {
+	case "y", "yes", "n", "no":
+		return true
+	}
+	for _, c := range p.q.Choices {
+		if a == c || (a != "" && len(a) == 1 && strings.HasPrefix(c, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// reask shows p again after an answer it could not take.
+func (c *console) reask(p *pending, line string) {
+	fmt.Fprintf(c.errw, "  %q is not an answer: type one of %s\n", strings.TrimSpace(line), strings.Join(p.q.Choices, ", "))
+	c.show(p)
+}
+
 // serveQuestions answers questions from stdin while no chat loop runs
 // (chat -q); it stops with ctx.
 func (c *console) serveQuestions(ctx context.Context) {
+	closed := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case p := <-c.questions:
+			if closed {
+				close(p.gone)
+				continue
+			}
 			c.show(p)
+		read:
 			select {
 			case line, ok := <-c.lines:
-				if ok {
-					answer(p, line)
+				if !ok {
+					closed = true
+					close(p.gone)
+					break
 				}
+				if !understood(p, line) {
+					c.reask(p, line)
+					goto read
+				}
+				answer(p, line)
 			case <-p.ctx.Done():
 			case <-ctx.Done():
 				return

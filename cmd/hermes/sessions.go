@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
@@ -31,8 +36,15 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// listed reports whether s belongs in the default session list: subagent
+// sessions (see sessions tree) and sessions without a message are shown
+// only with --all.
+func listed(s sessions.Summary) bool {
+	return s.Reason != schema.StartSubagent && s.Messages > 0
+}
+
 func sessionsList(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -48,9 +60,24 @@ func sessionsList(g *globals) *cobra.Command {
 			if err := a.fresh(ctx); err != nil {
 				return err
 			}
-			list, err := sessions.List(ctx, a.projDB.Reader(), limit)
+			list, err := sessions.List(ctx, a.projDB.Reader(), 0)
 			if err != nil {
 				return err
+			}
+			hidden := 0
+			if !all {
+				kept := list[:0]
+				for _, s := range list {
+					if listed(s) {
+						kept = append(kept, s)
+					} else {
+						hidden++
+					}
+				}
+				list = kept
+			}
+			if limit > 0 && len(list) > limit {
+				list = list[:limit]
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -60,9 +87,18 @@ func sessionsList(g *globals) *cobra.Command {
 				return writeJSON(out, list)
 			}
 			if len(list) == 0 {
+				if hidden > 0 {
+					fmt.Fprintf(out, "no sessions with messages (%d empty or subagent sessions: --all shows them)\n", hidden)
+					return nil
+				}
 				fmt.Fprintln(out, "no sessions yet")
 				return nil
 			}
+			defer func() {
+				if hidden > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "(%d empty or subagent sessions not shown: --all shows them)\n", hidden)
+				}
+			}()
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
 			for _, s := range list {
@@ -74,6 +110,7 @@ func sessionsList(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N sessions (0: all)")
+	cmd.Flags().BoolVar(&all, "all", false, "also show subagent sessions and sessions without messages")
 	return cmd
 }
 
@@ -187,6 +224,9 @@ func sessionsEvents(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
+			if !asJSON {
+				fmt.Fprintf(out, "%6s  %4s  %-23s  %-22s %s  %s  %s\n", "POS", "REV", "TIME", "TYPE", "VER", "TURN", "PAYLOAD")
+			}
 			for _, r := range rs {
 				if asJSON {
 					if err := enc.Encode(r); err != nil {
@@ -205,13 +245,27 @@ func sessionsEvents(g *globals) *cobra.Command {
 }
 
 func sessionsDelete(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var yes bool
+	cmd := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Erase a session: its events are deleted and every read model drops it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
 				ctx := cmd.Context()
+				if f, ok := cmd.InOrStdin().(*os.File); !yes && ok && isatty.IsTerminal(f.Fd()) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Erase session %s %q (%d messages)? Its events are deleted for good. [y/N] ", s.ID, s.Title, s.Messages)
+					line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+					if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+						return errors.New("not deleted")
+					}
+				}
+				// A session another process runs is not pulled from under it.
+				lease, err := session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()).Lease(s.ID)
+				if err != nil {
+					return err
+				}
+				defer lease.Release()
 				if err := a.store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
 					return err
 				}
@@ -223,6 +277,8 @@ func sessionsDelete(g *globals) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
 }
 
 // nextCall is the history exactly as the next model call sends it, before
