@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -78,8 +79,14 @@ func HermesState(ctx context.Context, path string, store events.Store) (Report, 
 		return rep, err
 	}
 	defer db.Close()
+	if _, err := os.Stat(path); err != nil {
+		return rep, fmt.Errorf("import %s: %w", path, err)
+	}
 	sc, err := columns(ctx, db, "sessions")
 	if err != nil {
+		if strings.Contains(err.Error(), "not a database") {
+			return rep, fmt.Errorf("%s is not a SQLite database: give the state.db of a Python Hermes Agent home (usually ~/.hermes/state.db)", path)
+		}
 		return rep, fmt.Errorf("%s: %w", path, err)
 	}
 	mc, err := columns(ctx, db, "messages")

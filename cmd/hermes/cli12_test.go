@@ -111,3 +111,13 @@ func TestDeleteRefusesALeasedSession(t *testing.T) {
 		t.Fatalf("not deleted:\n%s", list)
 	}
 }
+
+// import hermes-state of a file that is not a database says so.
+func TestImportNotADatabase(t *testing.T) {
+	home := t.TempDir()
+	p := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(p, []byte("just some notes, not SQLite\n"), 0o600)
+	if _, errOut, err := run(t, home, "import", "hermes-state", p); err == nil || !strings.Contains(errOut, "is not a SQLite database") {
+		t.Fatalf("%v %s", err, errOut)
+	}
+}

@@ -95,6 +95,7 @@ func skillsCmd(g *globals) *cobra.Command {
 		wd, _ := os.Getwd()
 		return library(home, wd), nil
 	}
+	install := skillInstallCmd(lib)
 	cmd.AddCommand(&cobra.Command{
 		Use: "list", Short: "List skills", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,22 +136,33 @@ func skillsCmd(g *globals) *cobra.Command {
 			_, err = cmd.OutOrStdout().Write(data)
 			return err
 		},
-	}, &cobra.Command{
-		Use: "install PATH", Short: "Copy a skill directory (holding SKILL.md) into $HERMES_HOME/skills", Args: cobra.ExactArgs(1),
+	}, install)
+	return cmd
+}
+
+func skillInstallCmd(lib func() (skills.Library, error)) *cobra.Command {
+	var force bool
+	install := &cobra.Command{
+		Use: "install PATH", Short: "Copy a skill directory (holding SKILL.md) into $HERMES_HOME/skills (--force replaces an installed one)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := lib()
 			if err != nil {
 				return err
 			}
-			s, err := l.Install(args[0])
+			install := l.Install
+			if force {
+				install = l.Reinstall
+			}
+			s, err := install(args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s: %s\n", s.Name, s.Path)
 			return nil
 		},
-	})
-	return cmd
+	}
+	install.Flags().BoolVar(&force, "force", false, "replace an installed skill of the same name")
+	return install
 }
 
 // configAllowList is config.yaml's command_allowlist. Add rewrites the file

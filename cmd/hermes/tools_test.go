@@ -121,6 +121,18 @@ func TestSkillsCommandsAndIndex(t *testing.T) {
 	if out := mustRun(t, home, "skills", "install", src); !strings.Contains(out, "installed deploy-site") {
 		t.Fatal(out)
 	}
+	// A second install does not overwrite the installed copy unless forced.
+	os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: deploy-site\ndescription: Build and upload the static site\n---\n1. make\n2. rsync\n3. purge the CDN\n"), 0o644)
+	if _, errOut, err := run(t, home, "skills", "install", src); err == nil || !strings.Contains(errOut, "--force") {
+		t.Fatalf("overwrote without --force: %v %s", err, errOut)
+	}
+	if out := mustRun(t, home, "skills", "show", "deploy-site"); strings.Contains(out, "purge") {
+		t.Fatal("the installed skill changed")
+	}
+	mustRun(t, home, "skills", "install", "--force", src)
+	if out := mustRun(t, home, "skills", "show", "deploy-site"); !strings.Contains(out, "3. purge the CDN") {
+		t.Fatalf("--force did not replace it:\n%s", out)
+	}
 	if out := mustRun(t, home, "skills", "list"); !strings.Contains(out, "deploy-site") || !strings.Contains(out, "Build and upload") {
 		t.Fatal(out)
 	}

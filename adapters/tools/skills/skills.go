@@ -118,7 +118,16 @@ func (l Library) Get(name string) (Skill, error) {
 }
 
 // Install copies a skill directory (or a SKILL.md) into the home library.
-func (l Library) Install(src string) (Skill, error) {
+func (l Library) Install(src string) (Skill, error) { return l.install(src, false) }
+
+// Reinstall is Install that replaces an installed skill of the same name.
+func (l Library) Reinstall(src string) (Skill, error) { return l.install(src, true) }
+
+// ErrSkillExists is returned by Install when a skill of that name is
+// installed already.
+var ErrSkillExists = errors.New("a skill of that name is installed")
+
+func (l Library) install(src string, replace bool) (Skill, error) {
 	info, err := os.Stat(src)
 	if err != nil {
 		return Skill{}, err
@@ -136,6 +145,14 @@ func (l Library) Install(src string) (Skill, error) {
 		return Skill{}, err
 	}
 	dst := filepath.Join(l.home(), s.Name)
+	if _, err := os.Stat(dst); err == nil {
+		if !replace {
+			return Skill{}, fmt.Errorf("%w: %s (use --force to replace it)", ErrSkillExists, dst)
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			return Skill{}, err
+		}
+	}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
