@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/projections/search"
+)
+
+// check is one line of hermes doctor: what was looked at, whether it is
+// fine, and what to do when it is not.
+type check struct {
+	name, detail, fix string
+	ok, warn          bool
+}
+
+func doctorCmd(g *globals) *cobra.Command {
+	var offline bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the home, store, index, provider, key and tool prerequisites, and say what to fix",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			checks := doctor(cmd.Context(), g, offline)
+			w := cmd.OutOrStdout()
+			failed := 0
+			for _, c := range checks {
+				mark := "✓"
+				switch {
+				case !c.ok:
+					mark = "✗"
+					failed++
+				case c.warn:
+					mark = "!"
+				}
+				fmt.Fprintf(w, "%s %-22s %s\n", mark, c.name, c.detail)
+				if c.fix != "" && (!c.ok || c.warn) {
+					fmt.Fprintf(w, "  → %s\n", c.fix)
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found", failed)}
+			}
+			fmt.Fprintln(w, "all good")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&offline, "offline", false, "do not call the provider")
+	return cmd
+}
+
+func doctor(ctx context.Context, g *globals, offline bool) []check {
+	var out []check
+	add := func(c check) { out = append(out, c) }
+	home, err := g.resolveHome()
+	if err != nil {
+		return []check{{name: "home", detail: err.Error(), fix: "set HERMES_HOME or pass --home"}}
+	}
+	// The home holds keys and every conversation: it should be the
+	// user's alone.
+	if fi, err := os.Stat(home); err == nil {
+		c := check{name: "home", detail: fmt.Sprintf("%s (mode %o)", home, fi.Mode().Perm()), ok: true}
+		if fi.Mode().Perm()&0o077 != 0 {
+			c.warn, c.fix = true, "others can read it: chmod 700 "+home
+		}
+		add(c)
+	}
+	for _, f := range []string{"config.yaml", ".env"} {
+		p := filepath.Join(home, f)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			add(check{name: f, detail: fmt.Sprintf("mode %o: readable by others", fi.Mode().Perm()), ok: true, warn: true, fix: "chmod 600 " + p})
+		}
+	}
+	fileCfg, err := loadConfig(home)
+	if err != nil {
+		add(check{name: "config.yaml", detail: err.Error(), fix: "fix the keys named above (hermes config set KEY VALUE checks them)"})
+		return out
+	}
+	add(check{name: "config.yaml", detail: "valid", ok: true})
+	cfg, err := resolve(home, fileCfg, Overrides{})
+	if err != nil {
+		add(check{name: "model", detail: err.Error(), fix: "hermes config set model NAME (or run hermes setup)"})
+	} else {
+		add(check{name: "model", detail: fmt.Sprintf("%s (%s, %s)", cfg.Model, orDash(cfg.LLM.Provider), cfg.Mode), ok: true})
+	}
+	a, err := g.open()
+	if err != nil {
+		add(check{name: "event store", detail: err.Error(), fix: "see the error; a damaged store can be checked with hermes store verify"})
+		return out
+	}
+	head, herr := a.store.Head(ctx)
+	if herr != nil {
+		add(check{name: "event store", detail: herr.Error()})
+	} else {
+		add(check{name: "event store", detail: fmt.Sprintf("%s, %d events", filepath.Join(home, "events.db"), head), ok: true})
+	}
+	behind := 0
+	for _, p := range a.runner.Projections() {
+		cp, err := p.Checkpoint(ctx)
+		if err != nil {
+			add(check{name: "projection " + p.Name(), detail: err.Error(), fix: "hermes projections rebuild " + p.Name()})
+			continue
+		}
+		if cp < head {
+			behind++
+		}
+	}
+	add(check{name: "projections", detail: fmt.Sprintf("%d of %d behind the log (brought up to date by any read command)", behind, len(a.runner.Projections())), ok: true})
+	a.Close()
+	if idx, err := search.Open(filepath.Join(home, "search.bleve")); err != nil {
+		c := check{name: "search index", detail: err.Error(), fix: "hermes search --rebuild QUERY"}
+		if errors.Is(err, search.ErrBusy) {
+			c.ok, c.warn, c.fix = true, true, "another hermes process is using it"
+		}
+		add(c)
+	} else {
+		c := check{name: "search index", detail: "opens", ok: true}
+		if idx.Replaced != nil {
+			c.detail, c.warn = "was unreadable or old, replaced (it refills on the next search): "+idx.Replaced.Error(), true
+		}
+		idx.Close()
+		add(c)
+	}
+	if err == nil || cfg.Model != "" {
+		add(apiKeyCheck(cfg))
+		if !offline {
+			add(reach(ctx, cfg))
+		}
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		add(check{name: "execute_code", detail: "python3 not found", ok: true, warn: true, fix: "install python3 to use execute_code"})
+	} else {
+		add(check{name: "execute_code", detail: "python3 found", ok: true})
+	}
+	switch b := cfg.Backend.(type) {
+	case terminal.SSH:
+		_, err := exec.LookPath("ssh")
+		add(check{name: "terminal (ssh)", detail: "host " + b.Host, ok: err == nil, fix: "install an ssh client"})
+	case *terminal.Docker:
+		_, err := exec.LookPath("docker")
+		add(check{name: "terminal (docker)", detail: "image " + b.Image, ok: err == nil, fix: "install docker, or set terminal.backend: local"})
+	}
+	return out
+}
+
+func apiKeyCheck(cfg Resolved) check {
+	if cfg.LLM.APIKey != "" {
+		return check{name: "API key", detail: mask(cfg.LLM.APIKey), ok: true}
+	}
+	if isLocal(cfg.LLM.BaseURL) {
+		return check{name: "API key", detail: "none (a local server usually needs none)", ok: true}
+	}
+	env := cfg.LLM.KeyEnv
+	if env == "" {
+		env = "OPENAI_API_KEY"
+	}
+	return check{name: "API key", detail: "not set", fix: "export " + env + "=… (or put it in " + "$HERMES_HOME/.env)"}
+}
+
+func isLocal(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// reach asks the provider for its models: the cheapest call that proves
+// the address and the key.
+func reach(ctx context.Context, cfg Resolved) check {
+	base := cfg.LLM.BaseURL
+	if base == "" {
+		base = "https://api.openai.com/v1"
+		if cfg.Mode == agent.ModeAnthropic {
+			base = "https://api.anthropic.com/v1"
+		}
+	}
+	u := strings.TrimRight(base, "/") + "/models"
+	if cfg.Mode == agent.ModeAnthropic && !strings.HasSuffix(strings.TrimRight(base, "/"), "/v1") {
+		u = strings.TrimRight(base, "/") + "/v1/models"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return check{name: "provider", detail: err.Error(), fix: "check base_url"}
+	}
+	if cfg.Mode == agent.ModeAnthropic {
+		req.Header.Set("x-api-key", cfg.LLM.APIKey)
+		req.Header.Set("anthropic-version", "2023-06-01")
+	} else if cfg.LLM.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.LLM.APIKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return check{name: "provider", detail: fmt.Sprintf("%s: %v", u, err), fix: "is the server running, and is base_url right?"}
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return check{name: "provider", detail: fmt.Sprintf("%s: %s", u, resp.Status), fix: "the key was refused: check " + orDash(cfg.LLM.KeyEnv)}
+	case resp.StatusCode >= 400 && resp.StatusCode != http.StatusNotFound:
+		return check{name: "provider", detail: fmt.Sprintf("%s: %s", u, resp.Status), ok: true, warn: true, fix: "the server answered with an error"}
+	}
+	return check{name: "provider", detail: fmt.Sprintf("%s answers (%s)", u, resp.Status), ok: true}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// setupProvider is a choice of the setup wizard.
+type setupProvider struct {
+	name, baseURL, keyEnv, model string
+}
+
+var setupProviders = []setupProvider{
+	{"openai", "", "OPENAI_API_KEY", "gpt-4o-mini"},
+	{"anthropic", "", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"},
+	{"openrouter", "https://openrouter.ai/api/v1", "OPENAI_API_KEY", "openai/gpt-4o-mini"},
+	{"local", "http://127.0.0.1:8080/v1", "", ""},
+}
+
+func setupCmd(g *globals) *cobra.Command {
+	var provider, model, baseURL, key string
+	var noTest bool
+	cmd := &cobra.Command{
+		Use:   "setup",
+		Short: "Choose a provider, model and key, test them, and write config.yaml and .env",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			in := bufio.NewReader(cmd.InOrStdin())
+			w := cmd.ErrOrStderr()
+			ask := func(q, def string) (string, error) {
+				if def != "" {
+					fmt.Fprintf(w, "%s [%s]: ", q, def)
+				} else {
+					fmt.Fprintf(w, "%s: ", q)
+				}
+				line, err := in.ReadString('\n')
+				if err != nil && !(errors.Is(err, io.EOF) && line != "") {
+					if errors.Is(err, io.EOF) {
+						fmt.Fprintln(w)
+						return def, nil
+					}
+					return "", err
+				}
+				if v := strings.TrimSpace(line); v != "" {
+					return v, nil
+				}
+				return def, nil
+			}
+			var names []string
+			for _, p := range setupProviders {
+				names = append(names, p.name)
+			}
+			if provider == "" {
+				if provider, err = ask("Provider ("+strings.Join(names, ", ")+")", "openai"); err != nil {
+					return err
+				}
+			}
+			var p setupProvider
+			for _, c := range setupProviders {
+				if c.name == strings.ToLower(provider) {
+					p = c
+				}
+			}
+			if p.name == "" {
+				return fmt.Errorf("provider %q: choose one of %s", provider, strings.Join(names, ", "))
+			}
+			if baseURL == "" && (p.name == "local" || p.baseURL != "") {
+				if baseURL, err = ask("Base URL of the API", p.baseURL); err != nil {
+					return err
+				}
+			}
+			if model == "" {
+				if model, err = ask("Model", p.model); err != nil {
+					return err
+				}
+			}
+			if model == "" {
+				return errors.New("a model is needed (the name your server serves, e.g. gemma-3-270m)")
+			}
+			if key == "" && p.keyEnv != "" {
+				if key = os.Getenv(p.keyEnv); key == "" {
+					if key, err = ask("API key (stored in "+filepath.Join(home, ".env")+")", ""); err != nil {
+						return err
+					}
+				}
+			}
+			cfg := llm.Config{Provider: p.name, BaseURL: baseURL, APIKey: key}
+			if p.name == "local" || p.name == "openrouter" {
+				cfg.Provider = ""
+			}
+			if !noTest {
+				fmt.Fprintf(w, "testing %s with a one-word question… ", model)
+				if err := testCall(cmd.Context(), cfg, model); err != nil {
+					fmt.Fprintln(w, "failed")
+					return fmt.Errorf("the test call failed: %w (nothing was written; run hermes setup again, or --no-test to write it anyway)", err)
+				}
+				fmt.Fprintln(w, "ok")
+			}
+			if err := setConfig(home, "model.default", model); err != nil {
+				return err
+			}
+			if cfg.Provider != "" {
+				if err := setConfig(home, "model.provider", cfg.Provider); err != nil {
+					return err
+				}
+			}
+			if baseURL != "" {
+				if err := setConfig(home, "model.base_url", baseURL); err != nil {
+					return err
+				}
+			}
+			if key != "" && p.keyEnv != "" {
+				if err := setDotEnv(home, p.keyEnv, key); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s", filepath.Join(home, "config.yaml"))
+			if key != "" && p.keyEnv != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), " and %s (%s)", filepath.Join(home, ".env"), p.keyEnv)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\nnext: hermes chat")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&provider, "provider", "", "openai, anthropic, openrouter or local")
+	fl.StringVar(&model, "model", "", "model name")
+	fl.StringVar(&baseURL, "base-url", "", "API base URL")
+	fl.StringVar(&key, "api-key", "", "API key (better: let it be asked, or set the environment variable)")
+	fl.BoolVar(&noTest, "no-test", false, "write without a test call")
+	return cmd
+}
+
+// testCall asks the model for one word: it proves the address, the key
+// and the model name.
+func testCall(ctx context.Context, c llm.Config, model string) error {
+	p, err := llm.New(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_, err = p.Complete(ctx, agent.Request{Model: model, NoTools: true, MaxTokens: 16,
+		Messages: []schema.Message{{Role: "user", Content: "Reply with the single word OK."}}}, func(agent.Delta) {})
+	return err
+}
+
+// setDotEnv sets name=value in $HERMES_HOME/.env (mode 0600), keeping the
+// file's other lines.
+func setDotEnv(home, name, value string) error {
+	path := filepath.Join(home, ".env")
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var lines []string
+	done := false
+	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "="); ok && strings.TrimSpace(k) == name {
+			l, done = name+"="+value, true
+		}
+		if l != "" || len(lines) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	if !done {
+		lines = append(lines, name+"="+value)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// loadDotEnv sets the variables of $HERMES_HOME/.env that the environment
+// does not set already (the environment wins, as Hermes has it).
+func loadDotEnv(home string) {
+	data, err := os.ReadFile(filepath.Join(home, ".env"))
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(l, "export "), "=")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		if _, set := os.LookupEnv(k); !set && k != "" {
+			os.Setenv(k, v)
+		}
+	}
+}
