@@ -38,15 +38,21 @@ type Usage struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Estimated marks counts made here because the server reported none
+	// (some local servers do not in streams): about four characters a
+	// token.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
-// Add returns the sum of two usages.
+// Add returns the sum of two usages; the sum is an estimate when either
+// part is.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		Estimated:        u.Estimated || o.Estimated,
 	}
 }
 

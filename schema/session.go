@@ -47,6 +47,10 @@ type AssistantMessageAdded struct {
 	APIMode      string     `json:"api_mode,omitempty"`
 	Usage        Usage      `json:"usage"`
 	CostUSD      float64    `json:"cost_usd,omitempty"`
+	// Calls is the number of HTTP calls the message took when more than
+	// one (continuations after an output limit, cut tool calls asked
+	// again); 0 means one.
+	Calls int `json:"calls,omitempty"`
 }
 
 // assistantMessageAddedV1 is the first cut's flat shape: token counts as

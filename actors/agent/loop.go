@@ -233,7 +233,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 		}
 		if cal, ok := l.Compressor.(interface {
 			Calibrate(Request, schema.Usage)
-		}); ok && err == nil {
+		}); ok && err == nil && !resp.Usage.Estimated {
 			cal.Calibrate(req, resp.Usage)
 		}
 		if errors.Is(err, ErrContextOverflow) && l.Compressor != nil && !compressedForOverflow {
@@ -265,6 +265,9 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 		reasoning = joinText(resp.Reasoning, reasoning)
 		msg := schema.AssistantMessageAdded{Content: content, Reasoning: reasoning, FinishReason: resp.FinishReason,
 			Provider: l.Provider.Name(), Model: firstNonEmpty(resp.Model, cfg.Model), APIMode: l.Provider.APIMode(), Usage: resp.Usage}
+		if resp.Calls > 1 {
+			msg.Calls = resp.Calls
+		}
 		msg.CostUSD = cfg.Prices.Cost(msg.Model, resp.Usage)
 
 		if grace || len(resp.ToolCalls) == 0 {
@@ -403,6 +406,28 @@ func appendUser(msgs []schema.Message, text string) []schema.Message {
 	return append(msgs, schema.Message{Role: "user", Content: text})
 }
 
+// estimateUsage counts tokens as about four characters each, for servers
+// that report no usage.
+func estimateUsage(req Request, resp Response) schema.Usage {
+	in := len(req.System)
+	for _, m := range req.Messages {
+		in += len(m.Content) + len(m.Reasoning)
+		for _, tc := range m.ToolCalls {
+			in += len(tc.Function.Name) + len(tc.Function.Arguments)
+		}
+	}
+	if !req.NoTools {
+		for _, t := range req.Tools {
+			in += len(t.Name) + len(t.Description) + 200
+		}
+	}
+	out := len(resp.Content) + len(resp.Reasoning)
+	for _, tc := range resp.ToolCalls {
+		out += len(tc.Function.Name) + len(tc.Function.Arguments)
+	}
+	return schema.Usage{PromptTokens: int64((in + 3) / 4), CompletionTokens: int64((out + 3) / 4), Estimated: true}
+}
+
 // call makes one model call, continuing after finish_reason=length up to
 // MaxContinuations times and retrying a response whose tool call was cut
 // off. Each extra call is a model call and takes from the budget.
@@ -425,7 +450,11 @@ func (l *Loop) call(ctx context.Context, cfg Config, req Request, obs Observer) 
 		if err != nil {
 			return resp, err
 		}
+		if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
+			resp.Usage = estimateUsage(req, resp)
+		}
 		usage = usage.Add(resp.Usage)
+		resp.Calls = attempt + 1
 		if resp.FinishReason != "length" || attempt >= cfg.MaxContinuations || !l.Budget.Take() {
 			if resp.FinishReason == "length" && len(resp.ToolCalls) > 0 {
 				resp.ToolCalls = nil // still cut off: never run half a call

@@ -333,8 +333,8 @@ func TestLengthContinuesAndJoins(t *testing.T) {
 		t.Fatalf("continuation request %v", msgs[len(msgs)-2:])
 	}
 	a := r.rec.all()[1].(schema.AssistantMessageAdded)
-	if a.Usage.CompletionTokens != 13 {
-		t.Fatalf("usage not summed over continuations: %+v", a.Usage)
+	if a.Usage.CompletionTokens != 13 || a.Usage.Estimated || a.Calls != 3 {
+		t.Fatalf("usage not summed over continuations, or calls not counted: %+v, %d calls", a.Usage, a.Calls)
 	}
 	if len(r.tr.Messages) != 2 {
 		t.Fatalf("continuation prompts entered history: %+v", r.tr.Messages)

@@ -47,6 +47,8 @@ type Response struct {
 	// content_filter.
 	FinishReason string
 	Usage        schema.Usage
+	// Calls is how many HTTP calls made this response (continuations).
+	Calls int
 	Model        string
 }
 

@@ -621,12 +621,11 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 		*model = fields[1]
 		fmt.Fprintf(errw, "model: %s (from the next turn)\n", fields[1])
 	case "/usage":
-		u, cost, calls, err := usageOf(ctx, c.a.store, *id)
+		u, err := usageOf(ctx, c.a.store, *id, c.cfg.Prices)
 		if err != nil {
 			return false, err
 		}
-		fmt.Fprintf(errw, "session %s: %d model calls, prompt %d (cache read %d, write %d), completion %d tokens, $%.4f\n",
-			*id, calls, u.PromptTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CompletionTokens, cost)
+		fmt.Fprintf(errw, "session %s: %s\n", *id, u)
 	case "/help":
 		fmt.Fprintln(errw, chatHelp)
 	default:
@@ -635,25 +634,81 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 	return false, nil
 }
 
-// usageOf totals a session's usage from its events.
-func usageOf(ctx context.Context, store events.Store, id string) (schema.Usage, float64, int, error) {
-	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-	if err != nil {
-		return schema.Usage{}, 0, 0, err
-	}
-	var u schema.Usage
-	var cost float64
-	calls := 0
-	for _, r := range rs {
-		if r.Type != "AssistantMessageAdded" {
-			continue
-		}
-		p, err := schema.Decode(r.Envelope)
+// convUsage is what /usage reports: the conversation's model calls, across
+// the sessions compression carried it through.
+type convUsage struct {
+	Usage    schema.Usage
+	Cost     float64
+	Calls    int
+	Sessions int
+	// Unpriced are models with calls but no known price.
+	Unpriced []string
+}
+
+// usageOf totals the usage of the conversation that session id ends: id
+// and, through compression, the sessions before it. HTTP calls count
+// continuations and auxiliary calls (summaries, memory flushes).
+func usageOf(ctx context.Context, store events.Store, id string, prices agent.Prices) (convUsage, error) {
+	var u convUsage
+	seen := map[string]bool{}
+	for id != "" && !seen[id] {
+		seen[id] = true
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
 		if err != nil {
-			return u, cost, calls, err
+			return u, err
 		}
-		a := p.(schema.AssistantMessageAdded)
-		u, cost, calls = u.Add(a.Usage), cost+a.CostUSD, calls+1
+		u.Sessions++
+		next := ""
+		for _, r := range rs {
+			switch r.Type {
+			case "SessionStarted", "AssistantMessageAdded", "AuxiliaryCallCompleted":
+			default:
+				continue
+			}
+			p, err := schema.Decode(r.Envelope)
+			if err != nil {
+				return u, err
+			}
+			model := ""
+			switch e := p.(type) {
+			case schema.SessionStarted:
+				if e.Reason == schema.StartCompression {
+					next = e.ParentSessionID
+				}
+				continue
+			case schema.AssistantMessageAdded:
+				u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+max(e.Calls, 1), e.Model
+			case schema.AuxiliaryCallCompleted:
+				u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+1, e.Model
+			}
+			if _, ok := prices.Lookup(model); !ok && model != "" && !slices.Contains(u.Unpriced, model) {
+				u.Unpriced = append(u.Unpriced, model)
+			}
+		}
+		id = next
 	}
-	return u, cost, calls, nil
+	return u, nil
+}
+
+// String is the /usage line.
+func (u convUsage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d model calls", u.Calls)
+	if u.Sessions > 1 {
+		fmt.Fprintf(&b, " over %d sessions (compressions)", u.Sessions)
+	}
+	fmt.Fprintf(&b, ", prompt %d (cache read %d, write %d), completion %d tokens", u.Usage.PromptTokens, u.Usage.CacheReadTokens,
+		u.Usage.CacheWriteTokens, u.Usage.CompletionTokens)
+	if u.Usage.Estimated {
+		b.WriteString(" (some estimated: the server reported no usage)")
+	}
+	switch {
+	case len(u.Unpriced) > 0 && u.Cost == 0:
+		fmt.Fprintf(&b, ", cost unknown (no price for %s: add it under prices: in config.yaml)", strings.Join(u.Unpriced, ", "))
+	case len(u.Unpriced) > 0:
+		fmt.Fprintf(&b, ", $%.4f plus an unknown cost for %s", u.Cost, strings.Join(u.Unpriced, ", "))
+	default:
+		fmt.Fprintf(&b, ", $%.4f", u.Cost)
+	}
+	return b.String()
 }

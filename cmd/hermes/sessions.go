@@ -36,6 +36,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// knownPrices is the built-in price table with config.yaml's prices over
+// it (the table alone when the file cannot be read).
+func knownPrices(home string) agent.Prices {
+	p := agent.DefaultPrices()
+	if c, err := loadConfig(home); err == nil {
+		for k, v := range c.Prices {
+			p[k] = v
+		}
+	}
+	return p
+}
+
 // listed reports whether s belongs in the default session list: subagent
 // sessions (see sessions tree) and sessions without a message are shown
 // only with --all.
@@ -99,11 +111,16 @@ func sessionsList(g *globals) *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "(%d empty or subagent sessions not shown: --all shows them)\n", hidden)
 				}
 			}()
+			prices := knownPrices(a.home)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f\t%s\t%s\n", s.ID, clip(s.Title, 40), s.Source, s.Model, s.Messages,
-					s.Usage.Total(), s.CostUSD, s.Status, s.LastActive.Local().Format(time.DateTime))
+				cost := fmt.Sprintf("$%.4f", s.CostUSD)
+				if _, ok := prices.Lookup(s.Model); !ok && s.CostUSD == 0 && s.Usage.Total() > 0 {
+					cost = "unknown"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.ID, clip(s.Title, 40), s.Source, s.Model, s.Messages,
+					s.Usage.Total(), cost, s.Status, s.LastActive.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
 		},
