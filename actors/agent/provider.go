@@ -49,7 +49,7 @@ type Response struct {
 	Usage        schema.Usage
 	// Calls is how many HTTP calls made this response (continuations).
 	Calls int
-	Model        string
+	Model string
 }
 
 // DeltaKind tells what a streamed delta carries.
