@@ -93,6 +93,7 @@ type AgentConfig struct {
 	ToolTimeout      string   `yaml:"tool_timeout"`
 	MaxParallelTools int      `yaml:"max_parallel_tools"`
 	MaxTokens        int      `yaml:"max_tokens"`
+	ModelCallTimeout string   `yaml:"model_call_timeout"`
 }
 
 // Price is a prices: entry, US dollars per million tokens.
@@ -214,6 +215,13 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.ToolTimeout = d
 	}
+	if c.Agent.ModelCallTimeout != "" {
+		d, err := time.ParseDuration(c.Agent.ModelCallTimeout)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("%s: agent.model_call_timeout %q: use a duration such as 10m", path, c.Agent.ModelCallTimeout)
+		}
+		r.LLM.CallTimeout = d
+	}
 	if c.Agent.MaxParallelTools > 0 {
 		r.MaxParallel = c.Agent.MaxParallelTools
 	}
@@ -234,7 +242,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, err
 	}
 	for i, f := range c.FallbackProviders {
-		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode}
+		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode, CallTimeout: r.LLM.CallTimeout}
 		mode, err := llm.ResolveMode(fc)
 		if err != nil {
 			return r, fmt.Errorf("%s: fallback_providers[%d]: %w", path, i, err)
@@ -262,7 +270,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, fmt.Errorf("%s: compression.target_ratio must be between 0 and 1, got %g", path, cc.TargetRatio)
 	}
 	if aux := c.Auxiliary.Compression; aux.Name != "" || aux.Provider != "" || aux.BaseURL != "" {
-		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey}
+		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
 	r.ContextWindow = c.ContextWindow
