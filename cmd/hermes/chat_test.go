@@ -511,3 +511,28 @@ func TestLongSessionSearchResultsAreSummarised(t *testing.T) {
 		t.Fatalf("replay: %d %s %s", code, out, errOut)
 	}
 }
+
+// TestChatStreamAlwaysCut: a server that cuts every answer mid-stream
+// (one chunk of text, then the connection closes without finish_reason or
+// [DONE]) makes `chat -q` fail with a message naming the cut, after the
+// ladder's retries; nothing truncated is printed or recorded as an answer.
+func TestChatStreamAlwaysCut(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "The capital of France is Paris.", CutAfter: 2})
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv, "HERMES_BACKOFF_BASE=1ms"), "", "--home", home, "chat", "-q", "Capital of France?", "--model", "m")
+	if code == 0 || out != "" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "stream was cut") || !strings.Contains(errOut, "stream_cut") {
+		t.Fatalf("stderr does not name the cut stream:\n%s", errOut)
+	}
+	if n := len(srv.Requests()); n != 4 {
+		t.Fatalf("%d model calls, want 1 + 3 retries", n)
+	}
+	evs, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "show", sessionIDFrom(t, errOut), "--json")
+	if strings.Contains(evs, "The capital") {
+		t.Fatalf("the cut answer was recorded: %s", evs)
+	}
+}
