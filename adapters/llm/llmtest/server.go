@@ -576,3 +576,36 @@ func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, rep Rep
 		ev("response.completed", map[string]any{"response": resp("completed", output)})
 	})
 }
+
+// RawServer answers every request with exactly the bytes it was given,
+// whatever the path: for fuzzing the decoders and for byte-exact hostile
+// answers.
+type RawServer struct {
+	*httptest.Server
+	mu          sync.Mutex
+	contentType string
+	body        []byte
+}
+
+// NewRaw starts a raw server answering 200 with an empty event stream.
+func NewRaw() *RawServer {
+	s := &RawServer{contentType: "text/event-stream"}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		ct, body := s.contentType, s.body
+		s.mu.Unlock()
+		if ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		w.Write(body)
+	}))
+	return s
+}
+
+// Set makes the next answers body with contentType ("" for none).
+func (s *RawServer) Set(contentType string, body []byte) {
+	s.mu.Lock()
+	s.contentType, s.body = contentType, body
+	s.mu.Unlock()
+}
