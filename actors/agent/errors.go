@@ -32,7 +32,18 @@ const (
 	ClassThinkingSignature ErrorClass = "thinking_signature"
 	ClassOutputCap         ErrorClass = "output_cap"
 	ClassInvalidUnicode    ErrorClass = "invalid_unicode"
-	ClassUnknown           ErrorClass = "unknown"
+	// ClassStreamCut is a stream that ended before its terminator: the
+	// answer is incomplete. Transient: the next attempt usually completes.
+	ClassStreamCut ErrorClass = "stream_cut"
+	// ClassMalformed is a response that breaks the wire format or its
+	// limits (an out-of-range index, an HTML page instead of an event
+	// stream). The same server would most likely answer the same way, so it
+	// is not retried on the same provider.
+	ClassMalformed ErrorClass = "malformed_response"
+	// ClassCallTimeout is a model call that ran past its overall deadline
+	// while chunks kept arriving; retrying would take as long again.
+	ClassCallTimeout ErrorClass = "call_timeout"
+	ClassUnknown     ErrorClass = "unknown"
 )
 
 // ProviderError is a failed model call as the adapters report it: the
@@ -61,6 +72,20 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // ErrStalled is the cause of a stream cancelled for lack of chunks.
 var ErrStalled = errors.New("the stream stalled: no chunk arrived in time")
 
+// ErrCallTimeout is the cause of a model call cancelled by its overall
+// deadline (agent.model_call_timeout): a server that keeps the stream
+// alive without ever finishing it.
+var ErrCallTimeout = errors.New("the model call ran past its deadline")
+
+// ErrStreamCut is wrapped by the adapters when a stream ends, cleanly or
+// not, before the terminator of its wire format (finish_reason or [DONE],
+// message_stop, response.completed): what arrived is not a whole answer.
+var ErrStreamCut = errors.New("the stream was cut before the response was complete")
+
+// ErrMalformedStream is wrapped by the adapters when a response breaks its
+// wire format or the bounds the adapters put on it.
+var ErrMalformedStream = errors.New("malformed response stream")
+
 var (
 	reOverflow  = regexp.MustCompile(`(?i)(context.{0,20}(length|window|limit)|maximum context|too many tokens|prompt is too long|input is too long|reduce the length|exceeds? the (model'?s )?(maximum|context))`)
 	reBilling   = regexp.MustCompile(`(?i)(insufficient.?quota|billing|credit balance|payment required|exceeded your current quota|out of credits)`)
@@ -77,7 +102,15 @@ func Classify(err error) ErrorClass {
 	if err == nil {
 		return ""
 	}
-	if errors.Is(err, ErrStalled) || errors.Is(err, context.DeadlineExceeded) {
+	// The adapters' own causes come first: they ride on transport errors.
+	switch {
+	case errors.Is(err, ErrCallTimeout):
+		return ClassCallTimeout
+	case errors.Is(err, ErrMalformedStream):
+		return ClassMalformed
+	case errors.Is(err, ErrStreamCut):
+		return ClassStreamCut
+	case errors.Is(err, ErrStalled) || errors.Is(err, context.DeadlineExceeded):
 		return ClassTimeout
 	}
 	var pe *ProviderError

@@ -155,10 +155,13 @@ func (l *Ladder) status(format string, args ...any) {
 	}
 }
 
-// transient classes are worth waiting for on the same provider.
+// transient classes are worth waiting for on the same provider. A
+// malformed response or a call past its deadline is not: the same server
+// would most likely do the same again, and each attempt costs a whole
+// model call, so the ladder goes to the fallbacks (or gives up) at once.
 func transient(c ErrorClass) bool {
 	switch c {
-	case ClassRateLimit, ClassForbidden, ClassOverloaded, ClassServer, ClassTimeout, ClassUnknown:
+	case ClassRateLimit, ClassForbidden, ClassOverloaded, ClassServer, ClassTimeout, ClassStreamCut, ClassUnknown:
 		return true
 	}
 	return false
@@ -178,7 +181,13 @@ func (l *Ladder) Complete(ctx context.Context, req Request, onDelta func(Delta))
 		if ep.Model != "" {
 			r.Model = ep.Model
 		}
-		resp, err := ep.get().Complete(ctx, r, onDelta)
+		shown := 0
+		resp, err := ep.get().Complete(ctx, r, func(d Delta) {
+			if d.Kind == DeltaText {
+				shown += len(d.Text)
+			}
+			onDelta(d)
+		})
 		if err == nil {
 			return resp, nil
 		}
@@ -186,6 +195,11 @@ func (l *Ladder) Complete(ctx context.Context, req Request, onDelta func(Delta))
 			return resp, err
 		}
 		class := Classify(err)
+		if shown > 0 {
+			// The text streamed so far was shown but is no answer: say so
+			// before any retry streams its own, complete one.
+			l.status("%s from %s after %d bytes of answer: that partial answer is discarded", class, ep.Name, shown)
+		}
 		var pe *ProviderError
 		errors.As(err, &pe)
 		msg, retryAfter := err.Error(), time.Duration(0)
@@ -276,6 +290,9 @@ func (e *AbortError) Error() string {
 		ClassOverloaded:    "the provider is overloaded: try again later or configure fallback_providers",
 		ClassServer:        "the provider keeps failing: try again later or configure fallback_providers",
 		ClassTimeout:       "the provider cannot be reached or stalls: check base_url and the network",
+		ClassStreamCut:     "the provider's stream keeps ending before the answer is complete (a crashing server, or a proxy cutting the connection): check the server, or configure fallback_providers",
+		ClassMalformed:     "the server's response is not a valid stream of its API: check base_url and api_mode, and any proxy in between",
+		ClassCallTimeout:   "the model call took longer than agent.model_call_timeout: raise it in config.yaml for a slow model, or check the server",
 	}[e.Class]
 	if hint == "" {
 		hint = "see the error above"

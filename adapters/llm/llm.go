@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
@@ -22,6 +23,9 @@ type Config struct {
 	// KeyEnv names the environment variable the key came from, re-read
 	// after a 401.
 	KeyEnv string
+	// CallTimeout bounds each model call, stream included
+	// (agent.model_call_timeout; zero: agent.DefaultCallTimeout).
+	CallTimeout time.Duration
 }
 
 // ResolveMode decides the API mode: an explicit api_mode, then the
@@ -76,9 +80,9 @@ func New(c Config) (agent.Provider, error) {
 	}
 	switch mode {
 	case agent.ModeAnthropic:
-		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey}), nil
+		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 	case agent.ModeResponses:
-		return openai.NewResponses(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey}), nil
+		return openai.NewResponses(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 	}
-	return openai.NewChat(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey}), nil
+	return openai.NewChat(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 }

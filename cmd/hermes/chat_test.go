@@ -541,3 +541,48 @@ func TestChatLongInputLines(t *testing.T) {
 		t.Fatalf("sent %d bytes, then %.100q", len(last(0)), last(1))
 	}
 }
+
+// TestChatBrokenStreams: a server that cuts every answer mid-stream (one
+// chunk of text, then the connection closes without finish_reason or
+// [DONE]) makes `chat -q` fail with a message naming the cut, after the
+// ladder's retries, and nothing truncated is printed or recorded as an
+// answer; a server that keeps the stream alive without ever finishing it
+// is stopped by agent.model_call_timeout.
+func TestChatBrokenStreams(t *testing.T) {
+	t.Run("always cut", func(t *testing.T) {
+		srv := llmtest.New()
+		srv.SetDefault(llmtest.Reply{Content: "The capital of France is Paris.", CutAfter: 2})
+		defer srv.Close()
+		home := t.TempDir()
+		out, errOut, code := hermes(t, chatEnv(srv, "HERMES_BACKOFF_BASE=1ms"), "", "--home", home, "chat", "-q", "Capital of France?", "--model", "m")
+		if code == 0 || out != "" {
+			t.Fatalf("exit %d stdout %q stderr %s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "stream was cut") || !strings.Contains(errOut, "stream_cut") {
+			t.Fatalf("stderr does not name the cut stream:\n%s", errOut)
+		}
+		if n := len(srv.Requests()); n != 4 {
+			t.Fatalf("%d model calls, want 1 + 3 retries", n)
+		}
+		evs, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "show", sessionIDFrom(t, errOut), "--json")
+		if strings.Contains(evs, "The capital") {
+			t.Fatalf("the cut answer was recorded: %s", evs)
+		}
+	})
+	t.Run("endless", func(t *testing.T) {
+		srv := llmtest.New()
+		srv.SetDefault(llmtest.Reply{TrickleEvery: 20 * time.Millisecond})
+		defer srv.Close()
+		home := t.TempDir()
+		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nagent:\n  model_call_timeout: 500ms\n"), 0o600)
+		start := time.Now()
+		_, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "hi")
+		if code == 0 || !strings.Contains(errOut, "call_timeout") || !strings.Contains(errOut, "agent.model_call_timeout") || time.Since(start) > 10*time.Second {
+			t.Fatalf("exit %d after %s, stderr %s", code, time.Since(start), errOut)
+		}
+		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nagent:\n  model_call_timeout: soon\n"), 0o600)
+		if _, errOut, code = hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "hi"); code == 0 || !strings.Contains(errOut, "agent.model_call_timeout") {
+			t.Fatalf("bad value: exit %d %s", code, errOut)
+		}
+	})
+}

@@ -100,6 +100,7 @@ type AgentConfig struct {
 	ToolTimeout      string   `yaml:"tool_timeout"`
 	MaxParallelTools int      `yaml:"max_parallel_tools"`
 	MaxTokens        int      `yaml:"max_tokens"`
+	ModelCallTimeout string   `yaml:"model_call_timeout"`
 }
 
 // Price is a prices: entry, US dollars per million tokens.
@@ -240,6 +241,13 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.ToolTimeout = d
 	}
+	if c.Agent.ModelCallTimeout != "" {
+		d, err := time.ParseDuration(c.Agent.ModelCallTimeout)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("%s: agent.model_call_timeout %q: use a duration such as 10m", path, c.Agent.ModelCallTimeout)
+		}
+		r.LLM.CallTimeout = d
+	}
 	if c.Agent.MaxParallelTools > 0 {
 		r.MaxParallel = c.Agent.MaxParallelTools
 	}
@@ -273,7 +281,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 	}
 	for i, f := range c.FallbackProviders {
-		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode}
+		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode, CallTimeout: r.LLM.CallTimeout}
 		mode, err := llm.ResolveMode(fc)
 		if err != nil {
 			return r, fmt.Errorf("%s: fallback_providers[%d]: %w", path, i, err)
@@ -295,7 +303,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	r.Compression = compress.Config{Enabled: cc.Enabled == nil || *cc.Enabled, Threshold: cc.Threshold, TargetRatio: cc.TargetRatio,
 		ProtectFirstN: cc.ProtectFirstN, ProtectLastN: cc.ProtectLastN}
 	if aux := c.Auxiliary.Compression; aux.Name != "" || aux.Provider != "" || aux.BaseURL != "" {
-		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey}
+		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
 	r.ContextWindow = c.ContextWindow

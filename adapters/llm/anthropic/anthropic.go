@@ -7,7 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -27,20 +28,27 @@ type Options struct {
 	Provider string
 	BaseURL  string
 	APIKey   string
-	// StallTimeout cancels a stream silent for this long (default 60 s).
+	// StallTimeout cancels a stream silent for this long (default
+	// agent.DefaultStallTimeout; negative disables).
 	StallTimeout time.Duration
+	// CallTimeout bounds a whole call, however lively its stream
+	// (default agent.DefaultCallTimeout; negative disables).
+	CallTimeout time.Duration
 }
 
 // Provider speaks the Anthropic Messages API.
 type Provider struct {
-	name   string
-	client sdk.Client
-	stall  time.Duration
+	name         string
+	client       sdk.Client
+	stall, total time.Duration
 }
 
 // New returns an Anthropic provider.
 func New(o Options) *Provider {
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(o.APIKey)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(o.APIKey),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return stream.Guard(req, next)
+		})}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
@@ -48,11 +56,14 @@ func New(o Options) *Provider {
 	if name == "" {
 		name = "anthropic"
 	}
-	stall := o.StallTimeout
+	stall, total := o.StallTimeout, o.CallTimeout
 	if stall == 0 {
-		stall = 60 * time.Second
+		stall = agent.DefaultStallTimeout
 	}
-	return &Provider{name: name, client: sdk.NewClient(opts...), stall: stall}
+	if total == 0 {
+		total = agent.DefaultCallTimeout
+	}
+	return &Provider{name: name, client: sdk.NewClient(opts...), stall: stall, total: total}
 }
 
 func (p *Provider) Name() string    { return p.name }
@@ -153,57 +164,195 @@ func messages(msgs []schema.Message) []sdk.MessageParam {
 	return out
 }
 
-// Complete implements agent.Provider.
-func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
-	sctx, wd := agent.NewWatchdog(ctx, p.stall)
+// Complete implements agent.Provider. The events are accumulated here,
+// within the bounds of package stream, and a stream that ends without
+// message_stop is an error, not an answer.
+func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+	defer func() {
+		if e := stream.Recovered(p.name, recover()); e != nil {
+			resp, err = agent.Response{}, e
+		}
+	}()
+	sctx, wd := agent.NewWatchdog(ctx, p.stall, p.total)
 	defer wd.Stop()
-	stream := p.client.Messages.NewStreaming(sctx, Params(req))
-	defer stream.Close()
-	var acc sdk.Message
-	for stream.Next() {
+	sctx, watch := stream.Start(sctx)
+	s := p.client.Messages.NewStreaming(sctx, Params(req))
+	defer s.Close()
+	var acc messageAcc
+	for s.Next() {
 		wd.Touch()
-		ev := stream.Current()
-		if err := acc.Accumulate(ev); err != nil {
-			return agent.Response{}, fmt.Errorf("%s messages stream: %w", p.name, err)
+		if err := acc.add(s.Current(), onDelta); err != nil {
+			return agent.Response{}, stream.Fail(p.name, err)
 		}
-		switch ev.Type {
-		case "content_block_start":
-			if ev.ContentBlock.Type == "tool_use" {
-				onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: ev.ContentBlock.Name})
-			}
-		case "content_block_delta":
-			switch ev.Delta.Type {
-			case "text_delta":
-				onDelta(agent.Delta{Kind: agent.DeltaText, Text: ev.Delta.Text})
-			case "thinking_delta":
-				onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: ev.Delta.Thinking})
-			}
+		if acc.stopped {
+			break
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return agent.Response{}, p.wrap(ctx, wd, err)
+	if err := s.Err(); err != nil {
+		return agent.Response{}, p.wrap(ctx, wd, watch, err)
 	}
-	resp := agent.Response{Model: string(acc.Model)}
-	var text, thinking strings.Builder
-	for _, b := range acc.Content {
-		switch b.Type {
+	if err := stream.Interrupted(ctx, p.name, wd); err != nil {
+		return agent.Response{}, err
+	}
+	if !acc.stopped {
+		return agent.Response{}, stream.Fail(p.name, stream.Cut("no message_stop"))
+	}
+	return acc.response(), nil
+}
+
+// messageAcc accumulates Messages stream events. The SDK's own
+// Message.Accumulate appends each delta to a string (quadratic in the
+// number of deltas) and re-encodes a whole block on every
+// content_block_stop, which a hostile stream can repeat at will.
+type messageAcc struct {
+	budget            stream.Budget
+	model, stopReason string
+	usage             schema.Usage
+	blocks            []*contentBlock
+	started, stopped  bool
+}
+
+type contentBlock struct {
+	typ, id, name string
+	// text holds the text, the thinking or the input JSON deltas.
+	text strings.Builder
+	// input is a tool_use block's input as it started.
+	input string
+}
+
+func (a *messageAcc) block(typ string, i int64) (*contentBlock, error) {
+	if err := stream.Index(typ+" index", i, len(a.blocks)); err != nil {
+		return nil, err
+	}
+	return a.blocks[i], nil
+}
+
+func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delta)) error {
+	if !a.started && ev.Type != "message_start" {
+		return stream.Malformed("%s before message_start", ev.Type)
+	}
+	switch ev.Type {
+	case "message_start":
+		if a.started {
+			return stream.Malformed("a second message_start")
+		}
+		a.started = true
+		m := ev.Message
+		if err := stream.Name("model name", string(m.Model)); err != nil {
+			return err
+		}
+		a.model = string(m.Model)
+		a.usage = schema.Usage{PromptTokens: m.Usage.InputTokens, CompletionTokens: m.Usage.OutputTokens,
+			CacheReadTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
+	case "content_block_start":
+		// Blocks start in order without gaps: the index must be the next
+		// one, and there may be only so many.
+		if err := stream.Index("content block index", ev.Index, min(len(a.blocks)+1, stream.MaxContentBlocks)); err != nil {
+			return err
+		}
+		if ev.Index != int64(len(a.blocks)) {
+			return stream.Malformed("content_block_start for index %d, expected %d", ev.Index, len(a.blocks))
+		}
+		cb := ev.ContentBlock
+		b := &contentBlock{typ: cb.Type}
+		switch cb.Type {
 		case "text":
-			text.WriteString(b.Text)
+			b.text.WriteString(cb.Text)
 		case "thinking":
-			thinking.WriteString(b.Thinking)
+			b.text.WriteString(cb.Thinking)
 		case "tool_use":
-			args := string(b.Input)
+			if err := a.budget.Call(); err != nil {
+				return err
+			}
+			if err := stream.Name("tool name", cb.Name); err != nil {
+				return err
+			}
+			if err := stream.Name("tool-use id", cb.ID); err != nil {
+				return err
+			}
+			b.id, b.name, b.input = cb.ID, cb.Name, cb.JSON.Input.Raw()
+			onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: cb.Name})
+		}
+		if err := a.budget.Text(b.text.Len() + len(b.input)); err != nil {
+			return err
+		}
+		a.blocks = append(a.blocks, b)
+	case "content_block_delta":
+		b, err := a.block("content_block_delta", ev.Index)
+		if err != nil {
+			return err
+		}
+		d := ev.Delta
+		var piece string
+		var kind agent.DeltaKind
+		switch {
+		case d.Type == "text_delta" && b.typ == "text":
+			piece, kind = d.Text, agent.DeltaText
+		case d.Type == "thinking_delta" && b.typ == "thinking":
+			piece, kind = d.Thinking, agent.DeltaReasoning
+		case d.Type == "input_json_delta" && b.typ == "tool_use":
+			piece, kind = d.PartialJSON, agent.DeltaToolCall
+		case d.Type == "text_delta" || d.Type == "thinking_delta" || d.Type == "input_json_delta":
+			return stream.Malformed("a %s for a %s block", d.Type, b.typ)
+		default:
+			return nil // signatures, citations: not kept
+		}
+		if err := a.budget.Text(len(piece)); err != nil {
+			return err
+		}
+		b.text.WriteString(piece)
+		if kind != agent.DeltaToolCall && piece != "" {
+			onDelta(agent.Delta{Kind: kind, Text: piece})
+		}
+	case "content_block_stop":
+		if _, err := a.block("content_block_stop", ev.Index); err != nil {
+			return err
+		}
+	case "message_delta":
+		a.stopReason = string(ev.Delta.StopReason)
+		u := ev.Usage
+		a.usage.CompletionTokens = u.OutputTokens
+		if u.JSON.InputTokens.Valid() {
+			a.usage.PromptTokens = u.InputTokens
+		}
+		if u.JSON.CacheReadInputTokens.Valid() {
+			a.usage.CacheReadTokens = u.CacheReadInputTokens
+		}
+		if u.JSON.CacheCreationInputTokens.Valid() {
+			a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+		}
+	case "message_stop":
+		a.stopped = true
+	}
+	return nil
+}
+
+func (a *messageAcc) response() agent.Response {
+	resp := agent.Response{Model: a.model}
+	var text, thinking strings.Builder
+	for _, b := range a.blocks {
+		switch b.typ {
+		case "text":
+			text.WriteString(b.text.String())
+		case "thinking":
+			thinking.WriteString(b.text.String())
+		case "tool_use":
+			args := b.text.String()
+			if args == "" {
+				args = b.input
+			}
 			if args == "" {
 				args = "{}"
 			}
-			resp.ToolCalls = append(resp.ToolCalls, schema.ToolCall{ID: b.ID, Type: "function", Function: schema.FunctionCall{Name: b.Name, Arguments: args}})
+			resp.ToolCalls = append(resp.ToolCalls, schema.ToolCall{ID: b.id, Type: "function", Function: schema.FunctionCall{Name: b.name, Arguments: args}})
 		}
 	}
 	resp.Content, resp.Reasoning = text.String(), thinking.String()
-	u := acc.Usage
-	resp.Usage = schema.Usage{PromptTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CompletionTokens: u.OutputTokens,
-		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
-	switch acc.StopReason {
+	// Anthropic counts input tokens without the cached ones.
+	u := a.usage
+	resp.Usage = schema.Usage{PromptTokens: u.PromptTokens + u.CacheReadTokens + u.CacheWriteTokens, CompletionTokens: u.CompletionTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
+	switch a.stopReason {
 	case "tool_use":
 		resp.FinishReason = "tool_calls"
 	case "max_tokens":
@@ -213,15 +362,12 @@ func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func
 	default:
 		resp.FinishReason = "stop"
 	}
-	return resp, nil
+	return resp
 }
 
-func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, err error) error {
-	if wd.Stalled() {
-		return &agent.ProviderError{Provider: p.name, Transport: true, Message: agent.ErrStalled.Error(), Err: agent.ErrStalled}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, w *stream.Watch, err error) error {
+	if e := stream.Interrupted(ctx, p.name, wd); e != nil {
+		return e
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
@@ -237,5 +383,5 @@ func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, err error) erro
 		}
 		return pe
 	}
-	return &agent.ProviderError{Provider: p.name, Transport: true, Message: err.Error(), Err: err}
+	return stream.Wrap(p.name, w, err)
 }

@@ -3,7 +3,10 @@
 // across chunks, usage in the last chunk), the OpenAI Responses API (SSE)
 // and the Anthropic Messages API (SSE), speaking their real wire formats so
 // that tests go through the official SDK clients over HTTP. It answers from
-// a script, in order, and records every request.
+// a script, in order, and records every request. A reply may also play a
+// broken or hostile server (see the fault fields of Reply): a stream cut
+// short, an HTML page instead of a stream, endless keep-alives, a trickle,
+// injected raw bytes.
 package llmtest
 
 import (
@@ -47,6 +50,35 @@ type Reply struct {
 	Model string
 	// Ping sends an SSE comment block mid-stream, as sse-starlette does.
 	Ping bool
+
+	// Faults.
+
+	// CutAfter ends the stream after this many events (the first event
+	// counts), before its terminator: finish_reason and [DONE],
+	// message_stop, response.completed. The response closes cleanly unless
+	// Reset is set, which drops the connection as a crashing server does.
+	CutAfter int
+	Reset    bool
+	// NoTerminator sends the whole answer but not its terminator: no
+	// finish_reason chunk, usage or [DONE]; no message_stop; no
+	// response.completed.
+	NoTerminator bool
+	// Inject is written verbatim after the first event (hostile chunks).
+	Inject string
+	// Body answers 200 with this body and ContentType (default text/html)
+	// instead of a stream, as a proxy's error page does.
+	Body        string
+	ContentType string
+	// PingEvery, after the first event, sends only keep-alives at this
+	// interval until the client leaves: an SSE comment, or Anthropic's ping
+	// event.
+	PingEvery time.Duration
+	// TrickleEvery, after the first event, sends only empty text deltas at
+	// this interval until the client leaves: real chunks that never finish
+	// the answer.
+	TrickleEvery time.Duration
+	// ByteEvery writes the stream one byte at a time at this interval.
+	ByteEvery time.Duration
 }
 
 // Request is a recorded request.
@@ -165,6 +197,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if rep.Body != "" {
+		ct := rep.ContentType
+		if ct == "" {
+			ct = "text/html; charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ct)
+		io.WriteString(w, rep.Body)
+		return
+	}
 	if rep.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
@@ -202,33 +243,113 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sse writes events, playing the faults of a reply.
 type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w   http.ResponseWriter
+	f   http.Flusher
+	r   *http.Request
+	rep Reply
+	// n counts events; dead is set once the stream was cut or the client
+	// left, after which writes are dropped.
+	n    int
+	dead bool
 }
 
-func newSSE(w http.ResponseWriter) *sse {
+func newSSE(w http.ResponseWriter, r *http.Request, rep Reply) *sse {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &sse{w, f}
+	return &sse{w: w, f: f, r: r, rep: rep}
+}
+
+// write sends raw bytes, a byte at a time under ByteEvery.
+func (s *sse) write(b []byte) {
+	if s.dead {
+		return
+	}
+	if s.rep.ByteEvery <= 0 {
+		s.w.Write(b)
+		s.flush()
+		return
+	}
+	for i := range b {
+		s.w.Write(b[i : i+1])
+		s.flush()
+		if !s.wait(s.rep.ByteEvery) {
+			s.dead = true
+			return
+		}
+	}
+}
+
+func (s *sse) flush() {
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+// wait sleeps d unless the client leaves first.
+func (s *sse) wait(d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-s.r.Context().Done():
+		return false
+	}
+}
+
+// emit sends one event and cuts the stream once CutAfter events went out.
+func (s *sse) emit(b []byte) {
+	if s.dead {
+		return
+	}
+	s.write(b)
+	s.n++
+	if s.rep.CutAfter > 0 && s.n >= s.rep.CutAfter {
+		if s.rep.Reset {
+			panic(http.ErrAbortHandler) // the connection drops mid-response
+		}
+		s.dead = true
+	}
 }
 
 func (s *sse) data(v any) {
 	b, _ := json.Marshal(v)
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
-	if s.f != nil {
-		s.f.Flush()
-	}
+	s.emit(fmt.Appendf(nil, "data: %s\n\n", b))
 }
 
 func (s *sse) event(name string, v any) {
 	b, _ := json.Marshal(v)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
-	if s.f != nil {
-		s.f.Flush()
+	s.emit(fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, b))
+}
+
+// terminator sends the end of the stream unless NoTerminator is set.
+func (s *sse) terminator(f func()) {
+	if !s.rep.NoTerminator {
+		f()
 	}
+}
+
+// afterFirst plays the faults that follow the first event; true means the
+// handler is done (the client left or the stream was held to the end).
+func (s *sse) afterFirst(ping, trickle func()) bool {
+	if s.rep.Inject != "" {
+		s.write([]byte(s.rep.Inject))
+	}
+	for _, f := range []struct {
+		every time.Duration
+		send  func()
+	}{{s.rep.PingEvery, ping}, {s.rep.TrickleEvery, trickle}} {
+		if f.every <= 0 {
+			continue
+		}
+		for !s.dead && s.wait(f.every) {
+			f.send()
+		}
+		return true
+	}
+	return stall(s.r, s.rep) || s.dead
 }
 
 func stall(r *http.Request, rep Reply) bool {
@@ -260,19 +381,19 @@ func pieces(s string, n int) []string {
 }
 
 func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, rep Reply) {
-	out := newSSE(w)
+	out := newSSE(w, r, rep)
 	id := "chatcmpl-llmtest"
 	chunk := func(delta map[string]any, finish any) map[string]any {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rep.Model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	// What sse-starlette sends every 15 s: a comment block, CRLF.
+	ping := func() { out.write([]byte(": ping - 2026-11-22 12:00:00.000000+00:00\r\n\r\n")) }
 	if rep.Ping {
-		// What sse-starlette sends every 15 s: a comment block, CRLF.
-		fmt.Fprint(w, ": ping - 2026-11-22 12:00:00.000000+00:00\r\n\r\n")
-		out.f.Flush()
+		ping()
 	}
-	if stall(r, rep) {
+	if out.afterFirst(ping, func() { out.data(chunk(map[string]any{"content": ""}, nil)) }) {
 		return
 	}
 	for _, p := range pieces(rep.Reasoning, 2) {
@@ -289,12 +410,13 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, rep Reply) {
 			out.data(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": p}}}}, nil))
 		}
 	}
-	out.data(chunk(map[string]any{}, rep.Finish))
-	usage := map[string]any{"prompt_tokens": rep.Prompt, "completion_tokens": rep.Completion, "total_tokens": rep.Prompt + rep.Completion,
-		"prompt_tokens_details": map[string]any{"cached_tokens": rep.CacheRead}}
-	out.data(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rep.Model, "choices": []any{}, "usage": usage})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	out.f.Flush()
+	out.terminator(func() {
+		out.data(chunk(map[string]any{}, rep.Finish))
+		usage := map[string]any{"prompt_tokens": rep.Prompt, "completion_tokens": rep.Completion, "total_tokens": rep.Prompt + rep.Completion,
+			"prompt_tokens_details": map[string]any{"cached_tokens": rep.CacheRead}}
+		out.data(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rep.Model, "choices": []any{}, "usage": usage})
+		out.emit([]byte("data: [DONE]\n\n"))
+	})
 }
 
 func (s *Server) chatJSON(w http.ResponseWriter, rep Reply) {
@@ -333,14 +455,22 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rep Rep
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"llmtest: only streaming is scripted"}}`, http.StatusBadRequest)
 		return
 	}
-	out := newSSE(w)
+	out := newSSE(w, r, rep)
 	// Anthropic counts input tokens without the cached ones.
 	input := rep.Prompt - rep.CacheRead - rep.CacheWrite
 	out.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_llmtest", "type": "message", "role": "assistant", "model": rep.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": rep.CacheRead, "cache_creation_input_tokens": rep.CacheWrite}}})
-	if stall(r, rep) {
+	opened := false
+	trickle := func() {
+		if !opened {
+			opened = true
+			out.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		}
+		out.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": ""}})
+	}
+	if out.afterFirst(func() { out.event("ping", map[string]any{"type": "ping"}) }, trickle) {
 		return
 	}
 	idx := 0
@@ -371,11 +501,11 @@ func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, rep Rep
 	}
 	out.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(rep.Finish), "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": rep.Completion}})
-	out.event("message_stop", map[string]any{"type": "message_stop"})
+	out.terminator(func() { out.event("message_stop", map[string]any{"type": "message_stop"}) })
 }
 
 func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, rep Reply) {
-	out := newSSE(w)
+	out := newSSE(w, r, rep)
 	seq := 0
 	ev := func(typ string, v map[string]any) {
 		v["type"] = typ
@@ -396,7 +526,11 @@ func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, rep Rep
 		return m
 	}
 	ev("response.created", map[string]any{"response": resp("in_progress", []any{})})
-	if stall(r, rep) {
+	ping := func() { out.write([]byte(": keep-alive\n\n")) }
+	trickle := func() {
+		ev("response.output_text.delta", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ""})
+	}
+	if out.afterFirst(ping, trickle) {
 		return
 	}
 	var output []any
@@ -434,9 +568,44 @@ func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, rep Rep
 	if output == nil {
 		output = []any{}
 	}
-	if rep.Finish == "length" {
-		ev("response.incomplete", map[string]any{"response": resp("incomplete", output)})
-		return
-	}
-	ev("response.completed", map[string]any{"response": resp("completed", output)})
+	out.terminator(func() {
+		if rep.Finish == "length" {
+			ev("response.incomplete", map[string]any{"response": resp("incomplete", output)})
+			return
+		}
+		ev("response.completed", map[string]any{"response": resp("completed", output)})
+	})
+}
+
+// RawServer answers every request with exactly the bytes it was given,
+// whatever the path: for fuzzing the decoders and for byte-exact hostile
+// answers.
+type RawServer struct {
+	*httptest.Server
+	mu          sync.Mutex
+	contentType string
+	body        []byte
+}
+
+// NewRaw starts a raw server answering 200 with an empty event stream.
+func NewRaw() *RawServer {
+	s := &RawServer{contentType: "text/event-stream"}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		ct, body := s.contentType, s.body
+		s.mu.Unlock()
+		if ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		w.Write(body)
+	}))
+	return s
+}
+
+// Set makes the next answers body with contentType ("" for none).
+func (s *RawServer) Set(contentType string, body []byte) {
+	s.mu.Lock()
+	s.contentType, s.body = contentType, body
+	s.mu.Unlock()
 }

@@ -6,6 +6,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/openai/openai-go/shared"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -27,19 +29,31 @@ type Options struct {
 	// Headers are extra request headers.
 	Headers map[string]string
 	// StallTimeout cancels a stream that sends no chunk for this long
-	// (default 60 s; negative disables).
+	// (default agent.DefaultStallTimeout; negative disables).
 	StallTimeout time.Duration
+	// CallTimeout bounds a whole call, however lively its stream
+	// (default agent.DefaultCallTimeout; negative disables).
+	CallTimeout time.Duration
 }
 
 func (o Options) stall() time.Duration {
 	if o.StallTimeout == 0 {
-		return 60 * time.Second
+		return agent.DefaultStallTimeout
 	}
 	return o.StallTimeout
 }
 
+func (o Options) total() time.Duration {
+	if o.CallTimeout == 0 {
+		return agent.DefaultCallTimeout
+	}
+	return o.CallTimeout
+}
+
 func (o Options) client() openai.Client {
-	opts := []option.RequestOption{option.WithMaxRetries(0), dropSSEComments()}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return stream.Guard(req, next)
+	})}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
@@ -56,9 +70,9 @@ func (o Options) client() openai.Client {
 
 // Chat speaks chat.completions with streaming.
 type Chat struct {
-	name   string
-	client openai.Client
-	stall  time.Duration
+	name         string
+	client       openai.Client
+	stall, total time.Duration
 }
 
 // NewChat returns a chat-completions provider.
@@ -67,7 +81,7 @@ func NewChat(o Options) *Chat {
 	if name == "" {
 		name = "openai"
 	}
-	return &Chat{name: name, client: o.client(), stall: o.stall()}
+	return &Chat{name: name, client: o.client(), stall: o.stall(), total: o.total()}
 }
 
 func (c *Chat) Name() string    { return c.name }
@@ -113,8 +127,15 @@ func tools(specs []agent.ToolSpec) []openai.ChatCompletionToolParam {
 	return out
 }
 
-// Complete implements agent.Provider.
-func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
+// Complete implements agent.Provider. Everything taken from the stream is
+// bounded (package stream), and a stream that ends without finish_reason
+// or [DONE] is an error, not an answer.
+func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+	defer func() {
+		if e := stream.Recovered(c.name, recover()); e != nil {
+			resp, err = agent.Response{}, e
+		}
+	}()
 	params := openai.ChatCompletionNewParams{
 		Model:         req.Model,
 		Messages:      Messages(req.System, req.Messages),
@@ -126,69 +147,115 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 	if req.MaxTokens > 0 {
 		params.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	sctx, wd := agent.NewWatchdog(ctx, c.stall)
+	sctx, wd := agent.NewWatchdog(ctx, c.stall, c.total)
 	defer wd.Stop()
-	stream := c.client.Chat.Completions.NewStreaming(sctx, params)
-	defer stream.Close()
-	var resp agent.Response
-	var content, reasoning strings.Builder
-	type partial struct {
-		id, name string
-		args     strings.Builder
-	}
-	var calls []*partial
-	for stream.Next() {
+	sctx, watch := stream.Start(sctx)
+	s := c.client.Chat.Completions.NewStreaming(sctx, params)
+	defer s.Close()
+	var acc chatAcc
+	for s.Next() {
 		wd.Touch()
-		ch := stream.Current()
-		if ch.Model != "" {
-			resp.Model = ch.Model
-		}
-		if ch.JSON.Usage.Valid() {
-			resp.Usage = schema.Usage{PromptTokens: ch.Usage.PromptTokens, CompletionTokens: ch.Usage.CompletionTokens,
-				CacheReadTokens: ch.Usage.PromptTokensDetails.CachedTokens}
-		}
-		for _, choice := range ch.Choices {
-			d := choice.Delta
-			if d.Content != "" {
-				content.WriteString(d.Content)
-				onDelta(agent.Delta{Kind: agent.DeltaText, Text: d.Content})
-			}
-			if r := extraString(d.JSON.ExtraFields, "reasoning_content", "reasoning"); r != "" {
-				reasoning.WriteString(r)
-				onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: r})
-			}
-			for _, tc := range d.ToolCalls {
-				for int(tc.Index) >= len(calls) {
-					calls = append(calls, &partial{})
-				}
-				p := calls[tc.Index]
-				if tc.ID != "" {
-					p.id = tc.ID
-				}
-				if tc.Function.Name != "" {
-					p.name += tc.Function.Name
-					onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: p.name})
-				}
-				p.args.WriteString(tc.Function.Arguments)
-			}
-			if choice.FinishReason != "" {
-				resp.FinishReason = normaliseFinish(choice.FinishReason)
-			}
+		if err := acc.add(s.Current(), onDelta); err != nil {
+			return agent.Response{}, stream.Fail(c.name, err)
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return agent.Response{}, wrapErr(ctx, c.name, wd, err)
+	if err := s.Err(); err != nil {
+		return agent.Response{}, wrapErr(ctx, c.name, wd, watch, err)
 	}
-	if wd.Stalled() {
-		return agent.Response{}, wrapErr(ctx, c.name, wd, agent.ErrStalled)
+	if err := stream.Interrupted(ctx, c.name, wd); err != nil {
+		return agent.Response{}, err
 	}
-	resp.Content, resp.Reasoning = content.String(), reasoning.String()
-	for _, p := range calls {
-		if p.name == "" && p.args.Len() == 0 {
+	if acc.finish == "" && !watch.Done() {
+		return agent.Response{}, stream.Fail(c.name, stream.Cut("no finish_reason and no [DONE]"))
+	}
+	return acc.response(), nil
+}
+
+// chatAcc accumulates chat.completions chunks within the bounds.
+type chatAcc struct {
+	budget             stream.Budget
+	model, finish      string
+	usage              schema.Usage
+	content, reasoning strings.Builder
+	calls              []*partialCall
+}
+
+type partialCall struct {
+	id         string
+	name, args strings.Builder
+}
+
+func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(agent.Delta)) error {
+	if ch.Model != "" {
+		if err := stream.Name("model name", ch.Model); err != nil {
+			return err
+		}
+		a.model = ch.Model
+	}
+	if ch.JSON.Usage.Valid() {
+		a.usage = schema.Usage{PromptTokens: ch.Usage.PromptTokens, CompletionTokens: ch.Usage.CompletionTokens,
+			CacheReadTokens: ch.Usage.PromptTokensDetails.CachedTokens}
+	}
+	for _, choice := range ch.Choices {
+		d := choice.Delta
+		if d.Content != "" {
+			if err := a.budget.Text(len(d.Content)); err != nil {
+				return err
+			}
+			a.content.WriteString(d.Content)
+			onDelta(agent.Delta{Kind: agent.DeltaText, Text: d.Content})
+		}
+		if r := extraString(d.JSON.ExtraFields, "reasoning_content", "reasoning"); r != "" {
+			if err := a.budget.Text(len(r)); err != nil {
+				return err
+			}
+			a.reasoning.WriteString(r)
+			onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: r})
+		}
+		for _, tc := range d.ToolCalls {
+			// The index addresses the call a fragment belongs to: it
+			// sizes nothing, and must name one of the first
+			// MaxToolCalls calls.
+			if err := stream.Index("tool-call index", tc.Index, stream.MaxToolCalls); err != nil {
+				return err
+			}
+			for int(tc.Index) >= len(a.calls) {
+				a.calls = append(a.calls, &partialCall{})
+			}
+			p := a.calls[tc.Index]
+			if tc.ID != "" {
+				if err := stream.Name("tool-call id", tc.ID); err != nil {
+					return err
+				}
+				p.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				if p.name.Len()+len(tc.Function.Name) > stream.MaxNameBytes {
+					return stream.Malformed("a tool name over %d bytes", stream.MaxNameBytes)
+				}
+				p.name.WriteString(tc.Function.Name)
+				onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: p.name.String()})
+			}
+			if err := a.budget.Text(len(tc.Function.Arguments)); err != nil {
+				return err
+			}
+			p.args.WriteString(tc.Function.Arguments)
+		}
+		if choice.FinishReason != "" {
+			a.finish = normaliseFinish(choice.FinishReason)
+		}
+	}
+	return nil
+}
+
+func (a *chatAcc) response() agent.Response {
+	resp := agent.Response{Model: a.model, Usage: a.usage, FinishReason: a.finish, Content: a.content.String(), Reasoning: a.reasoning.String()}
+	for _, p := range a.calls {
+		if p.name.Len() == 0 && p.args.Len() == 0 {
 			continue
 		}
 		resp.ToolCalls = append(resp.ToolCalls, schema.ToolCall{ID: p.id, Type: "function",
-			Function: schema.FunctionCall{Name: p.name, Arguments: p.args.String()}})
+			Function: schema.FunctionCall{Name: p.name.String(), Arguments: p.args.String()}})
 	}
 	if resp.FinishReason == "" {
 		resp.FinishReason = "stop"
@@ -196,7 +263,7 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 			resp.FinishReason = "tool_calls"
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // extraString reads a string field the SDK does not model (reasoning_content

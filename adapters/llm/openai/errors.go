@@ -4,21 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm/stream"
 )
 
 // wrapErr turns an SDK error into an agent.ProviderError the recovery
 // ladder can classify; a cancellation by the caller passes through.
-func wrapErr(ctx context.Context, provider string, wd *agent.Watchdog, err error) error {
-	if wd != nil && wd.Stalled() {
-		return &agent.ProviderError{Provider: provider, Transport: true, Message: agent.ErrStalled.Error(), Err: agent.ErrStalled}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+func wrapErr(ctx context.Context, provider string, wd *agent.Watchdog, w *stream.Watch, err error) error {
+	if e := stream.Interrupted(ctx, provider, wd); e != nil {
+		return e
 	}
 	var apierr *openai.Error
 	if errors.As(err, &apierr) {
@@ -34,5 +33,10 @@ func wrapErr(ctx context.Context, provider string, wd *agent.Watchdog, err error
 		}
 		return pe
 	}
-	return &agent.ProviderError{Provider: provider, Transport: true, Message: err.Error(), Err: err}
+	// An error object sent as an event: the server failed mid-answer and
+	// said why (overloaded, rate limited); its message decides the class.
+	if msg, ok := strings.CutPrefix(err.Error(), "received error while streaming: "); ok {
+		return &agent.ProviderError{Provider: provider, Message: msg, Err: err}
+	}
+	return stream.Wrap(provider, w, err)
 }

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/openai/openai-go/responses"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -17,9 +17,9 @@ import (
 // the whole history each call (store=false): the event log, not the
 // provider, keeps the conversation.
 type Responses struct {
-	name   string
-	client openai.Client
-	stall  time.Duration
+	name         string
+	client       openai.Client
+	stall, total time.Duration
 }
 
 // NewResponses returns a Responses-API provider.
@@ -28,7 +28,7 @@ func NewResponses(o Options) *Responses {
 	if name == "" {
 		name = "openai"
 	}
-	return &Responses{name: name, client: o.client(), stall: o.stall()}
+	return &Responses{name: name, client: o.client(), stall: o.stall(), total: o.total()}
 }
 
 func (r *Responses) Name() string    { return r.name }
@@ -58,8 +58,15 @@ func responsesInput(msgs []schema.Message) responses.ResponseInputParam {
 	return in
 }
 
-// Complete implements agent.Provider.
-func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
+// Complete implements agent.Provider. The answer is read from
+// response.completed (or response.incomplete); a stream that ends without
+// either is an error, whatever deltas came before.
+func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+	defer func() {
+		if e := stream.Recovered(r.name, recover()); e != nil {
+			resp, err = agent.Response{}, e
+		}
+	}()
 	params := responses.ResponseNewParams{
 		Model: req.Model,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responsesInput(req.Messages)},
@@ -77,22 +84,36 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 				Name: s.Name, Description: openai.String(s.Description), Parameters: s.Parameters, Strict: openai.Bool(false)}})
 		}
 	}
-	sctx, wd := agent.NewWatchdog(ctx, r.stall)
+	sctx, wd := agent.NewWatchdog(ctx, r.stall, r.total)
 	defer wd.Stop()
-	stream := r.client.Responses.NewStreaming(sctx, params)
-	defer stream.Close()
+	sctx, watch := stream.Start(sctx)
+	s := r.client.Responses.NewStreaming(sctx, params)
+	defer s.Close()
 	var final *responses.Response
-	for stream.Next() {
+	// streamed bounds the deltas handed on, which nothing accumulates
+	// here: the final event carries the whole output.
+	var streamed stream.Budget
+	delta := func(kind agent.DeltaKind, text string) error {
+		if err := streamed.Text(len(text)); err != nil {
+			return err
+		}
+		onDelta(agent.Delta{Kind: kind, Text: text})
+		return nil
+	}
+	for s.Next() {
 		wd.Touch()
-		ev := stream.Current()
+		ev := s.Current()
+		var derr error
 		switch ev.Type {
 		case "response.output_text.delta":
-			onDelta(agent.Delta{Kind: agent.DeltaText, Text: ev.Delta.OfString})
+			derr = delta(agent.DeltaText, ev.Delta.OfString)
 		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-			onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: ev.Delta.OfString})
+			derr = delta(agent.DeltaReasoning, ev.Delta.OfString)
 		case "response.output_item.added":
 			if ev.Item.Type == "function_call" {
-				onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: ev.Item.Name})
+				if derr = stream.Name("tool name", ev.Item.Name); derr == nil {
+					onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: ev.Item.Name})
+				}
 			}
 		case "response.completed", "response.incomplete":
 			resp := ev.Response
@@ -104,28 +125,65 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 			}
 			return agent.Response{}, &agent.ProviderError{Provider: r.name, Status: 500, Message: msg}
 		}
+		if derr != nil {
+			return agent.Response{}, stream.Fail(r.name, derr)
+		}
 	}
-	if err := stream.Err(); err != nil {
-		return agent.Response{}, wrapErr(ctx, r.name, wd, err)
+	if err := s.Err(); err != nil {
+		return agent.Response{}, wrapErr(ctx, r.name, wd, watch, err)
+	}
+	if err := stream.Interrupted(ctx, r.name, wd); err != nil {
+		return agent.Response{}, err
 	}
 	if final == nil {
-		return agent.Response{}, fmt.Errorf("%s responses: stream ended without a completed response", r.name)
+		return agent.Response{}, stream.Fail(r.name, stream.Cut("no response.completed"))
+	}
+	out, err := responseOf(final)
+	if err != nil {
+		return agent.Response{}, stream.Fail(r.name, err)
+	}
+	return out, nil
+}
+
+// responseOf reads the answer out of a final response, within the bounds.
+func responseOf(final *responses.Response) (agent.Response, error) {
+	if err := stream.Name("model name", string(final.Model)); err != nil {
+		return agent.Response{}, err
 	}
 	out := agent.Response{Model: string(final.Model), FinishReason: "stop"}
+	var budget stream.Budget
 	var text, reasoning strings.Builder
 	for _, item := range final.Output {
 		switch item.Type {
 		case "message":
 			for _, c := range item.Content {
 				if c.Type == "output_text" {
+					if err := budget.Text(len(c.Text)); err != nil {
+						return agent.Response{}, err
+					}
 					text.WriteString(c.Text)
 				}
 			}
 		case "reasoning":
 			for _, s := range item.Summary {
+				if err := budget.Text(len(s.Text)); err != nil {
+					return agent.Response{}, err
+				}
 				reasoning.WriteString(s.Text)
 			}
 		case "function_call":
+			if err := budget.Call(); err != nil {
+				return agent.Response{}, err
+			}
+			if err := stream.Name("tool name", item.Name); err != nil {
+				return agent.Response{}, err
+			}
+			if err := stream.Name("tool-call id", item.CallID); err != nil {
+				return agent.Response{}, err
+			}
+			if err := budget.Text(len(item.Arguments)); err != nil {
+				return agent.Response{}, err
+			}
 			out.ToolCalls = append(out.ToolCalls, schema.ToolCall{ID: item.CallID, Type: "function",
 				Function: schema.FunctionCall{Name: item.Name, Arguments: item.Arguments}})
 		}
