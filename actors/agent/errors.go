@@ -2,12 +2,16 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -43,6 +47,11 @@ const (
 	// ClassCallTimeout is a model call that ran past its overall deadline
 	// while chunks kept arriving; retrying would take as long again.
 	ClassCallTimeout ErrorClass = "call_timeout"
+	// ClassUnreachable is a server that cannot be reached at all: the
+	// connection was refused, the host name does not resolve, no route,
+	// or its certificate is not trusted. Waiting does not help, so it is
+	// not retried (a fallback is tried at once).
+	ClassUnreachable ErrorClass = "unreachable"
 	ClassUnknown     ErrorClass = "unknown"
 )
 
@@ -97,6 +106,28 @@ var (
 	reModel     = regexp.MustCompile(`(?i)(model.{0,40}(not found|does not exist|not exist|unknown|no such))`)
 )
 
+// unreachable reports a failure to connect that no retry will mend.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsNotFound || !dns.IsTemporary
+	}
+	var cert *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.As(err, &cert) || errors.As(err, &unknownCA) || errors.As(err, &hostname)
+}
+
+// URLOf returns the URL a failed request went to, when err says.
+func URLOf(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.URL
+	}
+	return ""
+}
+
 // Classify decides the class of err.
 func Classify(err error) ErrorClass {
 	if err == nil {
@@ -112,6 +143,8 @@ func Classify(err error) ErrorClass {
 		return ClassStreamCut
 	case errors.Is(err, ErrStalled) || errors.Is(err, context.DeadlineExceeded):
 		return ClassTimeout
+	case unreachable(err):
+		return ClassUnreachable
 	}
 	var pe *ProviderError
 	if !errors.As(err, &pe) {

@@ -293,7 +293,13 @@ func (e *AbortError) Error() string {
 		ClassStreamCut:     "the provider's stream keeps ending before the answer is complete (a crashing server, or a proxy cutting the connection): check the server, or configure fallback_providers",
 		ClassMalformed:     "the server's response is not a valid stream of its API: check base_url and api_mode, and any proxy in between",
 		ClassCallTimeout:   "the model call took longer than agent.model_call_timeout: raise it in config.yaml for a slow model, or check the server",
+		ClassUnreachable:   "the server cannot be reached: is it running, and are base_url (or OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the network right?",
 	}[e.Class]
+	if e.Class == ClassUnreachable {
+		if u := URLOf(e.Err); u != "" {
+			hint = "cannot connect to " + u + ": " + hint
+		}
+	}
 	if hint == "" {
 		hint = "see the error above"
 	}

@@ -86,3 +86,67 @@ func New(c Config) (agent.Provider, error) {
 	}
 	return openai.NewChat(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 }
+
+// Known is a provider this build knows by name: its API mode, its
+// default base URL ("" for the SDK's own) and the environment variable
+// its key is read from.
+type Known struct {
+	Name, Mode, BaseURL, KeyEnv string
+	Aliases                     []string
+}
+
+// Providers are the providers --provider and model.provider accept.
+// custom is any server speaking the OpenAI chat API at base_url.
+func Providers() []Known {
+	return []Known{
+		{Name: "openai", Mode: agent.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY"},
+		{Name: "anthropic", Mode: agent.ModeAnthropic, KeyEnv: "ANTHROPIC_API_KEY", Aliases: []string{"claude"}},
+		{Name: "openrouter", Mode: agent.ModeChatCompletions, BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY"},
+		{Name: "openai-codex", Mode: agent.ModeResponses, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"codex"}},
+		{Name: "custom", Mode: agent.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"local"}},
+	}
+}
+
+// Lookup finds a known provider by name or alias (case-insensitive).
+func Lookup(name string) (Known, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, k := range Providers() {
+		if k.Name == n {
+			return k, true
+		}
+		for _, a := range k.Aliases {
+			if a == n {
+				return k, true
+			}
+		}
+	}
+	return Known{}, false
+}
+
+// ProviderNames lists the known providers, for error messages.
+func ProviderNames() string {
+	var names []string
+	for _, k := range Providers() {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// NeedsKey reports whether c's endpoint is a public service that refuses
+// calls without a key (a local or self-hosted server usually takes none).
+func NeedsKey(c Config) bool {
+	if c.BaseURL == "" {
+		return true // the SDK's own endpoint: api.openai.com, api.anthropic.com
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, public := range []string{"api.openai.com", "api.anthropic.com", "openrouter.ai", "chatgpt.com"} {
+		if host == public || strings.HasSuffix(host, "."+public) {
+			return true
+		}
+	}
+	return false
+}

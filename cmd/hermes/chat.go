@@ -105,6 +105,15 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		a.Close()
 		return nil, err
 	}
+	if cfg.LLM.APIKey == "" && llm.NeedsKey(cfg.LLM) {
+		a.Close()
+		where := "the provider's API"
+		if cfg.LLM.Provider != "" {
+			where = cfg.LLM.Provider
+		}
+		return nil, fmt.Errorf("no API key for %s: set %s (or put it in %s, or run hermes setup); a local server needs no key: point --base-url or OPENAI_BASE_URL at it",
+			where, cfg.LLM.KeyEnv, filepath.Join(a.home, ".env"))
+	}
 	provider, err := ladderOf(cfg)
 	if err != nil {
 		a.Close()

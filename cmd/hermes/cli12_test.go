@@ -121,3 +121,37 @@ func TestImportNotADatabase(t *testing.T) {
 		t.Fatalf("%v %s", err, errOut)
 	}
 }
+
+// Provider errors fail fast and name the cause: a refused connection and an
+// unknown host name the URL (no timeout retries), a missing key is refused
+// before any request naming the variable, an unknown --provider lists the
+// known ones, and a Claude model without a provider goes to Anthropic.
+func TestProviderErrorsFailFast(t *testing.T) {
+	home := t.TempDir()
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for _, c := range []struct{ url, want string }{
+		{"http://127.0.0.1:1/v1", "cannot connect to http://127.0.0.1:1/v1/chat/completions"},
+		{"http://nonexistent.invalid/v1", "cannot connect to http://nonexistent.invalid/v1/chat/completions"},
+	} {
+		start := time.Now()
+		_, errOut, code := hermes(t, append(base, "OPENAI_BASE_URL="+c.url), "", "--home", home, "chat", "--model", "m", "-q", "hi")
+		if code == 0 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "unreachable") {
+			t.Fatalf("%s: %d\n%s", c.url, code, errOut)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("%s took %s (retried as a timeout?)", c.url, d)
+		}
+	}
+	_, errOut, code := hermes(t, base, "", "--home", home, "chat", "--model", "gpt-4o-mini", "-q", "hi")
+	if code == 0 || !strings.Contains(errOut, "no API key") || !strings.Contains(errOut, "OPENAI_API_KEY") {
+		t.Fatalf("missing key: %d\n%s", code, errOut)
+	}
+	_, errOut, code = hermes(t, base, "", "--home", home, "chat", "--model", "claude-sonnet-4-5", "-q", "hi")
+	if code == 0 || !strings.Contains(errOut, "ANTHROPIC_API_KEY") {
+		t.Fatalf("claude model: %d\n%s", code, errOut)
+	}
+	_, errOut, code = hermes(t, base, "", "--home", home, "chat", "--provider", "nosuch", "--model", "m", "-q", "hi")
+	if code == 0 || !strings.Contains(errOut, "openai, anthropic, openrouter") {
+		t.Fatalf("unknown provider: %d\n%s", code, errOut)
+	}
+}

@@ -196,6 +196,22 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	// below are the ones of the API that will be spoken.
 	r.LLM.Provider = first(o.Provider, r.LLM.Provider)
 	r.LLM.APIMode = first(o.APIMode, r.LLM.APIMode)
+	known, isKnown := llm.Lookup(r.LLM.Provider)
+	if r.LLM.Provider != "" && !isKnown {
+		src := "--provider"
+		if o.Provider == "" {
+			src = path + ": model.provider"
+		}
+		return r, fmt.Errorf("%s %q is not a provider this build knows: use one of %s (custom: any OpenAI-compatible server at base_url)", src, r.LLM.Provider, llm.ProviderNames())
+	}
+	if isKnown {
+		r.LLM.Provider = known.Name
+	}
+	// A Claude model with no provider and no server named is Anthropic's.
+	if model := strings.ToLower(first(o.Model, r.Model)); r.LLM.Provider == "" && r.LLM.BaseURL == "" && o.BaseURL == "" &&
+		os.Getenv("OPENAI_BASE_URL") == "" && strings.HasPrefix(model, "claude") {
+		r.LLM.Provider, known, isKnown = "anthropic", mustKnown("anthropic"), true
+	}
 	mode, err := llm.ResolveMode(r.LLM)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
@@ -204,8 +220,14 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if mode == agent.ModeAnthropic {
 		keyEnv, urlEnv = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
 	}
-	if v := os.Getenv(urlEnv); v != "" {
+	if isKnown {
+		keyEnv = known.KeyEnv
+	}
+	if v := os.Getenv(urlEnv); v != "" && (!isKnown || known.BaseURL == "") {
 		r.LLM.BaseURL = v
+	}
+	if r.LLM.BaseURL == "" && isKnown {
+		r.LLM.BaseURL = known.BaseURL
 	}
 	if v := os.Getenv(keyEnv); v != "" {
 		r.LLM.APIKey = v
@@ -345,6 +367,11 @@ func backendOf(t map[string]any, path string) (terminal.Backend, error) {
 	default:
 		return nil, fmt.Errorf("%s: terminal.backend %q: use local, ssh or docker", path, b)
 	}
+}
+
+func mustKnown(name string) llm.Known {
+	k, _ := llm.Lookup(name)
+	return k
 }
 
 func first(vs ...string) string {

@@ -63,7 +63,7 @@ func TestSetupWizardThenChat(t *testing.T) {
 		t.Fatalf("test call's key %q", got)
 	}
 	dotenv, _ := os.ReadFile(filepath.Join(home, ".env"))
-	if fi, _ := os.Stat(filepath.Join(home, ".env")); !strings.Contains(string(dotenv), "OPENAI_API_KEY=sk-or-test-key-123") || fi.Mode().Perm() != 0o600 {
+	if fi, _ := os.Stat(filepath.Join(home, ".env")); !strings.Contains(string(dotenv), "OPENROUTER_API_KEY=sk-or-test-key-123") || fi.Mode().Perm() != 0o600 {
 		t.Fatalf(".env %q", dotenv)
 	}
 	out, errOut, code = hermes(t, env, "", "--home", home, "chat", "-q", "capital of France?")

@@ -26,7 +26,7 @@ type setupProvider struct {
 var setupProviders = []setupProvider{
 	{"openai", "", "OPENAI_API_KEY", "gpt-4o-mini"},
 	{"anthropic", "", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"},
-	{"openrouter", "https://openrouter.ai/api/v1", "OPENAI_API_KEY", "openai/gpt-4o-mini"},
+	{"openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "openai/gpt-4o-mini"},
 	{"local", "http://127.0.0.1:8080/v1", "", ""},
 }
 
@@ -102,7 +102,7 @@ func setupCmd(g *globals) *cobra.Command {
 				}
 			}
 			cfg := llm.Config{Provider: p.name, BaseURL: baseURL, APIKey: key}
-			if p.name == "local" || p.name == "openrouter" {
+			if p.name == "local" {
 				cfg.Provider = ""
 			}
 			if !noTest {
