@@ -31,6 +31,9 @@ type Config struct {
 	MaxDelegatesPerResponse int
 	MaxTokens               int
 	Prices                  Prices
+	// NoEstimate keeps a usage of zero as it is instead of estimating it
+	// (replay hands recorded usages back, estimates included).
+	NoEstimate bool
 }
 
 func (c Config) withDefaults() Config {
@@ -450,7 +453,7 @@ func (l *Loop) call(ctx context.Context, cfg Config, req Request, obs Observer) 
 		if err != nil {
 			return resp, err
 		}
-		if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
+		if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 && !cfg.NoEstimate {
 			resp.Usage = estimateUsage(req, resp)
 		}
 		usage = usage.Add(resp.Usage)

@@ -122,7 +122,7 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 			prov.interrupt = ti.Reason
 		}
 		loop := &agent.Loop{Provider: prov, Tools: agent.NewTools(tools...), Exec: &executor{results: results(turn)}, Rec: cmp,
-			Budget: agent.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns)},
+			Budget: agent.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns), NoEstimate: true},
 			NewID: func() string { return "" }}
 		_, err := loop.Turn(tctx, t, "replay", u.Content)
 		cancel(nil)
@@ -257,10 +257,20 @@ func loopEvent(p schema.Payload) bool {
 }
 
 // provider answers with the turn's recorded model responses, in order.
+// A message that took several HTTP calls (continuations after an output
+// limit, a cut tool call asked again) is handed out as that many calls:
+// the first ones empty and cut by the limit, the last one the whole
+// message, so the loop joins them into the same message and takes the
+// same share of the budget.
 type provider struct {
 	mu      sync.Mutex
 	answers []schema.AssistantMessageAdded
+	// parts[i] is the number of calls of answers[i]; given counts the
+	// calls of the current answer handed out so far.
+	parts   []int
+	given   int
 	calls   int
+	handled int // answers fully handed out
 	// A turn recorded as interrupted is interrupted again, with the
 	// recorded reason, when its responses run out.
 	cancel    context.CancelCauseFunc
@@ -272,10 +282,20 @@ func newProvider(turn []recorded) *provider {
 	for _, r := range turn {
 		if a, ok := r.payload.(schema.AssistantMessageAdded); ok {
 			p.answers = append(p.answers, a)
+			n := max(a.Calls, 1)
+			if a.Calls == 0 && a.FinishReason == "length" {
+				// Recorded before calls were counted: a message still cut
+				// off took the loop's continuations too.
+				n = 1 + maxContinuations
+			}
+			p.parts = append(p.parts, n)
 		}
 	}
 	return p
 }
+
+// maxContinuations is the loop's default number of continuations.
+const maxContinuations = 3
 
 func (p *provider) model() string {
 	if len(p.answers) > 0 {
@@ -288,10 +308,10 @@ func (p *provider) model() string {
 func (p *provider) next() (schema.AssistantMessageAdded, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.calls == 0 || p.calls > len(p.answers) {
+	if p.handled == 0 || p.handled > len(p.answers) {
 		return schema.AssistantMessageAdded{}, false
 	}
-	return p.answers[p.calls-1], true
+	return p.answers[p.handled-1], true
 }
 
 func (p *provider) Name() string {
@@ -311,25 +331,28 @@ func (p *provider) APIMode() string {
 func (p *provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.calls >= len(p.answers) {
+	if p.handled >= len(p.answers) {
 		if p.interrupt != "" {
 			p.cancel(agent.Cause(p.interrupt))
 			return agent.Response{}, context.Cause(ctx)
 		}
 		return agent.Response{}, &agent.ProviderError{Provider: "replay", Status: 500, Message: "the record has no further model response"}
 	}
-	a := p.answers[p.calls]
+	a := p.answers[p.handled]
 	p.calls++
-	content := a.Content
-	if a.Reasoning != "" {
-		// Reasoning goes back in through the same path it came out of.
-		content = "<think>" + a.Reasoning + "</think>" + content
+	p.given++
+	if p.given < p.parts[p.handled] {
+		return agent.Response{FinishReason: "length", Model: a.Model}, nil
 	}
+	p.given = 0
+	p.handled++
 	finish := a.FinishReason
 	if finish == "" {
 		finish = "stop"
 	}
-	return agent.Response{Content: content, ToolCalls: a.ToolCalls, FinishReason: finish, Usage: a.Usage, Model: a.Model}, nil
+	// Reasoning goes back as the provider's reasoning, exactly as recorded
+	// (through <think> tags it would be trimmed).
+	return agent.Response{Content: a.Content, Reasoning: a.Reasoning, ToolCalls: a.ToolCalls, FinishReason: finish, Usage: a.Usage, Model: a.Model}, nil
 }
 
 // executor returns the recorded tool results by call id.

@@ -38,4 +38,9 @@ func TestRealLocalModel(t *testing.T) {
 	if strings.Count(events, "TurnCompleted") != 2 {
 		t.Fatalf("want two completed turns:\n%s", events)
 	}
+	// A real model's session (answers cut by max_tokens and continued, no
+	// usage reported) replays without divergence.
+	if out, errOut, code := hermes(t, env, "", "--home", home, "sessions", "replay", id); code != 0 {
+		t.Fatalf("replay of a real session: %d %s\n%s", code, out, errOut)
+	}
 }
