@@ -19,11 +19,18 @@ func Split(md string, limit int) []string {
 	s := strings.Trim(md, "\n")
 	var parts []string
 	for utf16Len(s) > limit {
-		part, rest := cut(s, limit)
+		part, rest, midLine := cut(s, limit)
 		if strings.TrimSpace(part) != "" {
 			parts = append(parts, strings.TrimRight(part, "\n"))
 		}
+		midLine = midLine && !strings.HasPrefix(rest, "\n")
 		s = strings.TrimLeft(rest, "\n")
+		if midLine && startsBlock(s) {
+			// The cut put text that was inside a line at the start of
+			// one, where it would read as a fence, heading, quote or
+			// bullet: keep it text.
+			s = "\\" + s
+		}
 	}
 	if strings.TrimSpace(s) != "" {
 		parts = append(parts, s)
@@ -40,8 +47,16 @@ type openBlock struct {
 	f       fence
 }
 
-// cut returns the first part of s and the rest.
-func cut(s string, limit int) (string, string) {
+// startsBlock says whether s starts with what Markdown reads as a block
+// marker at the start of a line.
+func startsBlock(s string) bool {
+	_, fenced := openFence(s[:lineEnd(s, 0)])
+	return fenced || isHeading(s) || isBullet(s) || strings.HasPrefix(s, ">")
+}
+
+// cut returns the first part of s and the rest, and whether the cut fell
+// inside a line.
+func cut(s string, limit int) (string, string, bool) {
 	w := prefix(s, limit)
 	if w == 0 {
 		_, w = utf8.DecodeRuneInString(s)
@@ -90,22 +105,22 @@ func cut(s string, limit int) (string, string) {
 	half := w / 2
 	switch {
 	case paraOut > 0 && paraOut >= half:
-		return s[:paraOut], s[paraOut+1:]
+		return s[:paraOut], s[paraOut+1:], false
 	case lineOut > 0 && lineOut >= half:
-		return s[:lineOut], s[lineOut+1:]
+		return s[:lineOut], s[lineOut+1:], false
 	}
 	if atW != nil {
 		if p, r, ok := cutBlock(s, limit, atW); ok {
-			return p, r
+			return p, r, false
 		}
 	}
 	switch {
 	case lineOut > 0:
-		return s[:lineOut], s[lineOut+1:]
+		return s[:lineOut], s[lineOut+1:], false
 	case spaceOut > 0:
-		return s[:spaceOut], s[spaceOut+1:]
+		return s[:spaceOut], s[spaceOut+1:], true
 	}
-	return s[:w], s[w:]
+	return s[:w], s[w:], true
 }
 
 // lineEnd is the index of the newline ending the line that starts at pos
@@ -135,7 +150,7 @@ func cutBlock(s string, limit int, b *openBlock) (string, string, bool) {
 	}
 	closer := "\n" + b.f.marker
 	reopen := b.opener + "\n"
-	if utf16Len(closer)+utf16Len(reopen) > limit/4 {
+	if utf16Len(closer)+utf16Len(reopen) > limit/2 {
 		return "", "", false // an absurd fence line: cut it like text
 	}
 	w := prefix(s, limit-utf16Len(closer))
