@@ -164,7 +164,8 @@ func New(cfg Config) (*Adapter, error) {
 		h := sha256.Sum256([]byte("hermes telegram webhook\x00" + cfg.Token))
 		secret = hex.EncodeToString(h[:16])
 	}
-	bot, err := telego.NewBot(cfg.Token, telego.WithAPIServer(cfg.APIURL), telego.WithHTTPClient(cfg.HTTPClient), telego.WithDiscardLogger())
+	bot, err := telego.NewBot(cfg.Token, telego.WithAPIServer(cfg.APIURL), telego.WithHTTPClient(cfg.HTTPClient),
+		telego.WithRequestConstructor(objectBodies{}), telego.WithDiscardLogger())
 	if errors.Is(err, telego.ErrInvalidToken) {
 		return nil, errors.New("platforms.telegram.token is not a bot token (they look like 123456789:AAE…, 35 characters after the colon): check TELEGRAM_BOT_TOKEN")
 	}
@@ -347,6 +348,18 @@ func (a *Adapter) classify(err error) error {
 		return &gw.PermanentError{Err: err}
 	}
 	return err
+}
+
+// objectBodies sends a method without parameters (getMe) with the body
+// {} rather than null: Bot API servers built on common JSON middleware
+// (telegram-test-api's express, for one) refuse a bare null.
+type objectBodies struct{ ta.DefaultConstructor }
+
+func (c objectBodies) JSONRequest(parameters any) (*ta.RequestData, error) {
+	if parameters == nil {
+		return &ta.RequestData{ContentType: ta.ContentTypeJSON, BodyRaw: []byte("{}")}, nil
+	}
+	return c.DefaultConstructor.JSONRequest(parameters)
 }
 
 // scrubbed is an error whose text no longer holds the bot token.
