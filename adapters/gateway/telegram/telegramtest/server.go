@@ -41,7 +41,8 @@ type Call struct {
 	Status int
 }
 
-// Failure is an error answer queued for a method.
+// Failure is an answer queued for a method: an error, or (Code 0) a
+// normal answer, to let calls through before a failure.
 type Failure struct {
 	// Code is the HTTP status and error_code (5xx answers with an HTML
 	// body, as a proxy in front of the Bot API does).
@@ -137,7 +138,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if q := s.fails[method]; len(q) > 0 {
+	if q := s.fails[method]; len(q) > 0 && q[0].Code == 0 {
+		s.fails[method] = q[1:]
+	} else if len(q) > 0 {
 		f := q[0]
 		s.fails[method] = q[1:]
 		call.Status = f.Code
@@ -235,7 +238,9 @@ func (s *Server) download(w http.ResponseWriter, rest string) {
 	q := s.fails["download"]
 	var fail *Failure
 	if len(q) > 0 {
-		fail = &q[0]
+		if q[0].Code != 0 {
+			fail = &q[0]
+		}
 		s.fails["download"] = q[1:]
 	}
 	s.calls = append(s.calls, Call{Method: "download", Params: map[string]any{"path": path}, At: time.Now()})
