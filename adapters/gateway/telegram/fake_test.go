@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"os"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,8 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/bus"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/telegram"
 	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
