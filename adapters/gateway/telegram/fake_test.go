@@ -392,3 +392,33 @@ func TestFakeTypingAndDeltas(t *testing.T) {
 		t.Fatalf("calls %+v", calls)
 	}
 }
+
+// Telegram down when the gateway starts: Run returns a plain error, the
+// plumbing reports it and starts the adapter again, and it connects once
+// Telegram answers.
+func TestFakeDownAtStartRecovers(t *testing.T) {
+	srv := telegramtest.NewServer(telegramtest.Token)
+	defer srv.Close()
+	srv.Fail("getMe", telegramtest.Failure{Code: 502, Description: "Bad Gateway"})
+	ad, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: srv.URL, CacheDir: t.TempDir(), PollTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.Open("", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	served := gw.NewServed(ad, b, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- served.Serve(ctx) }()
+	waitFor(t, "the failure reported", func() bool { return strings.Contains(served.Status().LastError, "502") })
+	if served.Status().Connected {
+		t.Fatal("connected while Telegram is down")
+	}
+	waitFor(t, "the adapter to connect", func() bool { return served.Status().Connected })
+	waitFor(t, "polling", func() bool { return len(srv.Calls("getUpdates")) > 0 })
+	cancel()
+	<-done
+}
