@@ -166,7 +166,7 @@ func TestFakeUnparsableHTMLFallsBackToPlainText(t *testing.T) {
 	if len(calls) != 2 || calls[0].Params["parse_mode"] != "HTML" || calls[1].Params["parse_mode"] != nil || calls[1].Params["text"] != "**bold** <x>" {
 		t.Fatalf("calls %+v", calls)
 	}
-	if rp, _ := calls[1].Params["reply_parameters"].(map[string]any); rp == nil || rp["message_id"] != float64(7) {
+	if rp, _ := calls[1].Params["reply_parameters"].(map[string]any); rp == nil || rp["message_id"] != float64(7) || rp["chat_id"] != float64(111) {
 		t.Fatalf("the plain resend does not reply: %+v", calls[1].Params)
 	}
 }

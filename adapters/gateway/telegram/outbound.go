@@ -66,8 +66,9 @@ func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, chat telego
 	for i := len(ids); i < len(parts); i++ {
 		p := &telego.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: HTML(parts[i]), ParseMode: telego.ModeHTML}
 		if i == 0 && replyTo > 0 {
-			// Sent even if the message answered was deleted meanwhile.
-			p.ReplyParameters = &telego.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+			// Sent even if the message answered was deleted meanwhile. The
+			// chat is named: left zero, the library would send "" for it.
+			p.ReplyParameters = &telego.ReplyParameters{MessageID: replyTo, ChatID: chat, AllowSendingWithoutReply: true}
 		}
 		keyboard := out.Kind == "approval" && len(out.Choices) > 0 && i == len(parts)-1
 		if keyboard {
