@@ -74,6 +74,12 @@ type TelegramConfig struct {
 	APIURL string `yaml:"api_url"`
 	// WebhookURL switches from long polling to a webhook.
 	WebhookURL string `yaml:"webhook_url"`
+	// WebhookListen is the webhook listener's address (default
+	// 127.0.0.1:8443, behind a TLS reverse proxy).
+	WebhookListen string `yaml:"webhook_listen"`
+	// WebhookSecret is the secret Telegram echoes in each webhook call
+	// (default: derived from the token).
+	WebhookSecret string `yaml:"webhook_secret"`
 }
 
 // WebhookConfig is platforms.webhook.
@@ -168,6 +174,8 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	}
 	t.APIURL = first(os.Getenv("TELEGRAM_API_URL"), t.APIURL)
 	t.WebhookURL = first(os.Getenv("TELEGRAM_WEBHOOK_URL"), t.WebhookURL)
+	t.WebhookListen = first(os.Getenv("TELEGRAM_WEBHOOK_LISTEN"), t.WebhookListen)
+	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
 	w := &s.Platforms.Webhook
 	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
 		w.Enabled = b

@@ -1,15 +1,24 @@
 package main
 
 import (
-	"errors"
+	"path/filepath"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/telegram"
 )
 
 // telegramPlatform builds the Telegram adapter when a bot token is set.
+// Attachments go to $HERMES_HOME/cache/telegram.
 func telegramPlatform(env *gatewayEnv) (gw.Platform, error) {
-	if env.set.Platforms.Telegram.Token == "" {
+	t := env.set.Platforms.Telegram
+	if t.Token == "" {
 		return nil, nil
 	}
-	return nil, errors.New("platforms.telegram: not available in this build yet")
+	a, err := telegram.New(telegram.Config{Token: t.Token, APIURL: t.APIURL, WebhookURL: t.WebhookURL,
+		WebhookListen: t.WebhookListen, WebhookSecret: t.WebhookSecret,
+		CacheDir: filepath.Join(env.home, "cache", "telegram"), Log: env.chat.a.log})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
