@@ -88,11 +88,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	f := s.follow(r, wt, false)
 	defer f.close()
 	for {
-		_, final, _, err := f.next()
+		n, err := f.next()
 		if err != nil {
 			s.timedOut(w, err)
 			return
 		}
+		final := n.final
 		if final == nil {
 			continue
 		}
@@ -127,7 +128,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, wt *waiter, 
 	session := tr.session
 	streamed := false
 	for {
-		items, final, known, err := f.next()
+		n, err := f.next()
+		items, final, known := n.items, n.final, n.session
 		if err != nil {
 			if out == nil {
 				s.timedOut(w, err)
@@ -151,7 +153,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, wt *waiter, 
 				return
 			}
 		}
-		if len(items) == 0 && final == nil {
+		if n.tick {
 			if err := out.keepAlive(); err != nil {
 				return
 			}

@@ -192,11 +192,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	f := s.follow(r, wt, false)
 	defer f.close()
 	for {
-		_, final, _, err := f.next()
+		n, err := f.next()
 		if err != nil {
 			s.timedOut(w, err)
 			return
 		}
+		final := n.final
 		if final == nil {
 			continue
 		}
@@ -247,7 +248,8 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, wt *wait
 		return emit("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "delta": d, "logprobs": []any{}})
 	}
 	for {
-		items, final, known, err := f.next()
+		n, err := f.next()
+		items, final, known := n.items, n.final, n.session
 		if err != nil {
 			if out == nil {
 				s.timedOut(w, err)
@@ -280,7 +282,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, wt *wait
 				return
 			}
 		}
-		if len(items) == 0 && final == nil {
+		if n.tick {
 			if err := out.keepAlive(); err != nil {
 				return
 			}

@@ -110,13 +110,23 @@ func (s *Server) follow(r *http.Request, wt *waiter, keepAlive bool) *follower {
 	return f
 }
 
-// next blocks until the request has news (or, with keepAlive, a tick
-// passed: all zero). err is set when the client left or the turn timed
-// out; the turn is then stopped.
-func (f *follower) next() (items []item, final *schema.Outbound, session string, err error) {
-	if items, final, session = f.wt.take(); len(items) > 0 || final != nil {
-		f.done = final != nil
-		return
+// news is what next found.
+type news struct {
+	items   []item
+	final   *schema.Outbound
+	session string
+	// tick: the keep-alive interval passed with nothing new.
+	tick bool
+}
+
+// next blocks until the request has news or, with keepAlive, a tick
+// passed. err is set when the client left or the turn timed out; the turn
+// is then stopped.
+func (f *follower) next() (news, error) {
+	var n news
+	if n.items, n.final, n.session = f.wt.take(); len(n.items) > 0 || n.final != nil {
+		f.done = n.final != nil
+		return n, nil
 	}
 	var tick <-chan time.Time
 	if f.tick != nil {
@@ -125,13 +135,18 @@ func (f *follower) next() (items []item, final *schema.Outbound, session string,
 	select {
 	case <-f.wt.wake:
 	case <-tick:
+		n.tick = true
 	case <-f.ctx.Done():
 		f.close()
-		return nil, nil, "", context.Cause(f.ctx)
+		return n, context.Cause(f.ctx)
 	}
-	items, final, session = f.wt.take()
+	items, final, session := f.wt.take()
+	if len(items) > 0 || final != nil {
+		n.tick = false
+	}
+	n.items, n.final, n.session = items, final, session
 	f.done = final != nil
-	return
+	return n, nil
 }
 
 // close ends the wait; a request left before its answer is abandoned and
@@ -212,5 +227,8 @@ func (e *sse) raw(s string) error {
 	return e.rc.Flush()
 }
 
-// keepAlive is a comment line: every SSE client skips it.
-func (e *sse) keepAlive() error { return e.raw(": keep-alive\n\n") }
+// keepAlive is a comment line: SSE clients skip it. No blank line
+// follows: the line joins the next event's block, because some clients
+// (openai-go 1.x) dispatch an empty event for a lone comment block and
+// fail to decode it.
+func (e *sse) keepAlive() error { return e.raw(": keep-alive\n") }
