@@ -245,7 +245,7 @@ func (s *Server) stop(session string) {
 	if s.opts.Stopper == nil || session == "" || s.closing.Load() {
 		return
 	}
-	s.log.Info().Str("session", session).Msg("API client left: stopping its turn")
+	s.log.Debug().Str("session", session).Msg("stopping the turn of a client that left")
 	s.opts.Stopper.Stop(session, "the API client disconnected")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,10 +80,21 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	all, err := a.List(r.Context(), limit)
+	ask := limit
+	if ask > 0 {
+		ask++ // room for the row dropped below
+	}
+	all, err := a.List(r.Context(), ask)
 	if err != nil {
 		s.readFailed(w, "list sessions", err)
 		return
+	}
+	// The sessions projection files events of streams outside any session
+	// (the gateway's chat index, pairings) under the session id "": not a
+	// session.
+	all = slices.DeleteFunc(all, func(x sessions.Summary) bool { return x.ID == "" })
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
 	}
 	writeJSON(w, http.StatusOK, newList(all))
 }

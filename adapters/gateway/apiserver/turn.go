@@ -158,6 +158,7 @@ func (f *follower) close() {
 	f.cancel()
 	if !f.done {
 		f.done = true
+		f.s.log.Info().Str("request", f.wt.id).Err(context.Cause(f.ctx)).Msg("API client left before the answer: its turn is stopped")
 		f.s.stop(f.s.corr.abandon(f.wt))
 	}
 }

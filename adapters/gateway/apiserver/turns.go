@@ -131,7 +131,6 @@ func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([
 		c.running[out.Chat] = out.InReplyTo
 		w := c.waiting[out.InReplyTo]
 		left := c.abandoned[out.InReplyTo]
-		delete(c.abandoned, out.InReplyTo)
 		c.mu.Unlock()
 		if w != nil {
 			w.mu.Lock()
@@ -150,7 +149,13 @@ func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([
 		c.mu.Lock()
 		c.learn(out)
 		w := c.waiting[out.InReplyTo]
+		left := c.abandoned[out.InReplyTo]
 		c.mu.Unlock()
+		if left && out.SessionID != "" {
+			// A stop sent as the turn began may have reached the session
+			// before the turn did: stop again while it still talks.
+			stop(out.SessionID)
+		}
 		if w != nil {
 			w.mu.Lock()
 			w.started, w.session = true, out.SessionID
@@ -233,8 +238,9 @@ func (c *correlation) forget(w *waiter) {
 }
 
 // abandon drops a request whose client left. It returns the session whose
-// turn must be stopped now ("" when the turn has not begun: it is stopped
-// when it does, or when it already ended).
+// turn must be stopped now ("" when the turn has not begun). Until the
+// turn's reply comes, every sign of it (its start, a delta) stops it again:
+// a turn queued behind another is stopped when it begins.
 func (c *correlation) abandon(w *waiter) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -242,13 +248,13 @@ func (c *correlation) abandon(w *waiter) string {
 		return "" // answered meanwhile
 	}
 	delete(c.waiting, w.id)
+	c.abandoned[w.id] = true
 	w.mu.Lock()
 	started, session := w.started, w.session
 	w.mu.Unlock()
 	if started {
 		return session
 	}
-	c.abandoned[w.id] = true
 	return ""
 }
 
