@@ -13,6 +13,13 @@ import (
 // and waits at /v1/approvals/{session} until the client answers it there
 // or the question times out (an approval unanswered is denied).
 
+// listApprovals lists every question waiting: a client that started a
+// session without streaming learns its id only with the answer, and finds
+// the question here.
+func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, newList(s.corr.allQuestions()))
+}
+
 type answerRequest struct {
 	Answer string `json:"answer"`
 }

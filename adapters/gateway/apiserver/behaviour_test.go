@@ -59,6 +59,10 @@ func TestApprovalAnsweredThroughTheAPI(t *testing.T) {
 	if q.Kind != "approval" || !strings.Contains(q.Question, "rm -rf build") || strings.Contains(q.Question, "/approve") || len(q.Choices) != 4 {
 		t.Fatalf("question %+v", q)
 	}
+	// Listed too, for clients that do not know their session yet.
+	if resp, b := r.do(t, http.MethodGet, "/v1/approvals", "", nil, nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"session_id":"`+sid+`"`) {
+		t.Fatalf("list: %d %s", resp.StatusCode, b)
+	}
 	// A wrong answer is refused and leaves the question waiting.
 	if resp, b := r.postJSON(t, "/v1/approvals/"+sid, map[string]string{"answer": "sure"}, nil); resp.StatusCode != 400 {
 		t.Fatalf("answer 'sure': %d %s", resp.StatusCode, b)
@@ -336,3 +340,71 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+func TestRunStopsAndReportsConnected(t *testing.T) {
+	stopped := make(chan string, 1)
+	api, err := apiserver.New(apiserver.Options{Host: "127.0.0.1", ShutdownGrace: 300 * time.Millisecond, Stopper: stopperFunc(func(s, _ string) { stopped <- s })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.Connected() || api.Name() != "api" {
+		t.Fatal("connected before Run")
+	}
+	got := make(chan schema.Inbound, 1)
+	inbox := func(_ context.Context, in schema.Inbound) error {
+		got <- in
+		// The turn begins and never ends.
+		_, _ = api.Send(context.Background(), schema.Outbound{Kind: "typing", Platform: "api", Chat: in.Chat, InReplyTo: in.MessageID, SessionID: "s1"})
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- api.Run(ctx, inbox) }()
+	<-api.Listening()
+	if !api.Connected() {
+		t.Fatal("not connected while listening")
+	}
+	reqDone := make(chan error, 1)
+	go func() {
+		resp, err := http.Post("http://"+api.Addr()+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		reqDone <- err
+	}()
+	in := <-got
+	if in.Platform != "api" || !in.Verified || in.User != "api" || in.Text != "hello" || in.Model != "gpt-4o" || in.Chat == "" || in.MessageID == "" || in.SessionID != "" {
+		t.Fatalf("inbound %+v", in)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("stopping took %s", d)
+	}
+	if api.Connected() {
+		t.Fatal("connected after Run returned")
+	}
+	if err := <-reqDone; err == nil {
+		t.Fatal("the request in flight got an answer from a stopped server")
+	}
+	// Cut off by the shutdown, not by its client: the turn runs on (the
+	// gateway drains it).
+	select {
+	case s := <-stopped:
+		t.Fatalf("the shutdown stopped turn %s", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+type stopperFunc func(session, reason string)
+
+func (f stopperFunc) Stop(session, reason string) { f(session, reason) }

@@ -256,6 +256,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/models", s.only(http.MethodGet, s.models))
 	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.chatCompletions))
 	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.responses))
+	mux.HandleFunc("/v1/approvals", s.only(http.MethodGet, s.listApprovals))
 	mux.HandleFunc("/v1/approvals/{session}", s.approvals)
 	mux.HandleFunc("/api/sessions", s.only(http.MethodGet, s.listSessions))
 	mux.HandleFunc("/api/sessions/{id}", s.only(http.MethodGet, s.showSession))

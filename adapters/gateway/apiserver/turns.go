@@ -3,6 +3,7 @@ package apiserver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -267,6 +268,18 @@ func (c *correlation) question(session string) *question {
 		ch = session
 	}
 	return c.questions[ch]
+}
+
+// allQuestions lists the questions waiting, by session.
+func (c *correlation) allQuestions() []*question {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*question, 0, len(c.questions))
+	for _, q := range c.questions {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b *question) int { return strings.Compare(a.Session, b.Session) })
+	return out
 }
 
 // answered removes q if it is still the chat's question.
