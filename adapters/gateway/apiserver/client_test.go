@@ -192,6 +192,15 @@ func TestChatCompletionContinuesASession(t *testing.T) {
 	if !asOpenAIError(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "session_not_found" {
 		t.Fatalf("unknown session: %v", err)
 	}
+	// So is a deleted one.
+	if err := r.store.DeleteStream(context.Background(), events.SessionStream(sid), events.Any); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat.Completions.New(context.Background(), oa.ChatCompletionNewParams{Model: apiserver.Alias,
+		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("hi")}}, option.WithHeader(apiserver.SessionHeader, sid))
+	if !asOpenAIError(err, &apiErr) || apiErr.StatusCode != 404 || !strings.Contains(apiErr.Message, "deleted") {
+		t.Fatalf("deleted session: %v", err)
+	}
 }
 
 func TestNewSessionTakesEarlierMessagesAsContext(t *testing.T) {

@@ -181,9 +181,6 @@ func (s *Server) Addr() string {
 	return s.addr
 }
 
-// Handler is the server's HTTP handler (tests, embedding).
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // Run listens and serves until ctx ends; then it waits up to ShutdownGrace
 // for requests in flight. Turns whose clients are cut off then run on to
 // their end: the gateway drains them.
@@ -209,11 +206,10 @@ func (s *Server) Run(ctx context.Context, in gw.Inbox) error {
 	s.closing.Store(false)
 	s.connected.Store(true)
 	s.listenOne.Do(func() { close(s.listening) })
-	ev := s.log.Info().Str("addr", ln.Addr().String())
 	if s.opts.Key == "" {
 		s.log.Warn().Str("addr", ln.Addr().String()).Msg("API server listening on loopback WITHOUT a key: any local program can use the agent; set API_SERVER_KEY to require one")
 	} else {
-		ev.Msg("API server listening (bearer key required)")
+		s.log.Info().Str("addr", ln.Addr().String()).Strs("cors_origins", s.opts.CORSOrigins).Msg("API server listening (bearer key required)")
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

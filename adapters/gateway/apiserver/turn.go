@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -60,6 +61,10 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, tr turnRequest, p
 	if tr.session != "" {
 		if s.opts.Archive != nil {
 			ok, err := s.opts.Archive.Exists(r.Context(), tr.session)
+			if errors.Is(err, events.ErrStreamDeleted) {
+				fail(w, http.StatusNotFound, notFoundError, "session_not_found", "session "+tr.session+" was deleted: omit "+SessionHeader+" to start one")
+				return nil
+			}
 			if err != nil {
 				s.log.Error().Err(err).Str("session", tr.session).Msg("look up a session")
 				fail(w, http.StatusInternalServerError, serverError, "", "could not look up session "+tr.session)
