@@ -91,7 +91,8 @@ func heap() uint64 {
 // Baseline in the same run: the same 1,000 requests straight to the model
 // server. Each op is one wave of 1,000 new chats, then one wave continuing
 // them (X-Hermes-Session-Id). Reported: turns/s, p50/p99 latency beside
-// the model's own, and the heap an idle session keeps.
+// the model's own, the latency of one chat at a time (no queueing), and
+// the heap an idle session keeps.
 //
 //	go test -run '^$' -bench ConcurrentChats -benchtime 1x ./adapters/gateway/apiserver/
 func BenchmarkConcurrentChats(b *testing.B) {
@@ -107,6 +108,11 @@ func BenchmarkConcurrentChats(b *testing.B) {
 	base := wave(b, c, r.llm.URL+"/v1/chat/completions", "", bodies, nil)
 	// Warm-up: connections, actors' code paths.
 	wave(b, c, r.url+"/v1/chat/completions", "", bodies[:50], nil)
+	// One chat at a time: the path's own latency, without queueing.
+	var serial []time.Duration
+	for i := range 50 {
+		serial = append(serial, wave(b, c, r.url+"/v1/chat/completions", "", bodies[i:i+1], nil)...)
+	}
 
 	before := heap()
 	var all []time.Duration
@@ -137,6 +143,8 @@ func BenchmarkConcurrentChats(b *testing.B) {
 	b.ReportMetric(float64(pct(base, 0.99))/1e6, "model-p99-ms")
 	b.ReportMetric(float64(pct(all, 0.99)-pct(base, 0.99))/1e6, "p99-overhead-ms")
 	b.ReportMetric(perSession/1024, "KiB/idle-session")
+	b.ReportMetric(float64(pct(serial, 0.50))/1e6, "one-chat-p50-ms")
+	b.ReportMetric(float64(pct(serial, 0.99))/1e6, "one-chat-p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
