@@ -51,6 +51,10 @@ type work struct {
 	corr    string
 	recover bool
 	cancel  context.CancelFunc
+
+	// verified marks a front door's message (the API server reports the
+	// turn's token usage with its reply).
+	verified bool
 }
 
 type question struct {
@@ -237,8 +241,13 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		return c.reply(rec, "", "", "notice", fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, MaxTextBytes>>10), m.corr)
 	}
 
+	// Verified front doors (the API server, webhooks) carry text written by
+	// programs: it is never a chat command, and a question waiting in the
+	// chat is answered only by a callback (the API's approvals endpoint).
+	people := !in.Verified
+
 	// A question waits for this chat's user: this message may be the answer.
-	if c.question != nil && c.question.owner == in.User {
+	if people && c.question != nil && c.question.owner == in.User {
 		cmd, _ := command(text)
 		if c.question.q.Kind != "approval" || cmd == "/approve" || cmd == "/deny" {
 			if err := c.record(c.received(in, "", "")); err != nil {
@@ -249,7 +258,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		}
 	}
 
-	if cmd, arg := command(text); cmd != "" && cmd != "/approve" && cmd != "/deny" {
+	if cmd, arg := command(text); people && cmd != "" && cmd != "/approve" && cmd != "/deny" {
 		rec := c.received(in, "", "")
 		if err := c.record(rec); err != nil {
 			return err
@@ -257,7 +266,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		c.seen[in.MessageID] = true
 		return c.command(ctx, rec, cmd, arg, m.corr)
 	}
-	if cmd, _ := command(text); cmd == "/approve" || cmd == "/deny" {
+	if cmd, _ := command(text); people && (cmd == "/approve" || cmd == "/deny") {
 		rec := c.received(in, "", "")
 		if err := c.record(rec); err != nil {
 			return err
@@ -292,7 +301,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	if in.Verified && in.Model != "" {
 		model = in.Model
 	}
-	w := &work{msg: rec, stream: in.Stream, model: model, corr: m.corr}
+	w := &work{msg: rec, stream: in.Stream, model: model, corr: m.corr, verified: in.Verified}
 	c.queue = append(c.queue, w)
 	if c.running != nil && c.r.cfg.Busy == "interrupt" {
 		c.r.Sessions.Stop(c.running.msg.SessionID, "a new message arrived")
@@ -488,7 +497,16 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 	case strings.TrimSpace(text) == "":
 		kind, text = "notice", "(no answer)"
 	}
-	if err := c.reply(m.w.msg, res.SessionID, res.TurnID, kind, text, m.w.corr); err != nil {
+	var usage *schema.Usage
+	if m.w.verified && res.TurnID != "" {
+		u, err := turnUsage(context.Background(), c.r.store, res.TurnID, m.w.msg.SessionID, res.SessionID)
+		if err != nil {
+			c.r.log.Warn().Err(err).Str("chat", c.key).Msg("sum the turn's usage")
+		} else {
+			usage = &u
+		}
+	}
+	if err := c.replyUsage(m.w.msg, res.SessionID, res.TurnID, kind, text, m.w.corr, usage); err != nil {
 		c.r.log.Error().Err(err).Str("chat", c.key).Msg("record a reply")
 	}
 	c.next(ctx)
@@ -496,6 +514,12 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 
 // reply records a reply in the outbox and publishes it.
 func (c *chat) reply(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string) error {
+	return c.replyUsage(to, sessionID, turnID, kind, text, corr, nil)
+}
+
+// replyUsage is reply with the token usage of the turn answered (sent, not
+// recorded: the session's events hold it).
+func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string, usage *schema.Usage) error {
 	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: sessionID, TurnID: turnID, InReplyTo: to.MessageID, Kind: kind, Text: text}
 	if rep.SessionID == "" {
 		rep.SessionID = c.session
@@ -508,6 +532,7 @@ func (c *chat) reply(to schema.GatewayMessageReceived, sessionID, turnID, kind, 
 		c.answered[to.MessageID] = true
 	}
 	out := c.outbound("reply", rep)
+	out.Usage = usage
 	if kind == "error" {
 		out.Error = text
 	}

@@ -136,3 +136,36 @@ func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Us
 	}
 	return u, cost, calls, nil
 }
+
+// turnUsage sums the model calls of turn turnID in the sessions it ran in
+// (two when a compression moved it to a child session).
+func turnUsage(ctx context.Context, store events.Store, turnID string, ids ...string) (schema.Usage, error) {
+	var u schema.Usage
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+		if err != nil {
+			return u, err
+		}
+		for _, r := range rs {
+			if r.TurnID != turnID || (r.Type != "AssistantMessageAdded" && r.Type != "AuxiliaryCallCompleted") {
+				continue
+			}
+			p, err := schema.Decode(r.Envelope)
+			if err != nil {
+				return u, err
+			}
+			switch e := p.(type) {
+			case schema.AssistantMessageAdded:
+				u = u.Add(e.Usage)
+			case schema.AuxiliaryCallCompleted:
+				u = u.Add(e.Usage)
+			}
+		}
+	}
+	return u, nil
+}

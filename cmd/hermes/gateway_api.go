@@ -1,15 +1,104 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"path/filepath"
 
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/session"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/search"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // apiPlatform builds the OpenAI-compatible API server when enabled.
 func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
-	if !env.set.Platforms.APIServer.Enabled {
+	set := env.set.Platforms.APIServer
+	if !set.Enabled {
 		return nil, nil
 	}
-	return nil, errors.New("platforms.api_server: not available in this build yet")
+	a := env.chat.a
+	arch := &apiArchive{a: a}
+	return apiserver.New(apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
+		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.log})
+}
+
+// apiArchive is the API server's read side of the sessions. The chatter's
+// projections are fed by its own runner in the background; a read opens
+// the projections as another process would, catches them up to the end of
+// the log (as the CLI's commands do) and closes them, so that what the
+// API shows includes the turn that just answered.
+type apiArchive struct{ a *app }
+
+// read runs fn over the projections brought up to date.
+func (x *apiArchive) read(ctx context.Context, fn func(db *projections.DB) error) error {
+	db, err := projections.OpenDB(filepath.Join(x.a.home, "projections.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	run := projections.NewRunner(x.a.store, x.a.log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()))
+	if _, err := run.CatchUp(ctx); err != nil {
+		return err
+	}
+	return fn(db)
+}
+
+func (x *apiArchive) List(ctx context.Context, limit int) ([]sessions.Summary, error) {
+	var out []sessions.Summary
+	err := x.read(ctx, func(db *projections.DB) (err error) {
+		out, err = sessions.List(ctx, db.Reader(), limit)
+		return err
+	})
+	return out, err
+}
+
+func (x *apiArchive) Get(ctx context.Context, id string) (sessions.Summary, bool, error) {
+	var s sessions.Summary
+	var ok bool
+	err := x.read(ctx, func(db *projections.DB) (err error) {
+		s, ok, err = sessions.Get(ctx, db.Reader(), id)
+		return err
+	})
+	return s, ok, err
+}
+
+// History is the history as the next model call starts from it (what
+// `hermes sessions show --json` prints).
+func (x *apiArchive) History(ctx context.Context, id string) ([]schema.Message, error) {
+	var out []schema.Message
+	err := x.read(ctx, func(db *projections.DB) error {
+		msgs, err := history.Messages(ctx, db.Reader(), id)
+		out = nextCall(msgs)
+		return err
+	})
+	return out, err
+}
+
+func (x *apiArchive) Events(ctx context.Context, id string) ([]events.Recorded, error) {
+	return x.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+}
+
+func (x *apiArchive) Fork(ctx context.Context, id string, at uint64) (string, error) {
+	return session.Fork(ctx, x.a.store, id, at)
+}
+
+func (x *apiArchive) Exists(ctx context.Context, id string) (bool, error) {
+	rs, err := x.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+	return len(rs) > 0, err
+}
+
+func (x *apiArchive) Search(ctx context.Context, q search.Query) (search.Results, error) {
+	var res search.Results
+	err := x.a.searchIndex(ctx, false, nil, func(idx *search.Index) error {
+		var err error
+		res, err = idx.Search(ctx, q)
+		return err
+	})
+	return res, err
 }

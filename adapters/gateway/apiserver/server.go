@@ -1,0 +1,403 @@
+// Package apiserver is the gateway's OpenAI-compatible HTTP front door: a
+// gateway Platform named "api" whose requests (/v1/chat/completions,
+// /v1/responses) become the router's inbound messages and whose answers
+// come back through Send, plus read-only views of the sessions (/api/…).
+// The agent runs its own tools on the server's side; a client talks to
+// Hermes as it would to a model.
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Platform is the name of the API server's platform: the source of the
+// sessions it creates and the suffix of its outbound topic.
+const Platform = "api"
+
+// Alias is the model name that means "the agent as configured"; any other
+// model a request names is used for that turn instead.
+const Alias = "hermes-agent"
+
+// SessionHeader carries the session a request continues (request) and the
+// session that answered (response).
+const SessionHeader = "X-Hermes-Session-Id"
+
+// Options configure a Server.
+type Options struct {
+	// Host and Port to listen on (default 127.0.0.1:8642; port 0 picks a
+	// free one).
+	Host string
+	Port int
+	// Key is the bearer key every route but /health requires. It may be
+	// empty only on a loopback host.
+	Key string
+	// CORSOrigins lists the origins browsers may call from ("*": any).
+	// None by default.
+	CORSOrigins []string
+	// Model is the configured model, listed by /v1/models beside Alias.
+	Model string
+	// Archive serves /api/sessions… and checks the session a request
+	// names; nil turns those routes off (501).
+	Archive Archive
+	// Search serves /api/search; nil turns it off (501).
+	Search Searcher
+	// Stopper stops the turn of a client that went away; nil lets turns
+	// run to their end (their answers stay in the session).
+	Stopper Stopper
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxTextBytes bounds the text sent to the agent, history included
+	// (default 64 KiB, the router's limit).
+	MaxTextBytes int
+	// TurnTimeout bounds how long a request waits for its answer
+	// (default 30 minutes); then the turn is stopped and the client gets
+	// a 504.
+	TurnTimeout time.Duration
+	// KeepAlive is the interval of SSE comments on quiet streams (default
+	// 15 s), so that proxies keep long turns open.
+	KeepAlive time.Duration
+	// ShutdownGrace is how long a stop waits for requests in flight before
+	// closing their connections (default 10 s).
+	ShutdownGrace time.Duration
+	Log           zerolog.Logger
+}
+
+// Stopper interrupts a session's turn in flight (the session manager).
+type Stopper interface {
+	Stop(sessionID, reason string)
+}
+
+// Server is the API server. Create it with New; the gateway's Served runs
+// it (Run) and delivers the router's answers to it (Send).
+type Server struct {
+	opts    Options
+	log     zerolog.Logger
+	keyHash [32]byte
+	handler http.Handler
+	started time.Time
+
+	inbox     atomic.Pointer[gw.Inbox]
+	corr      *correlation
+	connected atomic.Bool
+	closing   atomic.Bool
+
+	addrMu    sync.Mutex
+	addr      string
+	listening chan struct{}
+	listenOne sync.Once
+}
+
+// ErrKeyRequired is returned by New for a host other than loopback with no
+// key: the agent runs commands on this machine, so nobody may reach it
+// from the network without one.
+var ErrKeyRequired = errors.New("platforms.api_server: a key is required to listen on a non-loopback host: set API_SERVER_KEY (or platforms.api_server.key), or listen on 127.0.0.1")
+
+// New checks opts and returns a Server that listens once Run is called.
+func New(opts Options) (*Server, error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Port < 0 || opts.Port > 65535 {
+		return nil, fmt.Errorf("platforms.api_server.port %d: not a port", opts.Port)
+	}
+	if opts.Key == "" && !loopback(opts.Host) {
+		return nil, fmt.Errorf("%w (host %q)", ErrKeyRequired, opts.Host)
+	}
+	for _, o := range opts.CORSOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return nil, fmt.Errorf("platforms.api_server.cors_origins: %q is not an origin (scheme://host[:port]) or *", o)
+		}
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.MaxTextBytes <= 0 {
+		opts.MaxTextBytes = 64 << 10
+	}
+	if opts.TurnTimeout <= 0 {
+		opts.TurnTimeout = 30 * time.Minute
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 10 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Log.With().Str("platform", Platform).Logger(), started: time.Now(),
+		corr: newCorrelation(), listening: make(chan struct{})}
+	if opts.Key != "" {
+		s.keyHash = sha256.Sum256([]byte(opts.Key))
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// loopback reports whether host only answers this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Name is the platform's name.
+func (s *Server) Name() string { return Platform }
+
+// Connected reports whether the server is listening.
+func (s *Server) Connected() bool { return s.connected.Load() }
+
+// Listening is closed once the server listens the first time.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
+
+// Addr is the address the server listens on ("" before Run listens).
+func (s *Server) Addr() string {
+	s.addrMu.Lock()
+	defer s.addrMu.Unlock()
+	return s.addr
+}
+
+// Run listens and serves until ctx ends; then it waits up to ShutdownGrace
+// for requests in flight. Turns whose clients are cut off then run on to
+// their end: the gateway drains them.
+func (s *Server) Run(ctx context.Context, in gw.Inbox) error {
+	s.inbox.Store(&in)
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)))
+	if err != nil {
+		return fmt.Errorf("api server: listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler: s.handler,
+		// No read or write timeout for the whole request: a turn may take
+		// minutes, and a read deadline would look like a client that left.
+		// The body has its own deadline (see decode).
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(s.log, "", 0),
+	}
+	s.addrMu.Lock()
+	s.addr = ln.Addr().String()
+	s.addrMu.Unlock()
+	s.closing.Store(false)
+	s.connected.Store(true)
+	s.listenOne.Do(func() { close(s.listening) })
+	if s.opts.Key == "" {
+		s.log.Warn().Str("addr", ln.Addr().String()).Msg("API server listening on loopback WITHOUT a key: any local program can use the agent; set API_SERVER_KEY to require one")
+	} else {
+		s.log.Info().Str("addr", ln.Addr().String()).Strs("cors_origins", s.opts.CORSOrigins).Msg("API server listening (bearer key required)")
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		s.connected.Store(false)
+		return fmt.Errorf("api server: %w", err)
+	}
+	s.closing.Store(true)
+	s.connected.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	<-served
+	return nil
+}
+
+// Send takes one of the router's messages for this platform: typing (a
+// turn began), delta (a piece of a streamed answer), approval (a tool's
+// question) or reply (the answer). It never waits for an HTTP client.
+func (s *Server) Send(_ context.Context, out schema.Outbound) ([]string, error) {
+	return s.corr.deliver(out, func(session string) { s.stop(session) })
+}
+
+func (s *Server) stop(session string) {
+	if s.opts.Stopper == nil || session == "" || s.closing.Load() {
+		return
+	}
+	s.log.Debug().Str("session", session).Msg("stopping the turn of a client that left")
+	s.opts.Stopper.Stop(session, "the API client disconnected")
+}
+
+// routes builds the handler: CORS, then the key, then the routes.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", s.only(http.MethodGet, s.health))
+	mux.HandleFunc("/v1/models", s.only(http.MethodGet, s.models))
+	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.chatCompletions))
+	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.responses))
+	mux.HandleFunc("/v1/approvals", s.only(http.MethodGet, s.listApprovals))
+	mux.HandleFunc("/v1/approvals/{session}", s.approvals)
+	mux.HandleFunc("/api/sessions", s.only(http.MethodGet, s.listSessions))
+	mux.HandleFunc("/api/sessions/{id}", s.only(http.MethodGet, s.showSession))
+	mux.HandleFunc("/api/sessions/{id}/events", s.only(http.MethodGet, s.sessionEvents))
+	mux.HandleFunc("/api/sessions/{id}/fork", s.only(http.MethodPost, s.forkSession))
+	mux.HandleFunc("/api/search", s.only(http.MethodGet, s.search))
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			fail(w, http.StatusNotFound, notFoundError, "unknown_url", fmt.Sprintf("no route %s %s: see /v1/models, /v1/chat/completions, /v1/responses, /api/sessions", r.Method, r.URL.Path))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.cors(s.auth(routed))
+}
+
+// only answers other methods with 405.
+func (s *Server) only(method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			fail(w, http.StatusMethodNotAllowed, invalidRequest, "method_not_allowed", fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// auth requires the bearer key on every route but /health.
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Key == "" || r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := r.Header.Get("Authorization")
+		scheme, key, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") || key == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes"`)
+			fail(w, http.StatusUnauthorized, authError, "missing_api_key", "no API key: send Authorization: Bearer <API_SERVER_KEY>")
+			return
+		}
+		// Hashes have one length: the comparison takes the same time
+		// whatever was sent.
+		sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
+		if subtle.ConstantTimeCompare(sum[:], s.keyHash[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes", error="invalid_token"`)
+			fail(w, http.StatusUnauthorized, authError, "invalid_api_key", "invalid API key")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors lets the configured origins call from a browser; preflights are
+// answered before the key is checked (browsers send none with them).
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		allowed := slices.Contains(s.opts.CORSOrigins, "*") || slices.Contains(s.opts.CORSOrigins, origin)
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		if !allowed {
+			if preflight {
+				fail(w, http.StatusForbidden, invalidRequest, "origin_not_allowed", "origin "+origin+" is not in platforms.api_server.cors_origins")
+				return
+			}
+			next.ServeHTTP(w, r) // no CORS headers: the browser keeps the answer from the page
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", SessionHeader)
+		if preflight {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "platform": Platform})
+}
+
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	data := []model{{ID: Alias, Object: "model", Created: s.started.Unix(), OwnedBy: "hermes"}}
+	if s.opts.Model != "" && s.opts.Model != Alias {
+		data = append(data, model{ID: s.opts.Model, Object: "model", Created: s.started.Unix(), OwnedBy: "hermes"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// decode reads a JSON body into v, answering the client itself (and
+// returning false) when the body is too large, not JSON, or not UTF-8.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		fail(w, http.StatusUnsupportedMediaType, invalidRequest, "unsupported_media_type", fmt.Sprintf("Content-Type %q: send application/json", ct))
+		return false
+	}
+	// The server has no read timeout (turns are long): the body has one.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	_ = rc.SetReadDeadline(time.Time{})
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		fail(w, http.StatusRequestEntityTooLarge, invalidRequest, "request_too_large", fmt.Sprintf("the request body is over %d bytes", s.opts.MaxBodyBytes))
+		return false
+	case err != nil:
+		fail(w, http.StatusBadRequest, invalidRequest, "unreadable_body", "could not read the request body: "+err.Error())
+		return false
+	case !utf8.Valid(body):
+		fail(w, http.StatusBadRequest, invalidRequest, "invalid_utf8", "the request body is not valid UTF-8")
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		fail(w, http.StatusBadRequest, invalidRequest, "invalid_json", "the request body is not valid JSON for this route: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// newID returns a fresh random id of 24 hex digits.
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
