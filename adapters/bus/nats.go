@@ -80,7 +80,13 @@ func OpenNATS(url string, ackWait time.Duration, log zerolog.Logger) (*Bus, erro
 	return &Bus{Publisher: &jsPublisher{pub: pub, streams: streams}, Subscriber: sub, Logger: wlog, Kind: "nats",
 		close: func() error {
 			err := sub.Close()
-			// Flush what was published, then let go of the connection.
+			// The server has seen the unsubscriptions once a flush returns:
+			// nothing more is delivered here, to be dropped and redelivered
+			// only after the ack wait. Then what was published goes out and
+			// the connection closes.
+			if ferr := nc.FlushTimeout(jsAPITimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+				err = errors.Join(err, ferr)
+			}
 			return errors.Join(err, nc.Drain())
 		}}, nil
 }
@@ -191,7 +197,8 @@ func (s *jsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *mes
 		stopMu.Lock()
 		if stopped {
 			stopMu.Unlock()
-			return // not acknowledged: redelivered to whoever consumes next
+			_ = m.Nak() // to whoever consumes next, now rather than after the ack wait
+			return
 		}
 		inflight.Add(1)
 		stopMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -15,7 +16,7 @@ import (
 
 func openBus(t *testing.T, url string) *bus.Bus {
 	t.Helper()
-	b, err := bus.Open(url, zerolog.Nop())
+	b, err := bus.Open(url, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +85,11 @@ func TestNATSDurableAcrossRestarts(t *testing.T) {
 	}
 	m, n = next(t, ch, 5*time.Second)
 	if m == nil || n != 2 {
+		nc, _ := nats.Connect(srv.URL)
+		js, _ := nc.JetStream()
+		ci, err := js.ConsumerInfo(topic, bus.Durable(topic))
+		si, _ := js.StreamInfo(topic)
+		t.Logf("consumer %+v %v\nstream %+v", ci, err, si.State)
 		t.Fatalf("after the restart got %d, want 2 (1 was acknowledged before)", n)
 	}
 	m.Ack()
