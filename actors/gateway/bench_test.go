@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ import (
 // every message to one chat (direct: one session), so histories grow alike.
 //
 // Metrics: p50/p99 of each path in µs, the overhead at p50 and p99
-// (gateway − direct) and the ratio at p50.
+// (gateway − direct) and the ratio at p50. HERMES_BENCH_DIR=/dev/shm keeps
+// the store off the disk.
 func BenchmarkGatewayOverhead(b *testing.B) {
 	for _, mode := range []string{"new-chat", "same-chat"} {
 		b.Run("gochannel/"+mode, func(b *testing.B) { benchOverhead(b, "", mode) })
@@ -44,7 +46,17 @@ func benchOverhead(b *testing.B, busURL, mode string) {
 	llm.Cycle = []llmtest.Reply{{Content: "pong", Prompt: 10, Completion: 1}}
 	llm.NoRecord = true
 	b.Cleanup(llm.Close)
-	rig := gatewaytest.Start(b, gatewaytest.Options{BusURL: busURL, LLM: llm, Config: gateway.Config{Auth: gateway.Auth{AllowAll: true}}})
+	// HERMES_BENCH_DIR puts the store elsewhere (/dev/shm: without the
+	// disk's fsyncs, what is left is the gateway's own cost).
+	dir := ""
+	if d := os.Getenv("HERMES_BENCH_DIR"); d != "" {
+		var err error
+		if dir, err = os.MkdirTemp(d, "hermes-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	rig := gatewaytest.Start(b, gatewaytest.Options{Dir: dir, BusURL: busURL, LLM: llm, Config: gateway.Config{Auth: gateway.Auth{AllowAll: true}}})
 	replies := make(chan schema.Outbound, 64)
 	chat := gatewaytest.NewChat("bench")
 	chat.OnSend = func(o schema.Outbound) {
