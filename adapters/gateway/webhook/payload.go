@@ -180,7 +180,13 @@ func render(t *template.Template, payload any, m meta) (string, error) {
 	// text/template prints a missing key (or a JSON null) of a map of
 	// interfaces as "<no value>" even with missingkey=zero: a missing field
 	// renders empty instead.
-	return strings.TrimSpace(strings.ReplaceAll(buf.String(), "<no value>", "")), nil
+	text := strings.TrimSpace(strings.ReplaceAll(buf.String(), "<no value>", ""))
+	if strings.HasPrefix(text, "/") {
+		// The gateway would take it for a command (/new, /model, /stop),
+		// and a payload's text is anyone's (a pull request's title).
+		text = "Webhook " + m.route + ":\n" + text
+	}
+	return text, nil
 }
 
 // limitedBuffer fails writes past maxPromptBytes: a template that ranges

@@ -93,6 +93,8 @@ func TestRender(t *testing.T) {
 		{`{{.big}}`, "12345678901"},
 		{`{{truncate 3 "héllo"}}`, "hé…"},
 		{`{{json .labels}}`, "[\n  \"a\",\n  \"b\"\n]"},
+		// Never a gateway command, whatever the payload says.
+		{`  /new {{.pr.title}}`, "Webhook gh:\n/new Fix it"},
 	}
 	for _, c := range cases {
 		tm, err := compilePrompt("t", c.tmpl)
