@@ -355,7 +355,7 @@ func (p *Platform) serveDelivery(w http.ResponseWriter, r *http.Request) {
 	if rt.Session == SessionPerDelivery {
 		in.Thread = id
 	}
-	if err := (*p.inbox.Load())(ctx, in); err != nil {
+	if err := p.publish(ctx, in); err != nil {
 		p.seen.forget(seenKey)
 		p.log.Error().Err(err).Str("route", rt.Name).Str("delivery", id).Msg("hand a delivery to the gateway")
 		writeError(w, http.StatusServiceUnavailable, "the gateway could not take the delivery; retry later")
@@ -386,9 +386,18 @@ func (p *Platform) refused(ctx context.Context, rt *route, id string, r *http.Re
 	}
 	log.Msg("request refused")
 	in := schema.Inbound{Kind: "refused", Platform: Name, Chat: rt.Name, User: remote, MessageID: id, Error: reason}
-	if err := (*p.inbox.Load())(ctx, in); err != nil {
+	if err := p.publish(ctx, in); err != nil {
 		p.log.Error().Err(err).Msg("record a refusal")
 	}
+}
+
+// publish hands in to the gateway through the inbox Run was given.
+func (p *Platform) publish(ctx context.Context, in schema.Inbound) error {
+	inbox := p.inbox.Load()
+	if inbox == nil {
+		return errors.New("the webhook platform is not running")
+	}
+	return (*inbox)(ctx, in)
 }
 
 // callback is the JSON body POSTed to a route's callback URL.
