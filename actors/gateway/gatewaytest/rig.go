@@ -48,6 +48,9 @@ type Options struct {
 	Tools []agent.Tool
 	// Log defaults to zerolog.Nop().
 	Log *zerolog.Logger
+	// WrapSessions, when set, wraps the session manager the router uses
+	// (to watch or time its turns).
+	WrapSessions func(gateway.Sessions) gateway.Sessions
 }
 
 // Rig is a running gateway.
@@ -153,6 +156,9 @@ func (r *Rig) StartRouter() {
 	}
 	rt := gateway.New(r.Store, rb, r.Sys, r.opts.Config, r.log)
 	rt.Sessions = r.Sessions
+	if r.opts.WrapSessions != nil {
+		rt.Sessions = r.opts.WrapSessions(r.Sessions)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
