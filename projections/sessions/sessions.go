@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -131,6 +132,11 @@ func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
 
 func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 	id := ev.SessionID
+	if events.SessionOf(ev.Stream) == "" {
+		// The gateway's streams (refusals, its chats) are not sessions,
+		// even where their events name the session they were about.
+		return nil
+	}
 	if ev.IsTombstone() {
 		delete(m.cache, id)
 		delete(m.dirty, id)
