@@ -143,7 +143,9 @@ func (PairingRevoked) EventType() string          { return "PairingRevoked" }
 // person's message, a button pressed, or the outcome of a delivery.
 type Inbound struct {
 	// Kind: message (default), callback (a button: Data), delivered or
-	// failed (ReplyID, PlatformMessageIDs / Error).
+	// failed (ReplyID, PlatformMessageIDs / Error), refused (a request the
+	// adapter turned away itself, such as a webhook with a bad signature:
+	// Error says why; recorded in gateway-refused, no turn).
 	Kind string `json:"kind,omitempty"`
 	// Key echoes Outbound.Key on callbacks and delivery outcomes.
 	Key       string `json:"key,omitempty"`

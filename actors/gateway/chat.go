@@ -41,6 +41,11 @@ type chat struct {
 	running  *work
 	queue    []*work
 	question *question
+
+	// staged holds the opening events of a new chat (opened, session
+	// bound), appended together with its first message: one durable write
+	// instead of three on a first message's path.
+	staged []schema.Envelope
 }
 
 // work is one message to answer with a turn.
@@ -172,9 +177,11 @@ func (c *chat) outbound(kind string, rep schema.GatewayReplyRequested) schema.Ou
 		ReplyID: rep.ReplyID, InReplyTo: rep.InReplyTo, SessionID: rep.SessionID, Text: rep.Text}
 }
 
-// record appends to the chat's stream; the chat actor is its only writer.
+// record appends to the chat's stream, after what was staged; the chat
+// actor is its only writer.
 func (c *chat) record(ps ...schema.Payload) error {
-	envs := make([]schema.Envelope, 0, len(ps))
+	envs := make([]schema.Envelope, 0, len(c.staged)+len(ps))
+	envs = append(envs, c.staged...)
 	for _, p := range ps {
 		env, err := schema.NewEnvelope(schema.Meta{SessionID: c.session}, p)
 		if err != nil {
@@ -188,10 +195,26 @@ func (c *chat) record(ps ...schema.Payload) error {
 	}
 	res, err := c.r.store.Append(context.Background(), c.stream, exp, envs...)
 	if err != nil {
+		if len(c.staged) > 0 && !c.exists {
+			// Nothing of the chat is written: its next message opens it
+			// (and binds a session) again.
+			c.staged, c.session = nil, ""
+		}
 		return fmt.Errorf("record in chat %s: %w", c.key, err)
 	}
+	c.staged = nil
 	c.rev, c.exists = res.NextRevision, true
 	c.lastActive = c.r.cfg.Now()
+	return nil
+}
+
+// stage keeps p for the chat's next record, as it would be recorded now.
+func (c *chat) stage(p schema.Payload) error {
+	env, err := schema.NewEnvelope(schema.Meta{SessionID: c.session}, p)
+	if err != nil {
+		return err
+	}
+	c.staged = append(c.staged, env)
 	return nil
 }
 
@@ -225,7 +248,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		c.r.log.Debug().Str("chat", c.key).Str("message", in.MessageID).Msg("platform message seen before: no second turn")
 		return nil
 	}
-	if !c.exists {
+	if !c.exists && len(c.staged) == 0 {
 		if err := c.open(in); err != nil {
 			return err
 		}
@@ -315,7 +338,10 @@ func (c *chat) received(in schema.Inbound, sessionID, turnID string) schema.Gate
 		MessageID: in.MessageID, Text: in.Text, Attachments: in.Attachments, SessionID: sessionID, TurnID: turnID}
 }
 
-// open starts the chat's stream and lists it in the index.
+// open lists the chat in the index and stages the start of its stream,
+// written with the first message. Listed first: a chat stream is always
+// found again on start (an entry whose stream was never written is
+// harmless).
 func (c *chat) open(in schema.Inbound) error {
 	c.info = schema.GatewayChatOpened{Key: c.key, Stream: c.stream, Platform: in.Platform, Chat: in.Chat, Thread: in.Thread}
 	if in.ChatType == "group" && !c.r.cfg.SharedGroupSessions {
@@ -324,7 +350,7 @@ func (c *chat) open(in schema.Inbound) error {
 	if err := appendAny(context.Background(), c.r.store, ChatIndexStream, c.info); err != nil {
 		return err
 	}
-	return c.record(c.info)
+	return c.stage(c.info)
 }
 
 // bindFirst gives a new chat its session: the one a verified front door
@@ -352,7 +378,13 @@ func (c *chat) newSession(ctx actor.Context, reason string) error {
 
 func (c *chat) bind(ctx actor.Context, id, reason string) error {
 	c.session = id
-	if err := c.record(schema.GatewaySessionBound{SessionID: id, Reason: reason}); err != nil {
+	b := schema.GatewaySessionBound{SessionID: id, Reason: reason}
+	if len(c.staged) > 0 {
+		// A new chat: bound in the same write as its first message.
+		if err := c.stage(b); err != nil {
+			return err
+		}
+	} else if err := c.record(b); err != nil {
 		return err
 	}
 	ctx.Send(ctx.Parent(), bound{session: id, key: c.key})

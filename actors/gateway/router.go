@@ -339,6 +339,11 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 		}
 		c.Send(pid, m)
 		return
+	case "refused":
+		// A front door turned a request away itself (a webhook's bad
+		// signature or replayed delivery) and has no store of its own.
+		m.done <- a.recordRefusal(in)
+		return
 	case "", "message":
 	default:
 		m.done <- nil
@@ -420,6 +425,18 @@ func (a *routerActor) refuse(in *schema.Inbound, corr string) error {
 		return a.r.publish(schema.Outbound{Kind: "notice", Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, InReplyTo: in.MessageID, Text: notice}, corr)
 	}
 	return nil
+}
+
+// recordRefusal records what a front door refused (Inbound.Error says why).
+func (a *routerActor) recordRefusal(in *schema.Inbound) error {
+	a.r.stats.add(in.Platform, func(p *PlatformStats) { p.Refused++ })
+	reason := in.Error
+	if reason == "" {
+		reason = "refused by the platform adapter"
+	}
+	a.r.log.Info().Str("platform", in.Platform).Str("chat", in.Chat).Str("reason", reason).Msg("request refused")
+	return appendAny(context.Background(), a.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: in.Platform, Chat: in.Chat,
+		User: in.User, MessageID: in.MessageID, Reason: reason})
 }
 
 // ChatKey names the chat a message belongs to: platform, chat and thread,

@@ -65,7 +65,7 @@ func Open(url string, log zerolog.Logger) (*Bus, error) {
 		gc := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, BlockPublishUntilSubscriberAck: true}, wlog)
 		return &Bus{Publisher: gc, Subscriber: gc, Logger: wlog, Kind: "gochannel", close: gc.Close}, nil
 	case strings.HasPrefix(url, "nats://"):
-		return openNATS(url, wlog)
+		return OpenNATS(url, 0, log)
 	}
 	return nil, fmt.Errorf("gateway.bus %q: use gochannel (default) or nats://host:port", url)
 }

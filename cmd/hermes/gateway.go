@@ -100,6 +100,9 @@ type WebhookRoute struct {
 	// Deliver is where the answer goes: PLATFORM:CHAT, or a callback URL
 	// (http:// or https://); empty keeps it in the session only.
 	Deliver string `yaml:"deliver"`
+	// Session is delivery (default: a session per delivery) or route (one
+	// session for all the route's deliveries, in order).
+	Session string `yaml:"session"`
 }
 
 // gatewaySettings is the gateway's configuration after the environment.
@@ -335,6 +338,9 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 	}
 	if len(platforms) == 0 {
 		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+	}
+	if err := checkTargets(platforms, b.Kind); err != nil {
+		return err
 	}
 
 	rctx, stopRouter := context.WithCancel(context.Background())
