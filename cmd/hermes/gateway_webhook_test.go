@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,16 +18,6 @@ import (
 	"github.com/hermes-go/hermes/adapters/gateway/webhook"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // `hermes gateway run` with a webhook route, as the README shows it: a
 // signed POST starts a turn and the answer reaches the callback URL.
