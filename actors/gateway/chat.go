@@ -46,6 +46,8 @@ type chat struct {
 	// bound), appended together with its first message: one durable write
 	// instead of three on a first message's path.
 	staged []schema.Envelope
+	// indexed reports the index append of a new chat, in flight.
+	indexed chan error
 }
 
 // work is one message to answer with a turn.
@@ -194,6 +196,12 @@ func (c *chat) record(ps ...schema.Payload) error {
 		exp = events.Exact(c.rev)
 	}
 	res, err := c.r.store.Append(context.Background(), c.stream, exp, envs...)
+	if c.indexed != nil {
+		// The chat's entry in the index was written beside this append
+		// (one group commit); the message counts as taken only with both.
+		err = errors.Join(err, <-c.indexed)
+		c.indexed = nil
+	}
 	if err != nil {
 		if len(c.staged) > 0 && !c.exists {
 			// Nothing of the chat is written: its next message opens it
@@ -347,9 +355,13 @@ func (c *chat) open(in schema.Inbound) error {
 	if in.ChatType == "group" && !c.r.cfg.SharedGroupSessions {
 		c.info.User = in.User
 	}
-	if err := appendAny(context.Background(), c.r.store, ChatIndexStream, c.info); err != nil {
-		return err
-	}
+	// Written while the first message is: both appends share one fsync.
+	// An index entry without its chat stream (a failed first append) is
+	// harmless: the chat recovers as empty.
+	c.indexed = make(chan error, 1)
+	go func(info schema.GatewayChatOpened) {
+		c.indexed <- appendAny(context.Background(), c.r.store, ChatIndexStream, info)
+	}(c.info)
 	return c.stage(c.info)
 }
 
@@ -369,6 +381,10 @@ func (c *chat) bindFirst(ctx actor.Context, in schema.Inbound) error {
 }
 
 func (c *chat) newSession(ctx actor.Context, reason string) error {
+	if c.r.cfg.CreateSession != nil {
+		// Created by its first turn (see runTurn).
+		return c.bind(ctx, uuid.NewString(), reason)
+	}
 	id, err := c.r.cfg.NewSession(context.Background(), c.info.Platform)
 	if err != nil {
 		return fmt.Errorf("new session for chat %s: %w", c.key, err)
@@ -415,12 +431,34 @@ func (c *chat) next(ctx actor.Context) {
 			}
 		}
 	}
-	store, sessions := c.r.store, c.r.Sessions
+	store, sessions, create, platform := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform
 	go func() {
 		defer cancel()
+		if create != nil {
+			if err := ensureSession(tctx, store, create, platform, w.msg.SessionID); err != nil {
+				root.Send(self, &turnFinished{w: w, res: session.TurnResult{SessionID: w.msg.SessionID, Err: err}})
+				return
+			}
+		}
 		res := runTurn(tctx, store, sessions, w, observe)
 		root.Send(self, &turnFinished{w: w, res: res})
 	}()
+}
+
+// ensureSession creates session id if nothing was written to it yet: the
+// router names a chat's new session when it binds it, and its first turn
+// creates it (also after a crash between the two).
+func ensureSession(ctx context.Context, store events.Store, create func(context.Context, string, string) error, platform, id string) error {
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+	if err != nil || len(rs) > 0 {
+		return err
+	}
+	err = create(ctx, platform, id)
+	var wrong *events.WrongExpectedVersionError
+	if errors.As(err, &wrong) {
+		return nil // created meanwhile
+	}
+	return err
 }
 
 // runTurn runs w's turn. A message recovered after a crash is looked up in

@@ -65,6 +65,11 @@ type Config struct {
 	SharedGroupSessions bool
 	// NewSession creates a session for a chat of platform.
 	NewSession func(ctx context.Context, platform string) (string, error)
+	// CreateSession, when set, creates session id for a chat of platform;
+	// the router then names new sessions itself and creates each in its
+	// first turn, off the path that acknowledges the message (one durable
+	// write less before the next message is taken).
+	CreateSession func(ctx context.Context, platform, id string) error
 	// Model is the configured model (shown by /status).
 	Model string
 	// IdleReset starts a new session for a chat idle this long (0: never).

@@ -192,6 +192,12 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 
 func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
 	id := uuid.NewString()
+	return id, c.createSession(ctx, source, id)
+}
+
+// createSession starts session id (its first events: the start and the
+// stable prefix).
+func (c *chatter) createSession(ctx context.Context, source, id string) error {
 	var index []prompt.Skill
 	if slices.Contains(c.tools, "skill_view") {
 		all, _ := library(c.a.home, c.wd).All()
@@ -200,8 +206,7 @@ func (c *chatter) newSession(ctx context.Context, source string) (string, error)
 		}
 	}
 	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
-	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
-	return id, err
+	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 }
 
 // summarizer condenses long session_search results with the auxiliary

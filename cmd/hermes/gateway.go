@@ -315,7 +315,8 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 	defer b.Close()
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
 		SharedGroupSessions: set.SharedGroupSessions, Model: c.cfg.Model,
-		NewSession: func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) }}
+		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
+		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}
