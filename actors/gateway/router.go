@@ -128,7 +128,7 @@ func (r *Router) Stats() *Stats { return r.stats }
 func (r *Router) Ready() <-chan struct{} { return r.ready }
 
 // Run recovers every chat (replies recorded but not delivered are sent
-// again, turns a crash cut short are finished), then consumes gateway_in
+// again, turns a crash cut short are finished), then consumes the gateway_in_N topics
 // until ctx ends. It returns after the bus handler and the chats stopped.
 func (r *Router) Run(ctx context.Context) error {
 	if r.Sessions == nil {
@@ -148,7 +148,9 @@ func (r *Router) Run(ctx context.Context) error {
 		middleware.Retry{MaxRetries: 5, InitialInterval: 100 * time.Millisecond, MaxInterval: 2 * time.Second, Multiplier: 2, Logger: r.bus.Logger}.Middleware,
 		middleware.Recoverer,
 	)
-	wr.AddConsumerHandler("gateway_in", bus.In, r.bus.Subscriber, r.handle)
+	for _, topic := range bus.InTopics() {
+		wr.AddConsumerHandler(topic, topic, r.bus.Subscriber, r.handle)
+	}
 
 	started := make(chan error, 1)
 	r.pid = r.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -184,7 +186,7 @@ func (r *Router) Run(ctx context.Context) error {
 	return err
 }
 
-// handle is the bus handler of gateway_in: it returns once what arrived is
+// handle is the bus handler of the gateway_in_N topics: it returns once what arrived is
 // recorded (or refused), so an acknowledged message is never lost.
 func (r *Router) handle(msg *message.Message) error {
 	var in schema.Inbound

@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -18,14 +20,39 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Topics of the gateway.
+// Topics of the gateway. Topic names avoid dots: over NATS JetStream a
+// topic is also a stream name.
 const (
-	// In carries schema.Inbound from adapters to the router. Topic names
-	// avoid dots: over NATS JetStream a topic is also a stream name.
-	In = "gateway_in"
+	// inPrefix + shard carries schema.Inbound from adapters to the router.
+	inPrefix = "gateway_in_"
 	// outPrefix + platform carries schema.Outbound to one platform.
 	outPrefix = "gateway_out_"
 )
+
+// Shards is the number of inbound topics. A topic's messages are handled
+// one at a time, in order, each recorded durably before the next is taken;
+// a chat's messages always go to the same shard (so they stay in order)
+// and the router takes the shards side by side, so that the durable writes
+// of different chats share fsyncs.
+const Shards = 8
+
+// In is the inbound topic of a chat of platform.
+func In(platform, chat string) string {
+	h := fnv.New32a()
+	h.Write([]byte(platform))
+	h.Write([]byte{0})
+	h.Write([]byte(chat))
+	return inPrefix + strconv.Itoa(int(h.Sum32()%Shards))
+}
+
+// InTopics are every inbound topic.
+func InTopics() []string {
+	out := make([]string, Shards)
+	for i := range out {
+		out[i] = inPrefix + strconv.Itoa(i)
+	}
+	return out
+}
 
 // Out is the topic of platform's outbound messages.
 func Out(platform string) string { return outPrefix + platform }

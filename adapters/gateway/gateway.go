@@ -1,6 +1,6 @@
 // Package gateway holds what every platform adapter shares: the Platform
 // port an adapter implements, and Serve, which connects one to the bus —
-// its inbound messages published on gateway_in, the router's outbound ones
+// its inbound messages published on the gateway_in_N topics (by chat), the router's outbound ones
 // delivered from gateway_out_<platform> with retries, and each delivery's
 // outcome published back so the router records it. Adapters are thin: they
 // know their platform's API and nothing of sessions or models.
@@ -133,7 +133,7 @@ func (s *Served) Serve(ctx context.Context) error {
 	}
 	inbox := func(ctx context.Context, in schema.Inbound) error {
 		in.Platform = s.p.Name()
-		return bus.Publish(s.b.Publisher, bus.In, in, "")
+		return bus.Publish(s.b.Publisher, bus.In(in.Platform, in.Chat), in, "")
 	}
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -186,7 +186,7 @@ func (s *Served) deliver(msg *message.Message) error {
 		}
 		ack.Kind, ack.Error = "failed", err.Error()
 	}
-	return bus.Publish(s.b.Publisher, bus.In, ack, bus.Correlation(msg))
+	return bus.Publish(s.b.Publisher, bus.In(ack.Platform, ack.Chat), ack, bus.Correlation(msg))
 }
 
 func (s *Served) sendWithRetry(ctx context.Context, out schema.Outbound) ([]string, error) {
