@@ -109,7 +109,7 @@ type value struct {
 type scope struct {
 	vars  map[string]value
 	cwd   string            // absolute and clean, or "" when unknown
-	files map[string]string // files this command wrote, with known content
+	files map[string]data // files this command wrote (shared by every scope: the file system is one)
 	funcs map[string]bool
 	loops int // nesting of loops expanded value by value
 }
@@ -117,13 +117,10 @@ type scope struct {
 func (s *scope) get(name string) value { return s.vars[name] }
 
 func (s *scope) clone() *scope {
-	c := &scope{vars: make(map[string]value, len(s.vars)), cwd: s.cwd, files: make(map[string]string, len(s.files)),
+	c := &scope{vars: make(map[string]value, len(s.vars)), cwd: s.cwd, files: s.files,
 		funcs: make(map[string]bool, len(s.funcs)), loops: s.loops}
 	for k, v := range s.vars {
 		c.vars[k] = v
-	}
-	for k, v := range s.files {
-		c.files[k] = v
 	}
 	for k, v := range s.funcs {
 		c.funcs[k] = v
@@ -147,14 +144,30 @@ func (s *scope) merge(b *scope) {
 	if s.cwd != b.cwd {
 		s.cwd = ""
 	}
-	for k, v := range b.files {
-		if old, ok := s.files[k]; !ok || old != v {
-			delete(s.files, k)
-		}
-	}
 	for k := range b.funcs {
 		s.funcs[k] = true
 	}
+}
+
+// write records what a command wrote to the file p. Content written before
+// is kept (a branch may not have run), so running the file judges both.
+func (s *scope) write(p string, d data, appendMode bool) {
+	d.piped, d.gen = false, false
+	old, had := s.files[p]
+	switch {
+	case !had:
+		s.files[p] = d
+	case appendMode:
+		s.files[p] = concat(old, d)
+	default:
+		s.files[p] = concat(concat(old, data{text: "\n", known: true}), d)
+	}
+}
+
+// file is what reading p gives, when this command wrote it.
+func (s *scope) file(p string) (data, bool) {
+	d, ok := s.files[p]
+	return d, ok
 }
 
 // data is a stream between commands (a command's output, another's input)
@@ -189,6 +202,7 @@ type walker struct {
 	steps     int
 	depth     int
 	over      bool
+	quiet     int // judging code only partly known: its unknown parts are already reported
 }
 
 func newWalker(jd Judge) *walker {
@@ -216,7 +230,7 @@ func (w *walker) topScope() *scope {
 		"HOME":        {homeMark, true},
 		"IFS":         {" \t\n", true},
 		"HERMES_HOME": {w.agentHome[len(w.agentHome)-1], true},
-	}, files: map[string]string{}, funcs: map[string]bool{}, cwd: w.dir}
+	}, files: map[string]data{}, funcs: map[string]bool{}, cwd: w.dir}
 	if w.dir != "" {
 		sc.vars["PWD"] = value{w.dir, true}
 	}
@@ -323,8 +337,8 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope, in data) data {
 			w.readPath(f, sc, "<"+f.lit)
 			in = data{}
 			if f.known {
-				if text, ok := sc.files[w.abs(f.lit, sc.cwd)]; ok {
-					in = data{text: text, known: true}
+				if d, ok := sc.file(w.abs(f.lit, sc.cwd)); ok {
+					in = d
 				}
 			}
 			if r.Op == syntax.RdrInOut {
@@ -361,15 +375,7 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope, in data) data {
 		return out
 	}
 	for _, k := range sinks {
-		if !out.known {
-			delete(sc.files, k.path)
-			continue
-		}
-		if old, ok := sc.files[k.path]; ok && k.append {
-			sc.files[k.path] = old + out.text
-		} else {
-			sc.files[k.path] = out.text
-		}
+		sc.write(k.path, out, k.append)
 	}
 	return emptyData
 }
@@ -411,7 +417,16 @@ func (w *walker) command(cmd syntax.Command, sc *scope, in data) data {
 			out := w.stmt(c.X, sc.clone(), in)
 			out.piped = true
 			return w.stmt(c.Y, sc.clone(), out)
-		default: // && ||: the right side may not run
+		case syntax.AndStmt: // a && b && c: each runs after the ones before succeeded
+			chain := w.andChain(c)
+			out := w.stmt(chain[0], sc, in)
+			b := sc.clone()
+			for _, s := range chain[1:] {
+				out = concat(out, w.stmt(s, b, in))
+			}
+			sc.merge(b)
+			return out
+		default: // ||: the right side may not run
 			out := w.stmt(c.X, sc, in)
 			b := sc.clone()
 			out = concat(out, w.stmt(c.Y, b, in))
@@ -483,6 +498,16 @@ func (w *walker) command(cmd syntax.Command, sc *scope, in data) data {
 		w.nested(c, sc)
 		return data{}
 	}
+}
+
+// andChain flattens a && b && c into its statements.
+func (w *walker) andChain(c *syntax.BinaryCmd) []*syntax.Stmt {
+	x := c.X
+	if inner, ok := x.Cmd.(*syntax.BinaryCmd); ok && inner.Op == syntax.AndStmt && len(x.Redirs) == 0 && !x.Negated && !x.Background && !x.Coprocess {
+		w.visited[x] = true
+		return append(w.andChain(inner), c.Y)
+	}
+	return []*syntax.Stmt{x, c.Y}
 }
 
 func (w *walker) forClause(c *syntax.ForClause, sc *scope, in data) {

@@ -84,8 +84,8 @@ func (w *walker) run(argv []field, c *ctx) data {
 	name := a0.lit
 	if strings.Contains(name, "/") {
 		p := w.abs(name, c.sc.cwd)
-		if text, ok := c.sc.files[p]; ok { // a script this command wrote
-			return w.code(langShell, text, c, argv, c.in)
+		if d, ok := c.sc.file(p); ok { // a script this command wrote
+			return w.fileCode(langShell, d, c, argv, argvText(argv))
 		}
 		if !path.IsAbs(p) { // ./script: a program of the project
 			return data{download: c.in.download}
@@ -168,7 +168,9 @@ var commandNames = []string{"rm", "dd", "mkfs", "kill", "killall5", "pkill", "ki
 func (w *walker) dynamicName(argv []field, c *ctx) data {
 	a0 := argv[0]
 	text := argvText(argv)
-	w.add(ruleDynamic, text)
+	if w.quiet == 0 || a0.lit != dynMark {
+		w.add(ruleDynamic, text)
+	}
 	if a0.down {
 		w.add(ruleDownloadShell, text)
 	}
@@ -356,7 +358,7 @@ func lookup(name string) (handler, kind) {
 	case "history":
 		return hHistory, kindText
 	case "git":
-		return hGit, kindNormal
+		return hGit, kindText
 	case "docker":
 		return hDocker, kindNormal
 	case "find":
@@ -687,6 +689,12 @@ func hFlock(w *walker, c *call) data {
 		return w.codeField(code, langShell, c.ctx, nil)
 	}
 	if len(ops) < 2 {
+		return emptyData
+	}
+	if ops[1].known && (ops[1].lit == "-c" || ops[1].lit == "--command") { // flock FILE -c CMD
+		if len(ops) > 2 {
+			return w.codeField(ops[2], langShell, c.ctx, nil)
+		}
 		return emptyData
 	}
 	return w.run(ops[1:], c.ctx)
@@ -1053,15 +1061,7 @@ func hTee(w *walker, c *call) data {
 			c.flag(w, r)
 		}
 		if f.known && !f.glob {
-			p := w.abs(f.lit, c.sc.cwd)
-			switch old, had := c.sc.files[p]; {
-			case !c.in.known:
-				delete(c.sc.files, p)
-			case appendMode && had:
-				c.sc.files[p] = old + c.in.text
-			default:
-				c.sc.files[p] = c.in.text
-			}
+			c.sc.write(w.abs(f.lit, c.sc.cwd), c.in, appendMode)
 		}
 	}
 	out := c.in
@@ -1609,8 +1609,8 @@ func hCrontab(w *walker, c *call) data {
 		if len(ops) > 0 && ops[0].lit != "-" {
 			text = data{}
 			if ops[0].known {
-				if t, ok := c.sc.files[w.abs(ops[0].lit, c.sc.cwd)]; ok {
-					text = data{text: t, known: true}
+				if d, ok := c.sc.file(w.abs(ops[0].lit, c.sc.cwd)); ok {
+					text = d
 				}
 			}
 		}

@@ -62,6 +62,8 @@ func (w *walker) codeField(f field, l lang, c *ctx, positional []field) data {
 			r = ruleDownloadShell
 		}
 		w.add(r, fieldText(f))
+		w.quiet++
+		defer func() { w.quiet-- }()
 	}
 	return w.code(l, f.lit, c, positional, c.in)
 }
@@ -108,10 +110,21 @@ func (w *walker) scriptOperand(f field, l lang, c *ctx, rest []field, what ...st
 	case f.lit == "-" || f.lit == "/dev/stdin" || f.lit == "/dev/fd/0" || f.lit == "/proc/self/fd/0":
 		return w.fromStdin(l, c, what...)
 	}
-	if text, ok := c.sc.files[w.abs(f.lit, c.sc.cwd)]; ok {
-		return w.code(l, text, c, positional, c.in)
+	if d, ok := c.sc.file(w.abs(f.lit, c.sc.cwd)); ok {
+		return w.fileCode(l, d, c, positional, what...)
 	}
 	return data{}
+}
+
+// fileCode judges running a file this command wrote.
+func (w *walker) fileCode(l lang, d data, c *ctx, positional []field, what ...string) data {
+	if d.download {
+		w.add(ruleDownloadShell, strings.Join(what, " "))
+	}
+	if d.text == "" {
+		return data{}
+	}
+	return w.code(l, d.text, c, positional, c.in)
 }
 
 func hShell(w *walker, c *call) data {
@@ -126,7 +139,7 @@ loop:
 		case !a.known:
 			break loop
 		case s == "--" || s == "-":
-			stdinMode = s == "-"
+			stdinMode = stdinMode || s == "-"
 			i++
 			break loop
 		case strings.HasPrefix(s, "--"):
@@ -565,8 +578,8 @@ func (w *walker) input(c *call, ops []field) data {
 		return *f.src
 	}
 	if f.known && !f.glob {
-		if t, ok := c.sc.files[w.abs(f.lit, c.sc.cwd)]; ok {
-			return data{text: t, known: true}
+		if d, ok := c.sc.file(w.abs(f.lit, c.sc.cwd)); ok {
+			return d
 		}
 	}
 	return data{}

@@ -20,6 +20,7 @@ type field struct {
 	quoted bool
 	down   bool  // a part came from the network
 	src    *data // a process substitution <(…): what reading it gives
+	brack  bool  // an unquoted [: a glob if a ] follows
 }
 
 type quoting int
@@ -66,6 +67,9 @@ func (b *builder) text(s string, quoted bool) {
 		case quoted || !b.splitting || c == '\\':
 			b.pat.WriteByte('\\')
 			b.pat.WriteByte(c)
+		case c == '[':
+			b.pat.WriteByte(c)
+			b.cur.brack = true
 		default:
 			b.pat.WriteByte(c)
 			b.cur.glob = true
@@ -119,6 +123,9 @@ func (b *builder) expansion(v string, quoted bool) {
 func (b *builder) end() {
 	if b.active {
 		b.cur.lit, b.cur.pat = b.lit.String(), b.pat.String()
+		if b.cur.brack && !b.cur.glob {
+			b.cur.glob = closedBracket(b.cur.pat)
+		}
 		b.fields = append(b.fields, b.cur)
 	}
 	b.cur = field{known: true}
@@ -430,4 +437,22 @@ func (w *walker) expandStatic(sc *scope, run func(*expand.Config) (string, error
 		return "", false
 	}
 	return s, true
+}
+
+// closedBracket tells whether an unescaped [ of pat is closed by a ].
+func closedBracket(pat string) bool {
+	open := false
+	for i := 0; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '[':
+			open = true
+		case ']':
+			if open {
+				return true
+			}
+		}
+	}
+	return false
 }
