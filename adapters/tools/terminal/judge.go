@@ -108,7 +108,7 @@ type value struct {
 // scope is what the judge knows of the shell at one point of the command.
 type scope struct {
 	vars  map[string]value
-	cwd   string            // absolute and clean, or "" when unknown
+	cwd   string          // absolute and clean, or "" when unknown
 	files map[string]data // files this command wrote (shared by every scope: the file system is one)
 	funcs map[string]bool
 	loops int // nesting of loops expanded value by value
