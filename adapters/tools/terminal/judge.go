@@ -202,7 +202,8 @@ type walker struct {
 	steps     int
 	depth     int
 	over      bool
-	quiet     int // judging code only partly known: its unknown parts are already reported
+	quiet     int               // judging code only partly known: its unknown parts are already reported
+	links     map[string]string // symbolic links the command made: path → target
 }
 
 func newWalker(jd Judge) *walker {

@@ -382,8 +382,10 @@ func lookup(name string) (handler, kind) {
 		return hGunzip, kindText
 	case "which", "type", "whereis":
 		return hWhich, kindText
+	case "dirname", "basename", "realpath", "readlink", "pwd":
+		return hPathname, kindText
 	case "true", "false", ":", "test", "[", "ls", "grep", "egrep", "fgrep", "rg", "ag", "ack", "less", "more", "head", "tail",
-		"wc", "sort", "uniq", "cut", "man", "touch", "mkdir", "diff", "jq", "yq", "pwd", "date", "sleep", "basename", "dirname":
+		"wc", "sort", "uniq", "cut", "man", "touch", "mkdir", "diff", "jq", "yq", "date", "sleep":
 		return nil, kindText
 	}
 	return nil, kindNormal
@@ -632,7 +634,13 @@ func hEnv(w *walker, c *call) data {
 			return w.codeField(joinFields(append([]field{lit(s[len("--split-string="):])}, args[i+1:]...)), langShell, &cx, nil)
 		case strings.HasPrefix(s, "-S"):
 			return w.codeField(joinFields(append([]field{lit(s[2:])}, args[i+1:]...)), langShell, &cx, nil)
-		case s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-P":
+		case s == "-C" || s == "--chdir":
+			if i+1 < len(args) {
+				cx.sc = c.sc.clone()
+				hCd(w, &call{ctx: &cx, name: "cd", args: args[i+1 : i+2]})
+			}
+			i++
+		case s == "-u" || s == "--unset" || s == "-P":
 			i++
 		case strings.HasPrefix(s, "-"):
 		case isAssignment(s):
@@ -767,7 +775,7 @@ func hSSH(w *walker, c *call) data {
 	cx := &ctx{sc: remote, env: remote, in: c.in}
 	if len(ops) == 1 {
 		if c.in.piped || c.in.known {
-			w.fromStdin(langShell, cx)
+			w.fromStdin(langShell, cx, c.text())
 		}
 		return data{download: true}
 	}
@@ -862,7 +870,7 @@ func hRm(w *walker, c *call) data {
 		c.flag(w, ruleXargsRm)
 	case c.via == "find":
 		c.flag(w, ruleFindRm)
-	case rec:
+	case rec && len(ops) > 0:
 		c.flag(w, ruleRecursiveDelete)
 	}
 	return emptyData
@@ -965,6 +973,14 @@ func hLn(w *walker, c *call) data {
 	}
 	if dest, srcs, ok := destAndSources(opts, ops); ok {
 		w.writeDest(c, dest, srcs)
+		if len(srcs) == 1 && srcs[0].known && !srcs[0].glob && dest.known && !dest.glob {
+			link := w.abs(dest.lit, c.sc.cwd)
+			target := srcs[0].lit
+			if !path.IsAbs(target) {
+				target = path.Dir(link) + "/" + target
+			}
+			w.link(link, w.abs(target, c.sc.cwd))
+		}
 	}
 	return emptyData
 }
@@ -1369,9 +1385,7 @@ func hCurl(w *walker, c *call) data {
 				v, ok = next()
 			}
 			if ok && v.lit != "-" {
-				for _, r := range w.writeRules(v, c.sc.cwd) {
-					c.flag(w, r)
-				}
+				w.downloaded(c, v)
 			}
 		case "-d", "--data", "--data-binary", "--data-urlencode", "--data-ascii", "-F", "--form", "--json", "-T", "--upload-file", "-K", "--config":
 			if !ok {
@@ -1390,21 +1404,28 @@ func hCurl(w *walker, c *call) data {
 			}
 		default:
 			if strings.HasPrefix(s, "-o") && !strings.HasPrefix(s, "--") && len(s) > 2 && s != "-o-" {
-				for _, r := range w.writeRules(lit(s[2:]), c.sc.cwd) {
-					c.flag(w, r)
-				}
+				w.downloaded(c, lit(s[2:]))
 			}
 		}
 	}
 	return data{download: true}
 }
 
+// downloaded judges a download saved to f and remembers the file holds
+// data from the network, so running it later in the command asks.
+func (w *walker) downloaded(c *call, f field) {
+	for _, r := range w.writeRules(f, c.sc.cwd) {
+		c.flag(w, r)
+	}
+	if f.known && !f.glob {
+		c.sc.write(w.abs(f.lit, c.sc.cwd), data{download: true}, false)
+	}
+}
+
 func hWget(w *walker, c *call) data {
 	opts, _ := options(c.args, "OoaPe", []string{"--output-document", "--output-file", "--directory-prefix", "--post-file", "--body-file"}, true)
 	if f, ok := optVal(opts, "-O", "--output-document"); ok && f.lit != "-" {
-		for _, r := range w.writeRules(f, c.sc.cwd) {
-			c.flag(w, r)
-		}
+		w.downloaded(c, f)
 	}
 	if f, ok := optVal(opts, "--post-file", "--body-file"); ok {
 		w.readPath(f, c.sc, c.text())

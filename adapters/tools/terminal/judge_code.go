@@ -788,6 +788,44 @@ func whichOutput(ops []field) data {
 	return out
 }
 
+// hPathname prints paths computed from its arguments (dirname, basename,
+// realpath, pwd).
+func hPathname(w *walker, c *call) data {
+	opts, ops := options(c.args, "s", []string{"--suffix", "--relative-to", "--relative-base"}, true)
+	name := canonical(c.name)
+	if name == "pwd" {
+		if c.sc.cwd == "" {
+			return data{}
+		}
+		return data{text: c.sc.cwd + "\n", known: true}
+	}
+	if name == "readlink" && !hasOpt(opts, "-f", "-e", "-m", "--canonicalize", "--canonicalize-existing", "--canonicalize-missing") {
+		return data{}
+	}
+	out := emptyData
+	for _, f := range ops {
+		if !f.known || f.glob {
+			return data{}
+		}
+		switch name {
+		case "dirname":
+			out.text += path.Dir(f.lit) + "\n"
+		case "basename":
+			out.text += path.Base(f.lit) + "\n"
+			if len(ops) == 2 && !hasOpt(opts, "-a", "--multiple") {
+				return data{text: strings.TrimSuffix(path.Base(f.lit), ops[1].lit) + "\n", known: true}
+			}
+		default:
+			p := w.abs(f.lit, c.sc.cwd)
+			if !path.IsAbs(p) {
+				return data{}
+			}
+			out.text += p + "\n"
+		}
+	}
+	return out
+}
+
 func hWhich(w *walker, c *call) data {
 	opts, ops := options(c.args, "", nil, true)
 	if c.name == "type" && !hasOpt(opts, "-P", "-p") || c.name == "whereis" {

@@ -23,17 +23,37 @@ func (w *walker) abs(p, cwd string) string {
 	if p == "" {
 		return ""
 	}
-	if !strings.HasPrefix(p, "/") {
-		if cwd == "" {
-			return path.Clean(p)
-		}
+	if !strings.HasPrefix(p, "/") && cwd != "" {
 		p = cwd + "/" + p
 	}
 	p = path.Clean(p)
 	if w.home != "" && (p == w.home || strings.HasPrefix(p, w.home+"/")) {
 		p = homeMark + p[len(w.home):]
 	}
+	for range 8 { // through the links the command made
+		resolved := false
+		for l, t := range w.links {
+			if p == l || strings.HasPrefix(p, l+"/") {
+				p, resolved = path.Clean(t+p[len(l):]), true
+				break
+			}
+		}
+		if !resolved {
+			break
+		}
+	}
 	return p
+}
+
+// link records a symbolic link the command makes.
+func (w *walker) link(link, target string) {
+	if link == target || !path.IsAbs(target) || link == "." || link == ".." || strings.HasPrefix(link, "../") {
+		return
+	}
+	if w.links == nil {
+		w.links = map[string]string{}
+	}
+	w.links[link] = target
 }
 
 // absPat is abs for a glob pattern.
