@@ -80,15 +80,20 @@ const (
 
 // findings is Findings that reports a crash of the judge as an error, so the
 // fuzz test sees it while Findings still asks for the command.
-func (jd Judge) findings(command string) (fs []Finding, err error) {
-	w := newWalker(jd.withDefaults())
+func (jd Judge) findings(command string) ([]Finding, error) {
+	w, err := jd.judge(command)
+	return w.findings, err
+}
+
+func (jd Judge) judge(command string) (w *walker, err error) {
+	w = newWalker(jd.withDefaults())
 	defer func() {
 		if r := recover(); r != nil {
-			fs, err = w.findings, fmt.Errorf("judge crashed on %q: %v\n%s", command, r, debug.Stack())
+			err = fmt.Errorf("judge crashed on %q: %v\n%s", command, r, debug.Stack())
 		}
 	}()
 	w.script(command, w.topScope(), data{})
-	return w.findings, nil
+	return w, nil
 }
 
 // homeMark stands for the user's home directory in judged paths: "~",
@@ -201,6 +206,7 @@ type walker struct {
 	visited   map[*syntax.Stmt]bool
 	steps     int
 	depth     int
+	maxDepth  int // the deepest nesting of code in strings reached
 	over      bool
 	quiet     int               // judging code only partly known: its unknown parts are already reported
 	links     map[string]string // symbolic links the command made: path → target
@@ -281,6 +287,7 @@ func (w *walker) script(code string, sc *scope, in data) data {
 		return data{}
 	}
 	w.depth++
+	w.maxDepth = max(w.maxDepth, w.depth)
 	defer func() { w.depth-- }()
 	for _, name := range forkBombs(f) {
 		w.add(ruleForkBomb, name+"(){ … }")

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // testJudge is the judge the corpus is written for: a user alice whose
@@ -102,4 +105,83 @@ func TestJudgeCorpus(t *testing.T) {
 		}
 	}
 	t.Logf("%d spellings (%d hard, %d ask, %d safe), %d bypasses", len(lines), counts["hard"], counts["ask"], counts["safe"], bypasses)
+}
+
+// contexts put a command somewhere else in a command line; a hard-line
+// command stays hard-line in every one of them.
+var contexts = []struct {
+	name string
+	wrap func(cmd, quoted string) string
+}{
+	{"bash -c", func(_, q string) string { return "bash -c " + q }},
+	{"sudo bash -c", func(_, q string) string { return "sudo bash -c " + q }},
+	{"sh -c twice", func(_, q string) string { q2, _ := syntax.Quote("sh -c "+q, syntax.LangBash); return "sh -c " + q2 }},
+	{"eval", func(_, q string) string { return "eval " + q }},
+	{"subshell", func(c, _ string) string { return "(\n" + c + "\n)" }},
+	{"group", func(c, _ string) string { return "{\n" + c + "\n}" }},
+	{"after &&", func(c, _ string) string { return "true && {\n" + c + "\n}" }},
+	{"before ;", func(c, _ string) string { return "{\n" + c + "\n}\ntrue" }},
+	{"after ||", func(c, _ string) string { return "false || {\n" + c + "\n}" }},
+	{"in a pipe", func(c, _ string) string { return "echo hi | {\n" + c + "\n}" }},
+	{"if", func(c, _ string) string { return "if true; then\n" + c + "\nfi" }},
+	{"function", func(c, _ string) string { return "f() {\n" + c + "\n}" }},
+	{"$(…)", func(c, _ string) string { return "x=$(\n" + c + "\n)" }},
+	{"here-doc", func(c, _ string) string { return "bash <<'HERMES_EOF'\n" + c + "\nHERMES_EOF" }},
+}
+
+// FuzzJudge checks the judge never crashes, and that hard-line commands
+// stay hard-line wherever they are put (metamorphic relations).
+func FuzzJudge(f *testing.F) {
+	for _, l := range readCorpus(f) {
+		f.Add(l.command)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if len(cmd) > 2000 {
+			return
+		}
+		w, err := testJudge.judge(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if verdict(w.findings) != "hard" || w.steps > maxSteps/8 || w.maxDepth > 4 ||
+			strings.HasSuffix(cmd, "\\") || strings.Contains(cmd, "HERMES_EOF") {
+			return
+		}
+		q, err := syntax.Quote(cmd, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		for _, c := range contexts {
+			wrapped := c.wrap(cmd, q)
+			if _, err := newParser().Parse(strings.NewReader(wrapped), ""); err != nil {
+				continue // cmd does not stand alone there (an unclosed here-doc)
+			}
+			if fs := testJudge.Findings(wrapped); verdict(fs) != "hard" {
+				t.Errorf("%q is hard-line, but not %s: %q %v", cmd, c.name, wrapped, fs)
+			}
+		}
+	})
+}
+
+// BenchmarkJudge judges the whole corpus; parsing alone is the baseline.
+func BenchmarkJudge(b *testing.B) {
+	lines := readCorpus(b)
+	b.Run("parse", func(b *testing.B) {
+		start := time.Now()
+		for b.Loop() {
+			for _, l := range lines {
+				newParser().Parse(strings.NewReader(l.command), "")
+			}
+		}
+		b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(lines)), "ns/command")
+	})
+	b.Run("judge", func(b *testing.B) {
+		start := time.Now()
+		for b.Loop() {
+			for _, l := range lines {
+				testJudge.Findings(l.command)
+			}
+		}
+		b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(lines)), "ns/command")
+	})
 }
