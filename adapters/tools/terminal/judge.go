@@ -207,6 +207,7 @@ type walker struct {
 	steps     int
 	depth     int
 	maxDepth  int // the deepest nesting of code in strings reached
+	fallbacks int // statements the structured walk missed (judged on their own)
 	over      bool
 	quiet     int               // judging code only partly known: its unknown parts are already reported
 	links     map[string]string // symbolic links the command made: path → target
@@ -297,6 +298,7 @@ func (w *walker) script(code string, sc *scope, in data) data {
 	// no simple command goes unjudged whatever node it hides in.
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if s, ok := n.(*syntax.Stmt); ok && !w.visited[s] && !w.over {
+			w.fallbacks++
 			w.stmt(s, w.topScope(), data{})
 		}
 		return true

@@ -42,12 +42,22 @@ func (w *walker) code(l lang, text string, c *ctx, positional []field, in data) 
 	sc := c.env.clone()
 	sc.loops = 0
 	delete(sc.vars, "__hermes_dynamic")
+	// $0 $1 … are what the caller passed: the rest are empty, and after an
+	// argument of unknown count nothing is known.
+	sc.vars["#"] = value{strconv.Itoa(max(len(positional)-1, 0)), true}
 	for k := range 10 {
-		delete(sc.vars, strconv.Itoa(k))
+		sc.vars[strconv.Itoa(k)] = value{"", true}
 	}
-	for i, p := range positional[:min(len(positional), 10)] {
-		if p.known {
-			sc.vars[strconv.Itoa(i)] = value{p.lit, true}
+	for i, p := range positional {
+		if p.split {
+			sc.vars["#"] = value{}
+			for k := i; k < 10; k++ {
+				sc.vars[strconv.Itoa(k)] = value{}
+			}
+			break
+		}
+		if i < 10 {
+			sc.vars[strconv.Itoa(i)] = value{p.lit, p.known}
 		}
 	}
 	return w.script(text, sc, in)
@@ -155,7 +165,7 @@ loop:
 				}
 				cmdMode = true
 			}
-		case (s[0] == '-' || s[0] == '+') && len(s) > 1:
+		case len(s) > 1 && (s[0] == '-' || s[0] == '+'):
 			if s[0] == '-' && strings.ContainsRune(s[1:], 'c') {
 				cmdMode = true
 			}

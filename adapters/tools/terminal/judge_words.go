@@ -333,8 +333,17 @@ func (w *walker) param(pe *syntax.ParamExp, sc *scope) value {
 	}
 	name := pe.Param.Value
 	base := value{}
-	if !specialParam(name) {
+	switch {
+	case !specialParam(name):
 		base = sc.get(name)
+	case name == "#":
+		base = sc.get("#")
+	case name == "@" || name == "*": // known for a single argument, or none
+		if n := sc.get("#"); n.known && n.s == "0" {
+			base = value{"", true}
+		} else if n.known && n.s == "1" {
+			base = sc.get("1")
+		}
 	}
 	plain := !pe.Length && !pe.Width && !pe.IsSet && pe.Flags == nil && pe.Slice == nil && pe.Repl == nil &&
 		len(pe.Modifiers) == 0 && pe.Split == syntax.OptUnset && pe.GlobSubst == syntax.OptUnset && pe.RcExpand == syntax.OptUnset
