@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -239,6 +240,11 @@ func (w *walker) topScope() *scope {
 		"IFS":         {" \t\n", true},
 		"HERMES_HOME": {w.agentHome[len(w.agentHome)-1], true},
 	}, files: map[string]data{}, funcs: map[string]bool{}, cwd: w.dir}
+	// The terminal runs a command as /bin/bash -c COMMAND, without arguments.
+	sc.vars["0"], sc.vars["#"] = value{"/bin/bash", true}, value{"0", true}
+	for k := 1; k < 10; k++ {
+		sc.vars[strconv.Itoa(k)] = value{"", true}
+	}
 	if w.dir != "" {
 		sc.vars["PWD"] = value{w.dir, true}
 	}
