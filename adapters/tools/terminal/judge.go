@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -280,7 +281,40 @@ func (w *walker) tick() bool {
 	return false
 }
 
-func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+func newParser() *syntax.Parser {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+}
+
+// parse parses code as bash does. mvdan's parser takes a # inside a word
+// for a comment in some places where bash does not (inside ( ) and $( ),
+// "$A# x"); bash starts a comment only at the beginning of a word, so such
+// a # is escaped and the code parsed again, lest the rest of the line hide
+// from the judge.
+func parse(code string) (*syntax.File, error) {
+	for range 16 {
+		f, err := newParser().Parse(strings.NewReader(code), "")
+		if err != nil {
+			return nil, err
+		}
+		var fix []int
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.Comment); ok {
+				if i := int(c.Hash.Offset()); i > 0 && i < len(code) && code[i] == '#' && !strings.ContainsRune(" \t\n;&|()<>", rune(code[i-1])) {
+					fix = append(fix, i)
+				}
+			}
+			return true
+		})
+		if len(fix) == 0 {
+			return f, nil
+		}
+		slices.Sort(fix)
+		for k := len(fix) - 1; k >= 0; k-- {
+			code = code[:fix[k]] + "\\" + code[fix[k]:]
+		}
+	}
+	return nil, fmt.Errorf("comments the parser and bash disagree on")
+}
 
 // script judges code run by a shell.
 func (w *walker) script(code string, sc *scope, in data) data {
@@ -288,7 +322,7 @@ func (w *walker) script(code string, sc *scope, in data) data {
 		w.add(ruleUnparsable, "(nested too deeply to judge)")
 		return data{}
 	}
-	f, err := newParser().Parse(strings.NewReader(code), "")
+	f, err := parse(code)
 	if err != nil {
 		w.add(ruleUnparsable, code)
 		return data{}
