@@ -44,6 +44,7 @@ type Finding struct {
 	Command string
 }
 
+// String is the rule and the command part, for messages and logs.
 func (f Finding) String() string { return f.Rule.Description + ": " + f.Command }
 
 // DefaultJudge judges for the current user.
@@ -241,8 +242,9 @@ func (w *walker) topScope() *scope {
 		"IFS":         {" \t\n", true},
 		"HERMES_HOME": {w.agentHome[len(w.agentHome)-1], true},
 	}, files: map[string]data{}, funcs: map[string]bool{}, cwd: w.dir}
-	// The terminal runs a command as /bin/bash -c COMMAND, without arguments.
-	sc.vars["0"], sc.vars["#"] = value{"/bin/bash", true}, value{"0", true}
+	// The terminal runs a command as bash -c COMMAND, without arguments. $0
+	// is the shell's name, which differs from shell to shell: unknown.
+	sc.vars["#"] = value{"0", true}
 	for k := 1; k < 10; k++ {
 		sc.vars[strconv.Itoa(k)] = value{"", true}
 	}

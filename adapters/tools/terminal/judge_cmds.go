@@ -111,7 +111,12 @@ func (w *walker) run(argv []field, c *ctx) data {
 			w.sqlCheck(cl, key)
 		}
 		if !readExempt[key] {
-			for _, a := range cl.args {
+			for i, a := range cl.args {
+				// a key given with -i logs in (scp, rsync -e); a string with
+				// blanks is not a path
+				if i > 0 && cl.args[i-1].lit == "-i" || strings.ContainsAny(a.lit, " \t\n") {
+					continue
+				}
 				w.readPath(a, c.sc, cl.text())
 			}
 		}

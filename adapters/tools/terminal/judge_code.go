@@ -45,9 +45,10 @@ func (w *walker) code(l lang, text string, c *ctx, positional []field, in data) 
 	// $0 $1 … are what the caller passed: the rest are empty, and after an
 	// argument of unknown count nothing is known.
 	sc.vars["#"] = value{strconv.Itoa(max(len(positional)-1, 0)), true}
-	for k := range 10 {
+	for k := 1; k < 10; k++ {
 		sc.vars[strconv.Itoa(k)] = value{"", true}
 	}
+	delete(sc.vars, "0") // the shell's name, unless given
 	for i, p := range positional {
 		if p.split {
 			sc.vars["#"] = value{}
