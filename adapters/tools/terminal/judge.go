@@ -115,23 +115,27 @@ type value struct {
 
 // scope is what the judge knows of the shell at one point of the command.
 type scope struct {
-	vars  map[string]value
-	cwd   string          // absolute and clean, or "" when unknown
-	files map[string]data // files this command wrote (shared by every scope: the file system is one)
-	funcs map[string]bool
-	loops int // nesting of loops expanded value by value
+	vars    map[string]value
+	cwd     string                  // absolute and clean, or "" when unknown
+	files   map[string]data         // files this command wrote (shared by every scope: the file system is one)
+	funcs   map[string]*syntax.Stmt // functions defined, with their bodies
+	aliases map[string]string
+	loops   int // nesting of loops expanded value by value
 }
 
 func (s *scope) get(name string) value { return s.vars[name] }
 
 func (s *scope) clone() *scope {
 	c := &scope{vars: make(map[string]value, len(s.vars)), cwd: s.cwd, files: s.files,
-		funcs: make(map[string]bool, len(s.funcs)), loops: s.loops}
+		funcs: make(map[string]*syntax.Stmt, len(s.funcs)), aliases: make(map[string]string, len(s.aliases)), loops: s.loops}
 	for k, v := range s.vars {
 		c.vars[k] = v
 	}
 	for k, v := range s.funcs {
 		c.funcs[k] = v
+	}
+	for k, v := range s.aliases {
+		c.aliases[k] = v
 	}
 	return c
 }
@@ -152,8 +156,11 @@ func (s *scope) merge(b *scope) {
 	if s.cwd != b.cwd {
 		s.cwd = ""
 	}
-	for k := range b.funcs {
-		s.funcs[k] = true
+	for k, v := range b.funcs {
+		s.funcs[k] = v
+	}
+	for k, v := range b.aliases {
+		s.aliases[k] = v
 	}
 }
 
@@ -214,6 +221,8 @@ type walker struct {
 	over      bool
 	quiet     int               // judging code only partly known: its unknown parts are already reported
 	links     map[string]string // symbolic links the command made: path → target
+	calling   map[string]bool   // functions and aliases being judged at a call
+	defining  int               // judging a function body where it is defined, without its arguments
 }
 
 func newWalker(jd Judge) *walker {
@@ -241,7 +250,7 @@ func (w *walker) topScope() *scope {
 		"HOME":        {homeMark, true},
 		"IFS":         {" \t\n", true},
 		"HERMES_HOME": {w.agentHome[len(w.agentHome)-1], true},
-	}, files: map[string]data{}, funcs: map[string]bool{}, cwd: w.dir}
+	}, files: map[string]data{}, funcs: map[string]*syntax.Stmt{}, aliases: map[string]string{}, cwd: w.dir}
 	// The terminal runs a command as bash -c COMMAND, without arguments. $0
 	// is the shell's name, which differs from shell to shell: unknown.
 	sc.vars["#"] = value{"0", true}
@@ -391,6 +400,8 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope, in data) data {
 			if f.known {
 				if d, ok := sc.file(w.abs(f.lit, sc.cwd)); ok {
 					in = d
+				} else if otherFd(f.lit) {
+					in = data{piped: true}
 				}
 			}
 			if r.Op == syntax.RdrInOut {
@@ -401,6 +412,9 @@ func (w *walker) stmt(s *syntax.Stmt, sc *scope, in data) data {
 			if f.known && (isNumber(f.lit) || f.lit == "-") {
 				if r.Op == syntax.DplOut && (fd == "" || fd == "1") && f.lit != "1" {
 					stdoutAway = true
+				}
+				if r.Op == syntax.DplIn && (fd == "" || fd == "0") && f.lit != "0" { // stdin from another stream
+					in = data{piped: true}
 				}
 				continue
 			}
@@ -522,14 +536,18 @@ func (w *walker) command(cmd syntax.Command, sc *scope, in data) data {
 		return data{download: in.download}
 	case *syntax.FuncDecl:
 		if c.Name != nil {
-			sc.funcs[c.Name.Value] = true
+			sc.funcs[c.Name.Value] = c.Body
 		}
 		for _, n := range c.Names {
-			sc.funcs[n.Value] = true
+			sc.funcs[n.Value] = c.Body
 		}
-		// The body runs whenever the function is called; judge it now.
+		// The body runs whenever the function is called, with arguments
+		// not known here: judge it now, and again at each call.
 		b := sc.clone()
+		setPositional(b, nil, false)
+		w.defining++
 		w.stmt(c.Body, b, data{})
+		w.defining--
 		sc.merge(b)
 		return emptyData
 	case *syntax.DeclClause:
@@ -540,8 +558,8 @@ func (w *walker) command(cmd syntax.Command, sc *scope, in data) data {
 			return w.stmt(c.Stmt, sc, in)
 		}
 		return emptyData
-	case *syntax.CoprocClause:
-		w.stmt(c.Stmt, sc.clone(), data{})
+	case *syntax.CoprocClause: // reads what the shell writes to it later
+		w.stmt(c.Stmt, sc.clone(), data{piped: true})
 		return emptyData
 	case *syntax.TestDecl:
 		w.stmt(c.Body, sc.clone(), in)
@@ -671,6 +689,17 @@ func (w *walker) nested(n syntax.Node, sc *scope) {
 		}
 		return true
 	})
+}
+
+// otherFd tells whether p names an open stream of the shell other than
+// stdin (/dev/fd/3, /proc/self/fd/3): what it holds is not known here.
+func otherFd(p string) bool {
+	for _, prefix := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/$$/fd/"} {
+		if n, ok := strings.CutPrefix(p, prefix); ok && n != "0" {
+			return true
+		}
+	}
+	return false
 }
 
 func isNumber(s string) bool {

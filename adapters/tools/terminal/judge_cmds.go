@@ -82,6 +82,25 @@ func (w *walker) run(argv []field, c *ctx) data {
 		return w.dynamicName(argv, c)
 	}
 	name := a0.lit
+	if body := c.sc.funcs[name]; body != nil && !w.calling[name] { // a function: judge its body with these arguments
+		if w.calling == nil {
+			w.calling = map[string]bool{}
+		}
+		w.calling[name] = true
+		b := c.sc.clone()
+		setPositional(b, append([]field{{}}, argv[1:]...), true)
+		w.stmt(body, b, c.in)
+		c.sc.merge(b)
+		delete(w.calling, name)
+	}
+	if v, ok := c.sc.aliases[name]; ok && !w.calling["alias "+name] {
+		if w.calling == nil {
+			w.calling = map[string]bool{}
+		}
+		w.calling["alias "+name] = true
+		w.codeField(joinFields(append([]field{lit(v)}, argv[1:]...)), langShell, c, nil)
+		delete(w.calling, "alias "+name)
+	}
 	if strings.Contains(name, "/") {
 		p := w.abs(name, c.sc.cwd)
 		if d, ok := c.sc.file(p); ok { // a script this command wrote
@@ -173,7 +192,10 @@ var commandNames = []string{"rm", "dd", "mkfs", "kill", "killall5", "pkill", "ki
 func (w *walker) dynamicName(argv []field, c *ctx) data {
 	a0 := argv[0]
 	text := argvText(argv)
-	if w.quiet == 0 || a0.lit != dynMark {
+	// An unknown name that is all a parameter is reported, except in code
+	// already reported as generated and in a function body judged without
+	// its arguments (each call judges it again with them).
+	if w.quiet == 0 && w.defining == 0 || a0.lit != dynMark {
 		w.add(ruleDynamic, text)
 	}
 	if a0.down {
@@ -278,6 +300,14 @@ func lookup(name string) (handler, kind) {
 		return hAlias, kindWrapper
 	case "trap":
 		return hTrap, kindWrapper
+	case "set":
+		return hSet, kindText
+	case "shift":
+		return hShift, kindText
+	case "parallel":
+		return hParallel, kindWrapper
+	case "vim", "vi", "nvim", "ex", "view", "vimdiff":
+		return hVim, kindText
 	case "python", "perl", "ruby", "node", "php", "lua", "awk", "rscript", "osascript", "bun", "deno", "irb", "jshell":
 		return hInterpreter, kindNormal
 	// shell state

@@ -42,26 +42,47 @@ func (w *walker) code(l lang, text string, c *ctx, positional []field, in data) 
 	sc := c.env.clone()
 	sc.loops = 0
 	delete(sc.vars, "__hermes_dynamic")
-	// $0 $1 … are what the caller passed: the rest are empty, and after an
-	// argument of unknown count nothing is known.
-	sc.vars["#"] = value{strconv.Itoa(max(len(positional)-1, 0)), true}
-	for k := 1; k < 10; k++ {
-		sc.vars[strconv.Itoa(k)] = value{"", true}
-	}
+	setPositional(sc, positional, true)
+	return w.script(text, sc, in)
+}
+
+// setPositional sets $0 $1 … $# to what a caller passed: the rest are
+// empty, and after an argument of unknown count nothing is known. Without
+// known arguments (a function body judged where it is defined), none is.
+func setPositional(sc *scope, positional []field, known bool) {
 	delete(sc.vars, "0") // the shell's name, unless given
+	for k := 1; k < 10; k++ {
+		sc.vars[strconv.Itoa(k)] = value{"", known}
+	}
+	sc.vars["#"] = value{strconv.Itoa(max(len(positional)-1, 0)), known}
 	for i, p := range positional {
 		if p.split {
 			sc.vars["#"] = value{}
 			for k := i; k < 10; k++ {
 				sc.vars[strconv.Itoa(k)] = value{}
 			}
-			break
+			return
 		}
 		if i < 10 {
 			sc.vars[strconv.Itoa(i)] = value{p.lit, p.known}
 		}
 	}
-	return w.script(text, sc, in)
+}
+
+// here judges code run by the current shell (eval, source): what it
+// defines stays defined.
+func (w *walker) here(f field, c *ctx) data {
+	if !f.known {
+		r := ruleGenerated
+		if f.down {
+			r = ruleDownloadShell
+		}
+		w.add(r, fieldText(f))
+		w.quiet++
+		defer func() { w.quiet-- }()
+	}
+	delete(c.sc.vars, "__hermes_dynamic")
+	return w.script(f.lit, c.sc, c.in)
 }
 
 // codeField judges a string handed to a program as code; a string only
@@ -120,6 +141,9 @@ func (w *walker) scriptOperand(f field, l lang, c *ctx, rest []field, what ...st
 		return data{}
 	case f.lit == "-" || f.lit == "/dev/stdin" || f.lit == "/dev/fd/0" || f.lit == "/proc/self/fd/0":
 		return w.fromStdin(l, c, what...)
+	case otherFd(f.lit):
+		w.add(ruleGenerated, strings.Join(what, " "))
+		return data{}
 	}
 	if d, ok := c.sc.file(w.abs(f.lit, c.sc.cwd)); ok {
 		return w.fileCode(l, d, c, positional, what...)
@@ -139,6 +163,14 @@ func (w *walker) fileCode(l lang, d data, c *ctx, positional []field, what ...st
 }
 
 func hShell(w *walker, c *call) data {
+	for _, name := range []string{"BASH_ENV", "ENV"} { // read by a shell as it starts
+		if v, set := c.env.vars[name]; set && v.s != "" || set && !v.known {
+			w.scriptOperand(field{lit: v.s, pat: escapePat(v.s), known: v.known}, langShell, c.ctx, nil, name+"="+v.s)
+			if !v.known {
+				c.flag(w, ruleGenerated)
+			}
+		}
+	}
 	args := c.args
 	cmdMode, stdinMode := false, false
 	i := 0
@@ -194,10 +226,14 @@ loop:
 }
 
 func hEval(w *walker, c *call) data {
-	if len(c.args) == 0 {
+	args := c.args
+	if len(args) > 0 && args[0].known && args[0].lit == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
 		return emptyData
 	}
-	return w.codeField(joinFields(c.args), langShell, c.ctx, nil)
+	return w.here(joinFields(args), c.ctx)
 }
 
 func hSource(w *walker, c *call) data {
@@ -205,16 +241,139 @@ func hSource(w *walker, c *call) data {
 	if len(ops) == 0 {
 		return emptyData
 	}
+	if f := ops[0]; f.known && f.src == nil && !f.glob {
+		if d, ok := c.sc.file(w.abs(f.lit, c.sc.cwd)); ok { // a file this command wrote
+			if d.download {
+				c.flag(w, ruleDownloadShell)
+			}
+			return w.here(field{lit: d.text, known: true}, c.ctx)
+		}
+	}
 	return w.scriptOperand(ops[0], langShell, c.ctx, ops[1:], c.text())
 }
 
 func hAlias(w *walker, c *call) data {
 	for _, a := range c.args {
-		if _, v, ok := strings.Cut(a.lit, "="); ok {
+		if name, v, ok := strings.Cut(a.lit, "="); ok {
 			w.codeField(field{lit: v, known: a.known, down: a.down}, langShell, c.ctx, nil)
+			c.sc.aliases[name] = v
 		}
 	}
 	return emptyData
+}
+
+// hSet sets the positional parameters (set -- a b, set a b).
+func hSet(w *walker, c *call) data {
+	args := c.args
+	for len(args) > 0 && args[0].known && len(args[0].lit) > 1 && (args[0].lit[0] == '-' || args[0].lit[0] == '+') {
+		a := args[0].lit
+		args = args[1:]
+		if a == "--" {
+			setPositional(c.sc, append([]field{{}}, args...), true)
+			return emptyData
+		}
+		if strings.HasSuffix(a, "o") && len(args) > 0 {
+			args = args[1:]
+		}
+	}
+	if len(args) > 0 {
+		setPositional(c.sc, append([]field{{}}, args...), true)
+	}
+	return emptyData
+}
+
+func hShift(w *walker, c *call) data {
+	n := 1
+	if len(c.args) > 0 {
+		var err error
+		if n, err = strconv.Atoi(c.args[0].lit); err != nil || !c.args[0].known {
+			setPositional(c.sc, nil, false)
+			return emptyData
+		}
+	}
+	count, err := strconv.Atoi(c.sc.get("#").s)
+	if !c.sc.get("#").known || err != nil || n < 0 || n > count {
+		setPositional(c.sc, nil, false)
+		return emptyData
+	}
+	rest := []field{{}}
+	for i := n + 1; i <= count && i < 10; i++ {
+		v := c.sc.get(strconv.Itoa(i))
+		rest = append(rest, field{lit: v.s, known: v.known})
+	}
+	if count >= 10 {
+		setPositional(c.sc, nil, false)
+		return emptyData
+	}
+	setPositional(c.sc, rest, true)
+	return emptyData
+}
+
+// hParallel judges GNU parallel: each input is a command, or the
+// arguments of the one given.
+func hParallel(w *walker, c *call) data {
+	args := c.args
+	i := slices.IndexFunc(args, func(f field) bool { return f.known && (f.lit == ":::" || f.lit == "::::" || f.lit == ":::+") })
+	var cmd, inputs []field
+	if i < 0 {
+		_, cmd = options(args, "jSaIdEn", []string{"--jobs", "--sshlogin", "--arg-file", "--delimiter", "--max-args"}, false)
+	} else {
+		_, cmd = options(args[:i], "jSaIdEn", []string{"--jobs", "--sshlogin", "--arg-file", "--delimiter", "--max-args"}, false)
+		for _, f := range args[i+1:] {
+			if !(f.known && strings.HasPrefix(f.lit, ":::")) {
+				inputs = append(inputs, f)
+			}
+		}
+	}
+	if i < 0 { // inputs from stdin
+		if len(cmd) == 0 {
+			return w.fromStdin(langShell, c.ctx, c.text())
+		}
+		inputs = []field{{lit: dynMark, pat: "*", split: true}}
+	}
+	for _, in := range inputs[:min(len(inputs), maxLoopItems)] {
+		if len(cmd) == 0 { // each input is a command line
+			w.codeField(in, langShell, c.ctx, nil)
+			continue
+		}
+		// with a command, inputs are quoted arguments of it; the command
+		// itself is a command line
+		line := joinFields(cmd)
+		line.lit += " " + escapeArg(in)
+		w.codeField(line, langShell, c.ctx, nil)
+	}
+	return data{}
+}
+
+// escapeArg quotes a field for the shell, keeping an unknown one unknown.
+func escapeArg(f field) string {
+	if !f.known {
+		return dynMark
+	}
+	q, err := syntax.Quote(f.lit, syntax.LangBash)
+	if err != nil {
+		return "x"
+	}
+	return q
+}
+
+// hVim judges the shell commands of vim's -c and + commands (:!cmd).
+func hVim(w *walker, c *call) data {
+	for i, a := range c.args {
+		cmd := ""
+		switch {
+		case a.known && a.lit == "-c" && i+1 < len(c.args):
+			cmd = c.args[i+1].lit
+		case a.known && strings.HasPrefix(a.lit, "+"):
+			cmd = a.lit[1:]
+		default:
+			continue
+		}
+		if _, sh, ok := strings.Cut(cmd, "!"); ok {
+			w.codeField(lit(sh), langShell, c.ctx, nil)
+		}
+	}
+	return data{}
 }
 
 func hTrap(w *walker, c *call) data {

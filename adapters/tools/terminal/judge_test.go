@@ -117,10 +117,13 @@ var contexts = []struct {
 	name string
 	wrap func(cmd, quoted string) string
 }{
-	{"bash -c", func(_, q string) string { return "bash -c " + q }},
-	{"sudo bash -c", func(_, q string) string { return "sudo bash -c " + q }},
-	{"sh -c twice", func(_, q string) string { q2, _ := syntax.Quote("sh -c "+q, syntax.LangBash); return "sh -c " + q2 }},
-	{"eval", func(_, q string) string { return "eval " + q }},
+	{"bash -c", func(_, q string) string { return "bash -c -- " + q }},
+	{"sudo bash -c", func(_, q string) string { return "sudo bash -c -- " + q }},
+	{"sh -c twice", func(_, q string) string {
+		q2, _ := syntax.Quote("sh -c -- "+q, syntax.LangBash)
+		return "sh -c -- " + q2
+	}},
+	{"eval", func(_, q string) string { return "eval -- " + q }},
 	{"subshell", func(c, _ string) string { return "(\n" + c + "\n)" }},
 	{"group", func(c, _ string) string { return "{\n" + c + "\n}" }},
 	{"after &&", func(c, _ string) string { return "true && {\n" + c + "\n}" }},

@@ -185,6 +185,23 @@ func (b *builder) parts(wps []syntax.WordPart, q quoting) {
 			b.text("", true)
 			b.parts(p.Parts, quoteDouble)
 		case *syntax.ParamExp:
+			if args, ok := b.w.positional(p, b.sc); ok { // "$@": a field per argument
+				for k, a := range args {
+					switch {
+					case k == 0:
+					case q == quoteNone || p.Param.Value == "@":
+						b.end()
+					default: // "$*": one field
+						b.text(" ", true)
+					}
+					if a.known {
+						b.expansion(a.s, q != quoteNone)
+					} else {
+						b.unknown(q != quoteNone)
+					}
+				}
+				continue
+			}
 			v := b.w.param(p, b.sc)
 			if v.known {
 				b.expansion(v.s, q != quoteNone)
@@ -207,6 +224,9 @@ func (b *builder) parts(wps []syntax.WordPart, q quoting) {
 			}
 		case *syntax.ProcSubst:
 			in := data{}
+			if p.Op == syntax.CmdOut { // >(…) reads what the command writes
+				in = data{piped: true}
+			}
 			out := b.w.subshell(p.Stmts, b.sc, in)
 			b.text("/dev/fd/63", true)
 			if p.Op == syntax.CmdIn {
@@ -315,6 +335,24 @@ func braces(word *syntax.Word) []*syntax.Word {
 		return []*syntax.Word{word}
 	}
 	return out
+}
+
+// positional is the arguments "$@" and "$*" stand for, when their number is
+// known.
+func (w *walker) positional(pe *syntax.ParamExp, sc *scope) ([]value, bool) {
+	if pe.Param == nil || pe.Param.Value != "@" && pe.Param.Value != "*" || pe.Excl || pe.Length || pe.Exp != nil ||
+		pe.Slice != nil || pe.Repl != nil || pe.Index != nil {
+		return nil, false
+	}
+	n, err := strconv.Atoi(sc.get("#").s)
+	if !sc.get("#").known || err != nil || n < 2 || n > 9 {
+		return nil, false
+	}
+	out := make([]value, n)
+	for i := range out {
+		out[i] = sc.get(strconv.Itoa(i + 1))
+	}
+	return out, true
 }
 
 func specialParam(name string) bool {
