@@ -644,7 +644,7 @@ func (w *walker) assign(a *syntax.Assign, from, to *scope) {
 	}
 	v := value{"", true}
 	if a.Value != nil {
-		f := w.wordAssign(a.Value, from)
+		f := w.wordOne(a.Value, from)
 		v = value{f.lit, f.known}
 	}
 	if a.Append {

@@ -176,7 +176,7 @@ func canonical(name string) string {
 }
 
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true, "nc": true,
-	"socat": true, "telnet": true, "ftp": true, "tftp": true, "lwp-request": true, "GET": true, "ssh": true, "scp": false}
+	"socat": true, "telnet": true, "ftp": true, "tftp": true, "lwp-request": true, "ssh": true}
 
 var readExempt = map[string]bool{"ssh": true, "ssh-add": true, "ssh-keygen": true, "ssh-copy-id": true, "ls": true, "stat": true,
 	"file": true, "test": true, "[": true, "chmod": true, "chown": true, "chgrp": true, "rm": true, "shred": true, "unlink": true,
@@ -721,8 +721,7 @@ func hTaskset(w *walker, c *call) data {
 }
 
 func hTrace(w *walker, c *call) data {
-	opts, ops := options(c.args, "oepsaAbEIOPSuX", nil, false)
-	_ = opts
+	_, ops := options(c.args, "oepsaAbEIOPSuX", nil, false)
 	return w.run(ops, c.ctx)
 }
 

@@ -310,14 +310,13 @@ func (w *walker) wordFields(word *syntax.Word, sc *scope) []field {
 }
 
 // wordOne expands a word that is not split (assignment values, redirection
-// targets, here-strings).
+// targets, here-strings, operands of ${x:-word}).
 func (w *walker) wordOne(word *syntax.Word, sc *scope) field {
 	b := w.builder(sc, false)
 	b.parts(word.Parts, quoteNone)
 	return b.one()
 }
 
-func (w *walker) wordAssign(word *syntax.Word, sc *scope) field { return w.wordOne(word, sc) }
 
 func braces(word *syntax.Word) []*syntax.Word {
 	c := &syntax.Word{Parts: slices.Clone(word.Parts)}
@@ -388,13 +387,13 @@ func (w *walker) param(pe *syntax.ParamExp, sc *scope) value {
 	if plain && pe.Exp == nil {
 		return base
 	}
-	if plain && pe.Exp.Word != nil || plain && pe.Exp != nil {
+	if plain {
 		op := pe.Exp.Op
 		word := func() value {
 			if pe.Exp.Word == nil {
 				return value{"", true}
 			}
-			f := w.wordAssign(pe.Exp.Word, sc)
+			f := w.wordOne(pe.Exp.Word, sc)
 			return value{f.lit, f.known}
 		}
 		switch op {
