@@ -78,6 +78,14 @@ func (w *walker) run(argv []field, c *ctx) data {
 		return emptyData
 	}
 	a0 := argv[0]
+	if !a0.known && !a0.split && !a0.glob {
+		// "$(go env GOPATH)/bin/tool": the directory is unknown, the
+		// program is not.
+		if i := strings.LastIndexByte(a0.lit, '/'); i >= 0 && !strings.Contains(a0.lit[i:], dynMark) && a0.lit[i+1:] != "" {
+			a0 = lit(a0.lit[i+1:])
+			argv = append([]field{a0}, argv[1:]...)
+		}
+	}
 	if !a0.known || a0.glob {
 		return w.dynamicName(argv, c)
 	}
