@@ -74,10 +74,11 @@ func (jd Judge) Findings(command string) []Finding {
 // limits that keep the judge fast on hostile input: a command past them
 // asks instead of being judged further.
 const (
-	maxSteps     = 20000 // simple commands and statements judged
-	maxDepth     = 12    // strings run as code inside strings run as code
-	maxLoopItems = 16    // values of a for loop judged one by one
-	maxBraces    = 64    // words of one brace expansion
+	maxSteps     = 20000    // simple commands and statements judged
+	maxBytes     = 32 << 20 // text expanded or parsed
+	maxDepth     = 12       // strings run as code inside strings run as code
+	maxLoopItems = 16       // values of a for loop judged one by one
+	maxBraces    = 64       // words of one brace expansion
 	maxText      = 1 << 20
 )
 
@@ -215,6 +216,7 @@ type walker struct {
 	seen      map[Finding]bool
 	visited   map[*syntax.Stmt]bool
 	steps     int
+	bytes     int
 	depth     int
 	maxDepth  int // the deepest nesting of code in strings reached
 	fallbacks int // statements the structured walk missed (judged on their own)
@@ -327,8 +329,22 @@ func parse(code string) (*syntax.File, error) {
 	return nil, fmt.Errorf("comments the parser and bash disagree on")
 }
 
+// spend counts text expanded or parsed; past the budget the rest of the
+// command asks.
+func (w *walker) spend(n int) bool {
+	w.bytes += n
+	if w.bytes > maxBytes {
+		w.steps = maxSteps
+		return w.tick()
+	}
+	return w.over
+}
+
 // script judges code run by a shell.
 func (w *walker) script(code string, sc *scope, in data) data {
+	if w.spend(len(code)) {
+		return data{}
+	}
 	if w.depth >= maxDepth || len(code) > maxText {
 		w.add(ruleUnparsable, "(nested too deeply to judge)")
 		return data{}

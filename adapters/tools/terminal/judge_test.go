@@ -146,7 +146,7 @@ func FuzzJudge(f *testing.F) {
 		if len(cmd) > 2000 {
 			return
 		}
-		w, err := testJudge.judge(cmd)
+		w, err := judgeWithin(t, cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,11 +163,33 @@ func FuzzJudge(f *testing.F) {
 			if _, err := newParser().Parse(strings.NewReader(wrapped), ""); err != nil {
 				continue // cmd does not stand alone there (an unclosed here-doc)
 			}
-			if fs := testJudge.Findings(wrapped); verdict(fs) != "hard" {
+			if w, _ := judgeWithin(t, wrapped); verdict(w.findings) != "hard" {
+				fs := w.findings
 				t.Errorf("%q is hard-line, but not %s: %q %v", cmd, c.name, wrapped, fs)
 			}
 		}
 	})
+}
+
+// judgeWithin judges cmd, failing the test if that takes more than a
+// second: the judge runs before every command, on input the model writes.
+func judgeWithin(t *testing.T, cmd string) (*walker, error) {
+	type result struct {
+		w   *walker
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		w, err := testJudge.judge(cmd)
+		done <- result{w, err}
+	}()
+	select {
+	case r := <-done:
+		return r.w, r.err
+	case <-time.After(time.Second):
+		t.Fatalf("judging took over a second: %q", cmd)
+		return nil, nil
+	}
 }
 
 // BenchmarkJudge judges the whole corpus; parsing alone is the baseline.

@@ -91,6 +91,10 @@ func (b *builder) unknown(quoted bool) {
 
 // expansion adds the value of a parameter or command substitution.
 func (b *builder) expansion(v string, quoted bool) {
+	if b.w.spend(len(v)) {
+		b.unknown(quoted)
+		return
+	}
 	if quoted || !b.splitting {
 		b.text(v, true)
 		return
@@ -316,7 +320,6 @@ func (w *walker) wordOne(word *syntax.Word, sc *scope) field {
 	b.parts(word.Parts, quoteNone)
 	return b.one()
 }
-
 
 func braces(word *syntax.Word) []*syntax.Word {
 	c := &syntax.Word{Parts: slices.Clone(word.Parts)}
