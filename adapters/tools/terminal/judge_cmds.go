@@ -1842,6 +1842,7 @@ func hFind(w *walker, c *call) data {
 			break
 		}
 	}
+	i = min(i, len(args))
 	var starts []field
 	for ; i < len(args); i++ {
 		s := args[i].lit
