@@ -1074,32 +1074,32 @@ func forkBombs(f *syntax.File) []string {
 		visit(d.Body, false, false)
 		calls[name] = out
 	}
-	reaches := func(from, to string) bool {
-		seen := map[string]bool{}
-		stack := []string{from}
-		for len(stack) > 0 {
-			n := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if n == to {
-				return true
-			}
-			if seen[n] {
-				continue
-			}
-			seen[n] = true
-			for _, c := range calls[n] {
-				if decls[c.name] != nil {
-					stack = append(stack, c.name)
-				}
+	// reaching[f]: the functions from which f can be called, f included.
+	callers := map[string][]string{}
+	for from, cs := range calls {
+		for _, c := range cs {
+			if decls[c.name] != nil {
+				callers[c.name] = append(callers[c.name], from)
 			}
 		}
-		return false
 	}
 	var bombs []string
 	for name := range decls {
+		reaching := map[string]bool{name: true}
+		stack := []string{name}
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, from := range callers[n] {
+				if !reaching[from] {
+					reaching[from] = true
+					stack = append(stack, from)
+				}
+			}
+		}
 		weight, conc := 0, false
 		for _, c := range calls[name] {
-			if decls[c.name] == nil || !reaches(c.name, name) {
+			if !reaching[c.name] {
 				continue
 			}
 			weight++

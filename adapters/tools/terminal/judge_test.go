@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -213,4 +214,30 @@ func BenchmarkJudge(b *testing.B) {
 		}
 		b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(lines)), "ns/command")
 	})
+}
+
+// Large scripts and inputs built to blow up (doubling strings, functions
+// calling each other twice, nested brace expansions) are judged quickly;
+// what is past the budget asks.
+func TestJudgeBoundedWork(t *testing.T) {
+	var long strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&long, "f%d() { f%d; f%d; }\n", i, i+1, i+1)
+	}
+	long.WriteString("f0\n")
+	for range 500 {
+		long.WriteString("go test ./... && git status --short | head -5\n")
+	}
+	doubling := "x=0123456789abcdef; " + strings.Repeat("x=$x$x; ", 20) + strings.Repeat("echo $x$x$x$x | base64 -d | sh; ", 50)
+	braces := "echo " + strings.Repeat("{a,b,c,d}", 12) + " $(echo " + strings.Repeat("{a,b,c,d}", 12) + ")"
+	for name, cmd := range map[string]string{"long script": long.String(), "doubling": doubling, "braces": braces} {
+		start := time.Now()
+		fs := testJudge.Findings(cmd)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: judged in %s", name, d)
+		}
+		if name == "long script" && verdict(fs) == "hard" || name == "doubling" && verdict(fs) == "safe" {
+			t.Errorf("%s: %s %v", name, verdict(fs), fs)
+		}
+	}
 }
