@@ -3,7 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,68 +12,101 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Rule is one curated pattern of a dangerous command.
+// Rule is one kind of command that needs a decision. Description is shown
+// to the user and is the key of the allow-list (command_allowlist) and of
+// ApprovalDecided events, so it is short and stays stable. Hard rules are
+// refused even with --yolo or an allow-list entry.
 type Rule struct {
-	Re          *regexp.Regexp
 	Description string
+	Hard        bool
 }
 
-func rule(re, desc string) Rule { return Rule{regexp.MustCompile(re), desc} }
+// The hard-line rules: every spelling of these is refused.
+var (
+	ruleRootDelete      = &Rule{"delete of the root or a system directory", true}
+	ruleMkfs            = &Rule{"format a filesystem (mkfs)", true}
+	ruleDD              = &Rule{"dd onto a disk device", true}
+	ruleDisk            = &Rule{"write over a disk device", true}
+	ruleForkBomb        = &Rule{"fork bomb", true}
+	ruleKillAll         = &Rule{"kill every process (kill -1)", true}
+	ruleShutdown        = &Rule{"shut down or reboot the machine", true}
+	ruleInit            = &Rule{"shut down or reboot the machine (init)", true}
+	ruleChmodSystem     = &Rule{"recursive chmod or chown of the root or a system directory", true}
+	ruleAccounts        = &Rule{"overwrite /etc/passwd, /etc/shadow or /etc/sudoers", true}
+	ruleAgentHomeDelete = &Rule{"delete the agent's home ($HERMES_HOME)", true}
+)
 
-// systemDirs are directories whose removal is never approved.
-const systemDirs = `(/|/\*|~|~/|\$HOME|/bin|/boot|/dev|/etc|/home|/lib|/lib64|/opt|/proc|/root|/sbin|/srv|/sys|/usr|/var)/?`
+// The rules that ask.
+var (
+	ruleRecursiveDelete = &Rule{Description: "recursive delete"}
+	ruleDownloadShell   = &Rule{Description: "pipe a download into a shell"}
+	rulePipeShell       = &Rule{Description: "pipe into a shell"}
+	ruleGenerated       = &Rule{Description: "run generated code"}
+	ruleDynamic         = &Rule{Description: "dynamic command name"}
+	ruleInline          = &Rule{Description: "inline script that runs commands"}
+	ruleUnparsable      = &Rule{Description: "command that could not be parsed"}
+	ruleDeleteFrom      = &Rule{Description: "DELETE without WHERE"}
+	ruleDrop            = &Rule{Description: "DROP TABLE / DATABASE"}
+	ruleTruncate        = &Rule{Description: "TRUNCATE a table"}
+	ruleChmod777R       = &Rule{Description: "chmod -R 777"}
+	ruleChmod777        = &Rule{Description: "chmod 777"}
+	ruleChmodR          = &Rule{Description: "recursive chmod"}
+	ruleSetuid          = &Rule{Description: "chmod setuid"}
+	ruleChownR          = &Rule{Description: "recursive chown"}
+	ruleChmodSystemDir  = &Rule{Description: "chmod or chown of a system directory"}
+	ruleGitForce        = &Rule{Description: "git push --force"}
+	ruleGitReset        = &Rule{Description: "git reset --hard"}
+	ruleGitClean        = &Rule{Description: "git clean -f"}
+	ruleFindDelete      = &Rule{Description: "find -delete"}
+	ruleFindRm          = &Rule{Description: "find -exec rm"}
+	ruleXargsRm         = &Rule{Description: "xargs rm"}
+	ruleServiceStop     = &Rule{Description: "stop or disable a service"}
+	ruleService         = &Rule{Description: "stop a service"}
+	rulePkill           = &Rule{Description: "kill processes by name"}
+	ruleKill9           = &Rule{Description: "kill -9"}
+	ruleEtc             = &Rule{Description: "overwrite a file in /etc"}
+	ruleDevNull         = &Rule{Description: "move into /dev/null"}
+	ruleDocker          = &Rule{Description: "remove docker resources"}
+	ruleSSH             = &Rule{Description: "write to ~/.ssh"}
+	ruleStartup         = &Rule{Description: "write to a shell startup file"}
+	ruleHistory         = &Rule{Description: "erase shell history"}
+	ruleCrontab         = &Rule{Description: "edit a crontab"}
+	ruleCrontabRemove   = &Rule{Description: "remove the crontab"}
+	ruleBoot            = &Rule{Description: "write to /boot"}
+	ruleKernel          = &Rule{Description: "write to kernel settings (/proc, /sys)"}
+	ruleSystemWrite     = &Rule{Description: "write into a system directory"}
+	ruleAgentHomeWrite  = &Rule{Description: "write to the agent's home ($HERMES_HOME)"}
+	ruleReverseShell    = &Rule{Description: "reverse shell"}
+	ruleDevice          = &Rule{Description: "write to a device"}
+	ruleSecretRead      = &Rule{Description: "read a private key or password file"}
+	ruleDiskTool        = &Rule{Description: "partition or wipe a disk"}
+)
 
-// Hardline commands are refused even with --yolo.
-var Hardline = []Rule{
-	rule(`(^|[;&|]\s*|\bsudo\s+)rm\s+(-[a-zA-Z]*\s+|--[a-z-]+\s+)*`+systemDirs+`(\s|$|;|&)`, "delete of the root or a system directory"),
-	rule(`\bmkfs(\.[a-z0-9]+)?\b`, "format a filesystem (mkfs)"),
-	rule(`\bdd\b[^;|&]*\bof=/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk)`, "dd onto a disk device"),
-	rule(`>\s*/dev/(sd|hd|vd|nvme)[a-z0-9]*`, "write over a disk device"),
-	rule(`:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`, "fork bomb"),
-	rule(`\bkill\s+(-[A-Z0-9]+\s+)*-1\b`, "kill every process (kill -1)"),
-	rule(`(^|[;&|]\s*|\bsudo\s+)(shutdown|reboot|halt|poweroff)\b`, "shut down or reboot the machine"),
-	rule(`(^|[;&|]\s*|\bsudo\s+)init\s+[06]\b`, "shut down or reboot the machine (init)"),
+// Rules lists every rule the judge reports, hard-line ones first.
+func Rules() []*Rule {
+	return []*Rule{ruleRootDelete, ruleMkfs, ruleDD, ruleDisk, ruleForkBomb, ruleKillAll, ruleShutdown, ruleInit,
+		ruleChmodSystem, ruleAccounts, ruleAgentHomeDelete,
+		ruleRecursiveDelete, ruleDownloadShell, rulePipeShell, ruleGenerated, ruleDynamic, ruleInline, ruleUnparsable,
+		ruleDeleteFrom, ruleDrop, ruleTruncate, ruleChmod777R, ruleChmod777, ruleChmodR, ruleSetuid, ruleChownR,
+		ruleChmodSystemDir, ruleGitForce, ruleGitReset, ruleGitClean, ruleFindDelete, ruleFindRm, ruleXargsRm,
+		ruleServiceStop, ruleService, rulePkill, ruleKill9, ruleEtc, ruleDevNull, ruleDocker, ruleSSH, ruleStartup,
+		ruleHistory, ruleCrontab, ruleCrontabRemove, ruleBoot, ruleKernel, ruleSystemWrite, ruleAgentHomeWrite,
+		ruleReverseShell, ruleDevice, ruleSecretRead, ruleDiskTool}
 }
 
-// Dangerous commands need approval (or --yolo, or an allow-list entry).
-var Dangerous = []Rule{
-	rule(`\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b`, "recursive delete"),
-	rule(`\b(bash|sh|zsh|dash|ksh)\s+(-[a-z]*\s+)*-[a-z]*c\b`, "shell -c wrapper"),
-	rule(`\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`, "pipe a download into a shell"),
-	rule(`(?i)\bDELETE\s+FROM\s+[^\s;]+\s*(;|$|"|')`, "DELETE without WHERE"),
-	rule(`(?i)\bDROP\s+(TABLE|DATABASE|SCHEMA)\b`, "DROP TABLE / DATABASE"),
-	rule(`(?i)\bTRUNCATE\s+(TABLE\s+)?\w`, "TRUNCATE a table"),
-	rule(`\bchmod\s+(-[a-zA-Z]*R[a-zA-Z]*\s+)777\b|\bchmod\s+777\s+-R\b`, "chmod -R 777"),
-	rule(`\bchown\s+-[a-zA-Z]*R`, "recursive chown"),
-	rule(`\bgit\s+push\b.*(\s--force\b|\s-f\b|\s--force-with-lease\b)`, "git push --force"),
-	rule(`\bgit\s+reset\s+--hard\b`, "git reset --hard"),
-	rule(`\bgit\s+clean\s+-[a-zA-Z]*f`, "git clean -f"),
-	rule(`\bfind\b.*\s-delete\b`, "find -delete"),
-	rule(`\bfind\b.*-exec\s+rm\b`, "find -exec rm"),
-	rule(`\bxargs\s+(-[a-zA-Z0-9]+\s+)*rm\b`, "xargs rm"),
-	rule(`\bsystemctl\s+(stop|disable|mask|kill|restart)\b`, "stop or disable a service"),
-	rule(`\bservice\s+\S+\s+(stop|restart)\b`, "stop a service"),
-	rule(`\b(pkill|killall)\b`, "kill processes by name"),
-	rule(`\bkill\s+-9\b`, "kill -9"),
-	rule(`>\s*/etc/`, "overwrite a file in /etc"),
-	rule(`\bmv\s+.*\s/dev/null\b`, "move into /dev/null"),
-	rule(`\bdocker\s+(rm|rmi|system\s+prune|volume\s+rm)\b`, "remove docker resources"),
-}
-
-// Check returns the first hard-line and dangerous rules command matches.
+// Check judges command for the current user and returns its first
+// hard-line finding and its first finding that needs approval (either may
+// be nil). Approver.Approve looks at every finding, not just these two.
 func Check(command string) (hard, danger *Rule) {
-	c := strings.TrimSpace(command)
-	for i := range Hardline {
-		if Hardline[i].Re.MatchString(c) {
-			return &Hardline[i], nil
+	for _, f := range DefaultJudge().Findings(command) {
+		switch {
+		case f.Rule.Hard && hard == nil:
+			hard = f.Rule
+		case !f.Rule.Hard && danger == nil:
+			danger = f.Rule
 		}
 	}
-	for i := range Dangerous {
-		if Dangerous[i].Re.MatchString(c) {
-			return nil, &Dangerous[i]
-		}
-	}
-	return nil, nil
+	return hard, danger
 }
 
 // AllowList is the config's command_allowlist: rule descriptions the user
@@ -110,6 +143,9 @@ func (a *MemAllowList) Add(p string) error {
 type Approver struct {
 	Allow   AllowList
 	Timeout time.Duration
+	// Judge judges the commands; the zero value judges for the current
+	// user (set AgentHome to the --home in use).
+	Judge Judge
 }
 
 type sessionApprovals struct {
@@ -126,10 +162,23 @@ const (
 )
 
 // Approve returns nil when command may run; otherwise an error the model
-// reads. Every decision on a flagged command is recorded as an event.
+// reads. Every decision on a flagged command is recorded as an event, one
+// per rule. A command runs only when every part of it is approved: a
+// hard-line part anywhere refuses the whole command, and the parts not yet
+// approved for the session or allow-listed are asked about together.
 func (a *Approver) Approve(ctx context.Context, command string) error {
-	hard, danger := Check(command)
-	if hard == nil && danger == nil {
+	return a.ApproveIn(ctx, "", command)
+}
+
+// ApproveIn is Approve for a command that starts in dir ("" when unknown),
+// so relative paths are judged where they point.
+func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
+	jd := a.Judge
+	if dir != "" {
+		jd.Dir = dir
+	}
+	findings := jd.Findings(command)
+	if len(findings) == 0 {
 		return nil
 	}
 	env := agent.EnvFrom(ctx)
@@ -138,27 +187,59 @@ func (a *Approver) Approve(ctx context.Context, command string) error {
 			env.Record(ctx, schema.ApprovalDecided{Command: command, Pattern: pattern, Decision: decision, By: by})
 		}
 	}
-	if hard != nil {
-		record(hard.Description, Deny, "hardline")
-		return fmt.Errorf("blocked: %q is a %s, which is never allowed, not even with --yolo", command, hard.Description)
+	for _, f := range findings {
+		if f.Rule.Hard {
+			record(f.Rule.Description, Deny, "hardline")
+			return fmt.Errorf("blocked: %q is a %s (%s), which is never allowed, not even with --yolo", command, f.Rule.Description, f.Command)
+		}
 	}
 	approved := env.Values.Get("terminal.approvals", func() any { return &sessionApprovals{m: map[string]bool{}} }).(*sessionApprovals)
-	approved.mu.Lock()
-	ok := approved.m[danger.Description]
-	approved.mu.Unlock()
+	type part struct{ rule, by string }
+	var already []part
+	var pending []string
+	var details []string
+	for _, f := range findings {
+		d := f.Rule.Description
+		if slices.Contains(pending, d) || slices.ContainsFunc(already, func(p part) bool { return p.rule == d }) {
+			continue
+		}
+		approved.mu.Lock()
+		ok := approved.m[d]
+		approved.mu.Unlock()
+		switch {
+		case ok:
+			already = append(already, part{d, "session"})
+		case a.Allow != nil && a.Allow.Has(d):
+			already = append(already, part{d, "allowlist"})
+		default:
+			pending = append(pending, d)
+			details = append(details, fmt.Sprintf("  - %s: %s", d, f.Command))
+		}
+	}
+	run := func(decision, by string) error {
+		for _, p := range already {
+			dec := Session
+			if p.by == "allowlist" {
+				dec = Always
+			}
+			record(p.rule, dec, p.by)
+		}
+		for _, d := range pending {
+			record(d, decision, by)
+		}
+		return nil
+	}
+	flagged := strings.Join(pending, " and ")
 	switch {
-	case ok:
-		record(danger.Description, Session, "session")
-		return nil
-	case a.Allow != nil && a.Allow.Has(danger.Description):
-		record(danger.Description, Always, "allowlist")
-		return nil
+	case len(pending) == 0:
+		return run("", "")
 	case env.Yolo:
-		record(danger.Description, Once, "yolo")
-		return nil
+		return run(Once, "yolo")
 	case env.Asker == nil:
-		record(danger.Description, Deny, "timeout")
-		return fmt.Errorf("denied: %q needs approval (%s) and nobody can be asked; run with --yolo or add it to command_allowlist", command, danger.Description)
+		for _, d := range pending {
+			record(d, Deny, "timeout")
+		}
+		return fmt.Errorf("denied: %q needs approval (%s) and nobody can be asked; run with --yolo or add it to command_allowlist", command, flagged)
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -166,32 +247,40 @@ func (a *Approver) Approve(ctx context.Context, command string) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	answer, err := env.Asker.Ask(actx, agent.Question{Kind: "approval", Timeout: timeout,
-		Text:    fmt.Sprintf("The agent wants to run a command flagged as %s:\n  %s\nAllow it?", danger.Description, command),
+	text := fmt.Sprintf("The agent wants to run a command flagged as %s:\n  %s\n", flagged, command)
+	if len(findings) > 1 || len(pending) > 1 {
+		text += strings.Join(details, "\n") + "\n"
+	}
+	answer, err := env.Asker.Ask(actx, agent.Question{Kind: "approval", Timeout: timeout, Text: text + "Allow it?",
 		Choices: []string{Once, Session, Always, Deny}})
 	if err != nil {
-		record(danger.Description, Deny, "timeout")
-		return fmt.Errorf("denied: no approval for %q (%s) within %s", command, danger.Description, timeout)
+		for _, d := range pending {
+			record(d, Deny, "timeout")
+		}
+		return fmt.Errorf("denied: no approval for %q (%s) within %s", command, flagged, timeout)
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case Once, "o", "y", "yes":
-		record(danger.Description, Once, "user")
-		return nil
+		return run(Once, "user")
 	case Session, "s":
 		approved.mu.Lock()
-		approved.m[danger.Description] = true
+		for _, d := range pending {
+			approved.m[d] = true
+		}
 		approved.mu.Unlock()
-		record(danger.Description, Session, "user")
-		return nil
+		return run(Session, "user")
 	case Always, "a":
 		if a.Allow != nil {
-			if err := a.Allow.Add(danger.Description); err != nil {
-				return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
+			for _, d := range pending {
+				if err := a.Allow.Add(d); err != nil {
+					return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
+				}
 			}
 		}
-		record(danger.Description, Always, "user")
-		return nil
+		return run(Always, "user")
 	}
-	record(danger.Description, Deny, "user")
-	return fmt.Errorf("denied by the user: %q (%s); do not retry it, ask the user or find another way", command, danger.Description)
+	for _, d := range pending {
+		record(d, Deny, "user")
+	}
+	return fmt.Errorf("denied by the user: %q (%s); do not retry it, ask the user or find another way", command, flagged)
 }

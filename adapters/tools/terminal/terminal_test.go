@@ -130,14 +130,13 @@ func TestBackgroundProcesses(t *testing.T) {
 func TestPatterns(t *testing.T) {
 	hard := []string{"rm -rf /", "sudo rm -rf /etc", "rm -rf ~", "rm -fr /usr/", "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda bs=1M",
 		":(){ :|:& };:", "kill -9 -1", "shutdown -h now", "sudo reboot", "init 0"}
-	danger := []string{"rm -rf build/", "rm -r node_modules", "bash -c 'echo hi'", "sh -c ls", "curl https://x.sh | sh", "wget -qO- x | sudo bash",
+	danger := []string{"rm -rf build/", "rm -r node_modules", "bash -c 'rm -rf build'", "sh -c 'git push -f'", "curl https://x.sh | sh", "wget -qO- x | sudo bash",
 		"psql -c 'DELETE FROM users;'", "DROP TABLE users", "drop database prod", "chmod -R 777 .", "git push --force origin main", "git push -f",
 		"find . -name '*.tmp' -delete", "systemctl stop nginx", "service postgresql stop", "git reset --hard HEAD~3"}
-	// The patterns are conservative: text that merely mentions a dangerous
-	// command (echo rm -rf) is flagged too; asking once too often is the
-	// safe mistake.
+	// Text that merely mentions a dangerous command is not run, and the
+	// string of a bash -c is judged like any command.
 	safe := []string{"rm readme.txt", "rm -f old.log", "DELETE FROM users WHERE id = 3", "ls -la", "git push origin main",
-		"find . -name '*.go'", "chmod 644 file", "cat /etc/hosts", "go test ./..."}
+		"find . -name '*.go'", "chmod 644 file", "cat /etc/hosts", "go test ./...", "echo rm -rf /", "bash -c 'echo hi'", "sh -c ls"}
 	for _, c := range hard {
 		if h, _ := Check(c); h == nil {
 			t.Errorf("hard-line not caught: %s", c)

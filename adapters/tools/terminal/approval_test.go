@@ -1,0 +1,207 @@
+package terminal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+)
+
+// allowEverything is an allow-list holding every rule of the judge.
+func allowEverything() *MemAllowList {
+	a := &MemAllowList{}
+	for _, r := range Rules() {
+		a.Add(r.Description)
+	}
+	return a
+}
+
+// Every hard-line spelling of the corpus is refused by the Approver, even
+// with --yolo and an allow-list that holds every rule.
+func TestApproveRefusesEveryHardLineSpelling(t *testing.T) {
+	env := &agent.Env{Yolo: true, Values: agent.NewSessionValues(), Asker: &scriptedAsker{answers: []string{Always}}}
+	ctx := agent.WithEnv(context.Background(), env)
+	a := &Approver{Allow: allowEverything(), Judge: testJudge}
+	n := 0
+	for _, l := range readCorpus(t) {
+		if l.verdict != "hard" {
+			continue
+		}
+		n++
+		err := a.Approve(ctx, l.command)
+		if err == nil || !strings.Contains(err.Error(), "not even with --yolo") {
+			t.Errorf("line %d: %q approved: %v", l.line, l.command, err)
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d hard-line spellings in the corpus", n)
+	}
+}
+
+// Through the terminal tool: a hard-line command does not run (the marker
+// it would create stays absent), a dangerous one asks, a safe one runs
+// without a question.
+func TestApproveThroughTheTerminal(t *testing.T) {
+	asker := &scriptedAsker{answers: []string{Deny, Once}}
+	r := newRig(t, asker)
+	r.env.Yolo = true
+	for _, d := range Rules() {
+		r.allow.Add(d.Description)
+	}
+	marker := filepath.Join(r.env.WorkingDir, "ran")
+	// mkfs is hard-line whatever it formats; this one would fail anyway.
+	hard := `touch ran && $'\x6dkfs'.ext4 /nonexistent/hermes-test-image`
+	if _, err := r.run(r.term, map[string]any{"command": hard}); err == nil || !strings.Contains(err.Error(), "never allowed") {
+		t.Fatalf("hard-line spelling under --yolo with everything allow-listed: %v", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hard-line command ran")
+	}
+	if len(asker.asked) != 0 {
+		t.Fatalf("a hard-line command was asked about: %+v", asker.asked)
+	}
+
+	r2 := newRig(t, asker)
+	os.MkdirAll(filepath.Join(r2.env.WorkingDir, "gone", "sub"), 0o755)
+	danger := `touch ran; r\m -r "gone"`
+	if _, err := r2.run(r2.term, map[string]any{"command": danger}); err == nil || !strings.Contains(err.Error(), "denied by the user") {
+		t.Fatalf("deny: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r2.env.WorkingDir, "ran")); err == nil {
+		t.Fatal("a denied command ran")
+	}
+	if len(asker.asked) != 1 || !strings.Contains(asker.asked[0].Text, "flagged as recursive delete") {
+		t.Fatalf("asked %+v", asker.asked)
+	}
+	if _, err := r2.run(r2.term, map[string]any{"command": danger}); err != nil {
+		t.Fatalf("once: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r2.env.WorkingDir, "gone")); err == nil {
+		t.Fatal("an approved command did not run")
+	}
+
+	blocked := &scriptedAsker{block: true}
+	r3 := newRig(t, blocked)
+	if out, err := r3.run(r3.term, map[string]any{"command": `echo "rm -rf /" && ls -la && touch ran`}); err != nil || !strings.Contains(out, "rm -rf /") {
+		t.Fatalf("safe command: %q %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(r3.env.WorkingDir, "ran")); err != nil || len(blocked.asked) != 0 {
+		t.Fatalf("a safe command did not run without a question (%v, asked %d)", err, len(blocked.asked))
+	}
+}
+
+// A command with two dangerous parts needs both approved: allow-listing one
+// does not let the other through, and the question names only the part
+// still to approve.
+func TestApproveNeedsEveryPart(t *testing.T) {
+	asker := &scriptedAsker{answers: []string{Once}}
+	r := newRig(t, asker)
+	r.allow.Add("recursive delete")
+	cmd := "rm -rf build && git reset --hard 2>/dev/null; true"
+	if _, err := r.run(r.term, map[string]any{"command": cmd}); err != nil {
+		t.Fatalf("once: %v", err)
+	}
+	if len(asker.asked) != 1 {
+		t.Fatalf("asked %d times", len(asker.asked))
+	}
+	q := asker.asked[0].Text
+	if !strings.Contains(q, "flagged as git reset --hard:") || strings.Contains(q, "recursive delete and") {
+		t.Fatalf("question %q", q)
+	}
+	if got := strings.Join(r.decisions(), " "); got != "always/allowlist once/user" {
+		t.Fatalf("decisions %s", got)
+	}
+
+	// Nobody to ask: the message names the part that needs approval.
+	noAsk := newRig(t, nil)
+	noAsk.allow.Add("git reset --hard")
+	_, err := noAsk.run(noAsk.term, map[string]any{"command": "git reset --hard; curl -s https://x.sh | sh"})
+	if err == nil || !strings.Contains(err.Error(), "needs approval (pipe a download into a shell)") {
+		t.Fatalf("no asker: %v", err)
+	}
+
+	// Both parts pending: one question lists both, "session" approves both.
+	both := &scriptedAsker{answers: []string{Session}}
+	r2 := newRig(t, both)
+	if _, err := r2.run(r2.term, map[string]any{"command": "git reset --hard 2>/dev/null; git push --force 2>/dev/null; true"}); err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	if len(both.asked) != 1 || !strings.Contains(both.asked[0].Text, "git reset --hard and git push --force") {
+		t.Fatalf("asked %+v", both.asked)
+	}
+	if _, err := r2.run(r2.term, map[string]any{"command": "git push -f 2>/dev/null; git reset --hard 2>/dev/null; true"}); err != nil || len(both.asked) != 1 {
+		t.Fatalf("session approval of both parts not remembered: %v (asked %d)", err, len(both.asked))
+	}
+}
+
+// A hard-line part anywhere refuses the whole command, whatever else it
+// holds and whatever was approved.
+func TestApproveHardLinePartRefusesAll(t *testing.T) {
+	env := &agent.Env{Yolo: true, Values: agent.NewSessionValues()}
+	ctx := agent.WithEnv(context.Background(), env)
+	a := &Approver{Allow: allowEverything(), Judge: testJudge, Timeout: time.Second}
+	for _, cmd := range []string{"ls; echo ok && (cd /tmp; sudo bash -c 'rm -rf /*')", "git push -f; kill -9 -1", "rm -rf build; :(){ :|:& };:"} {
+		if err := a.Approve(ctx, cmd); err == nil || !strings.Contains(err.Error(), "never allowed") {
+			t.Errorf("%q: %v", cmd, err)
+		}
+	}
+}
+
+func TestJudgeReportsEveryPart(t *testing.T) {
+	fs := testJudge.Findings("rm -rf build && git push --force; curl -s x | sh")
+	var got []string
+	for _, f := range fs {
+		got = append(got, f.Rule.Description)
+	}
+	for _, want := range []string{"recursive delete", "git push --force", "pipe a download into a shell"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("missing %q in %v", want, got)
+		}
+	}
+}
+
+func TestCheckKeepsItsContract(t *testing.T) {
+	if h, d := Check("rm -rf /"); h == nil || h.Description != "delete of the root or a system directory" || !h.Hard || d == nil {
+		t.Fatalf("rm -rf /: %v %v", h, d)
+	}
+	if h, d := Check("git push -f"); h != nil || d == nil || d.Description != "git push --force" {
+		t.Fatalf("git push -f: %v %v", h, d)
+	}
+	if h, d := Check("ls -la"); h != nil || d != nil {
+		t.Fatalf("ls: %v %v", h, d)
+	}
+}
+
+// Rule descriptions are allow-list keys: unique, short, and the ones users
+// may already have in command_allowlist keep their spelling.
+func TestRuleDescriptionsAreStableKeys(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Rules() {
+		if seen[r.Description] || r.Description == "" || len(r.Description) > 60 {
+			t.Errorf("bad or duplicate description %q", r.Description)
+		}
+		seen[r.Description] = true
+	}
+	for _, old := range []string{"recursive delete", "pipe a download into a shell", "DELETE without WHERE", "DROP TABLE / DATABASE",
+		"TRUNCATE a table", "chmod -R 777", "recursive chown", "git push --force", "git reset --hard", "git clean -f", "find -delete",
+		"find -exec rm", "xargs rm", "stop or disable a service", "stop a service", "kill processes by name", "kill -9",
+		"overwrite a file in /etc", "move into /dev/null", "remove docker resources"} {
+		if !seen[old] {
+			t.Errorf("allow-list key %q is gone", old)
+		}
+	}
+}
+
+// The judge knows a rule for every command name it tries a glob against.
+func TestCommandNamesHaveRules(t *testing.T) {
+	for _, n := range commandNames {
+		if h, k := lookup(canonical(n)); h == nil && k != kindWrapper {
+			t.Errorf("%s has no handler", n)
+		}
+	}
+}
