@@ -558,3 +558,56 @@ func TestAckOfAnUnknownRunIsIgnored(t *testing.T) {
 		}
 	}
 }
+
+// capture is a bus that keeps what it is given and delivers nothing.
+type capture chan schema.Outbound
+
+func (c capture) Publish(_ context.Context, out schema.Outbound) error {
+	c <- out
+	return nil
+}
+
+// TestPlatformDeliveryWaitsForTheAdapter: a platform delivery is done
+// when the adapter's outcome comes back (Ack, as the router hands it);
+// without one it fails after AckTimeout, saying so.
+func TestPlatformDeliveryWaitsForTheAdapter(t *testing.T) {
+	dir := t.TempDir()
+	clock := crontest.NewClock(t0)
+	bus := make(capture, 4)
+	r := startScheduler(t, dir, clock, cron.Config{Bus: bus}, stub(&stubAgent{}))
+	acked := mustCreate(t, r.jobs, schema.JobSpec{Name: "acked", Schedule: "every 1h", Prompt: "p", Deliver: "telegram:1"})
+	silent := mustCreate(t, r.jobs, schema.JobSpec{Name: "unacked", Schedule: "every 1h", Prompt: "p", Deliver: "telegram:2"})
+	waitFor(t, "the timers", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
+	clock.Set(t0.Add(time.Hour))
+	outs := map[string]schema.Outbound{}
+	for range 2 {
+		o := <-bus
+		outs[o.Chat] = o
+	}
+	o := outs["1"]
+	if o.Key != "cron/"+acked.ID || o.Platform != "telegram" || !strings.HasSuffix(o.ReplyID, "|telegram:1") || o.Text != "done: acked" {
+		t.Fatalf("outbound %+v", o)
+	}
+	if err := r.sched.Ack(schema.Inbound{Kind: "delivered", Key: o.Key, Platform: "telegram", Chat: "1", ReplyID: o.ReplyID, PlatformMessageIDs: []string{"9"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the acknowledged delivery", func() bool { return settled(t, r.store, acked.ID, 1) })
+	if oc := runs(t, r.store, acked.ID)[0].Outcomes["telegram:1"]; !oc.Delivered {
+		t.Fatalf("outcome %+v", oc)
+	}
+	// An acknowledgement given twice changes nothing.
+	r.sched.Ack(schema.Inbound{Kind: "failed", Key: o.Key, ReplyID: o.ReplyID, Error: "late"})
+	if oc := runs(t, r.store, acked.ID)[0].Outcomes["telegram:1"]; !oc.Delivered {
+		t.Fatalf("a second acknowledgement rewrote the outcome: %+v", oc)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if settled(t, r.store, silent.ID, 1) {
+		t.Fatal("a delivery nobody acknowledged is closed before its timeout")
+	}
+	waitFor(t, "the acknowledgement timer", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour + cron.DefaultAckTimeout)) })
+	clock.Advance(cron.DefaultAckTimeout)
+	waitFor(t, "the unacknowledged delivery to time out", func() bool { return settled(t, r.store, silent.ID, 1) })
+	if oc := runs(t, r.store, silent.ID)[0].Outcomes["telegram:2"]; !strings.Contains(oc.Error, "no delivery acknowledgement from the telegram adapter within 2m0s") {
+		t.Fatalf("outcome %+v", oc)
+	}
+}
