@@ -80,7 +80,9 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	plat := &chatPlatform{ready: make(chan struct{})}
 	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: cron.BusPublisher{Bus: b},
 		Platforms: func() []string { return []string{"testchat"} }, Wrap: true,
-		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, _ string) (string, error) { return "Stand-up in 10 minutes (" + job.Spec.Name + ")", nil }}})
+		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, _ string) (string, error) {
+			return "Stand-up in 10 minutes (" + job.Spec.Name + ")", nil
+		}}})
 	router := gateway.New(store, b, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
