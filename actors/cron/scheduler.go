@@ -215,6 +215,33 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return runErr
 }
 
+// Stats are a running scheduler's counters.
+type Stats struct {
+	// Timed is how many jobs wait in the timer for their next slot.
+	Timed int
+	// Running counts jobs this process works on (runs, recoveries).
+	Running int
+	// Waiting counts due jobs waiting for a free run slot.
+	Waiting int
+	// Next is when the earliest timed job is due.
+	Next time.Time
+}
+
+// Stats asks the running scheduler for its counters.
+func (s *Scheduler) Stats() (Stats, error) {
+	s.mu.Lock()
+	on := s.running
+	s.mu.Unlock()
+	if !on {
+		return Stats{}, errors.New("the scheduler is not running")
+	}
+	res, err := s.sys.Root.RequestFuture(s.pid, statsReq{}, 10*time.Second).Result()
+	if err != nil {
+		return Stats{}, err
+	}
+	return res.(Stats), nil
+}
+
 // RunNow runs job ref (an id, a unique prefix or a name) now, outside its
 // schedule, in the calling goroutine, and returns how the run ended.
 func (s *Scheduler) RunNow(ctx context.Context, ref string) (*Run, error) {
@@ -423,6 +450,7 @@ type (
 		delta int
 	}
 	stopping struct{}
+	statsReq struct{}
 )
 
 // schedActor owns the timer: which job is due when, which run here, and
@@ -471,6 +499,9 @@ func (a *schedActor) Receive(c actor.Context) {
 			delete(a.running, m.id)
 			a.eval(c, m.id)
 		}
+	case statsReq:
+		c.Respond(Stats{Timed: a.timers.len(), Running: len(a.running), Waiting: len(a.queue), Next: a.timers.next()})
+		return
 	case stopping:
 		a.stopping = true
 		if a.timer != nil {
