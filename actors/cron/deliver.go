@@ -16,9 +16,14 @@ import (
 )
 
 // deliverPending delivers run's output to each of its targets still
-// without an outcome, and records each outcome in the job's stream.
+// without an outcome, and records each outcome in the job's stream. When
+// ctx ends (the scheduler stops) what is not delivered stays pending, and
+// is delivered by the next scheduler to start.
 func (s *Scheduler) deliverPending(ctx context.Context, j *Job, run *Run) {
 	for _, t := range run.Pending() {
+		if ctx.Err() != nil {
+			return
+		}
 		s.deliverTo(ctx, j, run, t)
 	}
 }
@@ -33,25 +38,26 @@ func (s *Scheduler) text(j *Job, run *Run) string {
 
 func (s *Scheduler) deliverTo(ctx context.Context, j *Job, run *Run, t Target) {
 	log := s.log.With().Str("job", j.ID).Str("run", run.ID).Str("target", t.String()).Logger()
+	wctx := context.WithoutCancel(ctx)
 	switch t.Kind {
 	case TargetLocal:
 		path, err := s.writeOutput(j, run)
 		if err != nil {
-			s.outcome(ctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: err.Error()})
+			s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: err.Error()})
 			log.Error().Err(err).Msg("write cron output")
 			return
 		}
-		s.outcome(ctx, j.ID, schema.JobDelivered{RunID: run.ID, Target: t.String(), Path: path})
+		s.outcome(wctx, j.ID, schema.JobDelivered{RunID: run.ID, Target: t.String(), Path: path})
 	case TargetPlatform:
 		s.deliverToPlatform(ctx, j, run, t)
 	default:
-		s.outcome(ctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: t.Err})
+		s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: t.Err})
 	}
 }
 
 func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t Target) {
 	fail := func(msg string) {
-		s.outcome(ctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: msg})
+		s.outcome(context.WithoutCancel(ctx), j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: msg})
 		s.log.Warn().Str("job", j.ID).Str("run", run.ID).Str("target", t.String()).Str("error", msg).Msg("cron delivery failed")
 	}
 	if s.cfg.Bus == nil {

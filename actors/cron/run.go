@@ -59,7 +59,7 @@ func (s *Scheduler) execute(ctx context.Context, j *Job, st *schema.JobRunStarte
 	}
 	ev.Str("status", o.status).Float64("cost", o.cost).Msg("run finished")
 	if r, ok := j2.Open[st.RunID]; ok {
-		s.deliverPending(wctx, j2, r)
+		s.deliverPending(ctx, j2, r)
 	}
 	return s.runOf(j.ID, st.RunID)
 }

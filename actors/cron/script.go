@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
@@ -27,6 +28,8 @@ type Shell struct {
 	Shell string
 	// MaxOutput bounds what is kept of the output (default 50,000 bytes).
 	MaxOutput int
+	// Timeout bounds a script on its own (0: only the run's timeout).
+	Timeout time.Duration
 }
 
 // Run implements Scripts.
@@ -38,6 +41,11 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 	backend := sh.Backend
 	if backend == nil {
 		backend = terminal.Local{}
+	}
+	if sh.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, sh.Timeout, fmt.Errorf("the script timed out after %s", sh.Timeout))
+		defer cancel()
 	}
 	if backend.Checked() {
 		env := &agent.Env{Values: agent.NewSessionValues(), WorkingDir: sh.Dir}

@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -85,6 +86,10 @@ type chatter struct {
 	wd    string
 	tools []string
 	sys   *actor.ActorSystem
+	// reg and deps are what scheduled runs narrow (cmd/hermes/cron.go).
+	reg   *tools.Registry
+	deps  session.Deps
+	cronw *cronWiring
 }
 
 func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
@@ -159,7 +164,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
 	}
 	mgr := session.NewManager(sys, deps)
-	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys}
+	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())
@@ -177,21 +182,30 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		<-runnerDone
 		a.Close()
 	}
+	if err := c.wireCron(fileCfg); err != nil {
+		c.stop()
+		return nil, err
+	}
 	return c, nil
 }
 
 func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
 	id := uuid.NewString()
+	return id, c.createSession(ctx, id, source, c.cfg.Model, c.tools)
+}
+
+// createSession writes the opening events of session id, whose prompt
+// lists toolNames.
+func (c *chatter) createSession(ctx context.Context, id, source, model string, toolNames []string) error {
 	var index []prompt.Skill
-	if slices.Contains(c.tools, "skill_view") {
+	if slices.Contains(toolNames, "skill_view") {
 		all, _ := library(c.a.home, c.wd).All()
 		for _, s := range all {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
-	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
-	return id, err
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: toolNames, Skills: index, Now: time.Now()})
+	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 }
 
 // summarizer condenses long session_search results with the auxiliary

@@ -38,6 +38,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
 	ex := &code.Tool{}
+	cj := newCronTool(store, allow)
 	for _, set := range []struct {
 		name  string
 		tools []agent.Tool
@@ -52,10 +53,12 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		{"delegation", []agent.Tool{delegate.Tool{}}},
 		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
+		{"cronjob", []agent.Tool{cj}},
 	} {
 		if err := r.Register(set.name, set.tools...); err != nil {
 			return nil, nil, err
 		}
+		cj.Toolsets = append(cj.Toolsets, set.name)
 	}
 	return r, ex, nil
 }
