@@ -149,6 +149,8 @@ type JobRunFinished struct {
 // JobRunMissed reports slots that passed while no scheduler ran and that
 // the job's catch-up policy does not run.
 type JobRunMissed struct {
+	// Count is exact up to 100,000 slots; past that (a minutely cron
+	// expression after months of downtime) it is a lower bound.
 	Count  int       `json:"count"`
 	First  time.Time `json:"first"`
 	Last   time.Time `json:"last"`

@@ -54,6 +54,16 @@ func (a *SessionAgent) Run(ctx context.Context, sessionID string, job *Job, prom
 	return res.Answer, cost, res.Err
 }
 
+// Close settles session id after the process running it died: its
+// actor recovers it, recording the turn the crash cut short as
+// interrupted, and stops.
+func (a *SessionAgent) Close(ctx context.Context, id string) error {
+	mgr := session.NewManager(a.Sys, a.Deps)
+	defer mgr.Shutdown()
+	_, err := mgr.Session(ctx, id)
+	return err
+}
+
 // SessionCost is what session id cost: its model calls, auxiliary calls
 // and subagents, through the sessions compression continued it in.
 func SessionCost(ctx context.Context, store events.Store, id string) (float64, error) {

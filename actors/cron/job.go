@@ -69,32 +69,32 @@ type Job struct {
 
 // Run is one run of a job.
 type Run struct {
-	ID           string
-	ScheduledFor time.Time
-	Attempt      int
-	Trigger      string
-	SessionID    string
-	Owner        *schema.RunOwner
-	StartedAt    time.Time
-	Finished     bool
-	FinishedAt   time.Time
-	Status       string
-	Error        string
-	CostUSD      float64
-	DurationMS   int64
+	ID           string           `json:"id"`
+	ScheduledFor time.Time        `json:"scheduled_for"`
+	Attempt      int              `json:"attempt"`
+	Trigger      string           `json:"trigger"`
+	SessionID    string           `json:"session_id,omitempty"`
+	Owner        *schema.RunOwner `json:"owner,omitempty"`
+	StartedAt    time.Time        `json:"started_at"`
+	Finished     bool             `json:"finished"`
+	FinishedAt   time.Time        `json:"finished_at,omitzero"`
+	Status       string           `json:"status,omitempty"`
+	Error        string           `json:"error,omitempty"`
+	CostUSD      float64          `json:"cost_usd,omitempty"`
+	DurationMS   int64            `json:"duration_ms,omitempty"`
 	// Output is kept while deliveries are pending.
-	Output string
+	Output string `json:"output,omitempty"`
 	// Targets are where the output goes; Outcomes what happened there.
-	Targets  []Target
-	Outcomes map[string]Outcome
+	Targets  []Target           `json:"-"`
+	Outcomes map[string]Outcome `json:"deliveries,omitempty"`
 }
 
 // Outcome is what became of a delivery to one target.
 type Outcome struct {
-	Delivered bool
-	Path      string
-	Error     string
-	At        time.Time
+	Delivered bool      `json:"delivered"`
+	Path      string    `json:"path,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 // Pending lists the targets still without an outcome.

@@ -404,6 +404,17 @@ func (s *Scheduler) settle(ctx context.Context, id, rid string) {
 		return
 	}
 	s.log.Warn().Str("job", id).Str("run", rid).Msg("a run a crash cut short is recorded interrupted")
+	if c, ok := s.cfg.Agent.(SessionCloser); ok && r.SessionID != "" {
+		if err := c.Close(ctx, r.SessionID); err != nil {
+			s.log.Warn().Err(err).Str("job", id).Str("session", r.SessionID).Msg("close the session of an interrupted run")
+		}
+	}
+}
+
+// SessionCloser is implemented by agents that can settle the session of a
+// run a crash cut short (SessionAgent records its turn interrupted).
+type SessionCloser interface {
+	Close(ctx context.Context, sessionID string) error
 }
 
 // waitFor registers interest in job id's changes.

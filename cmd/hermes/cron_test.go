@@ -185,6 +185,7 @@ func TestCronDaemonKilledMidRunThenRestarted(t *testing.T) {
 	}
 
 	h := mustRun(t, home, "cron", "history", retry)
+	t.Logf("hermes cron history %s:\n%s", retry, h)
 	dead := fmt.Sprintf("pid %d", pid)
 	if !strings.Contains(h, "interrupted") || !strings.Contains(h, dead) || !strings.Contains(h, "retried once") {
 		t.Fatalf("the crashed run is not shown interrupted by %s:\n%s", dead, h)
@@ -200,6 +201,20 @@ func TestCronDaemonKilledMidRunThenRestarted(t *testing.T) {
 	}
 	if filepath.Dir(filepath.Dir(path)) != filepath.Join(home, "cron", "output") {
 		t.Fatalf("output at %s", path)
+	}
+	// The crashed run's session has its turn closed as interrupted.
+	var entries []struct {
+		Run *struct {
+			SessionID string `json:"session_id"`
+			Attempt   int    `json:"attempt"`
+		} `json:"run"`
+	}
+	json.Unmarshal([]byte(mustRun(t, home, "cron", "history", retry, "--json")), &entries)
+	if len(entries) < 2 || entries[1].Run == nil || entries[1].Run.SessionID == "" {
+		t.Fatalf("history --json %+v", entries)
+	}
+	if ev := mustRun(t, home, "sessions", "events", entries[1].Run.SessionID); !strings.Contains(ev, "TurnInterrupted") {
+		t.Fatalf("the crashed run's session was left open:\n%s", ev)
 	}
 	hf := mustRun(t, home, "cron", "history", fail)
 	if !strings.Contains(hf, "interrupted") || !strings.Contains(hf, "on_crash fail: not retried") || strings.Contains(hf, "run retry") {
