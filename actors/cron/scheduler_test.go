@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -609,5 +610,96 @@ func TestPlatformDeliveryWaitsForTheAdapter(t *testing.T) {
 	waitFor(t, "the unacknowledged delivery to time out", func() bool { return settled(t, r.store, silent.ID, 1) })
 	if oc := runs(t, r.store, silent.ID)[0].Outcomes["telegram:2"]; !strings.Contains(oc.Error, "no delivery acknowledgement from the telegram adapter within 2m0s") {
 		t.Fatalf("outcome %+v", oc)
+	}
+}
+
+type noopTool struct{}
+
+func (noopTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "noop", Description: "does nothing", Parameters: map[string]any{"type": "object"}}
+}
+func (noopTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (noopTool) Run(context.Context, json.RawMessage) (string, error) {
+	return "nothing happened", nil
+}
+
+// TestPerJobCostCap: a job's max cost stops its run through the session's
+// cost cap (checked before each model call); its cost is recorded.
+func TestPerJobCostCap(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: "noop", Args: `{}`}}, Prompt: 1000, Completion: 100})
+	defer srv.Close()
+	dir := t.TempDir()
+	clock := crontest.NewClock(t0)
+	r := startScheduler(t, dir, clock, cron.Config{}, func(store *embedded.Store, sys *actor.ActorSystem) cron.Agent {
+		deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
+			Tools: agent.NewTools(noopTool{}), Exec: toolrun.NewPool(sys, 4, 30*time.Second), MaxTurns: 50,
+			Cfg: agent.Config{Model: "pricey", Prices: agent.Prices{"pricey": {Input: 100, Output: 100}}}} // $0.11 a call
+		return &cron.SessionAgent{Sys: sys, Deps: deps, Create: func(ctx context.Context, id string, job *cron.Job) error {
+			return session.Create(ctx, store, id, session.Start{Source: "cron", Model: "pricey", System: "s"})
+		}}
+	})
+	j := mustCreate(t, r.jobs, schema.JobSpec{Schedule: "every 1h", Prompt: "loop forever", MaxCostUSD: 0.3})
+	waitFor(t, "the timer", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
+	clock.Set(t0.Add(time.Hour))
+	waitFor(t, "the capped run", func() bool { return settled(t, r.store, j.ID, 1) })
+	run := runs(t, r.store, j.ID)[0]
+	if run.Status != schema.RunFailed || !strings.Contains(run.Error, "cost cap reached") || run.CostUSD < 0.3 || run.CostUSD > 0.45 {
+		t.Fatalf("capped run %+v", run)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Fatalf("%d model calls, want 3 ($0.33 reaches the $0.30 cap)", n)
+	}
+}
+
+// blocking counts runs in flight and lets them go on demand.
+type blocking struct {
+	mu        sync.Mutex
+	now, peak int
+	release   chan struct{}
+}
+
+func (b *blocking) Run(ctx context.Context, _ string, job *cron.Job, _ string) (string, float64, error) {
+	b.mu.Lock()
+	b.now++
+	b.peak = max(b.peak, b.now)
+	b.mu.Unlock()
+	defer func() { b.mu.Lock(); b.now--; b.mu.Unlock() }()
+	select {
+	case <-b.release:
+		return "ok", 0, nil
+	case <-ctx.Done():
+		return "", 0, ctx.Err()
+	}
+}
+
+// TestMaxConcurrentRuns: five jobs due at once run two at a time; the
+// others wait for a free slot and run on time all the same.
+func TestMaxConcurrentRuns(t *testing.T) {
+	dir := t.TempDir()
+	clock := crontest.NewClock(t0)
+	b := &blocking{release: make(chan struct{})}
+	r := startScheduler(t, dir, clock, cron.Config{MaxConcurrent: 2, Agent: b}, nil)
+	var ids []string
+	for range 5 {
+		ids = append(ids, mustCreate(t, r.jobs, schema.JobSpec{Schedule: "every 1h", Prompt: "p", Deliver: "none"}).ID)
+	}
+	waitFor(t, "the timers", func() bool { st, _ := r.sched.Stats(); return st.Timed == 5 })
+	clock.Set(t0.Add(time.Hour))
+	waitFor(t, "two runs", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.now == 2 })
+	if st, _ := r.sched.Stats(); st.Waiting != 3 {
+		t.Fatalf("stats %+v: three should wait", st)
+	}
+	for range 5 {
+		b.release <- struct{}{}
+	}
+	for _, id := range ids {
+		waitFor(t, "all five", func() bool { return settled(t, r.store, id, 1) })
+		if run := runs(t, r.store, id)[0]; run.Trigger != schema.TriggerSchedule || run.Status != schema.RunOK {
+			t.Fatalf("run %+v", run)
+		}
+	}
+	if b.peak != 2 {
+		t.Fatalf("%d runs at once, max 2", b.peak)
 	}
 }
