@@ -125,7 +125,8 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		})
 		return res, err
 	}
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg))
+	cj := newCronTool()
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), cj)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -182,7 +183,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		<-runnerDone
 		a.Close()
 	}
-	if err := c.wireCron(fileCfg); err != nil {
+	if err := c.wireCron(fileCfg, cj); err != nil {
 		c.stop()
 		return nil, err
 	}

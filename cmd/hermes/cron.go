@@ -23,7 +23,6 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/bus"
-	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
@@ -114,35 +113,28 @@ func resolveCron(c CronConfig) (cronSettings, error) {
 	return s, nil
 }
 
-// cronTool is the cronjob tool of a registry, with the toolsets of that
-// registry (web counts even when it has no tools for lack of a search_url).
+// cronTool is the cronjob tool with what its registry knows: the
+// toolsets a job may name (web counts even when it has no tools for lack
+// of a search_url). Its caller keeps it (registry wraps what it
+// registers) to give it the scheduler.
 type cronTool struct {
 	*cronjob.Tool
 	Toolsets []string
 }
 
-// newCronTool returns the cronjob tool; store is nil when the registry is
-// only listed.
-func newCronTool(store events.Store, allow *configAllowList) *cronTool {
-	t := &cronTool{Tool: &cronjob.Tool{Store: store}}
+func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
+
+// bind gives the tool its store (nil when the registry is only listed)
+// and the command_allowlist its scripts are checked against.
+func (t *cronTool) bind(store events.Store, allow *configAllowList) {
+	t.Store, t.Toolsets = store, nil
 	t.Rules = func() cron.Rules { return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has} }
-	if store != nil {
+	if store != nil && t.Jobs == nil {
 		t.Jobs = cron.NewJobs(store, nil)
 		t.Origin = func(ctx context.Context, id string) (*schema.JobOrigin, error) {
 			return gateway.OriginOf(ctx, store, id)
 		}
 	}
-	return t
-}
-
-// cronToolOf finds the cronjob tool of a registry.
-func cronToolOf(r *tools.Registry) *cronTool {
-	for _, e := range r.All() {
-		if t, ok := e.Tool.(*cronTool); ok {
-			return t
-		}
-	}
-	return nil
 }
 
 // cronWiring is what a chatter needs to run jobs.
@@ -158,16 +150,13 @@ func (c *chatter) cron() *cronWiring { return c.cronw }
 // wireCron prepares the chatter to run jobs: the cronjob tool's settings,
 // and a scheduler for its run action (not firing anything by itself: the
 // gateway and `hermes cron daemon` run one that does).
-func (c *chatter) wireCron(fileCfg Config) error {
+func (c *chatter) wireCron(fileCfg Config, cj *cronTool) error {
 	set, err := resolveCron(fileCfg.Cron)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(c.a.home, "config.yaml"), err)
 	}
 	w := &cronWiring{set: set, allow: &configAllowList{path: filepath.Join(c.a.home, "config.yaml"), list: c.cfg.AllowList}}
-	w.tool = cronToolOf(c.reg)
-	if w.tool == nil || w.tool.Jobs == nil {
-		return errors.New("the cronjob tool is not registered")
-	}
+	w.tool = cj
 	w.tool.AllowNested = set.allowNested
 	w.jobs = w.tool.Jobs
 	c.cronw = w
@@ -274,12 +263,12 @@ func (g *globals) cronHome() (*cronHome, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(a.home, "config.yaml"), err)
 	}
 	wd, _ := os.Getwd()
-	r, _, err := registry(a.home, wd, nil, Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil)
-	if err != nil {
+	cj := newCronTool()
+	if _, _, err := registry(a.home, wd, nil, Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj); err != nil {
 		a.Close()
 		return nil, err
 	}
-	rules := cronToolOf(r).Rules()
+	rules := cj.Rules()
 	allow := &configAllowList{list: fileCfg.CommandAllowlist}
 	rules.Allowed = allow.Has
 	return &cronHome{a: a, jobs: cron.NewJobs(a.store, nil), set: set, rules: rules}, nil

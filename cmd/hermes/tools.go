@@ -31,14 +31,18 @@ import (
 )
 
 // registry registers every tool Hermes has; execute_code gets the
-// session's toolbox once config has selected it.
+// session's toolbox once config has selected it, cj (the cronjob tool,
+// nil: a new one) its store, rules and the scheduler from its caller.
 func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
-	summarize func(context.Context, string, string) (string, error)) (*tools.Registry, *code.Tool, error) {
+	summarize func(context.Context, string, string) (string, error), cj *cronTool) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}}
 	ex := &code.Tool{}
-	cj := newCronTool(store, allow)
+	if cj == nil {
+		cj = newCronTool()
+	}
+	cj.bind(store, allow)
 	for _, set := range []struct {
 		name  string
 		tools []agent.Tool
@@ -216,7 +220,7 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil, nil)
+			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil)
 			if err != nil {
 				return err
 			}
