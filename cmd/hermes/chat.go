@@ -192,21 +192,16 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 
 func (c *chatter) newSession(ctx context.Context, source string) (string, error) {
 	id := uuid.NewString()
-	return id, c.createSession(ctx, id, source, c.cfg.Model, c.tools)
-}
-
-// createSession writes the opening events of session id, whose prompt
-// lists toolNames.
-func (c *chatter) createSession(ctx context.Context, id, source, model string, toolNames []string) error {
 	var index []prompt.Skill
-	if slices.Contains(toolNames, "skill_view") {
+	if slices.Contains(c.tools, "skill_view") {
 		all, _ := library(c.a.home, c.wd).All()
 		for _, s := range all {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: toolNames, Skills: index, Now: time.Now()})
-	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
+	err := session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	return id, err
 }
 
 // summarizer condenses long session_search results with the auxiliary
