@@ -296,8 +296,9 @@ func (s *Scheduler) hold(id string, delta int) {
 	}
 }
 
-// claimAndRun claims job id's due slot and runs it; false when there was
-// nothing to claim (another scheduler won, the job changed).
+// claimAndRun claims job id's due slot and runs it. Losing the claim
+// (another scheduler won, the job changed meanwhile) is not an error:
+// the job is looked at again from what won.
 func (s *Scheduler) claimAndRun(ctx context.Context, id string) {
 	runID := newRunID()
 	lease, err := s.leases.Lease(runLease(runID))
