@@ -14,6 +14,7 @@ require (
 	github.com/mymmrac/telego v1.6.0
 	github.com/nats-io/nats.go v1.37.0
 	github.com/openai/openai-go v1.12.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
 	github.com/tiktoken-go/tokenizer v0.10.0

@@ -84,6 +84,18 @@ var registry = map[string]eventType{
 	"PairingApproved":         v1[PairingApproved](),
 	"PairingRejected":         v1[PairingRejected](),
 	"PairingRevoked":          v1[PairingRevoked](),
+
+	"JobCreated":        v1[JobCreated](),
+	"JobListed":         v1[JobListed](),
+	"JobUpdated":        v1[JobUpdated](),
+	"JobPaused":         v1[JobPaused](),
+	"JobResumed":        v1[JobResumed](),
+	"JobRemoved":        v1[JobRemoved](),
+	"JobRunStarted":     v1[JobRunStarted](),
+	"JobRunFinished":    v1[JobRunFinished](),
+	"JobRunMissed":      v1[JobRunMissed](),
+	"JobDelivered":      v1[JobDelivered](),
+	"JobDeliveryFailed": v1[JobDeliveryFailed](),
 }
 
 func upAssistantV1(b []byte) ([]byte, error) {

@@ -55,6 +55,22 @@ var samples = []Payload{
 	PairingApproved{Platform: "telegram", User: "999", UserName: "eve", CodeHash: "5e884898da28047151d0e56f8dc62927"},
 	PairingRejected{Reason: "no pending pairing has this code"},
 	PairingRevoked{Platform: "telegram", User: "999"},
+	JobCreated{ID: "3f2a9c1d7e5b", JobSpec: JobSpec{Name: "morning build check", Schedule: "0 9 * * 1-5", Timezone: "Europe/Berlin",
+		Prompt: "Check the nightly build and summarise failures.", Script: "./check-build.sh", Toolsets: []string{"web", "terminal"}, Model: "gpt-4o-mini",
+		Deliver: "origin", Origin: &JobOrigin{Platform: "telegram", Chat: "111111", Thread: "17", SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b"},
+		CatchUp: "once", OnCrash: "retry", TimeoutSeconds: 600, MaxCostUSD: 0.5}, Enabled: true, CreatedBy: "tool"},
+	JobListed{ID: "3f2a9c1d7e5b", Stream: "cron-job-3f2a9c1d7e5b", Name: "morning build check"},
+	JobUpdated{JobSpec: JobSpec{Name: "morning build check", Schedule: "every 2h", Prompt: "Check the nightly build.", Deliver: "telegram:111111",
+		CatchUp: "skip", OnCrash: "fail", NoAgent: true, Script: "df -h /"}, Changed: []string{"schedule", "deliver"}},
+	JobPaused{Reason: "on holiday"},
+	JobResumed{},
+	JobRemoved{Reason: "no longer needed"},
+	JobRunStarted{RunID: "r-5d41402abc4b", ScheduledFor: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), Attempt: 1, Trigger: TriggerSchedule,
+		SessionID: "5d41402a-bc4b-4a76-b971-9d911017c592", Owner: &RunOwner{Host: "build-box", PID: 4242, Nonce: "9f86d081884c7d65"}},
+	JobRunFinished{RunID: "r-5d41402abc4b", Status: RunOK, CostUSD: 0.0042, DurationMS: 15300, Output: "All green."},
+	JobRunMissed{Count: 3, First: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC), Last: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC), Policy: "once"},
+	JobDelivered{RunID: "r-5d41402abc4b", Target: "telegram:111111", PlatformMessageIDs: []string{"77"}},
+	JobDeliveryFailed{RunID: "r-5d41402abc4b", Target: "telegram:111111", Error: "telegram: 400 Bad Request: chat not found"},
 }
 
 func fixturePath(tv TypeVersion, suffix string) string {

@@ -79,6 +79,11 @@ type Config struct {
 	TypingEvery time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Acks records the delivery outcome of a message the router did not
+	// send itself: one whose Key starts with "cron/" (the scheduler's).
+	// It runs beside the router actor; the bus message is acknowledged
+	// once it returns nil.
+	Acks func(schema.Inbound) error
 }
 
 // Router is the gateway's router. Create it with New, set Sessions, then
@@ -338,6 +343,11 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 	in := &m.in
 	switch in.Kind {
 	case "delivered", "failed", "callback":
+		if a.r.cfg.Acks != nil && in.Kind != "callback" && strings.HasPrefix(in.Key, "cron/") {
+			ack := *in
+			go func() { m.done <- a.r.cfg.Acks(ack) }()
+			return
+		}
 		pid, ok := a.chats[in.Key]
 		if !ok {
 			a.r.log.Warn().Str("key", in.Key).Str("kind", in.Kind).Msg("no such chat: ignoring")

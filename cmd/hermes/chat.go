@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -85,6 +86,10 @@ type chatter struct {
 	wd    string
 	tools []string
 	sys   *actor.ActorSystem
+	// reg and deps are what scheduled runs narrow (cmd/hermes/cron.go).
+	reg   *tools.Registry
+	deps  session.Deps
+	cronw *cronWiring
 }
 
 func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
@@ -129,7 +134,8 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		})
 		return res, err
 	}
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg))
+	cj := newCronTool()
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), cj)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -168,7 +174,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
 	}
 	mgr := session.NewManager(sys, deps)
-	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys}
+	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())
@@ -186,6 +192,10 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		stopRunner()
 		<-runnerDone
 		a.Close()
+	}
+	if err := c.wireCron(fileCfg, cj); err != nil {
+		c.stop()
+		return nil, err
 	}
 	return c, nil
 }

@@ -49,6 +49,7 @@ type Config struct {
 	} `yaml:"delegation"`
 	Gateway   GatewayConfig   `yaml:"gateway"`
 	Platforms PlatformsConfig `yaml:"platforms"`
+	Cron      CronConfig      `yaml:"cron"`
 
 	// ignored are top-level keys this build does not use (sections of
 	// the Python Hermes Agent's config), warned about.

@@ -313,8 +313,9 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		return err
 	}
 	defer b.Close()
+	jobs := c.gatewayCron(b)
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
-		SharedGroupSessions: set.SharedGroupSessions, Model: c.cfg.Model,
+		SharedGroupSessions: set.SharedGroupSessions, Model: c.cfg.Model, Acks: jobs.Ack,
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
 	if set.SessionReset.Mode == "idle" {
@@ -373,6 +374,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 	for i, p := range platforms {
 		names[i] = p.Name()
 	}
+	defer jobs.start(names)()
 	g.log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
 	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
 	write := func(stopped bool) {

@@ -38,8 +38,10 @@ import (
 // approved as the terminal is and only on beside it, and the file tools
 // cannot change $HERMES_HOME. Close the registry when Hermes exits: it
 // ends background processes.
+// cj (the cronjob tool, nil: a new one) gets its store, rules and the
+// scheduler from its caller.
 func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
-	summarize func(context.Context, string, string) (string, error)) (*tools.Registry, *code.Tool, error) {
+	summarize func(context.Context, string, string) (string, error), cj *cronTool) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	keep := secretsOf(cfg)
 	env := func() []string { return keep.Env(os.Environ()) }
@@ -47,6 +49,10 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env}
 	ex := &code.Tool{Approver: approver, Env: env}
+	if cj == nil {
+		cj = newCronTool()
+	}
+	cj.bind(store, allow)
 	for _, set := range []struct {
 		name  string
 		tools []agent.Tool
@@ -61,10 +67,12 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		{"delegation", []agent.Tool{delegate.Tool{}}},
 		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
+		{"cronjob", []agent.Tool{cj}},
 	} {
 		if err := r.Register(set.name, keep.Tools(set.tools...)...); err != nil {
 			return nil, nil, err
 		}
+		cj.Toolsets = append(cj.Toolsets, set.name)
 	}
 	r.Require("execute_code", "terminal")
 	return r, ex, nil
@@ -245,7 +253,7 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil, nil)
+			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,149 @@
+package cron_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/cron/crontest"
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/bus"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// chatPlatform is the test's side of a chat platform on the real bus
+// (through gw.Served, as every adapter is): it records what it is sent
+// and refuses chat "gone" for good, as Telegram does a chat that no
+// longer exists.
+type chatPlatform struct {
+	mu    sync.Mutex
+	sent  []schema.Outbound
+	ready chan struct{}
+}
+
+func (p *chatPlatform) Name() string { return "testchat" }
+func (p *chatPlatform) Run(ctx context.Context, _ gw.Inbox) error {
+	close(p.ready)
+	<-ctx.Done()
+	return nil
+}
+func (p *chatPlatform) Send(_ context.Context, out schema.Outbound) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if out.Chat == "gone" {
+		return nil, &gw.PermanentError{Err: errors.New("400 Bad Request: chat not found")}
+	}
+	p.sent = append(p.sent, out)
+	return []string{"m" + string(rune('0'+len(p.sent)))}, nil
+}
+func (p *chatPlatform) replies() []schema.Outbound {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]schema.Outbound(nil), p.sent...)
+}
+
+// TestDeliveryToChatsThroughTheGateway: jobs fire on a fake clock inside
+// a gateway (the real router, bus and adapter plumbing); their answers
+// reach a chat given as PLATFORM:CHAT and the chat a job was created from
+// (origin, with its thread); the adapter's acknowledgements come back
+// through the router's hook and are recorded as JobDelivered /
+// JobDeliveryFailed; a platform the gateway does not run fails at once.
+func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	log := zerolog.Nop()
+	sys := actors.NewSystem(log)
+	defer sys.Shutdown()
+	b, err := bus.Open("", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	srv := llmtest.New()
+	defer srv.Close()
+	clock := crontest.NewClock(t0)
+	jobs := cron.NewJobs(store, clock.Now)
+	plat := &chatPlatform{ready: make(chan struct{})}
+	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: cron.BusPublisher{Bus: b},
+		Platforms: func() []string { return []string{"testchat"} }, Wrap: true,
+		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, _ string) (string, error) {
+			return "Stand-up in 10 minutes (" + job.Spec.Name + ")", nil
+		}}})
+	router := gateway.New(store, b, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
+	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
+		Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Add(3)
+	go func() { defer wg.Done(); router.Run(ctx) }()
+	<-router.Ready()
+	go func() { defer wg.Done(); gw.NewServed(plat, b, log).Serve(ctx) }()
+	<-plat.ready
+	go func() { defer wg.Done(); sched.Run(ctx) }()
+	<-sched.Ready()
+
+	named := mustCreate(t, jobs, schema.JobSpec{Name: "named", Schedule: "every 1h", Prompt: "p", Deliver: "testchat:c42"})
+	origin := mustCreate(t, jobs, schema.JobSpec{Name: "origin", Schedule: "every 1h", Prompt: "p",
+		Origin: &schema.JobOrigin{Platform: "testchat", Chat: "c7", Thread: "t1", SessionID: "s"}})
+	gone := mustCreate(t, jobs, schema.JobSpec{Name: "gone", Schedule: "every 1h", Prompt: "p", Deliver: "testchat:gone,local"})
+	elsewhere := mustCreate(t, jobs, schema.JobSpec{Name: "elsewhere", Schedule: "every 1h", Prompt: "p", Deliver: "slack:C1"})
+	waitFor(t, "the timers", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
+	clock.Set(t0.Add(time.Hour))
+	for _, j := range []*cron.Job{named, origin, gone, elsewhere} {
+		waitFor(t, "job "+j.Spec.Name+" delivered", func() bool { return settled(t, store, j.ID, 1) })
+	}
+	got := map[string]schema.Outbound{}
+	for _, o := range plat.replies() {
+		got[o.Chat] = o
+	}
+	if len(got) != 2 {
+		t.Fatalf("the platform got %+v", plat.replies())
+	}
+	n := got["c42"]
+	if n.Kind != "reply" || n.Key != "cron/"+named.ID || !strings.Contains(n.Text, "Stand-up in 10 minutes (named)") || !strings.HasPrefix(n.Text, "⏰ named") {
+		t.Fatalf("reply to c42 %+v", n)
+	}
+	if o := got["c7"]; o.Thread != "t1" || !strings.Contains(o.Text, "(origin)") {
+		t.Fatalf("reply to the origin %+v", o)
+	}
+	nr := runs(t, store, named.ID)[0]
+	if oc := nr.Outcomes["testchat:c42"]; !oc.Delivered {
+		t.Fatalf("named outcome %+v", nr.Outcomes)
+	}
+	if oc := runs(t, store, origin.ID)[0].Outcomes["testchat:c7:t1"]; !oc.Delivered {
+		t.Fatalf("origin outcome %+v", runs(t, store, origin.ID)[0].Outcomes)
+	}
+	gr := runs(t, store, gone.ID)[0]
+	if oc := gr.Outcomes["testchat:gone"]; oc.Delivered || !strings.Contains(oc.Error, "chat not found") || !gr.Outcomes["local"].Delivered {
+		t.Fatalf("gone outcomes %+v", gr.Outcomes)
+	}
+	if oc := runs(t, store, elsewhere.ID)[0].Outcomes["slack:C1"]; !strings.Contains(oc.Error, "platform slack is not running in this gateway") {
+		t.Fatalf("elsewhere outcome %+v", oc)
+	}
+	// The platform message ids are kept.
+	rs, _ := store.ReadStream(context.Background(), cron.JobStream(named.ID), 0, 0, 0)
+	found := false
+	for _, r := range rs {
+		if r.Type == "JobDelivered" && strings.Contains(string(r.Payload), `"platform_message_ids":["m`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("JobDelivered lacks the platform's message ids")
+	}
+}
