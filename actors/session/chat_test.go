@@ -60,7 +60,7 @@ func TestGeneratedTitles(t *testing.T) {
 	sys := actors.NewSystem(zerolog.Nop())
 	deps := session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
 		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 5,
-		Title: func(ctx context.Context, user, answer string) (string, schema.AuxiliaryCallCompleted, error) {
+		Title: func(ctx context.Context, _, user, answer string) (string, schema.AuxiliaryCallCompleted, error) {
 			n := asked.Add(1)
 			mu.Lock()
 			seen = append(seen, user+" => "+answer)

@@ -104,7 +104,7 @@ type Deps struct {
 	// answered (Hermes asks the auxiliary model): the session records the
 	// call's AuxiliaryCallCompleted and a SessionTitled, unless a title
 	// was set meanwhile (Retitle wins). An error leaves it untitled.
-	Title func(ctx context.Context, user, answer string) (string, schema.AuxiliaryCallCompleted, error)
+	Title func(ctx context.Context, session, user, answer string) (string, schema.AuxiliaryCallCompleted, error)
 }
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
@@ -438,11 +438,11 @@ func (a *Actor) maybeTitle(c actor.Context, r TurnResult) {
 		return
 	}
 	a.hasTitle = true // one try per actor
-	self, root, title, log := c.Self(), c.ActorSystem().Root, a.deps.Title, a.log
+	self, root, title, log, id := c.Self(), c.ActorSystem().Root, a.deps.Title, a.log, a.rec.sessionID()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		t, call, err := title(ctx, user, answer)
+		t, call, err := title(ctx, id, user, answer)
 		if err != nil || t == "" {
 			log.Debug().Err(err).Msg("no title generated")
 			return
