@@ -23,6 +23,8 @@ const (
 // its block is complete and printed.
 const liveLines = 8
 
+const placeholder = "Message Hermes (/help for commands)"
+
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // model is the Bubble Tea model of the screen's bottom: what streams, the
@@ -67,7 +69,7 @@ type model struct {
 func newModel(s *Screen) *model {
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
-	ta.Placeholder = "Message Hermes (/help for commands)"
+	ta.Placeholder = placeholder
 	ta.DynamicHeight = true
 	ta.MinHeight = 1
 	ta.MaxHeight = 10
@@ -431,6 +433,11 @@ func (m *model) searchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m *model) View() tea.View {
 	if m.quitting {
 		return tea.NewView("")
+	}
+	if len(m.questions) > 0 {
+		m.ta.Placeholder = "your answer"
+	} else {
+		m.ta.Placeholder = placeholder
 	}
 	st := m.s.st
 	var b strings.Builder

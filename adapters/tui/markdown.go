@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"charm.land/glamour/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // blocks cuts streamed Markdown into blocks that can be rendered on their
@@ -100,5 +101,15 @@ func (m *markdown) render(text string, width int, dark bool) string {
 	if err != nil {
 		return text
 	}
-	return strings.Trim(out, "\n")
+	// The renderer pads blocks with lines that only hold styles: drop
+	// those at either end, so blocks are spaced by the screen alone.
+	lines := strings.Split(out, "\n")
+	blank := func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }
+	for len(lines) > 0 && blank(lines[0]) {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && blank(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
 }

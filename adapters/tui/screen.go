@@ -277,10 +277,7 @@ func (s *Screen) endThinking() {
 func (s *Screen) Observe(o agent.Observation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	indent := strings.Repeat("  ", o.Depth)
-	if o.Depth > 0 {
-		indent = "  " + strings.Repeat("│ ", o.Depth)
-	}
+	indent := "  " + strings.Repeat("│ ", o.Depth)
 	switch o.Kind {
 	case "delta":
 		if o.Depth > 0 {
