@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"charm.land/glamour/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -67,11 +68,12 @@ func completeUpTo(s string) int {
 }
 
 // markdown renders Markdown for the terminal: glamour with a dark or light
-// style, or its colourless one (NO_COLOR, or a terminal without colours).
-// Renderers are built once per width and style.
+// style, its colours then brought down to what the terminal shows (none
+// with NO_COLOR: bold, italics and layout stay). Renderers are built once
+// per width and style.
 type markdown struct {
 	mu      sync.Mutex
-	plain   bool
+	profile colorprofile.Profile
 	width   int
 	dark    bool
 	current *glamour.TermRenderer
@@ -85,10 +87,7 @@ func (m *markdown) render(text string, width int, dark bool) string {
 	defer m.mu.Unlock()
 	if m.current == nil || width != m.width || dark != m.dark {
 		style := "dark"
-		switch {
-		case m.plain:
-			style = "notty"
-		case !dark:
+		if !dark {
 			style = "light"
 		}
 		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(width-4, 20)))
@@ -111,5 +110,18 @@ func (m *markdown) render(text string, width int, dark bool) string {
 	for len(lines) > 0 && blank(lines[len(lines)-1]) {
 		lines = lines[:len(lines)-1]
 	}
-	return strings.Join(lines, "\n")
+	return downsample(trimRight(strings.Join(lines, "\n")), m.profile)
+}
+
+// downsample brings the colours of s down to profile (none for ASCII).
+func downsample(s string, profile colorprofile.Profile) string {
+	if profile == colorprofile.TrueColor || profile == 0 {
+		return s
+	}
+	var b strings.Builder
+	w := &colorprofile.Writer{Forward: &b, Profile: profile}
+	if _, err := w.Write([]byte(s)); err != nil {
+		return ansi.Strip(s)
+	}
+	return b.String()
 }

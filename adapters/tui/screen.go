@@ -93,6 +93,7 @@ type Screen struct {
 	thinking  strings.Builder
 	running   map[string]runningTool
 	st        styles
+	profile   colorprofile.Profile
 }
 
 type runningTool struct {
@@ -107,14 +108,14 @@ func New(opts Options) *Screen {
 		opts.History, _ = LoadHistory("")
 	}
 	s := &Screen{opts: opts, events: make(chan Event, 1024), done: make(chan struct{}), running: map[string]runningTool{}}
-	s.md.plain = !opts.Color
 	s.st = newStyles(opts.Color)
 	s.width.Store(80)
 	s.dark.Store(true)
 	profile := colorprofile.Detect(opts.Out, opts.Env)
 	if !opts.Color {
-		profile = colorprofile.Ascii
+		profile = colorprofile.ASCII
 	}
+	s.profile, s.md.profile = profile, profile
 	m := newModel(s)
 	popts := []tea.ProgramOption{tea.WithInput(opts.In), tea.WithOutput(opts.Out), tea.WithEnvironment(opts.Env),
 		tea.WithColorProfile(profile), tea.WithoutSignalHandler(), tea.WithFPS(120)}
@@ -157,7 +158,7 @@ func (s *Screen) emit(text string) {
 			lines[i] = ansi.Wrap(l, w, " ")
 		}
 	}
-	s.send(tea.Println(strings.Join(lines, "\n"))())
+	s.send(tea.Println(downsample(strings.Join(lines, "\n"), s.profile))())
 }
 
 // Print prints text above the prompt as it is.
@@ -420,16 +421,31 @@ func Understood(q agent.Question, answer string) bool {
 	return false
 }
 
-// trimRight drops the trailing blanks of each line (the Markdown renderer
-// pads lines to its width, which would wrap on a narrower terminal).
+// trimRight drops the trailing blanks of each line, and the styles around
+// them (the Markdown renderer pads lines to its width, which would wrap on
+// a narrower terminal); a line that lost styles ends with a reset.
 func trimRight(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-		// padding may sit inside a final style reset
-		if t := strings.TrimSuffix(lines[i], "\x1b[0m"); t != lines[i] {
-			lines[i] = strings.TrimRight(t, " ") + "\x1b[0m"
+		styled := false
+		for {
+			if t := strings.TrimRight(l, " "); t != l {
+				l = t
+				continue
+			}
+			if !strings.HasSuffix(l, "m") {
+				break
+			}
+			j := strings.LastIndex(l, "\x1b[")
+			if j < 0 || strings.Trim(l[j+2:len(l)-1], "0123456789;") != "" {
+				break
+			}
+			l, styled = l[:j], true
 		}
+		if styled {
+			l += "\x1b[m"
+		}
+		lines[i] = l
 	}
 	return strings.Join(lines, "\n")
 }
