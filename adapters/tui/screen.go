@@ -482,14 +482,14 @@ func newStyles(color bool) styles {
 
 // The messages the screen sends its program.
 type (
-	closeMsg        struct{}
-	busyMsg         struct {
+	closeMsg struct{}
+	busyMsg  struct {
 		on    bool
 		label string
 		since time.Time
 	}
-	labelMsg   string
-	liveMsg    struct {
+	labelMsg string
+	liveMsg  struct {
 		text string
 		dim  bool
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -322,4 +323,32 @@ func readAll(t *testing.T, store events.Store, id string) []schema.Payload {
 		out = append(out, p)
 	}
 	return out
+}
+
+// sessions rename titles a session (sessions list shows it), and refuses
+// one a chat runs, naming /title.
+func TestSessionsRename(t *testing.T) {
+	home := t.TempDir()
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := "00000000-0000-4000-8000-0000000000bb"
+	seed(t, s, sid, 1)
+	s.Close()
+	out := mustRun(t, home, "sessions", "rename", sid[:8], "Quarterly", "report")
+	if !strings.Contains(out, `"Quarterly report"`) {
+		t.Fatal(out)
+	}
+	if list := mustRun(t, home, "sessions", "list"); !strings.Contains(list, "Quarterly report") {
+		t.Fatalf("list:\n%s", list)
+	}
+	lease, err := session.NewFileLeases(filepath.Join(home, "locks"), session.ThisProcess()).Lease(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	if _, errOut, err := run(t, home, "sessions", "rename", sid, "Other"); err == nil || !strings.Contains(errOut, "/title Other") {
+		t.Fatalf("a running session was renamed: %v %s", err, errOut)
+	}
 }
