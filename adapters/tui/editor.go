@@ -441,6 +441,7 @@ func (m *model) View() tea.View {
 	}
 	st := m.s.st
 	var b strings.Builder
+	b.WriteString("\n") // the conversation above, the prompt below
 	if m.live != "" {
 		text := trimRight(m.live)
 		if m.width > 4 {

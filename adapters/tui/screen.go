@@ -343,12 +343,12 @@ func (s *Screen) Observe(o agent.Observation) {
 			// retry's answer start on a fresh block.
 			s.endThinking()
 			if rest := s.answer.flush(); strings.TrimSpace(rest) != "" {
-				s.emit(s.st.void.Render(trimRight(rest)))
+				s.emit(s.st.void.Render("  " + strings.ReplaceAll(trimRight(rest), "\n", "\n  ")))
 			}
 			s.send(liveMsg{})
 			s.shown = 0
-			s.emit(s.st.warn.Render("… " + o.Text))
-			s.emit(s.st.warn.Render("↻ retrying: the answer starts again below"))
+			s.emit(indent + s.st.warn.Render("… "+o.Text))
+			s.emit(indent + s.st.warn.Render("↻ retrying: the answer starts again below"))
 			return
 		}
 		s.flushAnswer()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,9 +70,9 @@ func (p *pane) paste(s string) {
 	p.tmux("paste-buffer", "-p", "-d", "-b", "paste", "-t", "t")
 }
 
-// screen is what the pane shows, wrapped lines joined.
+// screen is what the pane shows and scrolled away, wrapped lines joined.
 func (p *pane) screen() string {
-	out, _ := exec.Command("tmux", "-u", "-S", p.sock, "capture-pane", "-p", "-J", "-t", "t").Output()
+	out, _ := exec.Command("tmux", "-u", "-S", p.sock, "capture-pane", "-p", "-J", "-S", "-", "-t", "t").Output()
 	return string(out)
 }
 
@@ -112,7 +113,7 @@ func editor(screen string) string {
 
 func screenEnv(srv *llmtest.Server) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=xterm-256color", "LANG=C.UTF-8",
-		"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-test"}
+		"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-test", "HERMES_BACKOFF_BASE=1ms"}
 }
 
 // lastUser is the last user message a model request carried.
@@ -128,6 +129,9 @@ func lastUser(r llmtest.Request) string {
 	return ""
 }
 
+// cuts counts the answers to "capital of France?".
+var cuts atomic.Int32
+
 // screenRoute answers the screen tests' conversations.
 func screenRoute(r llmtest.Request) *llmtest.Reply {
 	msgs := r.Body["messages"].([]any)
@@ -142,6 +146,11 @@ func screenRoute(r llmtest.Request) *llmtest.Reply {
 	switch content, _ := last["content"].(string); {
 	case content == "hello":
 		return &llmtest.Reply{Content: "Hello, **human**.", Prompt: 20, Completion: 4}
+	case content == "capital of France?":
+		if cuts.Add(1) == 1 { // the first answer is cut mid-stream
+			return &llmtest.Reply{Content: "The capital of France is a city that", CutAfter: 3}
+		}
+		return &llmtest.Reply{Content: "It is Paris."}
 	case strings.HasPrefix(content, "clean the build"):
 		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Args: `{"command":"rm -rf build"}`}}}
 	default:
@@ -170,10 +179,9 @@ func TestScreenChat(t *testing.T) {
 	p.text("hello")
 	p.waitFor("what was typed", func(s string) bool { return strings.HasPrefix(editor(s), "› hello") })
 	p.keys("Enter")
-	s = p.waitText("Hello, human.")
-	if strings.Contains(s, "**human**") {
-		t.Fatalf("the answer's Markdown was not rendered:\n%s", s)
-	}
+	p.waitFor("the answer rendered from Markdown", func(s string) bool {
+		return strings.Contains(s, "Hello, human.") && !strings.Contains(s, "**human**")
+	})
 	// The auxiliary model titles the session after the first exchange.
 	p.waitText("“Greeting The Human”")
 	if out := mustRun(t, home, "sessions", "list"); !strings.Contains(out, "Greeting The Human") {
@@ -188,6 +196,16 @@ func TestScreenChat(t *testing.T) {
 	})
 	p.keys("Enter")
 	p.waitText("Got 3 lines.")
+
+	// A stream cut mid-answer: what was shown is said to be void, and the
+	// retry's answer starts fresh below.
+	p.text("capital of France?")
+	p.keys("Enter")
+	s = p.waitText("It is Paris.")
+	void, retry, answer := strings.Index(s, "partial answer is discarded"), strings.Index(s, "↻ retrying"), strings.Index(s, "It is Paris.")
+	if void < 0 || retry < void || answer < retry {
+		t.Fatalf("the discarded answer is not told apart from the retry's:\n%s", s)
+	}
 
 	// Tab completes a command.
 	p.text("/he")
@@ -256,7 +274,7 @@ func TestScreenChat(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(sent, "|") != "hello|line one\nline two\nline three|hello|clean the build" {
+	if strings.Join(sent, "|") != "hello|line one\nline two\nline three|capital of France?|hello|clean the build" {
 		t.Fatalf("messages sent: %q", sent)
 	}
 
@@ -279,7 +297,7 @@ func TestScreenChat(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(users, "|") != "hello|line one\nline two\nline three|hello|clean the build" {
+	if strings.Join(users, "|") != "hello|line one\nline two\nline three|capital of France?|hello|clean the build" {
 		t.Fatalf("user messages recorded: %q", users)
 	}
 	if len(titled) != 1 || titled[0] != "Greeting The Human" || aux != 1 {
