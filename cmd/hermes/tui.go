@@ -70,13 +70,16 @@ var chatCommands = []tui.Command{
 // screenChat is the interactive chat on a terminal: the screen shows, the
 // chat decides. Only its run goroutine touches its fields.
 type screenChat struct {
-	c     *chatter
-	scr   *tui.Screen
-	ctx   context.Context
-	id    string
-	model string
-	yolo  bool
-	title string
+	c   *chatter
+	scr *tui.Screen
+	ctx context.Context
+	// id is the session the chat runs (its actor); at is where its
+	// conversation is now: after a compression, the child session the
+	// actor writes to.
+	id, at string
+	model  string
+	yolo   bool
+	title  string
 
 	running   int // turns of this chat not ended
 	results   chan session.TurnResult
@@ -139,7 +142,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		<-screenDone
 		return err
 	}
-	sc.id = id
+	sc.id, sc.at = id, id
 	sc.title = sessionTitle(ctx, c.a.store, id)
 	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.cfg.Model, id))
 	sc.status()
@@ -194,7 +197,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 				}
 			case tui.Submit:
 				text := strings.TrimSpace(ev.Text)
-				if strings.HasPrefix(text, "/") && !strings.Contains(strings.SplitN(text, "\n", 2)[0][1:], "/") {
+				if isCommand(text) {
 					if sc.slash(text) {
 						return leave()
 					}
@@ -216,7 +219,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 			}
 			sc.status()
 		case t := <-sc.titles:
-			if t[0] == sc.id {
+			if t[0] == sc.id || t[0] == sc.at {
 				sc.title = t[1]
 				sc.status()
 			}
@@ -229,6 +232,13 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 			}
 		}
 	}
+}
+
+// isCommand tells a slash command from a message that starts with a
+// path ("/etc/hosts is empty"): a command's name holds one slash.
+func isCommand(text string) bool {
+	f := strings.Fields(text)
+	return len(f) > 0 && strings.HasPrefix(f[0], "/") && strings.Count(f[0], "/") == 1 && len(f[0]) > 1
 }
 
 // send sends a message: while a turn runs, it interrupts it and is answered
@@ -250,9 +260,9 @@ func (sc *screenChat) send(text string) {
 func (sc *screenChat) ended(res session.TurnResult) {
 	sc.running--
 	sc.scr.EndAnswer()
-	if res.SessionID != "" && res.SessionID != sc.id {
+	if res.SessionID != "" && res.SessionID != sc.at {
 		sc.scr.Info(fmt.Sprintf("session: %s (the conversation continues there after compression)", res.SessionID))
-		sc.id = res.SessionID
+		sc.at = res.SessionID
 	}
 	switch {
 	case errors.Is(res.Err, agent.ErrInterrupted):
@@ -265,7 +275,7 @@ func (sc *screenChat) ended(res session.TurnResult) {
 	}
 	sc.scr.Idle()
 	if res.Err == nil {
-		if outcome, n := sc.c.outcome(sc.ctx, sc.id, res.TurnID); outcome == agent.OutcomeBudget {
+		if outcome, n := sc.c.outcome(sc.ctx, sc.at, res.TurnID); outcome == agent.OutcomeBudget {
 			sc.scr.Error(fmt.Sprintf("the iteration budget ran out after %d model calls: the answer above is the model's summary of where it stopped; raise agent.max_turns or --max-turns, or say \"go on\"", n))
 		}
 	}
@@ -279,7 +289,7 @@ func (sc *screenChat) ended(res session.TurnResult) {
 
 // status refreshes the line under the prompt.
 func (sc *screenChat) status() {
-	parts := []string{first(sc.model, sc.c.cfg.Model), "session " + short(sc.id)}
+	parts := []string{first(sc.model, sc.c.cfg.Model), "session " + short(sc.at)}
 	if sc.title != "" {
 		parts = append(parts, "“"+clip(sc.title, 40)+"”")
 	}
@@ -309,7 +319,7 @@ func (sc *screenChat) switchTo(id string) error {
 		return err
 	}
 	prev := sc.id
-	sc.id = id
+	sc.id, sc.at = id, id
 	if prev != id {
 		sc.c.mgr.Restart(prev)
 	}
@@ -402,8 +412,8 @@ func (sc *screenChat) slash(line string) bool {
 		err = sc.showStatus()
 	case "/usage":
 		var u convUsage
-		if u, err = usageOf(ctx, sc.c.a.store, sc.id, sc.c.cfg.Prices); err == nil {
-			sc.scr.Info(fmt.Sprintf("session %s: %s", sc.id, u))
+		if u, err = usageOf(ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices); err == nil {
+			sc.scr.Info(fmt.Sprintf("session %s: %s", sc.at, u))
 		}
 	case "/tools":
 		sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.tools), strings.Join(sc.c.tools, ", ")))
@@ -495,7 +505,7 @@ func (sc *screenChat) slash(line string) bool {
 		sc.scr.Idle()
 		if err == nil {
 			sc.scr.Info("compressed: the conversation continues in session " + next)
-			sc.id = next
+			sc.at = next
 			sc.status()
 		}
 	default:
@@ -507,39 +517,55 @@ func (sc *screenChat) slash(line string) bool {
 	return false
 }
 
-// undo takes back the last n turns: the chat goes on in a fork of the
-// session made at the event before the n-th last message, which is
-// returned.
+// undo takes back the last n turns: the chat goes on in a fork made at the
+// event before the n-th last message, which is returned. Turns before a
+// compression are found in the session it continued from.
 func (sc *screenChat) undo(n int) (string, error) {
 	if sc.running > 0 {
 		return "", errBusy
 	}
 	ctx := sc.ctx
-	rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(sc.id), events.Forward, 0, 0)
-	if err != nil {
-		return "", err
-	}
-	var users []events.Recorded
-	for _, r := range rs {
-		if r.Type == "UserMessageAdded" {
-			users = append(users, r)
+	// Walk back through the messages, newest first, across compressions;
+	// with fewer than n, take back all there are.
+	var at events.Recorded
+	from, found := "", 0
+	for s := sc.at; s != "" && found < n; {
+		rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
+		if err != nil {
+			return "", err
 		}
+		parent := ""
+		var users []events.Recorded
+		for _, r := range rs {
+			switch r.Type {
+			case "UserMessageAdded":
+				users = append(users, r)
+			case "SessionStarted":
+				if p, err := schema.Decode(r.Envelope); err == nil && p.(schema.SessionStarted).Reason == schema.StartCompression {
+					parent = p.(schema.SessionStarted).ParentSessionID
+				}
+			}
+		}
+		for i := len(users) - 1; i >= 0 && found < n; i-- {
+			at, from = users[i], s
+			found++
+		}
+		s = parent
 	}
-	if len(users) == 0 {
-		return "", errors.New("nothing to undo in this session")
+	if found == 0 {
+		return "", errors.New("nothing to undo: no message was sent in this session yet")
 	}
-	n = min(n, len(users))
-	at := users[len(users)-n]
+	n = found
 	p, err := schema.Decode(at.Envelope)
 	if err != nil {
 		return "", err
 	}
 	text := p.(schema.UserMessageAdded).Content
-	fork, err := session.Fork(ctx, sc.c.a.store, sc.id, at.Revision-1)
+	fork, err := session.Fork(ctx, sc.c.a.store, from, at.Revision-1)
 	if err != nil {
 		return "", err
 	}
-	prev, title := sc.id, sc.title
+	prev, title := sc.at, sc.title
 	if err := sc.switchTo(fork); err != nil {
 		return "", err
 	}
@@ -550,7 +576,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 		}
 	}
 	sc.scr.Info(fmt.Sprintf("undid %d turn(s): the chat goes on in session %s, a fork of %s made before %q (/resume %s goes back)",
-		n, fork, prev, clip(firstLine(text), 50), short(prev)))
+		n, fork, from, clip(firstLine(text), 50), short(prev)))
 	return text, nil
 }
 
@@ -560,18 +586,18 @@ func (sc *screenChat) branch(title string) error {
 		return errBusy
 	}
 	ctx := sc.ctx
-	rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(sc.id), events.Backward, events.End, 1)
+	rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(sc.at), events.Backward, events.End, 1)
 	if err != nil {
 		return err
 	}
 	if len(rs) == 0 {
-		return fmt.Errorf("no session %s", sc.id)
+		return fmt.Errorf("no session %s", sc.at)
 	}
-	fork, err := session.Fork(ctx, sc.c.a.store, sc.id, rs[0].Revision)
+	fork, err := session.Fork(ctx, sc.c.a.store, sc.at, rs[0].Revision)
 	if err != nil {
 		return err
 	}
-	prev := sc.id
+	prev := sc.at
 	if title == "" && sc.title != "" {
 		title = sc.title + " (branch)"
 	}
@@ -594,7 +620,7 @@ func (sc *screenChat) history() error {
 	if err := sc.c.a.fresh(sc.ctx); err != nil {
 		return err
 	}
-	msgs, err := history.Messages(sc.ctx, sc.c.a.projDB.Reader(), sc.id)
+	msgs, err := history.Messages(sc.ctx, sc.c.a.projDB.Reader(), sc.at)
 	if err != nil {
 		return err
 	}
@@ -622,7 +648,7 @@ func (sc *screenChat) history() error {
 		sc.scr.Info("no messages yet")
 		return nil
 	}
-	sc.scr.Info(fmt.Sprintf("session %s, %d messages:%s", sc.id, n, b.String()))
+	sc.scr.Info(fmt.Sprintf("session %s, %d messages:%s", sc.at, n, b.String()))
 	return nil
 }
 
@@ -630,13 +656,13 @@ func (sc *screenChat) history() error {
 // the session in the working directory).
 func (sc *screenChat) save(file string) error {
 	if file == "" {
-		file = fmt.Sprintf("hermes-%s-%s.jsonl", short(sc.id), time.Now().Format("20060102-150405"))
+		file = fmt.Sprintf("hermes-%s-%s.jsonl", short(sc.at), time.Now().Format("20060102-150405"))
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	n, err := session.Export(sc.ctx, sc.c.a.store, sc.id, f)
+	n, err := session.Export(sc.ctx, sc.c.a.store, sc.at, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -645,18 +671,18 @@ func (sc *screenChat) save(file string) error {
 		return err
 	}
 	abs, _ := filepath.Abs(file)
-	sc.scr.Info(fmt.Sprintf("saved %d events of session %s to %s (hermes sessions import %s brings it back)", n, sc.id, abs, file))
+	sc.scr.Info(fmt.Sprintf("saved %d events of session %s to %s (hermes sessions import %s brings it back)", n, sc.at, abs, file))
 	return nil
 }
 
 func (sc *screenChat) showStatus() error {
-	u, err := usageOf(sc.ctx, sc.c.a.store, sc.id, sc.c.cfg.Prices)
+	u, err := usageOf(sc.ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices)
 	if err != nil {
 		return err
 	}
 	model := first(sc.model, sc.c.cfg.Model)
 	lines := []string{
-		"session   " + sc.id,
+		"session   " + sc.at,
 		"title     " + first(sc.title, "(untitled)"),
 		fmt.Sprintf("model     %s (%s)", model, first(sc.c.cfg.LLM.Provider, "openai")),
 		"usage     " + u.String(),
