@@ -68,6 +68,14 @@ type Observation struct {
 	Tool string
 	Err  string
 	Step int
+	// ID is the tool call's id (tool_start, tool_end): calls of one
+	// response run at once, and their ends come in any order.
+	ID string
+	// Duration is how long the tool ran (tool_end).
+	Duration time.Duration
+	// Depth is 0 for the session's own turn and n for what its subagents
+	// n levels down do (the session actor sets it on their observations).
+	Depth int
 }
 
 // Observer receives observations; it must not block for long.
@@ -605,13 +613,13 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 			}
 			running++
 			go func() {
-				obs(Observation{Kind: "tool_start", Tool: c.Name, Text: string(c.Args)})
+				obs(Observation{Kind: "tool_start", Tool: c.Name, ID: c.ID, Text: string(c.Args)})
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
 				if r.Duration == 0 {
 					r.Duration = time.Since(start)
 				}
-				obs(Observation{Kind: "tool_end", Tool: c.Name, Text: clipText(r.Content, 200), Err: r.Err})
+				obs(Observation{Kind: "tool_end", Tool: c.Name, ID: c.ID, Duration: r.Duration, Text: clipText(r.Content, 200), Err: r.Err})
 				out <- finished{index[k], r}
 			}()
 		}

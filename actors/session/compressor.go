@@ -29,6 +29,9 @@ type compressor struct {
 	a      *Actor
 	turnID string
 	model  string
+	// squeeze lowers the protections when they leave nothing to
+	// compress (/compress --force).
+	squeeze bool
 }
 
 // counter is the token counter of the compressor's model, kept by the
@@ -98,8 +101,16 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 	window := c.window()
 	tailBudget := int(cfg.TargetRatio * cfg.Threshold * float64(window))
 	head, tail, ok := compress.PlanWith(t.Messages, cfg, tailBudget, c.counter().Message)
+	if !ok && c.squeeze {
+		tight := cfg
+		tight.ProtectFirstN, tight.ProtectLastN = 1, 1
+		head, tail, ok = compress.PlanWith(t.Messages, tight, 0, c.counter().Message)
+	}
+	if !ok && c.squeeze {
+		return errors.New("nothing to compress: the conversation is a single exchange")
+	}
 	if !ok {
-		return errors.New("nothing to compress: the history is all protected")
+		return errors.New("nothing to compress: the history is all protected (compression.protect_first_n and protect_last_n); /compress --force keeps only the first message and the last exchange")
 	}
 	c.flushMemory(ctx, t)
 	before := c.estimate(t)

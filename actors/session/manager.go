@@ -140,14 +140,38 @@ func (m *Manager) Shutdown() {
 // Compress compresses session id now and returns the session the
 // conversation continues in.
 func (m *Manager) Compress(ctx context.Context, id, model string) (string, error) {
+	return m.CompressNow(ctx, id, CompressNow{Model: model})
+}
+
+// CompressNow is Compress with every field of a CompressNow (Force); its
+// Reply is set here.
+func (m *Manager) CompressNow(ctx context.Context, id string, c CompressNow) (string, error) {
 	pid, err := m.Session(ctx, id)
 	if err != nil {
 		return "", err
 	}
 	reply := make(chan TurnResult, 1)
-	m.sys.Root.Send(pid, &CompressNow{Model: model, Reply: reply})
+	c.Reply = reply
+	m.sys.Root.Send(pid, &c)
 	r := <-reply
 	return r.SessionID, r.Err
+}
+
+// Retitle records title as session id's title (the person's: a generated
+// title arriving later does not replace it).
+func (m *Manager) Retitle(ctx context.Context, id, title string) error {
+	pid, err := m.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	reply := make(chan error, 1)
+	m.sys.Root.Send(pid, &Retitle{Title: title, Reply: reply})
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Restart stops session id's actor, giving its lease up, so that its next

@@ -100,6 +100,11 @@ type Deps struct {
 	// Leases, when set, make each session actor the only writer of its
 	// stream among processes (nil: this process is trusted to be alone).
 	Leases Leaser
+	// Title, when set, names a new session after its first exchange that
+	// answered (Hermes asks the auxiliary model): the session records the
+	// call's AuxiliaryCallCompleted and a SessionTitled, unless a title
+	// was set meanwhile (Retitle wins). An error leaves it untitled.
+	Title func(ctx context.Context, session, user, answer string) (string, schema.AuxiliaryCallCompleted, error)
 }
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
@@ -119,6 +124,9 @@ type Turn struct {
 	// Continue answers the history as it is instead of adding Text: the
 	// gateway finishes a turn a crash cut short this way.
 	Continue bool
+	// Yolo approves dangerous commands in this turn and its subagents'
+	// (as Deps.Yolo does in every turn): the chat's /yolo.
+	Yolo bool
 }
 
 // TurnResult is how a turn ended.
@@ -139,6 +147,24 @@ type Stop struct{ Reason string }
 type CompressNow struct {
 	Model string
 	Reply chan<- TurnResult
+	// Force compresses a history whose protected head and tail
+	// (compression.protect_first_n, protect_last_n) cover it all, keeping
+	// only the first message and the last exchange verbatim.
+	Force bool
+}
+
+// Retitle records a title the person gave the session (/title); Reply
+// receives the outcome.
+type Retitle struct {
+	Title string
+	Reply chan<- error
+}
+
+// titled is the outcome of Deps.Title, back in the actor.
+type titled struct {
+	turnID string
+	title  string
+	call   schema.AuxiliaryCallCompleted
 }
 
 type turnDone struct {
@@ -174,6 +200,12 @@ type Actor struct {
 
 	cancel context.CancelCauseFunc // of the turn in flight
 	queue  []*Turn
+
+	// hasTitle: the session has a title (recorded, or asked for);
+	// userTitle: the person set it, so a generated one arriving late
+	// is not recorded over it.
+	hasTitle  bool
+	userTitle bool
 
 	// own outlives restarts: the leases held and the first start's report.
 	own *ownership
@@ -213,7 +245,7 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 		a.own.started(nil)
 		if a.task != nil {
-			a.start(c, &Turn{Text: a.task.goal})
+			a.start(c, &Turn{Text: a.task.goal, Observe: a.task.observe, Yolo: a.task.yolo})
 		}
 	case *spawnChild:
 		deps := a.deps
@@ -260,7 +292,7 @@ func (a *Actor) Receive(c actor.Context) {
 		if model == "" {
 			model = a.deps.Cfg.Model
 		}
-		comp := &compressor{a: a, turnID: uuid.NewString(), model: model}
+		comp := &compressor{a: a, turnID: uuid.NewString(), model: model, squeeze: m.Force}
 		self, root, tr := c.Self(), c.ActorSystem().Root, a.tr
 		go func() {
 			err := comp.Compress(ctx, tr, true)
@@ -276,10 +308,22 @@ func (a *Actor) Receive(c actor.Context) {
 		if m.turn.Reply != nil {
 			m.turn.Reply <- m.result
 		}
+		a.maybeTitle(c, m.result)
 		if len(a.queue) > 0 {
 			next := a.queue[0]
 			a.queue = a.queue[1:]
 			a.start(c, next)
+		}
+	case *Retitle:
+		a.hasTitle, a.userTitle = true, true
+		m.Reply <- a.rec.Record(context.Background(), "", schema.SessionTitled{Title: m.Title})
+	case titled:
+		ps := []schema.Payload{m.call}
+		if !a.userTitle {
+			ps = append(ps, schema.SessionTitled{Title: m.title})
+		}
+		if err := a.rec.Record(context.Background(), m.turnID, ps...); err != nil {
+			a.log.Warn().Err(err).Msg("recording the generated title failed")
 		}
 	case *actor.Stopping:
 		if a.cancel != nil {
@@ -332,8 +376,8 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	self, root := c.Self(), c.ActorSystem().Root
 	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, KeepOpenOnError: a.task != nil,
-		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo, Values: a.values, Depth: a.depth,
-			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID}}}
+		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
+			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr
 	go func() {
 		var answer string
@@ -367,6 +411,44 @@ func (a *Actor) finishTask(c actor.Context, r TurnResult) {
 	u, cost := a.usageSoFar(context.Background())
 	a.task.finish(agent.DelegateResult{Status: status, Answer: r.Answer, Usage: u, Cost: cost})
 	c.Stop(c.Self())
+}
+
+// maybeTitle asks Deps.Title for a title after the first exchange of a new
+// top-level session that answered; the answer comes back as a titled
+// message, so that it is recorded by the actor, after any title the
+// person set meanwhile.
+func (a *Actor) maybeTitle(c actor.Context, r TurnResult) {
+	if a.deps.Title == nil || a.hasTitle || a.task != nil || r.Err != nil {
+		return
+	}
+	if a.started.Reason != "" && a.started.Reason != schema.StartNew {
+		return // forks, compressions and subagents are named otherwise
+	}
+	var user, answer string
+	for _, m := range a.tr.Messages {
+		if m.Role == "user" && user == "" {
+			user = m.Content
+		}
+		if m.Role == "assistant" && user != "" && m.Content != "" {
+			answer = m.Content
+			break
+		}
+	}
+	if user == "" || answer == "" {
+		return
+	}
+	a.hasTitle = true // one try per actor
+	self, root, title, log, id := c.Self(), c.ActorSystem().Root, a.deps.Title, a.log, a.rec.sessionID()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		t, call, err := title(ctx, id, user, answer)
+		if err != nil || t == "" {
+			log.Debug().Err(err).Msg("no title generated")
+			return
+		}
+		root.Send(self, titled{turnID: r.TurnID, title: t, call: call})
+	}()
 }
 
 // guard enforces the cost caps before each model call.
@@ -449,6 +531,8 @@ func (a *Actor) recover(ctx context.Context) error {
 			spent += e.CostUSD
 		case schema.UserMessageAdded:
 			open = r.TurnID
+		case schema.SessionTitled:
+			a.hasTitle = true
 		case schema.TurnCompleted, schema.TurnInterrupted:
 			open = ""
 		}

@@ -30,6 +30,10 @@ type childTask struct {
 	tools  agent.Toolbox
 	reply  chan agent.DelegateResult
 	once   sync.Once
+	// observe and yolo come from the delegating turn: its observer sees
+	// what the subagent does (one level deeper), and /yolo holds for it.
+	observe agent.Observer
+	yolo    bool
 }
 
 func (t *childTask) finish(r agent.DelegateResult) {
@@ -92,10 +96,11 @@ type childFailed struct{ err error }
 // delegator is the Delegator a turn's tools use: it creates the child's
 // stream, has the session actor spawn it under its supervision, and waits.
 type delegator struct {
-	a      *Actor
-	self   *actor.PID
-	root   *actor.RootContext
-	turnID string
+	a       *Actor
+	self    *actor.PID
+	root    *actor.RootContext
+	turnID  string
+	observe agent.Observer
 }
 
 func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (agent.DelegateResult, error) {
@@ -146,7 +151,13 @@ func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (ag
 	if req.Context != "" {
 		goal += "\n\nContext:\n" + req.Context
 	}
-	task := &childTask{goal: goal, depth: a.depth + 1, budget: env.Budget, tools: tools, reply: make(chan agent.DelegateResult, 1)}
+	task := &childTask{goal: goal, depth: a.depth + 1, budget: env.Budget, tools: tools, reply: make(chan agent.DelegateResult, 1), yolo: env.Yolo}
+	if parent := d.observe; parent != nil {
+		task.observe = func(o agent.Observation) {
+			o.Depth++
+			parent(o)
+		}
+	}
 	spawned := make(chan error, 1)
 	d.root.Send(d.self, &spawnChild{id: childID, task: task, reply: spawned})
 	if err := <-spawned; err != nil {

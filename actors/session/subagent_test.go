@@ -72,6 +72,8 @@ type sideEffect struct {
 	runs          *atomic.Int32
 	running, peak *atomic.Int32
 	wait          time.Duration
+	// yolo, when set, receives the Yolo of each run's environment.
+	yolo chan bool
 }
 
 func (sideEffect) Spec() agent.ToolSpec {
@@ -79,6 +81,9 @@ func (sideEffect) Spec() agent.ToolSpec {
 }
 func (sideEffect) Flags() agent.ToolFlags { return agent.ToolFlags{} }
 func (s sideEffect) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	if s.yolo != nil {
+		s.yolo <- agent.EnvFrom(ctx).Yolo
+	}
 	s.runs.Add(1)
 	n := s.running.Add(1)
 	defer s.running.Add(-1)

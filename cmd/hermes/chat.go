@@ -50,6 +50,7 @@ type chatFlags struct {
 	source   string
 	quiet    bool
 	maxTurns int
+	plain    bool
 }
 
 func chatCmd(g *globals) *cobra.Command {
@@ -74,6 +75,7 @@ func chatCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.ov.Yolo, "yolo", false, "approve dangerous commands without asking (hard-line ones stay blocked)")
 	fl.StringVar(&f.source, "source", "cli", "source recorded on new sessions")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.BoolVar(&f.plain, "plain", false, "on a terminal too, read plain lines instead of the full-screen editor")
 	return cmd
 }
 
@@ -92,7 +94,11 @@ type chatter struct {
 	cronw *cronWiring
 }
 
-func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
+// chatOption adjusts a chatter's session dependencies before its manager
+// starts; provider is the configured provider chain.
+type chatOption func(d *session.Deps, provider agent.Provider, cfg Resolved)
+
+func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption) (*chatter, error) {
 	a, err := g.open()
 	if err != nil {
 		return nil, err
@@ -172,6 +178,9 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 			return nil, fmt.Errorf("auxiliary.compression: %w", err)
 		}
 		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
+	}
+	for _, o := range opts {
+		o(&deps, provider, cfg)
 	}
 	mgr := session.NewManager(sys, deps)
 	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
@@ -386,6 +395,9 @@ func progress(w io.Writer, quiet bool) agent.Observer {
 func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")
+	}
+	if f.query == "" && !f.plain && onTerminal(cmd) {
+		return runScreenChat(cmd, g, f)
 	}
 	con := newConsole(cmd.InOrStdin(), cmd.ErrOrStderr())
 	c, err := newChatter(g, f.ov, con)

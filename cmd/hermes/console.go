@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/tui"
 )
 
 // console is the terminal side of a chat: it owns standard input, so that
@@ -117,20 +118,7 @@ func answer(p *pending, line string) bool {
 // choices (or its first letter, yes or no); anything else is asked again,
 // never taken as a refusal or a consent by accident.
 func understood(p *pending, line string) bool {
-	if p.q.Kind != "approval" || len(p.q.Choices) == 0 {
-		return true
-	}
-	a := strings.ToLower(strings.TrimSpace(line))
-	switch a {
-	case "y", "yes", "n", "no":
-		return true
-	}
-	for _, c := range p.q.Choices {
-		if a == c || (a != "" && len(a) == 1 && strings.HasPrefix(c, a)) {
-			return true
-		}
-	}
-	return false
+	return tui.Understood(p.q, line)
 }
 
 // reask shows p again after an answer it could not take.

@@ -26,7 +26,7 @@ import (
 func sessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List and inspect sessions"}
 	cmd.AddCommand(sessionsList(g), sessionsShow(g), sessionsEvents(g), sessionsDelete(g), sessionsTree(g),
-		sessionsReplay(g), sessionsFork(g), sessionsExport(g), sessionsImport(g))
+		sessionsReplay(g), sessionsFork(g), sessionsExport(g), sessionsImport(g), sessionsRename(g))
 	return cmd
 }
 

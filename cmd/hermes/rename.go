@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// sessionsRename gives a session a title: a SessionTitled event, appended
+// while holding the session's lease, so that a chat running it is not
+// written under (it says so: /title renames from inside that chat).
+func sessionsRename(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename ID TITLE...",
+		Short: "Give a session a title (shown by sessions list)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			title := strings.TrimSpace(strings.Join(args[1:], " "))
+			if title == "" {
+				return errors.New("the title is empty")
+			}
+			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+				ctx := cmd.Context()
+				lease, err := session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()).Lease(s.ID)
+				var inUse *session.InUseError
+				if errors.As(err, &inUse) {
+					return fmt.Errorf("%w: rename it from that chat with /title %s", err, title)
+				}
+				if err != nil {
+					return err
+				}
+				defer lease.Release()
+				stream := events.SessionStream(s.ID)
+				last, err := a.store.ReadStream(ctx, stream, events.Backward, events.End, 1)
+				if err != nil {
+					return err
+				}
+				if len(last) == 0 {
+					return fmt.Errorf("no session %s", s.ID)
+				}
+				env, err := schema.NewEnvelope(schema.Meta{SessionID: s.ID, CausationID: last[0].ID}, schema.SessionTitled{Title: title})
+				if err != nil {
+					return err
+				}
+				if _, err := a.store.Append(ctx, stream, events.Exact(last[0].Revision), env); err != nil {
+					return fmt.Errorf("rename %s: %w", s.ID, err)
+				}
+				if err := a.fresh(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s: %q\n", s.ID, title)
+				return nil
+			})
+		},
+	}
+}
