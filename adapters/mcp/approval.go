@@ -38,7 +38,7 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 			env.Record(ctx, schema.ApprovalDecided{Command: command, Pattern: tool, Decision: decision, By: by})
 		}
 	}
-	all := ToolName(s.name, "*")
+	all := "mcp_" + safeName(s.name, 1<<10) + "_*"
 	approved := env.Values.Get("mcp.approvals", func() any { return &approvals{m: map[string]bool{}} }).(*approvals)
 	approved.mu.Lock()
 	ok := approved.m[tool]

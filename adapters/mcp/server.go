@@ -108,9 +108,24 @@ type Server struct {
 
 	mu    sync.Mutex
 	st    Status
-	cs    *sdk.ClientSession
-	up    chan struct{} // closed while connected
+	cur   *conn         // the last connection; its ended says whether it is live
+	next  chan struct{} // closed when a new connection is up
 	tools []agent.Tool
+}
+
+// conn is one connection to the peer.
+type conn struct {
+	cs    *sdk.ClientSession
+	ended chan struct{} // closed once the connection is over
+}
+
+func (c *conn) live() bool {
+	select {
+	case <-c.ended:
+		return false
+	default:
+		return true
+	}
 }
 
 // NewServer returns the server of a config entry; Start connects it.
@@ -121,7 +136,7 @@ func NewServer(name string, cfg ServerConfig, opts *Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{name: name, cfg: cfg, opts: opts, log: opts.Log.With().Str("mcp_server", name).Logger(),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), changed: make(chan struct{}, 1),
-		stderr: &tail{max: 4 << 10}, up: make(chan struct{})}
+		stderr: &tail{max: 4 << 10}, next: make(chan struct{})}
 	s.st = Status{Name: name, Transport: cfg.Kind(), State: Starting, Since: time.Now()}
 	return s
 }
@@ -257,17 +272,15 @@ func (s *Server) run() {
 			continue
 		}
 		failures = 0
+		c := &conn{cs: cs, ended: make(chan struct{})}
 		s.mu.Lock()
-		s.cs = cs
-		close(s.up)
+		s.cur = c
+		close(s.next)
+		s.next = make(chan struct{})
 		s.mu.Unlock()
 		s.set(func(st *Status) { st.State, st.Attempts = Connected, 0 })
 		s.markReady()
-		lost := s.serve(cs)
-		s.mu.Lock()
-		s.cs = nil
-		s.up = make(chan struct{})
-		s.mu.Unlock()
+		lost := s.serve(c)
 		killGroup(proc)
 		if s.ctx.Err() != nil {
 			return
@@ -289,23 +302,26 @@ func (s *Server) run() {
 
 // serve keeps a connection until it ends, refreshing the tools when the
 // peer says they changed.
-func (s *Server) serve(cs *sdk.ClientSession) error {
-	ended := make(chan error, 1)
-	go func() { ended <- cs.Wait() }()
+func (s *Server) serve(c *conn) error {
+	var lost error
+	go func() {
+		lost = c.cs.Wait()
+		close(c.ended)
+	}()
 	for {
 		select {
-		case err := <-ended:
-			return err
+		case <-c.ended:
+			return lost
 		case <-s.changed:
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.connectTimeout())
-			err := s.refresh(ctx, cs)
+			err := s.refresh(ctx, c.cs)
 			cancel()
 			if err != nil {
 				s.log.Warn().Err(err).Msg("MCP server: listing its changed tools failed")
 			}
 		case <-s.ctx.Done():
-			cs.Close()
-			<-ended
+			c.cs.Close()
+			<-c.ended
 			return nil
 		}
 	}
@@ -433,47 +449,68 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // session returns the live connection, waiting up to connect_timeout for
 // a reconnect.
-func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
-	s.mu.Lock()
-	cs, up := s.cs, s.up
-	s.mu.Unlock()
-	if cs != nil {
-		return cs, nil
-	}
+func (s *Server) session(ctx context.Context) (*conn, error) {
 	if !s.started.Load() {
 		return nil, fmt.Errorf("MCP server %s is not started", s.name)
 	}
 	t := time.NewTimer(s.cfg.connectTimeout())
 	defer t.Stop()
-	select {
-	case <-up:
+	for {
 		s.mu.Lock()
-		cs = s.cs
+		c, next := s.cur, s.next
 		s.mu.Unlock()
-		if cs != nil {
-			return cs, nil
+		if c != nil && c.live() {
+			return c, nil
 		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.ctx.Done():
-		return nil, fmt.Errorf("MCP server %s is closed", s.name)
-	case <-t.C:
+		select {
+		case <-next:
+			continue
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, fmt.Errorf("MCP server %s is closed", s.name)
+		case <-t.C:
+		}
+		st := s.Status()
+		return nil, fmt.Errorf("MCP server %s is not connected (%s: %s); it is retried in the background, `hermes mcp test %s` shows why it fails",
+			s.name, st.State, st.Error, s.name)
 	}
-	st := s.Status()
-	return nil, fmt.Errorf("MCP server %s is not connected (%s: %s); it is retried in the background, `hermes mcp test %s` shows why it fails",
-		s.name, st.State, st.Error, s.name)
 }
 
 // call runs f on the live connection within the server's timeout, and
-// turns what can go wrong into an error the model can act on.
+// turns what can go wrong into an error the model can act on. A call
+// the connection refused before sending it (it had just broken) is made
+// again, once, on the next connection.
 func (s *Server) call(ctx context.Context, what string, f func(context.Context, *sdk.ClientSession) error) error {
-	cs, err := s.session(ctx)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		c, err := s.session(ctx)
+		if err != nil {
+			return err
+		}
+		err = s.callOn(ctx, c, what, f)
+		if errors.Is(err, errUnsent) && attempt == 0 {
+			c.cs.Close()
+			select {
+			case <-c.ended:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		if errors.Is(err, errUnsent) {
+			return fmt.Errorf("MCP server %s: the connection is closed; it is being reconnected", s.name)
+		}
 		return err
 	}
+}
+
+// errUnsent marks a call the connection refused before sending it.
+var errUnsent = errors.New("not sent")
+
+func (s *Server) callOn(ctx context.Context, c *conn, what string, f func(context.Context, *sdk.ClientSession) error) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	err = f(cctx, cs)
+	err := f(cctx, c.cs)
 	if err == nil {
 		return nil
 	}
@@ -483,23 +520,24 @@ func (s *Server) call(ctx context.Context, what string, f func(context.Context, 
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("MCP server %s: %s timed out after %s (mcp_servers.%s.timeout); the call was cancelled", s.name, what, s.cfg.timeout(), s.name)
 	}
+	// The SDK says ErrConnectionClosed only of calls it did not send.
+	if errors.Is(err, sdk.ErrConnectionClosed) {
+		return errUnsent
+	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		return fmt.Errorf("MCP server %s: %s: %s", s.name, what, rpc.Message)
 	}
 	// Anything else may be the connection: if the peer no longer answers
 	// a ping, drop it and let the run loop reconnect.
-	pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), min(5*time.Second, s.cfg.connectTimeout()))
-	alive := cs.Ping(pctx, nil) == nil
-	pcancel()
-	if alive {
-		return fmt.Errorf("MCP server %s: %s: %v", s.name, what, err)
-	}
-	s.mu.Lock()
-	mine := s.cs == cs
-	s.mu.Unlock()
-	if mine {
-		go cs.Close()
+	if c.live() {
+		pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), min(5*time.Second, s.cfg.connectTimeout()))
+		alive := c.cs.Ping(pctx, nil) == nil
+		pcancel()
+		if alive {
+			return fmt.Errorf("MCP server %s: %s: %v", s.name, what, err)
+		}
+		go c.cs.Close()
 	}
 	msg := fmt.Sprintf("MCP server %s: the connection broke during %s (%v); it is being reconnected", s.name, what, err)
 	if t := s.stderr.last(); t != "" && s.cfg.Kind() == Stdio {
