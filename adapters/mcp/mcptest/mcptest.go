@@ -131,7 +131,9 @@ func NewServer(mode string) *sdk.Server {
 				name := fmt.Sprintf("extra_%d", n)
 				added.Unlock()
 				s.AddTool(&sdk.Tool{Name: name, Description: "An added tool.", InputSchema: object},
-					func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text(name + " ran"), nil })
+					func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+						return text(name + " ran"), nil
+					})
 				return text("added " + name), nil
 			})
 		s.AddTool(&sdk.Tool{Name: "fail", Description: "Always fails.", InputSchema: object},
@@ -143,10 +145,10 @@ func NewServer(mode string) *sdk.Server {
 			"$defs": map[string]any{"Point": map[string]any{"type": "object",
 				"properties": map[string]any{"x": map[string]any{"type": "number"}, "y": map[string]any{"type": "number"}}, "required": []any{"x", "y"}}},
 			"properties": map[string]any{
-				"at":        map[string]any{"$ref": "#/$defs/Point", "default": nil},
-				"label":     map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "null"}}, "default": nil},
-				"bad key!":  map[string]any{"type": "string"},
-				"tags":      map[string]any{"type": "array"},
+				"at":         map[string]any{"$ref": "#/$defs/Point", "default": nil},
+				"label":      map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "null"}}, "default": nil},
+				"bad key!":   map[string]any{"type": "string"},
+				"tags":       map[string]any{"type": "array"},
 				"undeclared": true,
 			},
 			"required": []any{"at", "missing"},
