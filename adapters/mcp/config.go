@@ -134,6 +134,8 @@ func (c ServerConfig) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
 // Kind is the transport: Stdio, HTTP or SSE.
 func (c ServerConfig) Kind() string {
 	switch strings.ToLower(c.Transport) {
+	case "stdio":
+		return Stdio
 	case "sse":
 		return SSE
 	case "http", "streamable_http", "streamable-http", "streamablehttp":

@@ -153,13 +153,12 @@ func walk(node any, f func(map[string]any) any) any {
 					}
 				}
 			case schemaOne[k]:
-				switch v.(type) {
-				case map[string]any, bool:
-					n[k] = walk(v, f)
-				case []any: // draft-04 tuple items
-					for i, sub := range v.([]any) {
-						v.([]any)[i] = walk(sub, f)
+				if l, ok := v.([]any); ok { // draft-04 tuple items
+					for i, sub := range l {
+						l[i] = walk(sub, f)
 					}
+				} else {
+					n[k] = walk(v, f)
 				}
 			}
 		}

@@ -251,10 +251,11 @@ func (s *Server) run() {
 	defer s.markReady()
 	failures := 0
 	for {
-		cs, proc, err := s.connect(s.ctx)
+		cs, proc, end, err := s.connect(s.ctx)
 		if s.ctx.Err() != nil {
 			if cs != nil {
 				cs.Close()
+				end()
 			}
 			killGroup(proc)
 			return
@@ -281,6 +282,7 @@ func (s *Server) run() {
 		s.set(func(st *Status) { st.State, st.Attempts = Connected, 0 })
 		s.markReady()
 		lost := s.serve(c)
+		end()
 		killGroup(proc)
 		if s.ctx.Err() != nil {
 			return
@@ -328,13 +330,22 @@ func (s *Server) serve(c *conn) error {
 }
 
 // connect starts the transport, does the handshake and lists the tools,
-// all within connect_timeout.
-func (s *Server) connect(parent context.Context) (*sdk.ClientSession, *exec.Cmd, error) {
-	ctx, cancel := context.WithTimeout(parent, s.cfg.connectTimeout())
-	defer cancel()
+// all within connect_timeout. The context the transport is connected
+// with lives as long as the connection (the SSE transport's stream is a
+// request made with it); end is what ends it.
+func (s *Server) connect(parent context.Context) (cs *sdk.ClientSession, proc *exec.Cmd, end func(), err error) {
+	ctx, cancel := context.WithCancel(parent)
+	var late atomic.Bool
+	timer := time.AfterFunc(s.cfg.connectTimeout(), func() { late.Store(true); cancel() })
+	defer func() {
+		if err != nil {
+			timer.Stop()
+			cancel()
+		}
+	}()
 	t, proc, err := s.transport()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "hermes", Version: first(s.opts.Version, "dev")}, &sdk.ClientOptions{
 		// No roots, sampling or elicitation: Hermes offers none of them.
@@ -348,14 +359,18 @@ func (s *Server) connect(parent context.Context) (*sdk.ClientSession, *exec.Cmd,
 		KeepAlive: s.cfg.keepAlive(),
 	})
 	start := time.Now()
-	cs, err := client.Connect(ctx, t, nil)
+	cs, err = client.Connect(ctx, t, nil)
 	took := time.Since(start)
 	if err != nil {
-		return nil, proc, s.explain(ctx, "connect", err)
+		return nil, proc, nil, s.explain(late.Load(), "connect", err)
 	}
-	if err := s.refresh(ctx, cs); err != nil {
+	if err = s.refresh(ctx, cs); err != nil {
 		cs.Close()
-		return nil, proc, s.explain(ctx, "list tools", err)
+		return nil, proc, nil, s.explain(late.Load(), "list tools", err)
+	}
+	if !timer.Stop() {
+		cs.Close()
+		return nil, proc, nil, s.explain(true, "list tools", ctx.Err())
 	}
 	s.set(func(st *Status) {
 		st.Handshake, st.Error = took, ""
@@ -363,12 +378,12 @@ func (s *Server) connect(parent context.Context) (*sdk.ClientSession, *exec.Cmd,
 			st.Peer = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
 		}
 	})
-	return cs, proc, nil
+	return cs, proc, cancel, nil
 }
 
 // explain turns a connection failure into what a person can act on.
-func (s *Server) explain(ctx context.Context, what string, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+func (s *Server) explain(late bool, what string, err error) error {
+	if late {
 		err = fmt.Errorf("no answer within connect_timeout %s", s.cfg.connectTimeout())
 	}
 	msg := fmt.Sprintf("%s: %v", what, err)
