@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-go/hermes/adapters/secrets"
 )
 
 // Defaults of Hermes' mcp_servers keys.
@@ -263,4 +265,26 @@ func (f ToolFilter) wanted(name string) bool {
 		return match(f.Include)
 	}
 	return !match(f.Exclude)
+}
+
+// Secrets are the values of the entry that must not reach the model or
+// the log, by a name to show in their place: env values secret by name
+// or shape (a server's own GITHUB_TOKEN) and every header value (they
+// carry keys: Authorization, X-Api-Key), with a bearer token also alone.
+func (c ServerConfig) Secrets(name string) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.Env {
+		if v = expand(v); secrets.SecretVar(k, v) {
+			out[fmt.Sprintf("mcp_servers.%s.env.%s", name, k)] = v
+		}
+	}
+	for k, v := range c.Headers {
+		v = expand(v)
+		label := fmt.Sprintf("mcp_servers.%s.headers.%s", name, k)
+		out[label] = v
+		if _, tok, ok := strings.Cut(v, " "); ok && strings.EqualFold(strings.Fields(v)[0], "bearer") {
+			out[label+" token"] = strings.TrimSpace(tok)
+		}
+	}
+	return out
 }

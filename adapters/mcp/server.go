@@ -318,7 +318,7 @@ func (s *Server) serve(c *conn) error {
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.connectTimeout())
 			err := s.refresh(ctx, c.cs)
 			cancel()
-			if err != nil {
+			if err != nil && s.ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("MCP server: listing its changed tools failed")
 			}
 		case <-s.ctx.Done():
@@ -362,15 +362,15 @@ func (s *Server) connect(parent context.Context) (cs *sdk.ClientSession, proc *e
 	cs, err = client.Connect(ctx, t, nil)
 	took := time.Since(start)
 	if err != nil {
-		return nil, proc, nil, s.explain(late.Load(), "connect", err)
+		return nil, proc, nil, s.explain(late.Load(), proc, "connect", err)
 	}
 	if err = s.refresh(ctx, cs); err != nil {
 		cs.Close()
-		return nil, proc, nil, s.explain(late.Load(), "list tools", err)
+		return nil, proc, nil, s.explain(late.Load(), proc, "list tools", err)
 	}
 	if !timer.Stop() {
 		cs.Close()
-		return nil, proc, nil, s.explain(true, "list tools", ctx.Err())
+		return nil, proc, nil, s.explain(true, proc, "list tools", ctx.Err())
 	}
 	s.set(func(st *Status) {
 		st.Handshake, st.Error = took, ""
@@ -382,11 +382,14 @@ func (s *Server) connect(parent context.Context) (cs *sdk.ClientSession, proc *e
 }
 
 // explain turns a connection failure into what a person can act on.
-func (s *Server) explain(late bool, what string, err error) error {
+func (s *Server) explain(late bool, proc *exec.Cmd, what string, err error) error {
 	if late {
 		err = fmt.Errorf("no answer within connect_timeout %s", s.cfg.connectTimeout())
 	}
 	msg := fmt.Sprintf("%s: %v", what, err)
+	if proc != nil && proc.ProcessState != nil && !late {
+		msg = fmt.Sprintf("%s: the server exited (%s) before answering", what, proc.ProcessState)
+	}
 	if s.cfg.Kind() == Stdio {
 		if t := s.stderr.last(); t != "" {
 			msg += "; its stderr ends with: " + t

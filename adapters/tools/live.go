@@ -58,7 +58,9 @@ func (r *Registry) generation() uint64 {
 	return g
 }
 
-func (r *Registry) wait() {
+// Wait returns once every source that is still starting is ready or has
+// reached its deadline.
+func (r *Registry) Wait() {
 	r.mu.RLock()
 	srcs := append([]source(nil), r.sources...)
 	r.mu.RUnlock()
@@ -98,7 +100,7 @@ func (t *Toolbox) current() *agent.Tools {
 // Specs implements agent.Toolbox. It waits for sources still starting,
 // each no longer than its own deadline.
 func (t *Toolbox) Specs() []agent.ToolSpec {
-	t.r.wait()
+	t.r.Wait()
 	return t.current().Specs()
 }
 

@@ -60,13 +60,21 @@ func (r *Registry) Close() error {
 	r.mu.RLock()
 	srcs := append([]source(nil), r.sources...)
 	r.mu.RUnlock()
+	// Sources close at once: each may wait for a process to exit.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, s := range srcs {
 		if c, ok := s.src.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close toolset %s: %w", s.toolset, err))
-			}
+			wg.Go(func() {
+				if err := c.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("close toolset %s: %w", s.toolset, err))
+					mu.Unlock()
+				}
+			})
 		}
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -120,7 +120,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 		})
 		return res, err
 	}
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg))
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), g.log)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -150,6 +150,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker) (*chatter, error) {
 			return d
 		},
 	}
+	deps.Hooks = turnHooks(cfg, wd, g.log)
 	if cfg.AuxModel != "" {
 		aux, err := llm.New(cfg.Aux)
 		if err != nil {
