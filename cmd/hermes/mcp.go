@@ -458,7 +458,9 @@ func section(root *yaml.Node, key string) *yaml.Node {
 // serverNode is an mcp_servers entry with only the keys that are set.
 func serverNode(sc mcp.ServerConfig) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode}
-	add := func(k string, v *yaml.Node) { n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, v) }
+	add := func(k string, v *yaml.Node) {
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, v)
+	}
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 	list := func(l []string) *yaml.Node {
 		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
