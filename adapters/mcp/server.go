@@ -101,6 +101,7 @@ type Server struct {
 	started  atomic.Bool
 	ready    chan struct{} // closed after the first attempt
 	readyOne sync.Once
+	lateOne  sync.Once
 	deadline time.Time
 	changed  chan struct{} // the peer's tool list changed
 	gen      atomic.Uint64
@@ -172,6 +173,10 @@ func (s *Server) Wait() {
 	select {
 	case <-s.ready:
 	case <-t.C:
+		s.lateOne.Do(func() {
+			s.log.Warn().Dur("connect_timeout", s.cfg.connectTimeout()).
+				Msg("MCP server not connected within connect_timeout: going on without its tools; they come when it connects")
+		})
 	}
 }
 

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
+)
+
+// fakeServer is a config.yaml entry starting a fake MCP server of mode
+// (this test binary; see mcptest).
+func fakeServer(mode string, extra string) string {
+	cmd, env := mcptest.Command(mode)
+	return fmt.Sprintf("    command: %q\n    env: {%s: %s}\n%s", cmd, mcptest.EnvVar, env[mcptest.EnvVar], extra)
+}
+
+func writeConfig(t *testing.T, home, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// events returns the session's events as decoded JSON lines.
+func sessionEvents(t *testing.T, home, id string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(mustRun(t, home, "sessions", "events", id, "--json")))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestMCPToolsInChat: a chat offers the tools of the MCP servers of
+// config.yaml, calls them, records the calls with their server, runs the
+// shell hooks around them and records every hook decision; a server that
+// never answers costs the first prompt no more than its connect_timeout.
+func TestMCPToolsInChat(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "mcp_fake_echo", Args: `{"text":"hi"}`}, {ID: "c2", Name: "mcp_fake_fail", Args: `{}`}}},
+		llmtest.Reply{Content: "The server said hi."})
+	defer srv.Close()
+	home := t.TempDir()
+	hooksDir := t.TempDir()
+	hook := func(name, body string) string {
+		p := filepath.Join(hooksDir, name)
+		os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755)
+		return p
+	}
+	writeConfig(t, home, fmt.Sprintf(`model: m
+mcp_servers:
+  fake:
+%s  mute:
+%s
+hooks:
+  pre_tool_call:
+    - command: %s
+      matcher: "mcp_fake_fail"
+  pre_llm_call:
+    - command: %s
+  on_session_end:
+    - command: %s
+`, fakeServer(mcptest.Basic, ""), fakeServer(mcptest.HangHandshake, "    connect_timeout: 1\n"),
+		hook("guard.sh", `echo '{"decision": "block", "reason": "fail is not allowed today"}'`),
+		hook("ctx.sh", `echo '{"context": "[on-call: Ada]"}'`),
+		hook("end.sh", "cat > "+filepath.Join(hooksDir, "end.json"))))
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "say hi through the server")
+	if code != 0 || out != "The server said hi.\n" {
+		t.Fatalf("exit %d: %q\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "mcp_server=mute") {
+		t.Errorf("the server that never answered is not reported:\n%s", errOut)
+	}
+	reqs := srv.Requests()
+	if !offers(reqs[0], "mcp_fake_echo") || !offers(reqs[0], "mcp_fake_list_resources") || offers(reqs[0], "mcp_mute_echo") {
+		t.Fatalf("the first request's tools: %v", reqs[0].Body["tools"])
+	}
+	first := reqs[0].Body["messages"].([]any)[1].(map[string]any)["content"]
+	if first != "say hi through the server\n\n[on-call: Ada]" {
+		t.Fatalf("pre_llm_call context not sent: %q", first)
+	}
+	second := string(reqs[1].Raw)
+	for _, w := range []string{"echo: hi", "blocked by a pre_tool_call hook: fail is not allowed today"} {
+		if !strings.Contains(second, w) {
+			t.Errorf("the second request lacks %q", w)
+		}
+	}
+	id := sessionIDFrom(t, errOut)
+	var servers, hookRuns []string
+	for _, e := range sessionEvents(t, home, id) {
+		p, _ := e["payload"].(map[string]any)
+		switch e["type"] {
+		case "ToolCallStarted":
+			servers = append(servers, fmt.Sprint(p["name"], "@", p["server"]))
+		case "HookRan":
+			hookRuns = append(hookRuns, fmt.Sprint(p["event"], ":", p["decision"]))
+		}
+	}
+	if strings.Join(servers, " ") != "mcp_fake_echo@fake mcp_fake_fail@fake" {
+		t.Errorf("ToolCallStarted: %v", servers)
+	}
+	if strings.Join(hookRuns, " ") != "pre_llm_call:context pre_tool_call:block on_session_end:none" {
+		t.Errorf("HookRan: %v", hookRuns)
+	}
+	if data, err := os.ReadFile(filepath.Join(hooksDir, "end.json")); err != nil || !strings.Contains(string(data), `"completed":true`) || !strings.Contains(string(data), id) {
+		t.Errorf("on_session_end got %s (%v)", data, err)
+	}
+	// Replay reproduces the turn from the recorded MCP results; search
+	// finds them.
+	if out := mustRun(t, home, "sessions", "replay", id); !strings.Contains(out, "matches the record") {
+		t.Errorf("replay: %s", out)
+	}
+	if out := mustRun(t, home, "search", "tool:mcp_fake_echo"); !strings.Contains(out, id[:8]) {
+		t.Errorf("search tool:mcp_fake_echo: %s", out)
+	}
+}
+
+func TestMCPCommands(t *testing.T) {
+	home := t.TempDir()
+	writeConfig(t, home, "# mine\nmodel: gpt-4o-mini # keep this comment\n")
+	cmd, env := mcptest.Command(mcptest.Basic)
+	mustRun(t, home, "mcp", "add", "fake", "--env", mcptest.EnvVar+"="+env[mcptest.EnvVar], "--exclude", "add_tool", "--", cmd)
+	mustRun(t, home, "mcp", "add", "gone", "--connect-timeout", "5s", "--", "/nonexistent/server", "--flag")
+	mustRun(t, home, "mcp", "add", "remote", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization=Bearer ${NOPE}", "--disabled", "--approval")
+	if _, errOut, err := run(t, home, "mcp", "add", "fake", "--", "x"); err == nil || !strings.Contains(errOut, "exists already") {
+		t.Fatalf("adding a name twice: %v %s", err, errOut)
+	}
+	if _, errOut, err := run(t, home, "mcp", "add", "bad name", "--", "x"); err == nil || !strings.Contains(errOut, `MCP server name "bad name"`) {
+		t.Fatalf("a bad name: %v %s", err, errOut)
+	}
+	data, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	for _, w := range []string{"# mine\n", "model: gpt-4o-mini # keep this comment\n", "mcp_servers:\n  fake:\n", "exclude: [add_tool]", "enabled: false", "approval: true", "connect_timeout: 5"} {
+		if !strings.Contains(string(data), w) {
+			t.Fatalf("config.yaml lacks %q:\n%s", w, data)
+		}
+	}
+	var rows []mcpRow
+	json.Unmarshal([]byte(mustRun(t, home, "mcp", "list", "--json")), &rows)
+	states := map[string]mcpRow{}
+	for _, r := range rows {
+		states[r.Name] = r
+	}
+	if r := states["fake"]; r.State != "connected" || r.Tools != 8 || r.Peer != "hermes-fake-basic 0.0.1" || r.Handshake == "" {
+		t.Errorf("fake: %+v", r)
+	}
+	if r := states["gone"]; r.State != "failed" || !strings.Contains(r.Error, "/nonexistent/server") {
+		t.Errorf("gone: %+v", r)
+	}
+	if r := states["remote"]; r.State != "disabled" || !r.Approval {
+		t.Errorf("remote: %+v", r)
+	}
+	out := mustRun(t, home, "mcp", "test", "fake")
+	for _, w := range []string{"connected to hermes-fake-basic 0.0.1 over stdio in ", "8 tools", "mcp_fake_echo", "mcp_fake_read_resource"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("mcp test lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "mcp_fake_add_tool") {
+		t.Error("tools.exclude not applied")
+	}
+	if _, errOut, err := run(t, home, "mcp", "test", "gone"); err == nil || !strings.Contains(errOut, "MCP server gone (stdio /nonexistent/server --flag) failed") {
+		t.Errorf("testing a broken server: %v %s", err, errOut)
+	}
+	if out := mustRun(t, home, "tools", "list"); !strings.Contains(out, "mcp-fake") || !strings.Contains(out, "mcp_fake_echo") {
+		t.Errorf("tools list: %s", out)
+	}
+	mustRun(t, home, "mcp", "remove", "gone")
+	mustRun(t, home, "mcp", "remove", "fake")
+	mustRun(t, home, "mcp", "remove", "remote")
+	if _, errOut, err := run(t, home, "mcp", "remove", "remote"); err == nil || !strings.Contains(errOut, "no MCP server remote") {
+		t.Errorf("removing twice: %v %s", err, errOut)
+	}
+	data, _ = os.ReadFile(filepath.Join(home, "config.yaml"))
+	if string(data) != "# mine\nmodel: gpt-4o-mini # keep this comment\n" {
+		t.Errorf("after removing them all:\n%s", data)
+	}
+}
