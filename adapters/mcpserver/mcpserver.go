@@ -69,7 +69,7 @@ func New(h Hermes, version string) *sdk.Server {
 			if list == nil {
 				list = []sessions.Summary{}
 			}
-			return nil, map[string]any{"sessions": list}, nil
+			return result(map[string]any{"sessions": list})
 		})
 
 	type showIn struct {
@@ -86,7 +86,7 @@ func New(h Hermes, version string) *sdk.Server {
 			if msgs == nil {
 				msgs = []schema.Message{}
 			}
-			return nil, map[string]any{"session": sum, "messages": msgs}, nil
+			return result(map[string]any{"session": sum, "messages": msgs})
 		})
 
 	type searchIn struct {
@@ -113,7 +113,7 @@ func New(h Hermes, version string) *sdk.Server {
 			if res.Hits == nil {
 				res.Hits = []search.Hit{}
 			}
-			return nil, res, nil
+			return result(res)
 		})
 
 	type sendIn struct {
@@ -163,7 +163,7 @@ func New(h Hermes, version string) *sdk.Server {
 			if rows == nil {
 				rows = []costs.Row{}
 			}
-			return nil, map[string]any{"by": by, "rows": rows}, nil
+			return result(map[string]any{"by": by, "rows": rows})
 		})
 
 	s.AddResource(&sdk.Resource{URI: "hermes://sessions", Name: "sessions", Title: "Recent sessions", MIMEType: "application/json",
@@ -224,6 +224,18 @@ func Handler(s *sdk.Server, key string) http.Handler {
 	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// result is v as structured content and as JSON text, left readable
+// (<mark> stays <mark>, not \u003cmark\u003e).
+func result(v any) (*sdk.CallToolResult, any, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, nil, err
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.TrimSpace(b.String())}}}, v, nil
 }
 
 func readOnly() *sdk.ToolAnnotations {
