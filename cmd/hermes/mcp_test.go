@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,4 +187,50 @@ func TestMCPCommands(t *testing.T) {
 	if string(data) != "# mine\nmodel: gpt-4o-mini # keep this comment\n" {
 		t.Errorf("after removing them all:\n%s", data)
 	}
+}
+
+// BenchmarkChatStartupMCP is a whole `hermes chat -q` against an instant
+// model, with no MCP server and with 5 configured: what the servers add
+// to a one-shot question (they start at once, the first prompt waits for
+// their tools).
+//
+//	HERMES_NODE_MODULES=$PWD/.ci/node/node_modules go test -run '^$' -bench ChatStartupMCP -benchtime 5x ./cmd/hermes/
+func BenchmarkChatStartupMCP(b *testing.B) {
+	run := func(b *testing.B, servers string) {
+		home := b.TempDir()
+		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\n"+servers), 0o600)
+		srv := llmtest.New()
+		defer srv.Close()
+		srv.SetDefault(llmtest.Reply{Content: "ok"})
+		env := chatEnv(srv)
+		b.ResetTimer()
+		for range b.N {
+			cmd := exec.Command(bin, "--home", home, "chat", "-q", "hi")
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/chat")
+	}
+	five := func(entry func(i int) string) string {
+		var sb strings.Builder
+		sb.WriteString("mcp_servers:\n")
+		for i := range 5 {
+			sb.WriteString(entry(i))
+		}
+		return sb.String()
+	}
+	b.Run("none", func(b *testing.B) { run(b, "") })
+	b.Run("go-5", func(b *testing.B) {
+		fake := filepath.Join(b.TempDir(), "mcpfake")
+		if out, err := exec.Command("go", "build", "-o", fake, "../../adapters/mcp/mcptest/mcpfake").CombinedOutput(); err != nil {
+			b.Fatalf("build mcpfake: %v\n%s", err, out)
+		}
+		run(b, five(func(i int) string { return fmt.Sprintf("  s%d:\n    command: %q\n    args: [basic]\n", i, fake) }))
+	})
+	b.Run("node-5", func(b *testing.B) {
+		script := filepath.Join(mcptest.NodeModules(b), "@modelcontextprotocol", "server-everything", "dist", "index.js")
+		run(b, five(func(i int) string { return fmt.Sprintf("  s%d:\n    command: node\n    args: [%q, stdio]\n", i, script) }))
+	})
 }
