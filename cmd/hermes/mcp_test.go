@@ -231,6 +231,8 @@ func BenchmarkChatStartupMCP(b *testing.B) {
 	})
 	b.Run("node-5", func(b *testing.B) {
 		script := filepath.Join(mcptest.NodeModules(b), "@modelcontextprotocol", "server-everything", "dist", "index.js")
-		run(b, five(func(i int) string { return fmt.Sprintf("  s%d:\n    command: node\n    args: [%q, stdio]\n", i, script) }))
+		run(b, five(func(i int) string {
+			return fmt.Sprintf("  s%d:\n    command: node\n    args: [%q, stdio]\n", i, script)
+		}))
 	})
 }
