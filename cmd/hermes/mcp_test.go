@@ -236,3 +236,55 @@ func BenchmarkChatStartupMCP(b *testing.B) {
 		}))
 	})
 }
+
+// TestMCPApprovalAndSecretsInChat: the tools of an approval: true server
+// ask the person at the terminal, as dangerous commands do, and every
+// decision is an event; a key in a server's env never reaches the model
+// through what its tools return.
+func TestMCPApprovalAndSecretsInChat(t *testing.T) {
+	const secret = "tok-9f8e7d6c5b4a3210fedcba"
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "mcp_guarded_echo", Args: `{"text":"the key is ` + secret + `"}`}}},
+		llmtest.Reply{Content: "first done"},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c2", Name: "mcp_guarded_echo", Args: `{"text":"again"}`}}},
+		llmtest.Reply{Content: "second done"})
+	defer srv.Close()
+	home := t.TempDir()
+	writeConfig(t, home, "model: m\nmcp_servers:\n  guarded:\n"+fakeServer(mcptest.Basic, "    approval: true\n")+
+		"    # the fake ignores it: it stands for a server's own key\n")
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	writeConfig(t, home, strings.Replace(string(cfg), "env: {", "env: {SERVICE_API_TOKEN: "+secret+", ", 1))
+
+	_, errOut, code := hermes(t, chatEnv(srv), "once\n", "--home", home, "chat", "-q", "echo the key")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "mcp_guarded_echo, a tool of MCP server guarded") {
+		t.Fatalf("nobody was asked:\n%s", errOut)
+	}
+	second := string(srv.Requests()[1].Raw)
+	if strings.Contains(second, "echo: the key is "+secret) {
+		t.Fatalf("the server's key came back to the model:\n%s", second)
+	}
+	if !strings.Contains(second, "echo: the key is [REDACTED:mcp_servers.guarded.env.SERVICE_API_TOKEN") {
+		t.Fatalf("the result was not redacted by name:\n%s", second)
+	}
+	id := sessionIDFrom(t, errOut)
+	_, errOut, code = hermes(t, chatEnv(srv), "deny\n", "--home", home, "chat", "--resume", id, "-q", "again")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(string(srv.Requests()[3].Raw), "denied by the user: mcp_guarded_echo") {
+		t.Fatal("the denial did not reach the model")
+	}
+	var decisions []string
+	for _, e := range sessionEvents(t, home, id) {
+		if e["type"] == "ApprovalDecided" {
+			p := e["payload"].(map[string]any)
+			decisions = append(decisions, fmt.Sprint(p["pattern"], ":", p["decision"], "/", p["by"]))
+		}
+	}
+	if strings.Join(decisions, " ") != "mcp_guarded_echo:once/user mcp_guarded_echo:deny/user" {
+		t.Fatalf("decisions: %v", decisions)
+	}
+}
