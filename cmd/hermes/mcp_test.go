@@ -293,11 +293,11 @@ func TestMCPApprovalAndSecretsInChat(t *testing.T) {
 // an entry that cannot work, stops hermes naming it.
 func TestMCPConfigIsChecked(t *testing.T) {
 	for body, want := range map[string]string{
-		"mcp_servers:\n  fs:\n    comand: npx\n":                         "unknown key mcp_servers.fs.comand: did you mean mcp_servers.fs.command?",
-		"mcp_servers:\n  fs:\n    url: ftp://x\n":                        "mcp_servers.fs.url",
-		"mcp_servers:\n  fs:\n    command: x\n    timeout: soon\n":       "not a number of seconds",
-		"hooks:\n  pre_tool_call:\n    - comand: x\n":                    "unknown key hooks.pre_tool_call[0].comand",
-		"hooks:\n  pre_tool_cal:\n    - command: x\n":                    "hooks.pre_tool_cal: unknown hook event",
+		"mcp_servers:\n  fs:\n    comand: npx\n":                          "unknown key mcp_servers.fs.comand: did you mean mcp_servers.fs.command?",
+		"mcp_servers:\n  fs:\n    url: ftp://x\n":                         "mcp_servers.fs.url",
+		"mcp_servers:\n  fs:\n    command: x\n    timeout: soon\n":        "not a number of seconds",
+		"hooks:\n  pre_tool_call:\n    - comand: x\n":                     "unknown key hooks.pre_tool_call[0].comand",
+		"hooks:\n  pre_tool_cal:\n    - command: x\n":                     "hooks.pre_tool_cal: unknown hook event",
 		"mcp_servers:\n  fs:\n    command: x\n    tools: {includ: [a]}\n": "did you mean mcp_servers.fs.tools.include?",
 	} {
 		home := t.TempDir()
