@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -377,5 +378,47 @@ func TestManagerStartsServersInParallel(t *testing.T) {
 	if _, err := NewManager(map[string]ServerConfig{"bad name": {Command: "x"}, "empty": {}}, nil); err == nil ||
 		!strings.Contains(err.Error(), "bad name") || !strings.Contains(err.Error(), "mcp_servers.empty: set command") {
 		t.Fatalf("invalid entries: %v", err)
+	}
+}
+
+// TestHTTPServerRestarts: the peer of a streamable HTTP server goes away
+// and comes back on the same address; Hermes finds out, reconnects, and
+// the tools work again.
+func TestHTTPServerRestarts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	serveOn := func(l net.Listener) *httptest.Server {
+		srv := mcptest.NewServer(mcptest.Basic)
+		ts := httptest.NewUnstartedServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+		ts.Listener.Close()
+		ts.Listener = l
+		ts.Start()
+		return ts
+	}
+	first := serveOn(l)
+	s := start(t, "remote", ServerConfig{URL: "http://" + addr + "/mcp", ConnectTimeout: Seconds(5 * time.Second)}, nil)
+	defer s.Close() // before the servers' cleanups, which wait for its streams
+	echo := toolOf(t, s, "mcp_remote_echo")
+	if out, err := run(t, echo, `{"text":"one"}`); err != nil || out != "echo: one" {
+		t.Fatalf("before: %q %v", out, err)
+	}
+	first.CloseClientConnections()
+	first.Close()
+	l2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := serveOn(l2)
+	t.Cleanup(second.Close)
+	// The call finds the old session gone (the new peer never heard of
+	// it, so the call did not run): it is made again on a new session.
+	if out, err := run(t, echo, `{"text":"two"}`); err != nil || out != "echo: two" {
+		t.Fatalf("after the restart: %q %v", out, err)
+	}
+	if st := s.Status(); st.State != Connected {
+		t.Fatalf("status: %+v", st)
 	}
 }

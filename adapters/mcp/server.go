@@ -79,7 +79,8 @@ type Status struct {
 	Handshake time.Duration
 	// Since is when State was entered.
 	Since time.Time
-	// Attempts counts failed connections since the last success.
+	// Attempts counts failed connections, and connections lost at once,
+	// since the last one that lasted.
 	Attempts int
 	// Peer names the server as it introduced itself.
 	Peer string
@@ -250,6 +251,10 @@ func (s *Server) sleep(d time.Duration) bool {
 	}
 }
 
+// stable is how long a connection must last for its loss not to count as
+// a failure in the backoff.
+const stable = 30 * time.Second
+
 // run connects, serves, and reconnects until Close.
 func (s *Server) run() {
 	defer close(s.done)
@@ -277,16 +282,22 @@ func (s *Server) run() {
 			}
 			continue
 		}
-		failures = 0
+		since := time.Now()
 		c := &conn{cs: cs, ended: make(chan struct{})}
 		s.mu.Lock()
 		s.cur = c
 		close(s.next)
 		s.next = make(chan struct{})
 		s.mu.Unlock()
-		s.set(func(st *Status) { st.State, st.Attempts = Connected, 0 })
+		s.set(func(st *Status) { st.State = Connected })
 		s.markReady()
 		lost := s.serve(c)
+		// A connection that lasted counts as a success; one lost at once
+		// (a server that dies at its first call) backs off as a failure.
+		if time.Since(since) >= stable {
+			failures = 0
+		}
+		failures++
 		end()
 		killGroup(proc)
 		if s.ctx.Err() != nil {
@@ -300,8 +311,8 @@ func (s *Server) run() {
 			msg += "; its stderr ends with: " + t
 		}
 		s.log.Warn().Str("reason", msg).Msg("MCP server lost; reconnecting")
-		s.set(func(st *Status) { st.State, st.Error = Reconnecting, msg })
-		if !s.sleep(s.backoff(1)) {
+		s.set(func(st *Status) { st.State, st.Error, st.Attempts = Reconnecting, msg, failures })
+		if !s.sleep(s.backoff(failures)) {
 			return
 		}
 	}
@@ -543,8 +554,10 @@ func (s *Server) callOn(ctx context.Context, c *conn, what string, f func(contex
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("MCP server %s: %s timed out after %s (mcp_servers.%s.timeout); the call was cancelled", s.name, what, s.cfg.timeout(), s.name)
 	}
-	// The SDK says ErrConnectionClosed only of calls it did not send.
-	if errors.Is(err, sdk.ErrConnectionClosed) {
+	// The SDK says ErrConnectionClosed only of calls it did not send, and
+	// ErrSessionMissing of calls an HTTP peer refused for not knowing the
+	// session (it restarted): neither ran.
+	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
 		return errUnsent
 	}
 	var rpc *jsonrpc.Error
