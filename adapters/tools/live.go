@@ -17,8 +17,9 @@ type Source interface {
 	Generation() uint64
 }
 
-// Waiter is a Source that is still starting: Wait returns once it is
-// ready or has given up for now (never later than its own deadline).
+// Waiter is a Source that may still be starting: Wait returns once it is
+// ready or has given up for now, never later than a deadline fixed when
+// it started.
 // A toolbox waits for its waiting sources before it tells the model what
 // tools there are, so that the first prompt sees the tools of servers
 // that connect in time.
@@ -59,18 +60,17 @@ func (r *Registry) generation() uint64 {
 }
 
 // Wait returns once every source that is still starting is ready or has
-// reached its deadline.
+// reached its deadline. The deadlines run from each source's start, so
+// waiting for them one after another takes no longer than the latest.
 func (r *Registry) Wait() {
 	r.mu.RLock()
 	srcs := append([]source(nil), r.sources...)
 	r.mu.RUnlock()
-	var wg sync.WaitGroup
 	for _, s := range srcs {
 		if w, ok := s.src.(Waiter); ok {
-			wg.Go(w.Wait)
+			w.Wait()
 		}
 	}
-	wg.Wait()
 }
 
 // Toolbox is the agent.Toolbox of a selection. The agent loop asks it for
