@@ -33,7 +33,7 @@ func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowL
 		}
 	}
 	return &mcp.Options{Env: env, Dialects: mcp.DialectsOf(modes...), Wrap: wrap, Allow: allow, ApprovalTimeout: cfg.ApprovalTimeout,
-		CacheDir: filepath.Join(home, "cache", "mcp"), Log: log}
+		CacheDir: filepath.Join(home, "cache", "mcp"), Log: log, Version: version()}
 }
 
 // addMCP adds a toolset per enabled MCP server to r and starts them all
