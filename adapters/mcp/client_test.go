@@ -375,6 +375,9 @@ func TestManagerStartsServersInParallel(t *testing.T) {
 			t.Errorf("%s after Close: %+v", s.Name(), st)
 		}
 	}
+	if _, err := NewManager(map[string]ServerConfig{"my-fs": {Command: "x"}, "my_fs": {Command: "y"}}, nil); err == nil || !strings.Contains(err.Error(), "would both name their tools mcp_my_fs_*") {
+		t.Fatalf("names alike: %v", err)
+	}
 	if _, err := NewManager(map[string]ServerConfig{"bad name": {Command: "x"}, "empty": {}}, nil); err == nil ||
 		!strings.Contains(err.Error(), "bad name") || !strings.Contains(err.Error(), "mcp_servers.empty: set command") {
 		t.Fatalf("invalid entries: %v", err)

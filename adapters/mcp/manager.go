@@ -29,7 +29,13 @@ func NewManager(cfgs map[string]ServerConfig, opts *Options) (*Manager, error) {
 	sort.Strings(names)
 	m := &Manager{}
 	var errs []error
+	safe := map[string]string{}
 	for _, n := range names {
+		if other, ok := safe[safeName(n, 1<<10)]; ok {
+			errs = append(errs, fmt.Errorf("mcp_servers.%s and mcp_servers.%s would both name their tools mcp_%s_*: rename one", other, n, safeName(n, 1<<10)))
+			continue
+		}
+		safe[safeName(n, 1<<10)] = n
 		c := cfgs[n]
 		if err := c.Validate(n); err != nil {
 			errs = append(errs, err)
