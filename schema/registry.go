@@ -56,7 +56,11 @@ var registry = map[string]eventType{
 		decode:  decoder[AssistantMessageAdded](),
 		up:      map[int]func([]byte) ([]byte, error){1: upAssistantV1},
 	},
-	"ToolCallStarted":        v1[ToolCallStarted](),
+	"ToolCallStarted": {
+		current: 2,
+		decode:  decoder[ToolCallStarted](),
+		up:      map[int]func([]byte) ([]byte, error){1: same},
+	},
 	"ToolResultAdded":        v1[ToolResultAdded](),
 	"TurnCompleted":          v1[TurnCompleted](),
 	"TurnInterrupted":        v1[TurnInterrupted](),
@@ -72,6 +76,7 @@ var registry = map[string]eventType{
 	"TodoUpdated":            v1[TodoUpdated](),
 	"ApprovalDecided":        v1[ApprovalDecided](),
 	"AuxiliaryCallCompleted": v1[AuxiliaryCallCompleted](),
+	"HookRan":                v1[HookRan](),
 
 	"GatewayChatOpened":       v1[GatewayChatOpened](),
 	"GatewayMessageReceived":  v1[GatewayMessageReceived](),
@@ -97,6 +102,10 @@ var registry = map[string]eventType{
 	"JobDelivered":      v1[JobDelivered](),
 	"JobDeliveryFailed": v1[JobDeliveryFailed](),
 }
+
+// same upcasts a version whose JSON the next one reads as it is (the next
+// only added optional fields).
+func same(b []byte) ([]byte, error) { return b, nil }
 
 func upAssistantV1(b []byte) ([]byte, error) {
 	var old assistantMessageAddedV1

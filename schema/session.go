@@ -64,11 +64,15 @@ type assistantMessageAddedV1 struct {
 	CompletionTokens int64      `json:"completion_tokens"`
 }
 
-// ToolCallStarted records that a tool call was dispatched.
+// ToolCallStarted records that a tool call was dispatched. Version 2
+// adds Server.
 type ToolCallStarted struct {
 	CallID    string `json:"call_id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Server is the MCP server the tool belongs to (empty for a built-in
+	// tool and in version 1).
+	Server string `json:"server,omitempty"`
 }
 
 // ToolResultAdded is the result of one tool call as the model will see it.
@@ -189,6 +193,26 @@ type ApprovalDecided struct {
 	By string `json:"by"`
 }
 
+// HookRan records one run of a shell hook (hooks: in config.yaml) and
+// what came of it. A hook never fails a turn: a hook that could not run,
+// timed out or answered nonsense is recorded here and otherwise ignored.
+type HookRan struct {
+	// Event is pre_tool_call, post_tool_call, pre_llm_call,
+	// on_session_start or on_session_end.
+	Event   string `json:"event"`
+	Command string `json:"command"`
+	// Tool is the tool of a pre_tool_call or post_tool_call hook.
+	Tool string `json:"tool,omitempty"`
+	// Decision is none (it ran and had nothing to say), block (it
+	// stopped a tool call), context (it added context to the turn) or
+	// failed.
+	Decision string `json:"decision"`
+	// Reason is the block message, the context added, or why it failed.
+	Reason     string `json:"reason,omitempty"`
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
 // AuxiliaryCallCompleted records a model call made for the session but
 // outside its conversation: the compression summary, the memory flush
 // before it, condensing long session_search results. Costs count it.
@@ -204,6 +228,7 @@ type AuxiliaryCallCompleted struct {
 func (AuxiliaryCallCompleted) EventType() string { return "AuxiliaryCallCompleted" }
 func (TodoUpdated) EventType() string            { return "TodoUpdated" }
 func (ApprovalDecided) EventType() string        { return "ApprovalDecided" }
+func (HookRan) EventType() string                { return "HookRan" }
 
 func (SessionStarted) EventType() string        { return "SessionStarted" }
 func (SystemPromptBuilt) EventType() string     { return "SystemPromptBuilt" }

@@ -93,6 +93,9 @@ type Loop struct {
 	// Ephemeral, when set, returns context to add to the latest user
 	// message at call time only (memory prefetch, plugin context).
 	Ephemeral func() string
+	// Hooks, when set, hear of each turn's start (what they return joins
+	// the ephemeral context of the turn) and end.
+	Hooks TurnHooks
 	// NewID makes tool-call ids where a provider gave none.
 	NewID func() string
 	// Env is handed to tools (session id, working directory, asker, ...);
@@ -188,7 +191,7 @@ func (tc *turn) interrupted(reason string) (string, error) {
 	return "", ErrInterrupted
 }
 
-func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string, error) {
+func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer string, err error) {
 	cfg, obs, record, interrupted, turnID := tc.cfg, tc.obs, tc.record, tc.interrupted, tc.id
 	env := l.Env
 	env.TurnID = turnID
@@ -200,6 +203,14 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 	}
 	env.Budget = l.Budget
 	toolCtx := WithEnv(ctx, &env)
+	var hooked string
+	if l.Hooks != nil {
+		hooked = l.Hooks.TurnStarted(toolCtx, turnStart(env, cfg, t))
+		defer func() {
+			l.Hooks.TurnEnded(WithEnv(context.WithoutCancel(ctx), &env), TurnEnd{SessionID: env.SessionID, TurnID: turnID, Model: cfg.Model,
+				Completed: err == nil, Interrupted: errors.Is(err, ErrInterrupted), Err: err})
+		}()
+	}
 	recoveries, iterations := 0, 0
 	warned, nudged, compressedForOverflow := false, false, false
 	for {
@@ -228,7 +239,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 				return "", err
 			}
 		}
-		l.layer(&req, warn, grace, nudged)
+		l.layer(&req, warn, grace, nudged, hooked)
 		resp, err := l.call(ctx, cfg, req, obs)
 		if fr, ok := l.Provider.(interface {
 			TakeFallbacks() []schema.ProviderFallback
@@ -308,7 +319,11 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (string
 		}
 		started := []schema.Payload{msg}
 		for _, c := range calls {
-			started = append(started, schema.ToolCallStarted{CallID: c.call.ID, Name: c.call.Function.Name, Arguments: c.call.Function.Arguments})
+			var server string
+			if c.tool != nil {
+				server = c.tool.Flags().Server
+			}
+			started = append(started, schema.ToolCallStarted{CallID: c.call.ID, Name: c.call.Function.Name, Arguments: c.call.Function.Arguments, Server: server})
 		}
 		if err := record(started...); err != nil {
 			return "", err
@@ -383,19 +398,21 @@ func interruptReason(ctx context.Context) string {
 
 // layer adds the ephemeral layers to a request: they are sent, never
 // recorded.
-func (l *Loop) layer(req *Request, warn, grace, nudged bool) {
+func (l *Loop) layer(req *Request, warn, grace, nudged bool, hooked string) {
 	msgs := req.Messages
 	if warn && len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
 		last := &msgs[len(msgs)-1]
 		last.Content += fmt.Sprintf("\n\n[BUDGET WARNING: %d of %d iterations used. Finish the task or wrap up soon.]", l.Budget.Used(), l.Budget.Max())
 	}
+	extra := hooked
 	if l.Ephemeral != nil {
-		if extra := l.Ephemeral(); extra != "" {
-			for i := len(msgs) - 1; i >= 0; i-- {
-				if msgs[i].Role == "user" {
-					msgs[i].Content = joinText(msgs[i].Content, extra)
-					break
-				}
+		extra = joinText(l.Ephemeral(), extra)
+	}
+	if extra != "" {
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "user" {
+				msgs[i].Content = joinText(msgs[i].Content, extra)
+				break
 			}
 		}
 	}

@@ -32,6 +32,9 @@ type ToolFlags struct {
 	// its iteration back (execute_code batches work the model would
 	// otherwise spend many iterations on).
 	RefundsIteration bool
+	// Server names the MCP server a tool belongs to (empty for built-in
+	// tools); it is recorded with each call.
+	Server string
 }
 
 // Toolbox is the set of tools a session may use.

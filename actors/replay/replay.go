@@ -93,9 +93,15 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 	if toolNames == nil {
 		toolNames = knownTools(recs)
 	}
+	servers := map[string]string{} // the MCP server of each tool, as recorded
+	for _, r := range recs {
+		if s, ok := r.payload.(schema.ToolCallStarted); ok && s.Server != "" {
+			servers[s.Name] = s.Server
+		}
+	}
 	tools := make([]agent.Tool, 0, len(toolNames))
 	for _, n := range toolNames {
-		tools = append(tools, stubTool{n})
+		tools = append(tools, stubTool{n, servers[n]})
 	}
 	for i < len(recs) {
 		u, ok := recs[i].payload.(schema.UserMessageAdded)
@@ -396,12 +402,12 @@ func trimErr(content, errText string) string {
 }
 
 // stubTool stands for a registered tool; the executor never runs it.
-type stubTool struct{ name string }
+type stubTool struct{ name, server string }
 
 func (s stubTool) Spec() agent.ToolSpec {
 	return agent.ToolSpec{Name: s.name, Parameters: map[string]any{"type": "object"}}
 }
-func (stubTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (s stubTool) Flags() agent.ToolFlags { return agent.ToolFlags{Server: s.server} }
 func (stubTool) Run(context.Context, json.RawMessage) (string, error) {
 	return "", fmt.Errorf("replay never runs tools")
 }

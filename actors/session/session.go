@@ -63,6 +63,8 @@ type Deps struct {
 	MaxTurns int
 	// Ephemeral adds call-time context (memory prefetch and the like).
 	Ephemeral func() string
+	// Hooks hear of every turn's start and end (shell hooks).
+	Hooks agent.TurnHooks
 	// Asker reaches the person for clarify and approvals (nil: nobody).
 	Asker agent.Asker
 	// Yolo approves dangerous commands that are not hard-line.
@@ -375,7 +377,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	}
 	self, root := c.Self(), c.ActorSystem().Root
 	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, KeepOpenOnError: a.task != nil,
+		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
 			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr

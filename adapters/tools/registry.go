@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/hermes-go/hermes/actors/agent"
 )
@@ -20,10 +21,14 @@ type Entry struct {
 	Toolset string
 }
 
-// Registry holds every known tool.
+// Registry holds every known tool: the fixed ones registered at start and
+// the current tools of its sources (toolsets whose tools change while
+// Hermes runs, see AddSource).
 type Registry struct {
+	mu      sync.RWMutex
 	entries map[string]Entry
 	needs   map[string][]string // tool → tools it is only on with
+	sources []source
 }
 
 // NewRegistry returns an empty registry.
@@ -35,26 +40,49 @@ func NewRegistry() *Registry {
 // whatever the selection says: execute_code runs programs as the terminal
 // does, so where the terminal is off, so is execute_code.
 func (r *Registry) Require(tool string, needs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.needs[tool] = append(r.needs[tool], needs...)
 }
 
 // Close releases what tools hold beyond a call (the terminal's background
-// processes): every tool that is an io.Closer is closed.
+// processes, MCP servers): every tool and source that is an io.Closer is
+// closed.
 func (r *Registry) Close() error {
 	var errs []error
-	for _, e := range r.All() {
+	for _, e := range r.fixed() {
 		if c, ok := e.Tool.(io.Closer); ok {
 			if err := c.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close %s: %w", e.Tool.Spec().Name, err))
 			}
 		}
 	}
+	r.mu.RLock()
+	srcs := append([]source(nil), r.sources...)
+	r.mu.RUnlock()
+	// Sources close at once: each may wait for a process to exit.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, s := range srcs {
+		if c, ok := s.src.(io.Closer); ok {
+			wg.Go(func() {
+				if err := c.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("close toolset %s: %w", s.toolset, err))
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
 // Register adds tools to a toolset; a name registered twice is an error
 // (two tools must never answer to one name).
 func (r *Registry) Register(toolset string, ts ...agent.Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, t := range ts {
 		name := t.Spec().Name
 		if _, dup := r.entries[name]; dup {
@@ -65,19 +93,51 @@ func (r *Registry) Register(toolset string, ts ...agent.Tool) error {
 	return nil
 }
 
-// All lists every registered tool sorted by toolset and name.
+// All lists every registered tool, the sources' current ones included,
+// sorted by toolset and name. A source's tool named like a fixed tool, or
+// like a tool of a source added before it, is left out: a name answers to
+// one tool only.
 func (r *Registry) All() []Entry {
+	out := r.fixed()
+	r.mu.RLock()
+	srcs := append([]source(nil), r.sources...)
+	r.mu.RUnlock()
+	if len(srcs) > 0 {
+		taken := make(map[string]bool, len(out))
+		for _, e := range out {
+			taken[e.Tool.Spec().Name] = true
+		}
+		for _, s := range srcs {
+			for _, t := range s.src.Tools() {
+				if name := t.Spec().Name; !taken[name] {
+					taken[name] = true
+					out = append(out, Entry{Tool: t, Toolset: s.toolset})
+				}
+			}
+		}
+	}
+	sortEntries(out)
+	return out
+}
+
+// fixed lists the registered tools, without the sources'.
+func (r *Registry) fixed() []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]Entry, 0, len(r.entries))
 	for _, e := range r.entries {
 		out = append(out, e)
 	}
+	return out
+}
+
+func sortEntries(out []Entry) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Toolset != out[j].Toolset {
 			return out[i].Toolset < out[j].Toolset
 		}
 		return out[i].Tool.Spec().Name < out[j].Tool.Spec().Name
 	})
-	return out
 }
 
 // Selection is the config's choice of tools. Patterns use path.Match
@@ -129,14 +189,20 @@ func (s Selection) Enabled(e Entry) bool {
 // On reports, by tool name, which tools are on under all of sels (a
 // session's selection, narrowed for a subagent), with requirements applied.
 func (r *Registry) On(sels ...Selection) map[string]bool {
+	return r.on(r.All(), sels)
+}
+
+func (r *Registry) on(all []Entry, sels []Selection) map[string]bool {
 	on := map[string]bool{}
-	for _, e := range r.All() {
+	for _, e := range all {
 		ok := true
 		for _, s := range sels {
 			ok = ok && s.Enabled(e)
 		}
 		on[e.Tool.Spec().Name] = ok
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for changed := true; changed; {
 		changed = false
 		for tool, needs := range r.needs {
@@ -150,11 +216,19 @@ func (r *Registry) On(sels ...Selection) map[string]bool {
 	return on
 }
 
-// Select returns the toolbox of the tools On under all of sels.
-func (r *Registry) Select(sels ...Selection) *agent.Tools {
-	on := r.On(sels...)
+// Select returns the toolbox of the tools On under all of sels. It is
+// live: a source's tools that come, go or change show in it from the next
+// model call on (see Toolbox).
+func (r *Registry) Select(sels ...Selection) *Toolbox {
+	return &Toolbox{r: r, sels: append([]Selection(nil), sels...)}
+}
+
+// selectNow is the fixed toolbox of the tools On under sels right now.
+func (r *Registry) selectNow(sels []Selection) *agent.Tools {
+	all := r.All()
+	on := r.on(all, sels)
 	var ts []agent.Tool
-	for _, e := range r.All() {
+	for _, e := range all {
 		if on[e.Tool.Spec().Name] {
 			ts = append(ts, e.Tool)
 		}

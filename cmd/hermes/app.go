@@ -119,7 +119,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), pairingCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g))
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), pairingCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g))
 	return root
 }
 

@@ -141,7 +141,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 		return res, err
 	}
 	cj := newCronTool()
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), cj)
+	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), cj, g.log)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -171,6 +171,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 			return d
 		},
 	}
+	deps.Hooks = turnHooks(cfg, wd, g.log)
 	if cfg.AuxModel != "" {
 		aux, err := llm.New(cfg.Aux)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections/sessions"
@@ -24,6 +25,7 @@ var bin string
 // TestMain builds the real hermes binary once; the tests run it as separate
 // processes, the way people do.
 func TestMain(m *testing.M) {
+	mcptest.MaybeServe() // this binary is also the fake MCP servers of the tests
 	dir, err := os.MkdirTemp("", "hermes-bin")
 	if err != nil {
 		panic(err)

@@ -12,7 +12,9 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/mcp"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/web"
@@ -50,6 +52,10 @@ type Config struct {
 	Gateway   GatewayConfig   `yaml:"gateway"`
 	Platforms PlatformsConfig `yaml:"platforms"`
 	Cron      CronConfig      `yaml:"cron"`
+	// MCPServers are the MCP servers whose tools Hermes offers (mcp.go).
+	MCPServers map[string]mcp.ServerConfig `yaml:"mcp_servers"`
+	// Hooks are shell hooks, by event.
+	Hooks hooks.Config `yaml:"hooks"`
 
 	// ignored are top-level keys this build does not use (sections of
 	// the Python Hermes Agent's config), warned about.
@@ -142,6 +148,9 @@ type Resolved struct {
 	ContextWindow                         int
 	MaxCostPerSession, MaxCostPerDay      float64
 	MaxDepth, MaxConcurrent, MaxDelegates int
+	// MCPServers and Hooks are as config has them, validated.
+	MCPServers map[string]mcp.ServerConfig
+	Hooks      hooks.Config
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -340,6 +349,15 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.BackoffBase = d
 	}
+	for name, sc := range c.MCPServers {
+		if err := sc.Validate(name); err != nil {
+			return r, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if _, err := c.Hooks.Validate(); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	r.MCPServers, r.Hooks = c.MCPServers, c.Hooks
 	r.Prices = agent.DefaultPrices()
 	for k, v := range c.Prices {
 		r.Prices[k] = v

@@ -279,7 +279,7 @@ func (g *globals) cronHome() (*cronHome, error) {
 	}
 	wd, _ := os.Getwd()
 	cj := newCronTool()
-	if _, _, err := registry(a.home, wd, nil, Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj); err != nil {
+	if _, _, err := registry(a.home, wd, nil, Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.log); err != nil {
 		a.Close()
 		return nil, err
 	}

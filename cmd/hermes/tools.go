@@ -11,10 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
@@ -40,11 +42,21 @@ import (
 // ends background processes.
 // cj (the cronjob tool, nil: a new one) gets its store, rules and the
 // scheduler from its caller.
+//
+// MCP servers of mcp_servers: start connecting in the background, each a
+// toolset whose tools the live toolbox picks up as they come; shell hooks
+// wrap every tool (pre_tool_call and post_tool_call), outside the
+// redaction, so that they see what the model will see.
 func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
-	summarize func(context.Context, string, string) (string, error), cj *cronTool) (*tools.Registry, *code.Tool, error) {
+	summarize func(context.Context, string, string) (string, error), cj *cronTool, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	keep := secretsOf(cfg)
 	env := func() []string { return keep.Env(os.Environ()) }
+	hk, err := hooks.New(cfg.Hooks, hooks.Options{Env: env, Dir: wd, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	wrap := func(ts ...agent.Tool) []agent.Tool { return hk.Tools(keep.Tools(ts...)...) }
 	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
 	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env}
@@ -69,12 +81,16 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		{"web", web.Tools(cfg.Web, nil)},
 		{"cronjob", []agent.Tool{cj}},
 	} {
-		if err := r.Register(set.name, keep.Tools(set.tools...)...); err != nil {
+		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
 			return nil, nil, err
 		}
 		cj.Toolsets = append(cj.Toolsets, set.name)
 	}
 	r.Require("execute_code", "terminal")
+	if err := addMCP(r, home, cfg, env, allow, func(t agent.Tool) agent.Tool { return wrap(t)[0] }, log); err != nil {
+		r.Close()
+		return nil, nil, err
+	}
 	return r, ex, nil
 }
 
@@ -84,6 +100,11 @@ func secretsOf(cfg Resolved) *secrets.Set {
 	keys := map[string]string{"api_key (config.yaml)": cfg.LLM.APIKey, "web.api_key (config.yaml)": cfg.Web.APIKey}
 	for i, f := range cfg.Fallbacks {
 		keys[fmt.Sprintf("fallback_providers[%d] key", i)] = f.APIKey
+	}
+	for name, sc := range cfg.MCPServers {
+		for k, v := range sc.Secrets(name) {
+			keys[k+" (config.yaml)"] = v
+		}
 	}
 	return secrets.New(os.Environ(), cfg.EnvPassthrough, keys)
 }
@@ -251,12 +272,14 @@ func toolsCmd(g *globals) *cobra.Command {
 			if err := fileCfg.Tools.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
 			}
-			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}
+			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil)
+			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil, g.log)
 			if err != nil {
 				return err
 			}
+			defer r.Close()
+			r.Wait() // the tools of MCP servers that connect within their connect_timeout
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOLSET\tTOOL\tENABLED\tDESCRIPTION")
 			enabled := r.On(fileCfg.Tools)
