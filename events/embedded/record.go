@@ -1,0 +1,130 @@
+package embedded
+
+import (
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/hermes-go/hermes/events"
+)
+
+// The crc column of a row is a CRC-32C. Rows written since format 2 hold
+// the checksum of the whole record (recordSum); rows written before it held
+// the checksum of the payload alone (payloadSum). Opening an older database
+// with a writer converts the rows whose payload checksum still holds, once
+// (see migrate); until then, and for rows that failed that check, a row at a
+// position not above the meta key legacy_head may still carry the old kind.
+// No row above legacy_head may.
+
+// recordFormat is the first byte hashed by recordSum: a later format can
+// never be mistaken for this one.
+const recordFormat = 2
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// payloadSum is the checksum rows of format 1 carry: the payload alone.
+func payloadSum(b []byte) int64 { return int64(crc32.Checksum(b, castagnoli)) }
+
+// rec is a row of the events table as stored.
+type rec struct {
+	pos, rev, version, ns              int64
+	stream, id, typ, sid, turn, cause string
+	payload                           []byte
+	crc                               int64
+}
+
+// recordSum is the checksum of a whole record: every column of the row,
+// the position included, each with its length before it so that no byte
+// can move from one column to the next unnoticed. A flipped byte anywhere
+// in a row (its session, its stream, its place in the log) is reported,
+// never read back as different data.
+func recordSum(r *rec) int64 {
+	var buf [320]byte
+	b := append(buf[:0], recordFormat)
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.pos))
+	b = appendString(b, r.stream)
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.rev))
+	b = appendString(b, r.id)
+	b = appendString(b, r.typ)
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.version))
+	b = appendString(b, r.sid)
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.ns))
+	b = appendString(b, r.turn)
+	b = appendString(b, r.cause)
+	b = binary.AppendUvarint(b, uint64(len(r.payload)))
+	c := crc32.Update(0, castagnoli, b)
+	return int64(crc32.Update(c, castagnoli, r.payload))
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// check reports why r's checksum does not hold, or nil. legacyHead is the
+// highest position that may still hold a payload-only checksum.
+func (r *rec) check(legacyHead int64) error {
+	if recordSum(r) == r.crc {
+		return nil
+	}
+	if r.pos <= legacyHead && payloadSum(r.payload) == r.crc {
+		return nil
+	}
+	return errChecksum
+}
+
+var errChecksum = errors.New("record checksum mismatch: the row was changed after it was written")
+
+// errMissing reports a position the log must hold but does not.
+var errMissing = errors.New("missing from the log: it is neither stored nor recorded as erased")
+
+func (r *rec) recorded() events.Recorded {
+	var out events.Recorded
+	out.Position = uint64(r.pos)
+	out.Stream = r.stream
+	out.Revision = uint64(r.rev)
+	out.ID = r.id
+	out.Type = r.typ
+	out.Version = int(r.version)
+	out.SessionID = r.sid
+	out.Time = time.Unix(0, r.ns).UTC()
+	out.TurnID = r.turn
+	out.CausationID = r.cause
+	out.Payload = r.payload
+	return out
+}
+
+const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc`
+
+// scan reads the current row. A row whose columns do not even have the
+// types they were written with is damaged too: it is reported with the
+// position when that much can be read.
+func scan(rows *sql.Rows, r *rec) error {
+	err := rows.Scan(&r.pos, &r.stream, &r.rev, &r.id, &r.typ, &r.version, &r.sid, &r.ns, &r.turn, &r.cause, &r.payload, &r.crc)
+	if err == nil {
+		return nil
+	}
+	var pos, stream, rev any
+	rest := make([]any, 9)
+	dest := []any{&pos, &stream, &rev}
+	for i := range rest {
+		dest = append(dest, &rest[i])
+	}
+	if rows.Scan(dest...) != nil {
+		return err
+	}
+	ce := &events.CorruptEventError{Err: fmt.Errorf("a column has the wrong type: %w", err)}
+	if p, ok := pos.(int64); ok {
+		ce.Position = uint64(p)
+	}
+	if s, ok := stream.(string); ok {
+		ce.Stream = s
+	}
+	if v, ok := rev.(int64); ok {
+		ce.Revision = uint64(v)
+	}
+	return ce
+}
