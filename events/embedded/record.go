@@ -30,7 +30,7 @@ func payloadSum(b []byte) int64 { return int64(crc32.Checksum(b, castagnoli)) }
 
 // rec is a row of the events table as stored.
 type rec struct {
-	pos, rev, version, ns              int64
+	pos, rev, version, ns             int64
 	stream, id, typ, sid, turn, cause string
 	payload                           []byte
 	crc                               int64
