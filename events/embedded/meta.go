@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/events"
 )
 
 // The meta table holds what is true of the log as a whole:
@@ -18,13 +20,15 @@ import (
 //     Read models record it with their checkpoints, so a replaced or
 //     recreated events.db is noticed instead of read as the same log.
 //   - format: 2 once every position not held by a row is recorded in the
-//     erased table and new rows carry whole-record checksums.
+//     erased table, every stream's last revision in the streams table, and
+//     new rows carry whole-record checksums.
 //   - legacy_head: the last position written before format 2; rows up to it
 //     may still carry the payload-only checksum of format 1.
 //   - upgraded_to: how far the one-time checksum upgrade of those rows got.
 const metaDDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS erased (position INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS streams (stream TEXT PRIMARY KEY, last INTEGER NOT NULL, deleted INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS quarantine (
 	position INTEGER PRIMARY KEY,
 	stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc,
@@ -78,6 +82,14 @@ func (s *Store) initMeta(ctx context.Context) error {
 		if head > 0 {
 			if err := recordHoles(ctx, tx, head); err != nil {
 				return fmt.Errorf("record erased positions: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO streams (stream, last, deleted)
+				SELECT stream, max(revision), 0 FROM events GROUP BY stream`); err != nil {
+				return fmt.Errorf("record stream ends: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = 1 WHERE EXISTS (SELECT 1 FROM events e
+				WHERE e.stream = streams.stream AND e.revision = streams.last AND e.type = ?)`, events.StreamDeletedType); err != nil {
+				return fmt.Errorf("record stream ends: %w", err)
 			}
 			s.log.Info().Str("file", s.path).Int64("events_up_to", head).Msg("event store: upgrading to whole-record checksums")
 		}

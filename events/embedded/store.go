@@ -78,7 +78,7 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 
-	insert, insertN, selStream *sql.Stmt
+	insert, insertN, selStream, selHead, upHead *sql.Stmt
 
 	// Owned by the writer goroutine: the last revision of streams this
 	// process has seen, and the next position to give out (0: unknown),
@@ -286,7 +286,14 @@ func (s *Store) prepare() (err error) {
 	if s.insertN, err = s.wdb.Prepare(q.String()); err != nil {
 		return err
 	}
-	s.selStream, err = s.wdb.Prepare(lastOfStream)
+	if s.selStream, err = s.wdb.Prepare(lastOfStream); err != nil {
+		return err
+	}
+	if s.selHead, err = s.wdb.Prepare(streamHead); err != nil {
+		return err
+	}
+	s.upHead, err = s.wdb.Prepare(`INSERT INTO streams (stream, last, deleted) VALUES (?, ?, ?)
+		ON CONFLICT (stream) DO UPDATE SET last = excluded.last, deleted = excluded.deleted`)
 	return err
 }
 
@@ -400,6 +407,11 @@ func (s *Store) writer() {
 // index: its revision is the stream's, and a tombstone there means deleted.
 const lastOfStream = `SELECT revision, type FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1`
 
+// streamHead reads a stream's last revision from the streams table, which
+// every append keeps apart from the rows and their index: the two are
+// compared, so that damage to either cannot cut a stream short unnoticed.
+const streamHead = `SELECT last, deleted FROM streams WHERE stream = ?`
+
 func scanState(row *sql.Row) (streamState, error) {
 	var st streamState
 	var typ string
@@ -414,11 +426,51 @@ func scanState(row *sql.Row) (streamState, error) {
 	return st, nil
 }
 
+func scanHead(row *sql.Row) (streamState, error) {
+	var st streamState
+	err := row.Scan(&st.last, &st.deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil
+	}
+	st.exists = err == nil
+	return st, err
+}
+
+// headOf returns what the streams table says of stream. The index is
+// asked too when full is set or the table knows no such stream (a lost
+// row of the table must not make a stream look new); a disagreement is
+// reported as damage.
+func headOf(ctx context.Context, head, last *sql.Stmt, stream string, full bool) (streamState, error) {
+	st, err := scanHead(head.QueryRowContext(ctx, stream))
+	if err != nil || (st.exists && !full) {
+		return st, err
+	}
+	ix, err := scanState(last.QueryRowContext(ctx, stream))
+	if err != nil {
+		return st, err
+	}
+	if ix != st {
+		return st, &events.CorruptEventError{Stream: stream, Revision: max(st.last, ix.last),
+			Err: fmt.Errorf("the stream's recorded end (%s) and its index (%s) disagree", st, ix)}
+	}
+	return st, nil
+}
+
 // streamState is what the writer knows of one stream.
 type streamState struct {
 	last    uint64
 	exists  bool
 	deleted bool
+}
+
+func (st streamState) String() string {
+	switch {
+	case !st.exists:
+		return "no stream"
+	case st.deleted:
+		return fmt.Sprintf("deleted at revision %d", st.last)
+	}
+	return fmt.Sprintf("revision %d", st.last)
 }
 
 // commit writes a batch of requests in one transaction. A request whose
@@ -492,7 +544,8 @@ func (s *Store) validateCache(tx *sql.Tx) error {
 // from a failure of the storage underneath.
 func isVerdict(err error) bool {
 	var wev *events.WrongExpectedVersionError
-	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted)
+	var ce *events.CorruptEventError
+	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted) || errors.As(err, &ce)
 }
 
 func (s *Store) inTx(fn func(*sql.Tx) error) error {
@@ -527,7 +580,7 @@ func (w *txWriter) state(stream string) (streamState, error) {
 	if st, ok := w.s.cache[stream]; ok {
 		return st, nil
 	}
-	st, err := scanState(w.tx.Stmt(w.s.selStream).QueryRow(stream))
+	st, err := headOf(context.Background(), w.tx.Stmt(w.s.selHead), w.tx.Stmt(w.s.selStream), stream, true)
 	if err != nil {
 		return st, fmt.Errorf("append to %s: %w", stream, err)
 	}
@@ -620,6 +673,14 @@ func (w *txWriter) flush() error {
 	if err := w.insertRows(); err != nil {
 		return err
 	}
+	if len(w.touched) > 0 {
+		up := w.tx.Stmt(w.s.upHead)
+		for name, st := range w.touched {
+			if _, err := up.Exec(name, st.last, st.deleted); err != nil {
+				return fmt.Errorf("append to %s: %w", name, err)
+			}
+		}
+	}
 	for name, st := range w.touched {
 		w.s.cache[name] = st
 	}
@@ -641,6 +702,9 @@ func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendR
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
 	if _, err := tx.Exec(`DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
+	if _, err := tx.Stmt(s.upHead).Exec(stream, rev, true); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
 	return events.AppendResult{NextRevision: rev, Position: uint64(rc.pos)}, nil
@@ -690,7 +754,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if limit <= 0 {
 		limit = -1
 	}
-	st, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	var st streamState
+	var err error
+	if s.format2 {
+		st, err = s.readHead(ctx, stream)
+	} else {
+		st, err = scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
@@ -737,16 +807,33 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 		return nil, fmt.Errorf("read %s: %w", stream, err)
 	}
 	for i, r := range out {
-		if r.Stream != stream || int64(r.Revision) != want+step*int64(i) {
+		if r.Stream != stream || int64(r.Revision) != want+step*int64(i) || r.IsTombstone() {
 			return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*int64(i)),
 				Position: r.Position, Err: fmt.Errorf("the stream's index leads to %s@%d instead", r.Stream, r.Revision)})
 		}
 	}
-	if int64(len(out)) < wantN {
-		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*int64(len(out))),
+	if n := int64(len(out)); n < wantN {
+		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*n),
 			Err: fmt.Errorf("missing from the stream, whose last revision is %d", st.last)})
+	} else if n > wantN {
+		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: out[wantN].Revision, Position: out[wantN].Position,
+			Err: fmt.Errorf("beyond the stream's recorded end at revision %d", st.last)})
 	}
 	return out, nil
+}
+
+// readHead is headOf for readers.
+func (s *Store) readHead(ctx context.Context, stream string) (streamState, error) {
+	st, err := scanHead(s.rdb.QueryRowContext(ctx, streamHead, stream))
+	if err != nil || st.exists {
+		return st, err
+	}
+	ix, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	if err == nil && ix.exists {
+		return st, &events.CorruptEventError{Stream: stream, Revision: ix.last,
+			Err: fmt.Errorf("the stream's recorded end is lost, its index holds %s", ix)}
+	}
+	return st, err
 }
 
 // ReadAll implements events.Store. Besides each record's checksum it
