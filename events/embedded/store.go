@@ -794,23 +794,25 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
 	out, err := s.scanRows(rows, max(limit, 16))
-	if err != nil {
-		var ce *events.CorruptEventError
-		if errors.As(err, &ce) {
-			// The stream asked for is the one damaged, whatever the
-			// damaged row now says.
-			if ce.Stream != stream {
-				ce.Err = fmt.Errorf("%w (the row names %s@%d)", ce.Err, ce.Stream, ce.Revision)
-				ce.Stream, ce.Revision = stream, uint64(want+step*int64(len(out)))
-			}
-		}
-		return nil, fmt.Errorf("read %s: %w", stream, err)
-	}
+	// The rows before a damaged one are checked first: a revision missing
+	// before it is the first damage.
 	for i, r := range out {
 		if r.Stream != stream || int64(r.Revision) != want+step*int64(i) || r.IsTombstone() {
 			return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*int64(i)),
 				Position: r.Position, Err: fmt.Errorf("the stream's index leads to %s@%d instead", r.Stream, r.Revision)})
 		}
+	}
+	if err != nil {
+		var ce *events.CorruptEventError
+		if errors.As(err, &ce) {
+			// The stream asked for is the one damaged, whatever the
+			// damaged row now says.
+			if exp := uint64(want + step*int64(len(out))); ce.Stream != stream || ce.Revision != exp {
+				ce.Err = fmt.Errorf("%w (the row names %s@%d)", ce.Err, ce.Stream, ce.Revision)
+				ce.Stream, ce.Revision = stream, exp
+			}
+		}
+		return nil, fmt.Errorf("read %s: %w", stream, err)
 	}
 	if n := int64(len(out)); n < wantN {
 		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*n),
