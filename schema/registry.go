@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
 )
@@ -37,7 +38,14 @@ type eventType struct {
 func decoder[T Payload]() func([]byte) (Payload, error) {
 	return func(b []byte) (Payload, error) {
 		var p T
-		if err := fastJSON.Unmarshal(b, &p); err != nil {
+		unmarshal := fastJSON.Unmarshal
+		if !utf8.Valid(b) {
+			// The fast decoder keeps invalid UTF-8 as it is where the
+			// standard library reads U+FFFD (found by FuzzDecode); such
+			// payloads (imported ones) are rare enough for the slow path.
+			unmarshal = json.Unmarshal
+		}
+		if err := unmarshal(b, &p); err != nil {
 			return nil, err
 		}
 		return p, nil
