@@ -14,7 +14,7 @@ import (
 // exports and imports hold it) to the decoder. Whatever the bytes, it must
 // not panic; it must agree with Check on what it knows; whatever it
 // accepts must survive being written at the current version and read
-// again unchanged; and the fast JSON decoder must read it exactly as the
+// again unchanged (as JSON); and the fast JSON decoder must read it exactly as the
 // standard library does. The seed corpus is testdata/fuzz/FuzzDecode (the
 // golden fixtures and damaged variants of them):
 //
@@ -63,8 +63,9 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%s written at the current version does not decode: %v\n%s", env.Type, err, again.Payload)
 		}
-		if !reflect.DeepEqual(p, p2) {
-			t.Fatalf("%s changed on a round trip:\n%#v\n%#v", env.Type, p, p2)
+		// Compared as written: an empty list and no list are one thing.
+		if b2, _ := json.Marshal(p2); string(b2) != string(again.Payload) {
+			t.Fatalf("%s changed on a round trip:\n%s\n%s", env.Type, again.Payload, b2)
 		}
 	})
 }
