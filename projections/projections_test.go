@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -456,4 +459,226 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func listIDs(t *testing.T, db *projections.DB) []string {
+	t.Helper()
+	list, err := sessions.List(context.Background(), db.Reader(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// writeHome writes sessions with the given ids into a new events.db at
+// path and closes it.
+func writeHome(t *testing.T, path string, ids ...string) {
+	t.Helper()
+	s, err := embedded.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, id := range ids {
+		if err := writeSession(context.Background(), s, rng, id, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+}
+
+// TestReplacedLogIsNoticed replaces events.db under existing projections,
+// by another home's log and by an empty one: the projections show the new
+// log, with a warning, instead of counting its positions as the old one's.
+func TestReplacedLogIsNoticed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.db")
+	writeHome(t, path, "a1", "a2", "a3", "a4")
+	other := filepath.Join(t.TempDir(), "events.db")
+	writeHome(t, other, "b1")
+	ctx := context.Background()
+
+	var logs strings.Builder
+	var mu sync.Mutex
+	open := func() (*projections.Runner, *projections.DB, func()) {
+		store, err := embedded.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := projections.NewRunner(store, zerolog.New(lockedWriter{&mu, &logs}), db.Projection(sessions.NewModel()), db.Projection(history.NewModel()))
+		return run, db, func() { db.Close(); store.Close() }
+	}
+	run, db, done := open()
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, db); len(ids) != 4 {
+		t.Fatalf("listed %v", ids)
+	}
+	done()
+
+	replace := func(src string) {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+		if src != "" {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(path, b, 0o600)
+		}
+	}
+	// Another home's log: it is longer than nothing, shorter than ours.
+	replace(other)
+	run, db, done = open()
+	st, err := run.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Checkpoint != 0 || st[0].Behind != st[0].Head {
+		t.Fatalf("status after the log was replaced: %+v", st)
+	}
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, db); !reflect.DeepEqual(ids, []string{"b1"}) {
+		t.Fatalf("after the log was replaced, listed %v", ids)
+	}
+	done()
+	mu.Lock()
+	if !strings.Contains(logs.String(), "the event log was replaced") || !strings.Contains(logs.String(), `"level":"warn"`) {
+		t.Fatalf("no warning: %s", logs.String())
+	}
+	mu.Unlock()
+
+	// An emptied log (the file deleted; a new one is made).
+	replace("")
+	run, db, done = open()
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, db); len(ids) != 0 {
+		t.Fatalf("after the log was emptied, listed %v", ids)
+	}
+	done()
+
+	// A checkpoint from before identities (no log recorded) beyond the
+	// head of the log: the head alone shows the log is not the one counted.
+	replace(other)
+	run, db, done = open()
+	defer done()
+	raw, err := sql.Open("sqlite", filepath.Join(dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE checkpoints SET position = 446, log = ''`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, db); !reflect.DeepEqual(ids, []string{"b1"}) {
+		t.Fatalf("checkpoint 446 against a shorter log: listed %v", ids)
+	}
+	if st, _ := run.Status(ctx); st[0].Checkpoint != st[0].Head {
+		t.Fatalf("status: %+v", st)
+	}
+}
+
+// damage changes one byte of a row's payload with plain SQL, so that its
+// checksum fails.
+func damage(t *testing.T, path, stream string, rev int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT), 'e', 'E') AS BLOB) WHERE stream = ? AND revision = ?`, stream, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("damaged %d rows", n)
+	}
+}
+
+// TestDamagedSessionIsQuarantined: one damaged record no longer stops the
+// projections. Its session is left out of them, the damage is recorded for
+// every process, and the other sessions go on being read and updated.
+func TestDamagedSessionIsQuarantined(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir)
+	run := e.run.WithQuarantine(e.db)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, id := range []string{"s0", "s1", "s2"} {
+		if err := writeSession(ctx, e.store, rng, id, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A projection that already went past the damage drops the session too.
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, filepath.Join(dir, "events.db"), "session-s1", 2)
+	if err := run.Rebuild(ctx, "history"); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, e.db); !reflect.DeepEqual(ids, []string{"s0", "s2"}) {
+		t.Fatalf("listed %v", ids)
+	}
+	if msgs, _ := history.Messages(ctx, e.db.Reader(), "s1"); len(msgs) != 0 {
+		t.Fatalf("the damaged session keeps %d messages", len(msgs))
+	}
+	ds, err := run.Damaged(ctx)
+	if err != nil || len(ds) != 1 || ds[0].Stream != "session-s1" || ds[0].Revision != 2 || !strings.Contains(ds[0].Reason, "checksum") {
+		t.Fatalf("damage recorded: %+v, %v", ds, err)
+	}
+	// Later events of the damaged session are skipped; others applied.
+	s2 := schema.MustEnvelope(schema.Meta{SessionID: "s2"}, schema.UserMessageAdded{Content: "still here"})
+	s1 := schema.MustEnvelope(schema.Meta{SessionID: "s1"}, schema.UserMessageAdded{Content: "after the damage"})
+	e.store.Append(ctx, "session-s2", events.Any, s2)
+	e.store.Append(ctx, "session-s1", events.Any, s1)
+	// A record that passes its checksum but does not decode is damage too
+	// (of a type the projections read: others are only checked as known).
+	bad := schema.Envelope{ID: "7f0c6c52-38a1-4a57-9a3b-0f3c1d2e4b5a", Type: "UserMessageAdded", Version: 1, SessionID: "s0", Time: time.Now(), Payload: []byte(`{"content":5}`)}
+	e.store.Append(ctx, "session-s0", events.Any, bad)
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, e.db); !reflect.DeepEqual(ids, []string{"s2"}) {
+		t.Fatalf("listed %v", ids)
+	}
+	msgs, _ := history.Messages(ctx, e.db.Reader(), "s2")
+	if len(msgs) == 0 || msgs[len(msgs)-1].Content != "still here" {
+		t.Fatal("the healthy session was not updated")
+	}
+	// Another process (its own runner and connections) skips the same
+	// streams, and a fresh build agrees.
+	other := openEnv(t, dir)
+	if _, err := other.run.WithQuarantine(other.db).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := dump(t, e.db.Reader())
+	if err := run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if want := dump(t, e.db.Reader()); got != want {
+		t.Fatal("projections with quarantined sessions differ from a rebuild")
+	}
+	if ds, _ := run.Damaged(ctx); len(ds) != 2 {
+		t.Fatalf("after a rebuild the damage is found again: %+v", ds)
+	}
 }
