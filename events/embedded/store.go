@@ -318,7 +318,9 @@ type request struct {
 	expected events.Expected
 	evs      []schema.Envelope
 	delete   bool
-	reply    chan reply
+	// fn, when set, is run alone in the writer's transaction (repairs).
+	fn    func(*sql.Tx) error
+	reply chan reply
 }
 
 type reply struct {
@@ -488,6 +490,20 @@ func (s *Store) commit(batch []*request) {
 		for i, r := range batch {
 			if err := r.ctx.Err(); err != nil {
 				replies[i] = reply{err: err}
+				continue
+			}
+			if r.fn != nil {
+				// What was queued before lands first; what fn changes
+				// is read back by the requests after it.
+				if err := w.flush(); err != nil {
+					return err
+				}
+				clear(w.touched)
+				if err := r.fn(tx); err != nil {
+					return err
+				}
+				clear(s.cache)
+				wrote = true
 				continue
 			}
 			err := w.apply(r, &replies[i].res)
