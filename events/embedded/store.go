@@ -149,11 +149,20 @@ func openReadOnly(path string, immutable bool) (*sql.DB, error) {
 	return db, nil
 }
 
-// OpenSQLiteReadOnly opens a SQLite file Hermes keeps for reading only,
-// without writing to the file, its -wal and -shm or its directory: for
-// read commands in a home they may not write. See Writable.
+// OpenSQLiteReadOnly opens a SQLite file Hermes keeps for reading only: the
+// file itself is never written. Where its directory cannot be written
+// (a read-only home) and no write-ahead log is left beside it, SQLite is
+// told the file is immutable, as it then must be, and needs no -shm; where
+// a write-ahead log holds commits, it is read through the -wal and -shm
+// files, which must then exist. In a writable directory SQLite may create
+// those two files, as every reader of a WAL database does.
 func OpenSQLiteReadOnly(path string) (*sql.DB, error) {
-	return openReadOnly(path, !Writable(filepath.Dir(path)))
+	immutable := false
+	if !Writable(filepath.Dir(path)) {
+		info, err := os.Stat(path + "-wal")
+		immutable = err != nil || info.Size() == 0
+	}
+	return openReadOnly(path, immutable)
 }
 
 // Writable reports whether this process may write path (a file or a
