@@ -291,7 +291,9 @@ func TestReadOnlyHome(t *testing.T) {
 		}
 		return os.Chmod(p, 0o444)
 	})
-	t.Cleanup(func() { filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error { return os.Chmod(p, 0o755) }) })
+	t.Cleanup(func() {
+		filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error { return os.Chmod(p, 0o755) })
+	})
 	before = snapshot(t, home)
 	// nobody's own temporary directory, for the private copy of the
 	// projections.
