@@ -682,3 +682,58 @@ func TestDamagedSessionIsQuarantined(t *testing.T) {
 		t.Fatalf("after a rebuild the damage is found again: %+v", ds)
 	}
 }
+
+// TestLiveRunnerSkipsDamage: a live runner that meets a damaged record (one
+// whose checksum fails, committed by another process) quarantines its
+// session and keeps applying the others.
+func TestLiveRunnerSkipsDamage(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir)
+	run := e.run.WithQuarantine(e.db)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(2, 2))
+	if err := writeSession(ctx, e.store, rng, "s0", 2); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- run.Run(rctx) }()
+	head, _ := e.store.Head(ctx)
+	if err := run.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	// Another process writes an event of session s9 that is damaged by
+	// the time anyone reads it: committed with a checksum that cannot hold.
+	raw, err := sql.Open("sqlite", filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := schema.MustEnvelope(schema.Meta{SessionID: "s9"}, schema.SessionStarted{Source: "cli"})
+	pos := head + 1
+	tx, _ := raw.Begin()
+	tx.Exec(`INSERT INTO events (position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+		VALUES (?, 'session-s9', 0, ?, ?, 1, 's9', ?, '', '', ?, 0)`, pos, ev.ID, ev.Type, ev.Time.UnixNano(), []byte(ev.Payload))
+	tx.Exec(`INSERT INTO streams (stream, last, deleted) VALUES ('session-s9', 0, 0)`)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if err := writeSession(ctx, e.store, rng, "s1", 2); err != nil {
+		t.Fatal(err)
+	}
+	head, _ = e.store.Head(ctx)
+	if err := run.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("runner: %v", err)
+	}
+	if ids := listIDs(t, e.db); !reflect.DeepEqual(ids, []string{"s0", "s1"}) {
+		t.Fatalf("listed %v", ids)
+	}
+	if ds, _ := run.Damaged(ctx); len(ds) != 1 || ds[0].Stream != "session-s9" || ds[0].Position != uint64(pos) {
+		t.Fatalf("damage: %+v", ds)
+	}
+}
