@@ -218,7 +218,8 @@ func (s *Store) checkHeads(ctx context.Context, rep *Report, next, ended map[str
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		rep.Problems = append(rep.Problems, Problem{Kind: "file", Detail: "streams table: " + err.Error()})
+		return nil
 	}
 	var missing []string
 	for name := range next {
