@@ -342,11 +342,12 @@ func (s *Store) Quarantine(ctx context.Context, rep *Report) (*Repair, error) {
 // moveStream copies every row of stream (found through the index and
 // through the rows themselves, plus the damaged positions named) into the
 // quarantine table, records their positions as erased, deletes them and
-// leaves a tombstone. It returns how many rows it moved.
+// leaves a tombstone (a new one when the stream's own was damaged). It
+// returns how many rows it moved.
 func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damaged []uint64, reason string, now int64) (int, error) {
-	set := map[int64]bool{}
+	set, damagedAt := map[int64]bool{}, map[int64]bool{}
 	for _, p := range damaged {
-		set[int64(p)] = true
+		set[int64(p)], damagedAt[int64(p)] = true, true
 	}
 	for _, q := range []string{
 		`SELECT position FROM events WHERE stream = ?`,
@@ -370,7 +371,7 @@ func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damag
 		}
 	}
 	last := int64(-1)
-	n := 0
+	n, intact := 0, 0
 	for p := range set {
 		var rev sql.NullInt64
 		var typ sql.NullString
@@ -384,8 +385,8 @@ func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damag
 		} else if err != nil {
 			return 0, err
 		} else {
-			if typ.String == events.StreamDeletedType {
-				continue // an old tombstone stays: it is the record of an erasure
+			if typ.String == events.StreamDeletedType && !damagedAt[p] {
+				continue // an intact tombstone stays: it is the record of an erasure
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO quarantine SELECT `+columns+`, ?, ? FROM events WHERE position = ?`, reason, now, p); err != nil {
 				return 0, err
@@ -397,17 +398,29 @@ func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damag
 				last = max(last, rev.Int64)
 			}
 			n++
+			if !damagedAt[p] {
+				intact++
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO erased (position) VALUES (?)`, p); err != nil {
 			return 0, err
 		}
 	}
 	var st streamState
-	if err := tx.QueryRowContext(ctx, streamHead, stream).Scan(&st.last, &st.deleted); err == nil {
+	err := tx.QueryRowContext(ctx, streamHead, stream).Scan(&st.last, &st.deleted)
+	if errors.Is(err, sql.ErrNoRows) && intact == 0 {
+		// Known only from the columns of damaged rows: no such stream
+		// was ever written, and none gets a tombstone.
+		return n, nil
+	} else if err == nil {
 		last = max(last, int64(st.last))
-		if st.deleted {
-			return n, nil
-		}
+	}
+	var tombs int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE stream = ? AND type = ?`, stream, events.StreamDeletedType).Scan(&tombs); err != nil {
+		return 0, err
+	}
+	if tombs > 0 {
+		return n, nil // erased before, and its tombstone is intact
 	}
 	// The tombstone's revision is above every revision the stream had (or
 	// the damaged rows claim), so that it cannot meet one of them.
