@@ -3,6 +3,14 @@
 // $HERMES_HOME that several processes can open at once. Appends from one
 // process go through a single writer goroutine that commits whatever has
 // queued up in one transaction, so concurrent appends share one fsync.
+//
+// Nothing read back is trusted blindly: every row carries a checksum of the
+// whole record (record.go); every position the log has given out is either
+// a row or recorded as erased, and every stream's end is kept apart from
+// its rows and their index, so a lost row or a damaged index is reported
+// rather than read as a shorter log. The file carries an identity
+// (meta.go), so that read models notice when it is replaced. Verify and
+// Quarantine (check.go) find damage and move it aside.
 package embedded
 
 import (
