@@ -737,3 +737,32 @@ func TestLiveRunnerSkipsDamage(t *testing.T) {
 		t.Fatalf("damage: %+v", ds)
 	}
 }
+
+// TestScratchCopiesTheProjections: the private copy a read-only home reads
+// from starts from the home's projections (with their checkpoints and
+// quarantine), not from nothing.
+func TestScratchCopiesTheProjections(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir)
+	ctx := context.Background()
+	if err := writeSession(ctx, e.store, rand.New(rand.NewPCG(1, 1)), "s0", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.db.Quarantine(ctx, "some-log", projections.Damage{Stream: "session-x", Position: 7, Reason: "test"})
+	want := dump(t, e.db.Reader())
+	e.db.Close()
+	cp, err := projections.OpenScratch(filepath.Join(dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if got := dump(t, cp.Reader()); got != want {
+		t.Fatal("the copy differs from the projections")
+	}
+	if ds, err := cp.Damaged(ctx, "some-log"); err != nil || len(ds) != 1 {
+		t.Fatalf("the copy's quarantine: %v, %v", ds, err)
+	}
+}

@@ -135,8 +135,10 @@ func OpenSQLite(path string, writer, durable bool) (*sql.DB, error) {
 	return db, nil
 }
 
-// openReadOnly opens a SQLite file for reading only (mode=ro): the file,
-// its directory and its -shm need not be writable. immutable tells SQLite
+// openReadOnly opens a SQLite file for reading only (mode=ro: the file is
+// opened read-only, so nothing can write it; query_only is not set, as it
+// would refuse VACUUM INTO a copy too): the file, its directory and its -shm
+// need not be writable. immutable tells SQLite
 // that nothing else changes the file either, so it takes no locks and needs
 // no -shm at all: for a home nobody can write.
 func openReadOnly(path string, immutable bool) (*sql.DB, error) {
@@ -146,7 +148,6 @@ func openReadOnly(path string, immutable bool) (*sql.DB, error) {
 		q.Add("immutable", "1")
 	}
 	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "query_only(1)")
 	q.Add("_pragma", "mmap_size(268435456)")
 	q.Add("_pragma", "cache_size(-32768)")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
