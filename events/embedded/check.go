@@ -18,8 +18,9 @@ type Problem struct {
 	// Kind is "checksum" (a record changed since it was written),
 	// "missing" (a record the log must hold is gone), "undecodable" (a
 	// record that passes its checksum but whose payload does not decode),
-	// "stream" (a stream whose revisions or recorded end do not add up),
-	// "index" (SQLite's index disagrees with the rows) or "file" (damage
+	// "stream" (a stream whose revisions do not follow on), "end" (a
+	// stream's recorded end disagrees with its rows), "index" (SQLite's
+	// index disagrees with the rows) or "file" (damage
 	// SQLite itself reports; records there cannot be read at all).
 	Kind     string `json:"kind"`
 	Stream   string `json:"stream,omitempty"`
@@ -213,7 +214,7 @@ func (s *Store) checkHeads(ctx context.Context, rep *Report, next, ended map[str
 		n, ok := next[name]
 		_, gone := ended[name]
 		if !ok || n != st.last+1 || gone != st.deleted {
-			rep.Problems = append(rep.Problems, Problem{Kind: "stream", Stream: name, Revision: st.last,
+			rep.Problems = append(rep.Problems, Problem{Kind: "end", Stream: name, Revision: st.last,
 				Detail: fmt.Sprintf("its recorded end (%s) is not where its events end (%d events read, deleted %v)", stateOf(st), n, gone)})
 		}
 	}
@@ -229,7 +230,7 @@ func (s *Store) checkHeads(ctx context.Context, rep *Report, next, ended map[str
 	}
 	sort.Strings(missing)
 	for _, name := range missing {
-		rep.Problems = append(rep.Problems, Problem{Kind: "stream", Stream: name, Detail: "the stream has events but no recorded end"})
+		rep.Problems = append(rep.Problems, Problem{Kind: "end", Stream: name, Detail: "the stream has events but no recorded end"})
 	}
 	return nil
 }
@@ -265,11 +266,27 @@ type Repair struct {
 	// Lost lists positions that were missing and are now recorded as
 	// erased (a row for each stands in the quarantine table).
 	Lost []uint64 `json:"lost"`
-	// Reindexed is set when the indexes were rebuilt from the rows.
+	// Reindexed is set when the indexes and the streams' recorded ends
+	// were rebuilt from the rows.
 	Reindexed bool `json:"reindexed"`
 	// Left lists damage a repair cannot move: damage SQLite reports in the
 	// file itself. The file must be restored from a copy.
 	Left []Problem `json:"left"`
+}
+
+// recordEnds rebuilds the streams table from the rows: each stream's last
+// revision, and whether a tombstone ends it.
+func recordEnds(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM streams`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, last, deleted)
+		SELECT stream, max(revision), 0 FROM events GROUP BY stream`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = 1 WHERE EXISTS (SELECT 1 FROM events e
+		WHERE e.stream = streams.stream AND e.revision = streams.last AND e.type = ?)`, events.StreamDeletedType)
+	return err
 }
 
 // Quarantine moves what Verify reports as damaged out of the log, into
@@ -285,10 +302,15 @@ func (s *Store) Quarantine(ctx context.Context, rep *Report) (*Repair, error) {
 	out := &Repair{Moved: []Moved{}, Lost: []uint64{}, Left: []Problem{}}
 	reasons := map[string]string{}
 	positions := map[string][]uint64{}
-	var order []string
+	var order, ends []string
 	for _, p := range rep.Problems {
+		if p.Kind == "end" && p.Stream != "" {
+			ends = append(ends, p.Stream)
+		}
 		switch {
-		case p.Kind == "index":
+		case p.Kind == "index" || p.Kind == "end":
+			// The rows, each under its checksum, are the truth the
+			// index and the recorded ends are rebuilt from.
 			out.Reindexed = true
 		case p.Kind == "file":
 			out.Left = append(out.Left, p)
@@ -325,10 +347,30 @@ func (s *Store) Quarantine(ctx context.Context, rep *Report) (*Repair, error) {
 				return err
 			}
 		}
+		// A stream recorded as erased whose tombstone is gone (moved
+		// aside as damaged) gets a new one: an erasure is never undone.
+		for _, stream := range ends {
+			var st streamState
+			var rows int
+			if err := tx.QueryRowContext(ctx, streamHead, stream).Scan(&st.last, &st.deleted); err != nil || !st.deleted {
+				continue
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE stream = ?`, stream).Scan(&rows); err != nil {
+				return err
+			}
+			if rows == 0 {
+				if _, err := s.tombstone(tx, stream, st.last+1); err != nil {
+					return err
+				}
+			}
+		}
 		if len(order) > 0 || out.Reindexed {
 			out.Reindexed = true
 			if _, err := tx.ExecContext(ctx, `REINDEX events`); err != nil {
 				return fmt.Errorf("rebuild the indexes: %w", err)
+			}
+			if err := recordEnds(ctx, tx); err != nil {
+				return fmt.Errorf("rebuild the streams' recorded ends: %w", err)
 			}
 		}
 		return nil

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/hermes-go/hermes/events"
 )
 
 // The meta table holds what is true of the log as a whole:
@@ -83,12 +81,7 @@ func (s *Store) initMeta(ctx context.Context) error {
 			if err := recordHoles(ctx, tx, head); err != nil {
 				return fmt.Errorf("record erased positions: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO streams (stream, last, deleted)
-				SELECT stream, max(revision), 0 FROM events GROUP BY stream`); err != nil {
-				return fmt.Errorf("record stream ends: %w", err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE streams SET deleted = 1 WHERE EXISTS (SELECT 1 FROM events e
-				WHERE e.stream = streams.stream AND e.revision = streams.last AND e.type = ?)`, events.StreamDeletedType); err != nil {
+			if err := recordEnds(ctx, tx); err != nil {
 				return fmt.Errorf("record stream ends: %w", err)
 			}
 			s.log.Info().Str("file", s.path).Int64("events_up_to", head).Msg("event store: upgrading to whole-record checksums")
