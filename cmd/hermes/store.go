@@ -143,7 +143,7 @@ cannot be moved: it is reported, and the file must be restored from a copy.`,
 					fmt.Fprintf(out, "position %d was lost: recorded as erased\n", p)
 				}
 				if fix.Reindexed {
-					fmt.Fprintln(out, "rebuilt the indexes of the events table")
+					fmt.Fprintln(out, "rebuilt the indexes and the streams' recorded ends from the rows")
 				}
 				if after.Damaged() {
 					fmt.Fprintln(out, "\ndamage a repair cannot move (restore events.db from a copy):")
