@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -369,4 +368,3 @@ func firstLine(s string) string {
 	return s
 }
 
-var _ = io.EOF
