@@ -497,3 +497,22 @@ func TestQuarantineRebuildsLostEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOlderWriterIsTurnedAway: a Hermes from before whole-record checksums
+// appending to an upgraded file would write rows that read as damage; its
+// inserts (which leave the position to SQLite) fail with a clear message.
+func TestOlderWriterIsTurnedAway(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoSessions(t, s)
+	s.Close()
+	e := storetest.Event("x", "from an old hermes")
+	_, err = rawDB(t, path).Exec(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+		VALUES ('session-x', 5, ?, ?, 1, 'x', 1, '', '', ?, ?)`, e.ID, e.Type, []byte(e.Payload), payloadSum(e.Payload))
+	if err == nil || !strings.Contains(err.Error(), "upgraded to whole-record checksums by a newer Hermes") {
+		t.Fatalf("an old writer's insert: %v", err)
+	}
+}

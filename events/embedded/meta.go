@@ -27,6 +27,10 @@ const metaDDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS erased (position INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS streams (stream TEXT PRIMARY KEY, last INTEGER NOT NULL, deleted INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS events_format_2 BEFORE INSERT ON events WHEN NEW.position IS NULL OR NEW.position < 1
+BEGIN
+	SELECT RAISE(ABORT, 'this events.db was upgraded to whole-record checksums by a newer Hermes: write to it with that version');
+END;
 CREATE TABLE IF NOT EXISTS quarantine (
 	position INTEGER PRIMARY KEY,
 	stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc,
@@ -37,6 +41,11 @@ CREATE TABLE IF NOT EXISTS quarantine (
 
 // The quarantine table has no column types on purpose: a damaged row is
 // copied there exactly as it is, whatever its columns hold.
+//
+// The trigger turns away rows without a position, which only a Hermes from
+// before format 2 writes: its rows would carry payload-only checksums above
+// legacy_head, keep no stream ends and record no erasures, and so read as
+// damage. It fails instead, saying why.
 
 // Identity names one event log. Two files with the same identity hold the
 // same log (one may be a copy of the other, further along).
