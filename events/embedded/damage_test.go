@@ -367,4 +367,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
