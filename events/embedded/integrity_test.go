@@ -129,6 +129,11 @@ func TestLostRowsAreReported(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Position != 5 || !errors.Is(err, errMissing) || len(rs) != 2 {
 		t.Fatalf("lost row: %d events, %v", len(rs), err)
 	}
+	// The index lost it too (a DELETE keeps them in step): the stream that
+	// falls short of its recorded end is named.
+	if ce.Stream != "session-x" || ce.Revision != 2 {
+		t.Fatalf("lost row named as %s@%d", ce.Stream, ce.Revision)
+	}
 	if _, err := s.ReadStream(ctx, "session-x", events.Forward, 0, 0); !errors.As(err, &ce) || ce.Revision != 2 {
 		t.Fatalf("stream with a lost row: %v", err)
 	}
@@ -378,7 +383,7 @@ func TestVerifyAndQuarantine(t *testing.T) {
 		kinds = append(kinds, p.String())
 	}
 	got := strings.Join(kinds, "\n")
-	for _, want := range []string{"checksum    session-x@1 (position 3)", "missing     position 6", "stream      session-y"} {
+	for _, want := range []string{"checksum    session-x@1 (position 3)", "missing     session-y@2 (position 6)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("verify does not say %q:\n%s", want, got)
 		}
@@ -387,7 +392,7 @@ func TestVerifyAndQuarantine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fix.Moved) != 2 || fix.Moved[0].Stream != "session-x" || fix.Moved[0].Rows != 5 || fix.Moved[1].Rows != 4 || len(fix.Lost) != 1 {
+	if len(fix.Moved) != 2 || fix.Moved[0].Stream != "session-x" || fix.Moved[0].Rows != 5 || fix.Moved[1].Rows != 4 || len(fix.Lost) != 0 {
 		t.Fatalf("repair: %+v", fix)
 	}
 	rep, err = s.Verify(ctx)

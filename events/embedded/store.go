@@ -994,11 +994,50 @@ func (s *Store) checkHoles(ctx context.Context, tx *sql.Tx, after, upper uint64,
 			ce := &events.CorruptEventError{Position: p, Err: errMissing}
 			if st, rev, ok := s.locate(ctx, tx, p); ok {
 				ce.Stream, ce.Revision = st, rev
+			} else if st, rev, ok := s.locateLost(ctx, tx); ok {
+				ce.Stream, ce.Revision = st, rev
 			}
 			return ce
 		}
 	}
 	return nil // more erased than missing: the erased table names rows that exist
+}
+
+// locateLost finds the stream a row went missing from when the index lost
+// it too: the one live stream whose rows fall short of its recorded end. It
+// returns its first missing revision. It reads the whole index, and answers
+// only when exactly one stream is short.
+func (s *Store) locateLost(ctx context.Context, q querier) (string, uint64, bool) {
+	rows, err := q.QueryContext(ctx, `SELECT e.stream FROM events e JOIN streams s ON s.stream = e.stream
+		WHERE s.deleted = 0 GROUP BY e.stream HAVING count(*) != max(s.last) + 1 LIMIT 2`)
+	if err != nil {
+		return "", 0, false
+	}
+	var short []string
+	for rows.Next() {
+		var st string
+		if rows.Scan(&st) == nil {
+			short = append(short, st)
+		}
+	}
+	rows.Close()
+	if len(short) != 1 {
+		return "", 0, false
+	}
+	revs, err := q.QueryContext(ctx, `SELECT revision FROM events WHERE stream = ? ORDER BY revision`, short[0])
+	if err != nil {
+		return "", 0, false
+	}
+	defer revs.Close()
+	want := uint64(0)
+	for revs.Next() {
+		var r uint64
+		if revs.Scan(&r) != nil || r != want {
+			break
+		}
+		want++
+	}
+	return short[0], want, true
 }
 
 // locate asks the (stream, revision) index, a copy kept apart from the
