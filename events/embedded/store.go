@@ -94,6 +94,7 @@ type Store struct {
 	cache       map[string]streamState
 	nextPos     int64
 	dataVersion int64
+	sums        summer
 }
 
 // Option configures Open.
@@ -662,7 +663,7 @@ func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 		rc := rec{pos: w.s.nextPos, stream: r.stream, rev: int64(next) + int64(i), id: e.ID, typ: e.Type, version: int64(e.Version),
 			sid: e.SessionID, ns: e.Time.UnixNano(), turn: e.TurnID, cause: e.CausationID, payload: e.Payload}
 		w.s.nextPos++
-		rw := row{args: [12]any{rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, []byte(rc.payload), recordSum(&rc)}}
+		rw := row{args: [12]any{rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, []byte(rc.payload), w.s.sums.sum(&rc)}}
 		if i == len(r.evs)-1 {
 			res.NextRevision = uint64(rc.rev)
 			res.Position = uint64(rc.pos)
@@ -728,7 +729,7 @@ func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendR
 	rc := rec{pos: s.nextPos, stream: stream, rev: int64(rev), id: uuid.NewString(), typ: events.StreamDeletedType, version: 1,
 		sid: events.SessionOf(stream), ns: time.Now().UnixNano(), payload: []byte("{}")}
 	if _, err := tx.Exec(`INSERT INTO events (`+columns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, rc.payload, recordSum(&rc)); err != nil {
+		rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, rc.payload, s.sums.sum(&rc)); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
 	s.nextPos++
@@ -750,6 +751,7 @@ func (s *Store) scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error)
 	defer rows.Close()
 	out := make([]events.Recorded, 0, capHint)
 	var r rec
+	var sums summer
 	for rows.Next() {
 		if err := scan(rows, &r); err != nil {
 			var ce *events.CorruptEventError
@@ -758,7 +760,7 @@ func (s *Store) scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error)
 			}
 			return out, fmt.Errorf("scan event after position %d: %w", lastPos(out), err)
 		}
-		if err := r.check(s.legacyHead); err != nil {
+		if err := r.check(s.legacyHead, &sums); err != nil {
 			return out, &events.CorruptEventError{Stream: r.stream, Revision: uint64(r.rev), Position: uint64(r.pos), Err: err}
 		}
 		out = append(out, r.recorded())
