@@ -766,3 +766,72 @@ func TestScratchCopiesTheProjections(t *testing.T) {
 		t.Fatalf("the copy's quarantine: %v, %v", ds, err)
 	}
 }
+
+// counting is a projection kept outside projections.db (as the search index
+// and the memory files are): it counts the sessions started, with its own
+// checkpoint, and records no log identity itself.
+type counting struct {
+	cp       uint64
+	sessions map[string]bool
+}
+
+func (c *counting) Name() string                               { return "counting" }
+func (c *counting) Checkpoint(context.Context) (uint64, error) { return c.cp, nil }
+func (c *counting) Reset(context.Context) error                { c.cp, c.sessions = 0, map[string]bool{}; return nil }
+func (c *counting) Apply(_ context.Context, b []projections.Event) error {
+	for _, ev := range b {
+		if ev.Position > c.cp && ev.Type == "SessionStarted" {
+			c.sessions[ev.SessionID] = true
+		}
+	}
+	c.cp = b[len(b)-1].Position
+	return nil
+}
+
+// TestLongerReplacementLog replaces events.db by a longer log: no
+// checkpoint is beyond its head, so only the log's identity shows the
+// change, for the projections in projections.db and, through the origins
+// the runner records, for one kept elsewhere (without them it kept the
+// replaced log's session).
+func TestLongerReplacementLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.db")
+	writeHome(t, path, "a1")
+	other := filepath.Join(t.TempDir(), "events.db")
+	writeHome(t, other, "b1", "b2", "b3", "b4", "b5", "b6")
+	ctx := context.Background()
+	plain := &counting{sessions: map[string]bool{}}
+	open := func() (*projections.Runner, *projections.DB, func()) {
+		store, err := embedded.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := projections.NewRunner(store, zerolog.Nop(), db.Projection(sessions.NewModel()), plain).WithOrigins(db)
+		return run, db, func() { db.Close(); store.Close() }
+	}
+	run, db, done := open()
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	b, _ := os.ReadFile(other)
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	os.WriteFile(path, b, 0o600)
+	run, db, done = open()
+	defer done()
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listIDs(t, db); len(ids) != 6 || ids[0] != "b1" {
+		t.Fatalf("after a longer log replaced ours, listed %v", ids)
+	}
+	if len(plain.sessions) != 6 || plain.sessions["a1"] {
+		t.Fatalf("the projection kept elsewhere holds %v", plain.sessions)
+	}
+}

@@ -119,6 +119,15 @@ type Quarantine interface {
 	Release(ctx context.Context) error
 }
 
+// Origins records the log each projection that does not record it itself
+// (one that is not Contiguous) was built from. It is written after the
+// projection's own state, so a crash between the two leaves the origin
+// unrecorded, and the next span records it.
+type Origins interface {
+	ProjectionOrigin(ctx context.Context, name string) (string, error)
+	SetProjectionOrigin(ctx context.Context, name, log string) error
+}
+
 // Identified is implemented by stores whose log has an identity (see
 // events/embedded); a store without one is trusted to be the same log.
 type Identified interface {
@@ -177,6 +186,10 @@ type Runner struct {
 	wanted map[string]bool // nil: decode everything
 
 	quarantine Quarantine
+	origins    Origins
+	// recorded is the origin last stored for each projection (by index)
+	// that is not Contiguous, so that it is written only when it changes.
+	recorded map[int]string
 	// bad maps each quarantined stream of log badLog to the position of
 	// its first damage; loaded once per log.
 	bad    map[string]uint64
@@ -185,7 +198,7 @@ type Runner struct {
 
 // NewRunner returns a runner of projs over store.
 func NewRunner(store events.Store, log zerolog.Logger, projs ...Projection) *Runner {
-	r := &Runner{store: store, projs: projs, log: log, page: 4096, wanted: map[string]bool{}, bad: map[string]uint64{}}
+	r := &Runner{store: store, projs: projs, log: log, page: 4096, wanted: map[string]bool{}, bad: map[string]uint64{}, recorded: map[int]string{}}
 	for _, p := range projs {
 		sel, ok := p.(Selective)
 		if !ok {
@@ -205,6 +218,29 @@ func NewRunner(store events.Store, log zerolog.Logger, projs ...Projection) *Run
 func (r *Runner) WithQuarantine(q Quarantine) *Runner {
 	r.quarantine = q
 	return r
+}
+
+// WithOrigins makes the runner record in o the log each projection that is
+// not Contiguous was built from, so that a replaced log rebuilds it too.
+// Without it such projections are only checked against the log's head.
+func (r *Runner) WithOrigins(o Origins) *Runner {
+	r.origins = o
+	return r
+}
+
+// reset resets projection i and forgets its recorded origin.
+func (r *Runner) reset(ctx context.Context, i int) error {
+	p := r.projs[i]
+	if err := p.Reset(ctx); err != nil {
+		return fmt.Errorf("projection %s: reset: %w", p.Name(), err)
+	}
+	if _, ok := p.(Contiguous); !ok && r.origins != nil {
+		delete(r.recorded, i)
+		if err := r.origins.SetProjectionOrigin(ctx, p.Name(), ""); err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name(), err)
+		}
+	}
+	return nil
 }
 
 // Projections lists the runner's projections.
@@ -267,6 +303,11 @@ func (r *Runner) reconcile(ctx context.Context) (string, uint64, error) {
 			if origins[i], err = c.Origin(ctx); err != nil {
 				return "", 0, fmt.Errorf("projection %s: %w", p.Name(), err)
 			}
+		} else if r.origins != nil {
+			if origins[i], err = r.origins.ProjectionOrigin(ctx, p.Name()); err != nil {
+				return "", 0, fmt.Errorf("projection %s: %w", p.Name(), err)
+			}
+			r.recorded[i] = origins[i]
 		}
 	}
 	head, err := r.store.Head(ctx)
@@ -289,8 +330,8 @@ func (r *Runner) reconcile(ctx context.Context) (string, uint64, error) {
 		}
 		r.log.Warn().Str("projection", p.Name()).Uint64("checkpoint", cps[i]).Uint64("head", head).
 			Str("log", id).Str("checkpoint_log", origins[i]).Msg(why + "; rebuilding it from the log")
-		if err := p.Reset(ctx); err != nil {
-			return "", 0, fmt.Errorf("projection %s: reset: %w", p.Name(), err)
+		if err := r.reset(ctx, i); err != nil {
+			return "", 0, err
 		}
 	}
 	if r.badLog == nil || *r.badLog != id {
@@ -340,6 +381,12 @@ func (r *Runner) apply(ctx context.Context, cps []uint64, sp Span) error {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
 		cps[i] = sp.Events[len(sp.Events)-1].Position
+		if r.origins != nil && sp.Log != "" && r.recorded[i] != sp.Log {
+			if err := r.origins.SetProjectionOrigin(ctx, p.Name(), sp.Log); err != nil {
+				return fmt.Errorf("projection %s: %w", p.Name(), err)
+			}
+			r.recorded[i] = sp.Log
+		}
 	}
 	return nil
 }
@@ -363,10 +410,10 @@ func (r *Runner) screen(ctx context.Context, log string, cps []uint64, evs []Eve
 						return nil, fmt.Errorf("quarantine %s: %w", d.Stream, err)
 					}
 				}
-				for i, p := range r.projs {
+				for i := range r.projs {
 					if cps[i] >= d.Position {
-						if err := p.Reset(ctx); err != nil {
-							return nil, fmt.Errorf("projection %s: reset: %w", p.Name(), err)
+						if err := r.reset(ctx, i); err != nil {
+							return nil, err
 						}
 						cps[i], reset = 0, true
 					}
@@ -651,22 +698,25 @@ func (r *Runner) WaitFor(ctx context.Context, pos uint64) error {
 // the reset checkpoint (see Contiguous). Rebuilding every projection
 // forgets the quarantine: damage still there is met and recorded again.
 func (r *Runner) Rebuild(ctx context.Context, name string) error {
-	targets := r.projs
+	var targets []int
 	if name != "" {
-		p, err := r.Find(name)
-		if err != nil {
+		if _, err := r.Find(name); err != nil {
 			return err
 		}
-		targets = []Projection{p}
 	} else if r.quarantine != nil {
 		if err := r.quarantine.Release(ctx); err != nil {
 			return fmt.Errorf("quarantine: %w", err)
 		}
 		r.badLog = nil
 	}
-	for _, p := range targets {
-		if err := p.Reset(ctx); err != nil {
-			return fmt.Errorf("projection %s: reset: %w", p.Name(), err)
+	for i, p := range r.projs {
+		if name == "" || p.Name() == name {
+			targets = append(targets, i)
+		}
+	}
+	for _, i := range targets {
+		if err := r.reset(ctx, i); err != nil {
+			return err
 		}
 	}
 	_, err := r.CatchUp(ctx)

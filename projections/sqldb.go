@@ -49,11 +49,13 @@ func OpenDB(path string) (*DB, error) {
 
 // setup makes the tables the runner keeps: checkpoints (with the identity
 // of the log each counts positions of; a database from before identities
-// gains the column, empty, and adopts the log it next reads) and the
-// quarantine of damaged streams.
+// gains the column, empty, and adopts the log it next reads), the origins
+// of projections kept elsewhere (see Origins) and the quarantine of damaged
+// streams.
 func setup(w *sql.DB) error {
 	if _, err := w.Exec(`CREATE TABLE IF NOT EXISTS checkpoints (
 		name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, log TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+		CREATE TABLE IF NOT EXISTS origins (name TEXT PRIMARY KEY, log TEXT NOT NULL) WITHOUT ROWID;
 		CREATE TABLE IF NOT EXISTS quarantine (
 		log TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, position INTEGER NOT NULL,
 		reason TEXT NOT NULL, found_ns INTEGER NOT NULL, PRIMARY KEY (log, stream)) WITHOUT ROWID`); err != nil {
@@ -338,4 +340,23 @@ func (d *DB) Release(ctx context.Context) error {
 	return err
 }
 
-var _ Quarantine = (*DB)(nil)
+// ProjectionOrigin implements Origins.
+func (d *DB) ProjectionOrigin(ctx context.Context, name string) (string, error) {
+	var log string
+	err := d.r.QueryRowContext(ctx, `SELECT log FROM origins WHERE name = ?`, name).Scan(&log)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return log, err
+}
+
+// SetProjectionOrigin implements Origins.
+func (d *DB) SetProjectionOrigin(ctx context.Context, name, log string) error {
+	_, err := d.w.ExecContext(ctx, `INSERT OR REPLACE INTO origins (name, log) VALUES (?, ?)`, name, log)
+	return err
+}
+
+var (
+	_ Quarantine = (*DB)(nil)
+	_ Origins    = (*DB)(nil)
+)

@@ -129,7 +129,7 @@ func (g *globals) open() (*app, error) {
 	if !ro {
 		projs = append(projs, memory.FilesProjection{Dir: filepath.Join(home, "memories")})
 	}
-	runner := projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb)
+	runner := projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(pdb)
 	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
 }
 
