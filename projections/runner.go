@@ -176,8 +176,10 @@ func standIn(err error) *Event {
 		Reason: ce.Err.Error(), Found: time.Now().UTC()}}
 }
 
-// Runner feeds a set of projections from a store. Its methods are meant to
-// be called from one goroutine at a time.
+// Runner feeds a set of projections from a store. A catch-up may run
+// beside Run (a command that reads while a chat follows the log): each
+// projection serializes its writes, and spans that no longer continue a
+// checkpoint are refused and read again.
 type Runner struct {
 	store  events.Store
 	projs  []Projection
@@ -185,6 +187,8 @@ type Runner struct {
 	page   int
 	wanted map[string]bool // nil: decode everything
 
+	// mu guards bad, badLog and recorded.
+	mu         sync.Mutex
 	quarantine Quarantine
 	origins    Origins
 	// recorded is the origin last stored for each projection (by index)
@@ -235,7 +239,9 @@ func (r *Runner) reset(ctx context.Context, i int) error {
 		return fmt.Errorf("projection %s: reset: %w", p.Name(), err)
 	}
 	if _, ok := p.(Contiguous); !ok && r.origins != nil {
+		r.mu.Lock()
 		delete(r.recorded, i)
+		r.mu.Unlock()
 		if err := r.origins.SetProjectionOrigin(ctx, p.Name(), ""); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
@@ -307,7 +313,9 @@ func (r *Runner) reconcile(ctx context.Context) (string, uint64, error) {
 			if origins[i], err = r.origins.ProjectionOrigin(ctx, p.Name()); err != nil {
 				return "", 0, fmt.Errorf("projection %s: %w", p.Name(), err)
 			}
+			r.mu.Lock()
 			r.recorded[i] = origins[i]
+			r.mu.Unlock()
 		}
 	}
 	head, err := r.store.Head(ctx)
@@ -334,18 +342,23 @@ func (r *Runner) reconcile(ctx context.Context) (string, uint64, error) {
 			return "", 0, err
 		}
 	}
-	if r.badLog == nil || *r.badLog != id {
-		clear(r.bad)
+	r.mu.Lock()
+	stale := r.badLog == nil || *r.badLog != id
+	r.mu.Unlock()
+	if stale {
+		var ds []Damage
 		if r.quarantine != nil {
-			ds, err := r.quarantine.Damaged(ctx, id)
-			if err != nil {
+			if ds, err = r.quarantine.Damaged(ctx, id); err != nil {
 				return "", 0, fmt.Errorf("quarantine: %w", err)
 			}
-			for _, d := range ds {
-				r.bad[d.Stream] = d.Position
-			}
+		}
+		r.mu.Lock()
+		clear(r.bad)
+		for _, d := range ds {
+			r.bad[d.Stream] = d.Position
 		}
 		r.badLog = &id
+		r.mu.Unlock()
 	}
 	return id, head, nil
 }
@@ -381,11 +394,16 @@ func (r *Runner) apply(ctx context.Context, cps []uint64, sp Span) error {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
 		cps[i] = sp.Events[len(sp.Events)-1].Position
-		if r.origins != nil && sp.Log != "" && r.recorded[i] != sp.Log {
+		r.mu.Lock()
+		known := r.recorded[i] == sp.Log
+		r.mu.Unlock()
+		if r.origins != nil && sp.Log != "" && !known {
 			if err := r.origins.SetProjectionOrigin(ctx, p.Name(), sp.Log); err != nil {
 				return fmt.Errorf("projection %s: %w", p.Name(), err)
 			}
+			r.mu.Lock()
 			r.recorded[i] = sp.Log
+			r.mu.Unlock()
 		}
 	}
 	return nil
@@ -401,8 +419,13 @@ func (r *Runner) screen(ctx context.Context, log string, cps []uint64, evs []Eve
 	reset := false
 	for _, ev := range evs {
 		if d := ev.Damage; d != nil {
-			if _, known := r.bad[d.Stream]; !known {
+			r.mu.Lock()
+			at, known := r.bad[d.Stream]
+			if !known || d.Position < at {
 				r.bad[d.Stream] = d.Position
+			}
+			r.mu.Unlock()
+			if !known {
 				r.log.Warn().Str("stream", d.Stream).Uint64("revision", d.Revision).Uint64("position", d.Position).Str("damage", d.Reason).
 					Msg("damaged event in the log: its session is left out of every projection (hermes store verify shows the damage)")
 				if r.quarantine != nil {
@@ -422,7 +445,10 @@ func (r *Runner) screen(ctx context.Context, log string, cps []uint64, evs []Eve
 			out = append(out, ev)
 			continue
 		}
-		if at, ok := r.bad[ev.Stream]; ok && ev.Position > at && !ev.IsTombstone() {
+		r.mu.Lock()
+		at, bad := r.bad[ev.Stream]
+		r.mu.Unlock()
+		if bad && ev.Position > at && !ev.IsTombstone() {
 			continue
 		}
 		out = append(out, ev)
@@ -707,7 +733,9 @@ func (r *Runner) Rebuild(ctx context.Context, name string) error {
 		if err := r.quarantine.Release(ctx); err != nil {
 			return fmt.Errorf("quarantine: %w", err)
 		}
+		r.mu.Lock()
 		r.badLog = nil
+		r.mu.Unlock()
 	}
 	for i, p := range r.projs {
 		if name == "" || p.Name() == name {
@@ -767,6 +795,8 @@ func (r *Runner) Damaged(ctx context.Context) ([]Damage, error) {
 	if r.quarantine != nil {
 		return r.quarantine.Damaged(ctx, id)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []Damage
 	for st, pos := range r.bad {
 		out = append(out, Damage{Stream: st, Position: pos})

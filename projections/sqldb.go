@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-go/hermes/events/embedded"
@@ -152,7 +154,10 @@ type selectiveProjection struct {
 type tableProjection struct {
 	db    *DB
 	m     Model
-	ready bool
+	ready atomic.Bool
+	// mu serializes writes, and with them the model's in-memory caches:
+	// a live runner and a catch-up of the same process may write at once.
+	mu sync.Mutex
 	// mine is the checkpoint this process last wrote; a different stored
 	// value means another process applied events, so caches are stale.
 	mine uint64
@@ -197,6 +202,8 @@ func (p *tableProjection) prepare(tx *sql.Tx) (mark, error) {
 // write runs fn in a transaction with the stored checkpoint and stores the
 // checkpoint fn returns, with the state fn wrote, or neither.
 func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, m mark) (mark, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	tx, err := p.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", p.db.path, err)
@@ -235,13 +242,13 @@ func (p *tableProjection) Checkpoint(ctx context.Context) (uint64, error) {
 // ensure makes sure, on the first call, that the tables exist at the
 // right version.
 func (p *tableProjection) ensure(ctx context.Context) error {
-	if p.ready {
+	if p.ready.Load() {
 		return nil
 	}
 	if err := p.write(ctx, func(_ *sql.Tx, m mark) (mark, error) { return m, nil }); err != nil {
 		return err
 	}
-	p.ready = true
+	p.ready.Store(true)
 	return nil
 }
 
