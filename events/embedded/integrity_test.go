@@ -521,3 +521,28 @@ func TestOlderWriterIsTurnedAway(t *testing.T) {
 		t.Fatalf("an old writer's insert: %v", err)
 	}
 }
+
+// TestStorageClassIsChecked: a flipped bit can turn a TEXT column into a
+// BLOB of the same bytes (found by the byte-flip test). The checksum still
+// holds, but SQLite no longer finds the row by that column: it is damage.
+func TestStorageClassIsChecked(t *testing.T) {
+	for _, set := range []string{"stream = CAST(stream AS BLOB)", "session_id = CAST(session_id AS BLOB)", "payload = CAST(payload AS TEXT)"} {
+		t.Run(set, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			twoSessions(t, s)
+			if _, err := rawDB(t, path).Exec(`UPDATE events SET ` + set + ` WHERE position = 7`); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := s.ReadAll(context.Background(), 0, 100)
+			var ce *events.CorruptEventError
+			if !errors.As(err, &ce) || ce.Position != 7 || !errors.Is(err, errClass) {
+				t.Fatalf("%d events, %v", len(rs), err)
+			}
+		})
+	}
+}

@@ -34,6 +34,63 @@ type rec struct {
 	stream, id, typ, sid, turn, cause string
 	payload                           []byte
 	crc                               int64
+
+	// class has a bit set for each column read back in another storage
+	// class than it is written in (TEXT as BLOB, or the payload as TEXT):
+	// the same bytes, but SQLite no longer compares them as written, so
+	// the row was changed. Only rows of format 1 may hold a TEXT payload
+	// (the tombstones of that format did).
+	class uint8
+	dest  []any // scan destinations into this rec, made once
+}
+
+// payloadText is the bit of class for a payload stored as TEXT.
+const payloadText = 1 << 7
+
+// textCol scans a column written as TEXT.
+type textCol struct {
+	dst   *string
+	class *uint8
+	bit   uint8
+}
+
+func (c textCol) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		*c.dst = v
+	case []byte:
+		*c.dst = string(v)
+		*c.class |= c.bit
+	default:
+		return fmt.Errorf("holds %T, not text", src)
+	}
+	return nil
+}
+
+// blobCol scans the payload, written as a BLOB.
+type blobCol struct{ r *rec }
+
+func (c blobCol) Scan(src any) error {
+	switch v := src.(type) {
+	case []byte:
+		c.r.payload = append([]byte(nil), v...)
+	case string:
+		c.r.payload = []byte(v)
+		c.r.class |= payloadText
+	default:
+		return fmt.Errorf("holds %T, not a payload", src)
+	}
+	return nil
+}
+
+// destinations returns the scan destinations of the columns, in order.
+func (r *rec) destinations() []any {
+	if r.dest == nil {
+		text := func(dst *string, bit uint8) textCol { return textCol{dst, &r.class, bit} }
+		r.dest = []any{&r.pos, text(&r.stream, 1), &r.rev, text(&r.id, 2), text(&r.typ, 4), &r.version,
+			text(&r.sid, 8), &r.ns, text(&r.turn, 16), text(&r.cause, 32), blobCol{r}, &r.crc}
+	}
+	return r.dest
 }
 
 // recordSum is the checksum of a whole record: every column of the row,
@@ -77,14 +134,16 @@ func appendString(b []byte, s string) []byte {
 // check reports why r's checksum does not hold, or nil. legacyHead is the
 // highest position that may still hold a payload-only checksum.
 func (r *rec) check(legacyHead int64, s *summer) error {
-	if s.sum(r) == r.crc {
-		return nil
+	if s.sum(r) != r.crc && (r.pos > legacyHead || payloadSum(r.payload) != r.crc) {
+		return errChecksum
 	}
-	if r.pos <= legacyHead && payloadSum(r.payload) == r.crc {
-		return nil
+	if r.class != 0 && (r.class != payloadText || r.pos > legacyHead) {
+		return errClass
 	}
-	return errChecksum
+	return nil
 }
+
+var errClass = errors.New("a column's storage class changed (text read back as a blob, or the other way): the row was changed after it was written")
 
 var errChecksum = errors.New("record checksum mismatch: the row was changed after it was written")
 
@@ -113,7 +172,8 @@ const columns = `position, stream, revision, id, type, version, session_id, time
 // types they were written with is damaged too: it is reported with the
 // position when that much can be read.
 func scan(rows *sql.Rows, r *rec) error {
-	err := rows.Scan(&r.pos, &r.stream, &r.rev, &r.id, &r.typ, &r.version, &r.sid, &r.ns, &r.turn, &r.cause, &r.payload, &r.crc)
+	r.class = 0
+	err := rows.Scan(r.destinations()...)
 	if err == nil {
 		return nil
 	}
