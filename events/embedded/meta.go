@@ -65,6 +65,11 @@ func (s *Store) initMeta(ctx context.Context) error {
 	if _, err := s.wdb.ExecContext(ctx, metaDDL); err != nil {
 		return err
 	}
+	// Most opens find everything in place: they read without taking the
+	// write lock (the transaction below takes it at BEGIN).
+	if meta, err := readMeta(ctx, s.wdb); err == nil && meta["log_id"] != "" && meta["format"] == "2" {
+		return nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -157,7 +162,7 @@ func recordHoles(ctx context.Context, tx *sql.Tx, head int64) error {
 // holds is left as it is: it was damaged before the upgrade, and stays
 // reported as damaged.
 func (s *Store) upgradeChecksums(ctx context.Context) error {
-	if s.legacyHead == 0 {
+	if s.legacyHead == 0 || s.upgradedTo >= s.legacyHead {
 		return nil
 	}
 	for {
@@ -268,6 +273,7 @@ func (s *Store) loadMeta(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("meta legacy_head %q: %w", meta["legacy_head"], err)
 	}
+	s.upgradedTo, _ = strconv.ParseInt(meta["upgraded_to"], 10, 64)
 	return nil
 }
 

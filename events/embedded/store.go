@@ -74,6 +74,7 @@ type Store struct {
 	ident      Identity
 	format2    bool  // holes must be recorded in erased; checked on reads
 	legacyHead int64 // rows up to here may carry a payload-only checksum
+	upgradedTo int64 // the one-time checksum upgrade got this far
 	// noLog: a read-only open of a file that has no events table (an
 	// empty file): it reads as an empty log.
 	noLog bool
