@@ -712,7 +712,7 @@ func TestLiveRunnerSkipsDamage(t *testing.T) {
 	ev := schema.MustEnvelope(schema.Meta{SessionID: "s9"}, schema.SessionStarted{Source: "cli"})
 	pos := head + 1
 	tx, _ := raw.Begin()
-	tx.Exec(`INSERT INTO events (position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+	tx.Exec(`INSERT INTO events (position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, record_crc)
 		VALUES (?, 'session-s9', 0, ?, ?, 1, 's9', ?, '', '', ?, 0)`, pos, ev.ID, ev.Type, ev.Time.UnixNano(), []byte(ev.Payload))
 	tx.Exec(`INSERT INTO streams (stream, last, deleted) VALUES ('session-s9', 0, 0)`)
 	if err := tx.Commit(); err != nil {

@@ -27,13 +27,9 @@ const metaDDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS erased (position INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS streams (stream TEXT PRIMARY KEY, last INTEGER NOT NULL, deleted INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS events_format_2 BEFORE INSERT ON events WHEN NEW.position IS NULL OR NEW.position < 1
-BEGIN
-	SELECT RAISE(ABORT, 'this events.db was upgraded to whole-record checksums by a newer Hermes: write to it with that version');
-END;
 CREATE TABLE IF NOT EXISTS quarantine (
 	position INTEGER PRIMARY KEY,
-	stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc,
+	stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, record_crc,
 	reason   TEXT    NOT NULL,
 	moved_ns INTEGER NOT NULL
 );
@@ -41,11 +37,6 @@ CREATE TABLE IF NOT EXISTS quarantine (
 
 // The quarantine table has no column types on purpose: a damaged row is
 // copied there exactly as it is, whatever its columns hold.
-//
-// The trigger turns away rows without a position, which only a Hermes from
-// before format 2 writes: its rows would carry payload-only checksums above
-// legacy_head, keep no stream ends and record no erasures, and so read as
-// damage. It fails instead, saying why.
 
 // Identity names one event log. Two files with the same identity hold the
 // same log (one may be a copy of the other, further along).
@@ -84,6 +75,13 @@ func (s *Store) initMeta(ctx context.Context) error {
 		changes = append(changes, [2]string{"log_id", uuid.NewString()}, [2]string{"created_at", time.Now().UTC().Format(time.RFC3339Nano)})
 	}
 	if meta["format"] != "2" {
+		if old, err := hasColumn(ctx, tx, "crc"); err != nil {
+			return err
+		} else if old {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE events RENAME COLUMN crc TO record_crc`); err != nil {
+				return fmt.Errorf("rename the checksum column: %w", err)
+			}
+		}
 		head, err := allocated(tx)
 		if err != nil {
 			return err
@@ -208,7 +206,7 @@ func (s *Store) upgradeChunk(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, f := range fixes {
-		if _, err := tx.ExecContext(ctx, `UPDATE events SET crc = ? WHERE position = ?`, f.crc, f.pos); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET record_crc = ? WHERE position = ?`, f.crc, f.pos); err != nil {
 			return false, err
 		}
 	}
@@ -221,6 +219,13 @@ func (s *Store) upgradeChunk(ctx context.Context) (bool, error) {
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// hasColumn reports whether the events table has a column called name.
+func hasColumn(ctx context.Context, q querier, name string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('events') WHERE name = ?`, name).Scan(&n)
+	return n > 0, err
 }
 
 func readMeta(ctx context.Context, q querier) (map[string]string, error) {

@@ -11,9 +11,12 @@ import (
 	"github.com/hermes-go/hermes/events"
 )
 
-// The crc column of a row is a CRC-32C. Rows written since format 2 hold
-// the checksum of the whole record (recordSum); rows written before it held
-// the checksum of the payload alone (payloadSum). Opening an older database
+// The record_crc column of a row is a CRC-32C. Rows written since format 2
+// hold the checksum of the whole record (recordSum); rows written before it
+// held the checksum of the payload alone (payloadSum), in a column then
+// called crc: the upgrade renames it, so that a Hermes from before format 2
+// fails on an upgraded file ("no such column: crc") instead of writing rows
+// that would read as damage, or reading checksums it cannot check. Opening an older database
 // with a writer converts the rows whose payload checksum still holds, once
 // (see migrate); until then, and for rows that failed that check, a row at a
 // position not above the meta key legacy_head may still carry the old kind.
@@ -166,7 +169,14 @@ func (r *rec) recorded() events.Recorded {
 	return out
 }
 
-const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc`
+const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, record_crc`
+
+// columnsV1 are the same columns in a file of format 1, which only a
+// read-only open reads without upgrading it.
+const columnsV1 = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc`
+
+// insertColumns leave the position to AUTOINCREMENT (see txWriter.apply).
+const insertColumns = `stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, record_crc`
 
 // scan reads the current row. A row whose columns do not even have the
 // types they were written with is damaged too: it is reported with the

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
 	turn_id      TEXT    NOT NULL,
 	causation_id TEXT    NOT NULL,
 	payload      BLOB    NOT NULL,
-	crc          INTEGER NOT NULL,
+	record_crc   INTEGER NOT NULL,
 	UNIQUE (stream, revision)
 );
 `
@@ -78,6 +78,9 @@ type Store struct {
 	// noLog: a read-only open of a file that has no events table (an
 	// empty file): it reads as an empty log.
 	noLog bool
+	// cols are the columns reads select: those of format 1 in a file a
+	// read-only open did not upgrade.
+	cols string
 
 	reqs    chan *request
 	closing chan struct{}
@@ -88,6 +91,7 @@ type Store struct {
 	changed chan struct{} // closed and replaced after every commit
 
 	insert, insertN, selStream, selHead, upHead *sql.Stmt
+	upHeads                                     []*sql.Stmt // one per headChunks
 
 	// Owned by the writer goroutine: the last revision of streams this
 	// process has seen, and the next position to give out (0: unknown),
@@ -204,6 +208,7 @@ func newStore(path string, opts []Option) *Store {
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		cache:   map[string]streamState{},
+		cols:    columns,
 	}
 	for _, o := range opts {
 		o(s)
@@ -279,6 +284,12 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	if err == nil && !s.noLog {
 		err = s.loadMeta(context.Background())
 	}
+	if err == nil && !s.noLog {
+		var v2 bool
+		if v2, err = hasColumn(context.Background(), s.rdb, "record_crc"); !v2 {
+			s.cols = columnsV1
+		}
+	}
 	if err != nil {
 		s.rdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
@@ -291,17 +302,17 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 func (s *Store) ReadOnly() bool { return s.wdb == nil }
 
 func (s *Store) prepare() (err error) {
-	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (` + columns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (` + insertColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
 	var q strings.Builder
-	q.WriteString(`INSERT INTO events (` + columns + `) VALUES `)
+	q.WriteString(`INSERT INTO events (` + insertColumns + `) VALUES `)
 	for i := range chunkRows {
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?)")
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
 	}
 	if s.insertN, err = s.wdb.Prepare(q.String()); err != nil {
 		return err
@@ -312,9 +323,23 @@ func (s *Store) prepare() (err error) {
 	if s.selHead, err = s.wdb.Prepare(streamHead); err != nil {
 		return err
 	}
-	s.upHead, err = s.wdb.Prepare(`INSERT INTO streams (stream, last, deleted) VALUES (?, ?, ?)
-		ON CONFLICT (stream) DO UPDATE SET last = excluded.last, deleted = excluded.deleted`)
-	return err
+	for _, n := range headChunks {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO streams (stream, last, deleted) VALUES (?, ?, ?)`)
+		for range n - 1 {
+			q.WriteString(`, (?, ?, ?)`)
+		}
+		q.WriteString(` ON CONFLICT (stream) DO UPDATE SET last = excluded.last, deleted = excluded.deleted`)
+		st, err := s.wdb.Prepare(q.String())
+		if err != nil {
+			return err
+		}
+		s.upHeads = append(s.upHeads, st)
+		if n == 1 {
+			s.upHead = st
+		}
+	}
+	return nil
 }
 
 // Path is the database file.
@@ -659,8 +684,12 @@ func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 		return err
 	}
 	for i, e := range r.evs {
-		// Positions are given out here, in the order the rows are
+		// Positions are worked out here, in the order the rows are
 		// inserted, so that each row's checksum can cover its position.
+		// AUTOINCREMENT gives the same ones (the writer holds the write
+		// lock, and knows the highest position given out): the INSERT
+		// leaves them to it, which keeps SQLite's fast path for appending
+		// to the end of the table, and insertRows checks they agree.
 		rc := rec{pos: w.s.nextPos, stream: r.stream, rev: int64(next) + int64(i), id: e.ID, typ: e.Type, version: int64(e.Version),
 			sid: e.SessionID, ns: e.Time.UnixNano(), turn: e.TurnID, cause: e.CausationID, payload: e.Payload}
 		w.s.nextPos++
@@ -677,7 +706,9 @@ func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 }
 
 // insertRows writes the queued rows: full chunks with the multi-row
-// statement, the rest one by one.
+// statement, the rest one by one. AUTOINCREMENT gives each row the next
+// position, consecutive within a statement; the last one must be the one
+// its checksum was computed with.
 func (w *txWriter) insertRows() error {
 	rows := w.rows
 	w.rows = w.rows[:0]
@@ -691,12 +722,21 @@ func (w *txWriter) insertRows() error {
 			}
 			stmt = w.insertN
 		}
-		args := make([]any, 0, 12*n)
+		args := make([]any, 0, 11*n)
 		for _, rw := range rows[:n] {
-			args = append(args, rw.args[:]...)
+			args = append(args, rw.args[1:]...)
 		}
-		if _, err := stmt.Exec(args...); err != nil {
+		out, err := stmt.Exec(args...)
+		if err != nil {
 			return fmt.Errorf("append to %s: %w", rows[0].args[1], err)
+		}
+		last, err := out.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("append to %s: %w", rows[0].args[1], err)
+		}
+		if want := rows[n-1].args[0].(int64); last != want {
+			// Never expected: the checksums would not match the rows.
+			return fmt.Errorf("append to %s: the rows landed at position %d, not %d as their checksums say", rows[0].args[1], last, want)
 		}
 		rows = rows[n:]
 	}
@@ -709,19 +749,41 @@ func (w *txWriter) flush() error {
 	if err := w.insertRows(); err != nil {
 		return err
 	}
-	if len(w.touched) > 0 {
-		up := w.tx.Stmt(w.s.upHead)
-		for name, st := range w.touched {
-			if _, err := up.Exec(name, st.last, st.deleted); err != nil {
-				return fmt.Errorf("append to %s: %w", name, err)
-			}
-		}
+	if err := w.recordEnds(); err != nil {
+		return err
 	}
 	for name, st := range w.touched {
 		w.s.cache[name] = st
 	}
 	return nil
 }
+
+// recordEnds writes the new end of every stream the transaction wrote into
+// the streams table, several streams per statement.
+func (w *txWriter) recordEnds() error {
+	if len(w.touched) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3*len(w.touched))
+	for name, st := range w.touched {
+		args = append(args, name, st.last, st.deleted)
+	}
+	for i, n := range headChunks {
+		for len(args) >= 3*n {
+			if _, err := w.tx.Stmt(w.s.upHeads[i]).Exec(args[:3*n]...); err != nil {
+				return fmt.Errorf("record stream ends: %w", err)
+			}
+			args = args[3*n:]
+		}
+	}
+	return nil
+}
+
+// headChunks are the numbers of stream ends one statement records: a
+// transaction's are written in as few statements as these allow, each
+// prepared once at Open (a statement cannot be prepared on the writer's
+// one connection while a transaction holds it).
+var headChunks = []int{16, 4, 1}
 
 // tombstone appends the deletion record first (so its position is above
 // every erased one), records the positions it erases, and erases the
@@ -807,13 +869,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if st.deleted {
 		return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 	}
-	q := `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
+	q := `SELECT ` + s.cols + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
 	arg := int64(from)
 	// want is the revision the next row must have; step goes with the
 	// direction, and wantN is how many rows a whole stream gives.
 	want, step, wantN := int64(from), int64(1), int64(st.last)-int64(from)+1
 	if dir == events.Backward {
-		q = `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
+		q = `SELECT ` + s.cols + ` FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
 		if from == events.End || from > st.last {
 			arg = 1<<63 - 1
 			want = int64(st.last)
@@ -902,7 +964,7 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 		return nil, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, int64(after), limit)
+	rows, err := tx.QueryContext(ctx, `SELECT `+s.cols+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, int64(after), limit)
 	if err != nil {
 		return nil, fmt.Errorf("after position %d: %w", after, err)
 	}
