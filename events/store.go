@@ -151,7 +151,8 @@ type Store interface {
 	// direction dir. A stream that never existed reads as empty.
 	ReadStream(ctx context.Context, stream string, dir Direction, from uint64, limit int) ([]Recorded, error)
 	// ReadAll reads up to limit events of the global log with positions
-	// greater than after, in order.
+	// greater than after, in order. When it meets a damaged record it
+	// returns the events before it together with a *CorruptEventError.
 	ReadAll(ctx context.Context, after uint64, limit int) ([]Recorded, error)
 	// SubscribeAll delivers every event with position greater than after, in
 	// global order, first catching up and then live, until ctx ends or
@@ -166,17 +167,32 @@ type Store interface {
 	Close() error
 }
 
-// CorruptEventError reports a stored event that cannot be read back. It
-// names where the damage is so that nothing is skipped silently.
+// CorruptEventError reports a stored event that cannot be read back: its
+// record fails its checksum, its payload does not decode, or it is missing
+// from a place where the log says it must be. It names where the damage is
+// so that nothing is skipped silently.
 type CorruptEventError struct {
+	// Stream and Revision say whose event it is; Stream is empty when even
+	// that cannot be told.
 	Stream   string
 	Revision uint64
+	// Position is the event's place in the global log, 0 when unknown (an
+	// event missing from a stream read).
 	Position uint64
 	Err      error
 }
 
 func (e *CorruptEventError) Error() string {
-	return fmt.Sprintf("event %s@%d (position %d) is unreadable: %v", e.Stream, e.Revision, e.Position, e.Err)
+	stream := e.Stream
+	if stream == "" {
+		stream = "of an unknown stream"
+	} else {
+		stream = fmt.Sprintf("%s@%d", stream, e.Revision)
+	}
+	if e.Position == 0 {
+		return fmt.Sprintf("event %s is unreadable: %v", stream, e.Err)
+	}
+	return fmt.Sprintf("event %s (position %d) is unreadable: %v", stream, e.Position, e.Err)
 }
 
 func (e *CorruptEventError) Unwrap() error { return e.Err }

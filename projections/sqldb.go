@@ -5,6 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hermes-go/hermes/events/embedded"
 )
@@ -19,6 +25,9 @@ type DB struct {
 	path string
 	w    *sql.DB // one connection; transactions take the write lock
 	r    *sql.DB
+	// scratch is the directory of a private copy (OpenScratch), removed
+	// on Close.
+	scratch string
 }
 
 // OpenDB opens (creating if needed) the projections database at path.
@@ -32,8 +41,7 @@ func OpenDB(path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
 	}
-	if _, err := w.Exec(`CREATE TABLE IF NOT EXISTS checkpoints (
-		name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL) WITHOUT ROWID`); err != nil {
+	if err := setup(w); err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
@@ -41,11 +49,72 @@ func OpenDB(path string) (*DB, error) {
 	return &DB{path: path, w: w, r: r}, nil
 }
 
+// setup makes the tables the runner keeps: checkpoints (with the identity
+// of the log each counts positions of; a database from before identities
+// gains the column, empty, and adopts the log it next reads), the origins
+// of projections kept elsewhere (see Origins) and the quarantine of damaged
+// streams.
+func setup(w *sql.DB) error {
+	if _, err := w.Exec(`CREATE TABLE IF NOT EXISTS checkpoints (
+		name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, log TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+		CREATE TABLE IF NOT EXISTS origins (name TEXT PRIMARY KEY, log TEXT NOT NULL) WITHOUT ROWID;
+		CREATE TABLE IF NOT EXISTS quarantine (
+		log TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, position INTEGER NOT NULL,
+		reason TEXT NOT NULL, found_ns INTEGER NOT NULL, PRIMARY KEY (log, stream)) WITHOUT ROWID`); err != nil {
+		return err
+	}
+	var has int
+	if err := w.QueryRow(`SELECT count(*) FROM pragma_table_info('checkpoints') WHERE name = 'log'`).Scan(&has); err != nil {
+		return err
+	}
+	if has == 0 {
+		if _, err := w.Exec(`ALTER TABLE checkpoints ADD COLUMN log TEXT NOT NULL DEFAULT ''`); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenScratch opens a private copy of the projections database at path in
+// a new temporary directory, for a home this process may not write: read
+// commands catch the copy up from the log and answer from it; Close
+// removes it. A missing or unreadable original gives an empty copy (the
+// runner then builds everything from the log).
+func OpenScratch(path string) (*DB, error) {
+	dir, err := os.MkdirTemp("", "hermes-projections-")
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, "projections.db")
+	if _, err := os.Stat(path); err == nil {
+		if src, err := embedded.OpenSQLiteReadOnly(path); err == nil {
+			_, err = src.Exec(`VACUUM INTO ?`, tmp)
+			src.Close()
+			if err != nil {
+				os.Remove(tmp)
+			}
+		}
+	}
+	d, err := OpenDB(tmp)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	d.scratch = dir
+	return d, nil
+}
+
 // Reader is the read-only handle queries use.
 func (d *DB) Reader() *sql.DB { return d.r }
 
 // Close closes the database.
-func (d *DB) Close() error { return errors.Join(d.w.Close(), d.r.Close()) }
+func (d *DB) Close() error {
+	err := errors.Join(d.w.Close(), d.r.Close())
+	if d.scratch != "" {
+		os.RemoveAll(d.scratch)
+	}
+	return err
+}
 
 // Model is a read model kept in tables of the projections database.
 type Model interface {
@@ -85,56 +154,69 @@ type selectiveProjection struct {
 type tableProjection struct {
 	db    *DB
 	m     Model
-	ready bool
+	ready atomic.Bool
+	// mu serializes writes, and with them the model's in-memory caches:
+	// a live runner and a catch-up of the same process may write at once.
+	mu sync.Mutex
 	// mine is the checkpoint this process last wrote; a different stored
 	// value means another process applied events, so caches are stale.
 	mine uint64
 }
 
+// mark is a stored checkpoint: a position in the log identified by log.
+type mark struct {
+	pos uint64
+	log string
+}
+
 func (p *tableProjection) Name() string { return p.m.Name() }
 
 // prepare creates the tables and rebuilds a model stored at another version.
-func (p *tableProjection) prepare(tx *sql.Tx) (uint64, error) {
-	var pos uint64
+func (p *tableProjection) prepare(tx *sql.Tx) (mark, error) {
+	var m mark
 	var version int
-	err := tx.QueryRow(`SELECT position, version FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&pos, &version)
+	err := tx.QueryRow(`SELECT position, version, log FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&m.pos, &version, &m.log)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if err := p.m.Create(tx); err != nil {
-			return 0, err
+			return mark{}, err
 		}
-		_, err = tx.Exec(`INSERT INTO checkpoints (name, position, version) VALUES (?, 0, ?)`, p.m.Name(), p.m.Version())
-		return 0, err
+		_, err = tx.Exec(`INSERT INTO checkpoints (name, position, version, log) VALUES (?, 0, ?, '')`, p.m.Name(), p.m.Version())
+		return mark{}, err
 	case err != nil:
-		return 0, err
+		return mark{}, err
 	case version != p.m.Version():
 		p.m.Forget()
 		if err := p.m.Drop(tx); err != nil {
-			return 0, err
+			return mark{}, err
 		}
 		if err := p.m.Create(tx); err != nil {
-			return 0, err
+			return mark{}, err
 		}
-		_, err = tx.Exec(`UPDATE checkpoints SET position = 0, version = ? WHERE name = ?`, p.m.Version(), p.m.Name())
-		return 0, err
+		_, err = tx.Exec(`UPDATE checkpoints SET position = 0, version = ?, log = '' WHERE name = ?`, p.m.Version(), p.m.Name())
+		return mark{}, err
 	}
-	return pos, nil
+	return m, nil
 }
 
-func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, cp uint64) (uint64, error)) error {
+// write runs fn in a transaction with the stored checkpoint and stores the
+// checkpoint fn returns, with the state fn wrote, or neither.
+func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, m mark) (mark, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	tx, err := p.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", p.db.path, err)
 	}
-	cp, err := p.prepare(tx)
+	m, err := p.prepare(tx)
 	if err == nil {
-		if cp != p.mine {
+		if m.pos != p.mine {
 			p.m.Forget()
 		}
-		cp, err = fn(tx, cp)
+		m, err = fn(tx, m)
 	}
 	if err == nil {
-		_, err = tx.Exec(`UPDATE checkpoints SET position = ? WHERE name = ?`, cp, p.m.Name())
+		_, err = tx.Exec(`UPDATE checkpoints SET position = ?, log = ? WHERE name = ?`, m.pos, m.log, p.m.Name())
 	}
 	if err == nil {
 		err = tx.Commit()
@@ -144,44 +226,144 @@ func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, cp uint
 		p.m.Forget()
 		return err
 	}
-	p.mine = cp
+	p.mine = m.pos
 	return nil
 }
 
 func (p *tableProjection) Checkpoint(ctx context.Context) (uint64, error) {
-	if !p.ready {
-		// The first call makes sure the tables exist at the right version.
-		if err := p.write(ctx, func(_ *sql.Tx, cp uint64) (uint64, error) { return cp, nil }); err != nil {
-			return 0, err
-		}
-		p.ready = true
+	if err := p.ensure(ctx); err != nil {
+		return 0, err
 	}
 	var pos uint64
 	err := p.db.r.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&pos)
 	return pos, err
 }
 
+// ensure makes sure, on the first call, that the tables exist at the
+// right version.
+func (p *tableProjection) ensure(ctx context.Context) error {
+	if p.ready.Load() {
+		return nil
+	}
+	if err := p.write(ctx, func(_ *sql.Tx, m mark) (mark, error) { return m, nil }); err != nil {
+		return err
+	}
+	p.ready.Store(true)
+	return nil
+}
+
+// Origin implements Contiguous.
+func (p *tableProjection) Origin(ctx context.Context) (string, error) {
+	if err := p.ensure(ctx); err != nil {
+		return "", err
+	}
+	var log string
+	err := p.db.r.QueryRowContext(ctx, `SELECT log FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&log)
+	return log, err
+}
+
 func (p *tableProjection) Apply(ctx context.Context, batch []Event) error {
-	return p.write(ctx, func(tx *sql.Tx, cp uint64) (uint64, error) {
-		for _, ev := range batch {
-			if ev.Position <= cp {
-				continue
-			}
-			if err := p.m.Apply(tx, ev); err != nil {
-				return 0, fmt.Errorf("event %s@%d (position %d): %w", ev.Stream, ev.Revision, ev.Position, err)
-			}
-			cp = ev.Position
+	return p.write(ctx, func(tx *sql.Tx, m mark) (mark, error) {
+		return p.applyEvents(tx, m, batch)
+	})
+}
+
+func (p *tableProjection) applyEvents(tx *sql.Tx, m mark, batch []Event) (mark, error) {
+	for _, ev := range batch {
+		if ev.Position <= m.pos {
+			continue
 		}
-		return cp, p.m.Flush(tx)
+		if err := p.m.Apply(tx, ev); err != nil {
+			return m, fmt.Errorf("event %s@%d (position %d): %w", ev.Stream, ev.Revision, ev.Position, err)
+		}
+		m.pos = ev.Position
+	}
+	return m, p.m.Flush(tx)
+}
+
+// ApplySpan implements Contiguous: in the transaction that writes the
+// state, the span must start at or before the stored checkpoint and come
+// from the log the checkpoint counts positions of.
+func (p *tableProjection) ApplySpan(ctx context.Context, sp Span) error {
+	return p.write(ctx, func(tx *sql.Tx, m mark) (mark, error) {
+		if m.log != "" && sp.Log != "" && m.log != sp.Log {
+			return m, &GapError{Projection: p.m.Name(), Checkpoint: m.pos, After: sp.After, Log: m.log, SpanLog: sp.Log}
+		}
+		if m.pos < sp.After {
+			return m, &GapError{Projection: p.m.Name(), Checkpoint: m.pos, After: sp.After, Log: m.log, SpanLog: m.log}
+		}
+		m, err := p.applyEvents(tx, m, sp.Events)
+		if err != nil {
+			return m, err
+		}
+		m.pos = max(m.pos, sp.Upto)
+		if sp.Log != "" {
+			m.log = sp.Log
+		}
+		return m, nil
 	})
 }
 
 func (p *tableProjection) Reset(ctx context.Context) error {
-	return p.write(ctx, func(tx *sql.Tx, _ uint64) (uint64, error) {
+	return p.write(ctx, func(tx *sql.Tx, _ mark) (mark, error) {
 		p.m.Forget()
 		if err := p.m.Drop(tx); err != nil {
-			return 0, err
+			return mark{}, err
 		}
-		return 0, p.m.Create(tx)
+		return mark{}, p.m.Create(tx)
 	})
 }
+
+// Damaged implements Quarantine.
+func (d *DB) Damaged(ctx context.Context, log string) ([]Damage, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT stream, revision, position, reason, found_ns FROM quarantine WHERE log = ? ORDER BY position`, log)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Damage
+	for rows.Next() {
+		var dm Damage
+		var ns int64
+		if err := rows.Scan(&dm.Stream, &dm.Revision, &dm.Position, &dm.Reason, &ns); err != nil {
+			return nil, err
+		}
+		dm.Found = time.Unix(0, ns).UTC()
+		out = append(out, dm)
+	}
+	return out, rows.Err()
+}
+
+// Quarantine implements Quarantine.
+func (d *DB) Quarantine(ctx context.Context, log string, dm Damage) error {
+	_, err := d.w.ExecContext(ctx, `INSERT OR IGNORE INTO quarantine (log, stream, revision, position, reason, found_ns) VALUES (?, ?, ?, ?, ?, ?)`,
+		log, dm.Stream, dm.Revision, dm.Position, dm.Reason, dm.Found.UnixNano())
+	return err
+}
+
+// Release implements Quarantine.
+func (d *DB) Release(ctx context.Context) error {
+	_, err := d.w.ExecContext(ctx, `DELETE FROM quarantine`)
+	return err
+}
+
+// ProjectionOrigin implements Origins.
+func (d *DB) ProjectionOrigin(ctx context.Context, name string) (string, error) {
+	var log string
+	err := d.r.QueryRowContext(ctx, `SELECT log FROM origins WHERE name = ?`, name).Scan(&log)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return log, err
+}
+
+// SetProjectionOrigin implements Origins.
+func (d *DB) SetProjectionOrigin(ctx context.Context, name, log string) error {
+	_, err := d.w.ExecContext(ctx, `INSERT OR REPLACE INTO origins (name, log) VALUES (?, ?)`, name, log)
+	return err
+}
+
+var (
+	_ Quarantine = (*DB)(nil)
+	_ Origins    = (*DB)(nil)
+)

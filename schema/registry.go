@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
 )
@@ -36,11 +37,20 @@ type eventType struct {
 
 func decoder[T Payload]() func([]byte) (Payload, error) {
 	return func(b []byte) (Payload, error) {
+		// The standard library has the last word where the fast decoder
+		// differs (both found by FuzzDecode): it keeps invalid UTF-8 as it
+		// is where the standard library reads U+FFFD, and it refuses
+		// numbers beyond float64's range in fields no type has, which the
+		// standard library skips. Both are rare enough for the slow path.
 		var p T
-		if err := fastJSON.Unmarshal(b, &p); err != nil {
+		if utf8.Valid(b) && fastJSON.Unmarshal(b, &p) == nil {
+			return p, nil
+		}
+		var q T
+		if err := json.Unmarshal(b, &q); err != nil {
 			return nil, err
 		}
-		return p, nil
+		return q, nil
 	}
 }
 

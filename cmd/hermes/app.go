@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -24,6 +25,7 @@ import (
 type globals struct {
 	home     string
 	logLevel string
+	readOnly bool
 	log      zerolog.Logger
 }
 
@@ -70,29 +72,81 @@ func (g *globals) setup() error {
 	return nil
 }
 
-// open opens the store and projections of $HERMES_HOME.
+// readOnlyHome reports whether home must be opened without writing: asked
+// for with --read-only, or its directory or database files cannot be
+// written by this process.
+func (g *globals) readOnlyHome(home string) bool {
+	if g.readOnly || !embedded.Writable(home) {
+		return true
+	}
+	for _, f := range []string{"events.db", "projections.db"} {
+		p := filepath.Join(home, f)
+		if _, err := os.Stat(p); err == nil && !embedded.Writable(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// openStore opens the event store of home: read-only when the home is.
+func (g *globals) openStore(home string) (*embedded.Store, error) {
+	path := filepath.Join(home, "events.db")
+	if g.readOnlyHome(home) {
+		g.log.Debug().Str("home", home).Msg("home is read-only: opening the event log read-only")
+		return embedded.OpenReadOnly(path, embedded.WithLogger(g.log))
+	}
+	return embedded.Open(path, embedded.WithLogger(g.log))
+}
+
+// open opens the store and projections of $HERMES_HOME. In a read-only home
+// the projections are a private copy (see projections.OpenScratch) that
+// read commands catch up from the log; commands that write fail.
 func (g *globals) open() (*app, error) {
 	home, err := g.resolveHome()
 	if err != nil {
 		return nil, err
 	}
-	store, err := embedded.Open(filepath.Join(home, "events.db"), embedded.WithLogger(g.log))
+	ro := g.readOnlyHome(home)
+	store, err := g.openStore(home)
 	if err != nil {
 		return nil, err
 	}
-	pdb, err := projections.OpenDB(filepath.Join(home, "projections.db"))
+	var pdb *projections.DB
+	if ro {
+		pdb, err = projections.OpenScratch(filepath.Join(home, "projections.db"))
+	} else {
+		pdb, err = projections.OpenDB(filepath.Join(home, "projections.db"))
+	}
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	runner := projections.NewRunner(store, g.log,
+	projs := []projections.Projection{
 		pdb.Projection(sessions.NewModel()),
 		pdb.Projection(history.NewModel()),
 		pdb.Projection(lineage.NewModel()),
 		pdb.Projection(costs.NewModel()),
-		memory.FilesProjection{Dir: filepath.Join(home, "memories")},
-	)
+	}
+	if !ro {
+		projs = append(projs, memory.FilesProjection{Dir: filepath.Join(home, "memories")})
+	}
+	runner := projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(pdb)
 	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
+}
+
+// damaged returns the damage that keeps session id (or a session whose id
+// starts with it) out of the projections.
+func (a *app) damaged(ctx context.Context, id string) (projections.Damage, bool) {
+	ds, err := a.runner.Damaged(ctx)
+	if err != nil {
+		return projections.Damage{}, false
+	}
+	for _, d := range ds {
+		if sid := events.SessionOf(d.Stream); sid != "" && len(id) >= 4 && strings.HasPrefix(sid, id) {
+			return d, true
+		}
+	}
+	return projections.Damage{}, false
 }
 
 func (a *app) Close() error {
@@ -119,7 +173,8 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), pairingCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g))
+	root.PersistentFlags().BoolVar(&g.readOnly, "read-only", false, "open the home without writing to it (automatic when its files cannot be written); commands that write fail")
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), pairingCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), storeCmd(g))
 	return root
 }
 

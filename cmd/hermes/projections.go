@@ -29,7 +29,20 @@ func projectionsCmd(g *globals) *cobra.Command {
 			for _, s := range st {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", s.Name, s.Checkpoint, s.Head, s.Behind)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			ds, err := a.runner.Damaged(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, d := range ds {
+				fmt.Fprintf(cmd.OutOrStdout(), "left out, damaged: %s\n", d)
+			}
+			if len(ds) > 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "(`hermes store verify` shows the damage, `hermes store repair --quarantine` moves it aside)")
+			}
+			return nil
 		},
 	}
 	rebuild := &cobra.Command{

@@ -146,6 +146,10 @@ func findSession(cmd *cobra.Command, a *app, id string) (sessions.Summary, error
 		return s, err
 	}
 	if !ok {
+		if d, bad := a.damaged(cmd.Context(), id); bad {
+			return s, fmt.Errorf("session %s is damaged: event %s; `hermes store verify` shows the damage, `hermes store repair --quarantine` moves it aside",
+				events.SessionOf(d.Stream), d)
+		}
 		return s, fmt.Errorf("no session %q: `hermes sessions list` shows the sessions there are", id)
 	}
 	return s, nil

@@ -302,7 +302,7 @@ func TestCorruptPayloadIsNamed(t *testing.T) {
 	if ce.Stream != "session-x" || ce.Revision != 3 || ce.Position != 4 {
 		t.Fatalf("error names %s@%d pos %d", ce.Stream, ce.Revision, ce.Position)
 	}
-	if !strings.Contains(err.Error(), "session-x@3 (position 4) is unreadable: payload checksum mismatch") {
+	if !strings.Contains(err.Error(), "session-x@3 (position 4) is unreadable: record checksum mismatch") {
 		t.Fatalf("message does not name the place: %v", err)
 	}
 	if _, err := s.ReadStream(ctx, "session-x", events.Forward, 0, 0); !errors.As(err, &ce) {

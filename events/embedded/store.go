@@ -3,6 +3,14 @@
 // $HERMES_HOME that several processes can open at once. Appends from one
 // process go through a single writer goroutine that commits whatever has
 // queued up in one transaction, so concurrent appends share one fsync.
+//
+// Nothing read back is trusted blindly: every row carries a checksum of the
+// whole record (record.go); every position the log has given out is either
+// a row or recorded as erased, and every stream's end is kept apart from
+// its rows and their index, so a lost row or a damaged index is reported
+// rather than read as a shorter log. The file carries an identity
+// (meta.go), so that read models notice when it is replaced. Verify and
+// Quarantine (check.go) find damage and move it aside.
 package embedded
 
 import (
@@ -11,10 +19,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,7 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
 	turn_id      TEXT    NOT NULL,
 	causation_id TEXT    NOT NULL,
 	payload      BLOB    NOT NULL,
-	crc          INTEGER NOT NULL,
+	record_crc   INTEGER NOT NULL,
 	UNIQUE (stream, revision)
 );
 `
@@ -58,7 +68,19 @@ type Store struct {
 	poll time.Duration
 
 	rdb *sql.DB // readers
-	wdb *sql.DB // the one writing connection of this process
+	wdb *sql.DB // the one writing connection of this process; nil when read-only
+
+	// Read from the meta table at open (see meta.go).
+	ident      Identity
+	format2    bool  // holes must be recorded in erased; checked on reads
+	legacyHead int64 // rows up to here may carry a payload-only checksum
+	upgradedTo int64 // the one-time checksum upgrade got this far
+	// noLog: a read-only open of a file that has no events table (an
+	// empty file): it reads as an empty log.
+	noLog bool
+	// cols are the columns reads select: those of format 1 in a file a
+	// read-only open did not upgrade.
+	cols string
 
 	reqs    chan *request
 	closing chan struct{}
@@ -68,12 +90,16 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 
-	insert, insertN, selStream *sql.Stmt
+	insert, insertN, selStream, selHead, upHead *sql.Stmt
+	upHeads                                     []*sql.Stmt // one per headChunks
 
 	// Owned by the writer goroutine: the last revision of streams this
-	// process has seen, valid while no other process has committed.
+	// process has seen, and the next position to give out (0: unknown),
+	// valid while no other process has committed.
 	cache       map[string]streamState
+	nextPos     int64
 	dataVersion int64
+	sums        summer
 }
 
 // Option configures Open.
@@ -115,6 +141,49 @@ func OpenSQLite(path string, writer, durable bool) (*sql.DB, error) {
 	return db, nil
 }
 
+// openReadOnly opens a SQLite file for reading only (mode=ro: the file is
+// opened read-only, so nothing can write it; query_only is not set, as it
+// would refuse VACUUM INTO a copy too): the file, its directory and its -shm
+// need not be writable. immutable tells SQLite
+// that nothing else changes the file either, so it takes no locks and needs
+// no -shm at all: for a home nobody can write.
+func openReadOnly(path string, immutable bool) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("mode", "ro")
+	if immutable {
+		q.Add("immutable", "1")
+	}
+	q.Add("_pragma", "busy_timeout(30000)")
+	q.Add("_pragma", "mmap_size(268435456)")
+	q.Add("_pragma", "cache_size(-32768)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(4)
+	return db, nil
+}
+
+// OpenSQLiteReadOnly opens a SQLite file Hermes keeps for reading only: the
+// file itself is never written. Where its directory cannot be written
+// (a read-only home) and no write-ahead log is left beside it, SQLite is
+// told the file is immutable, as it then must be, and needs no -shm; where
+// a write-ahead log holds commits, it is read through the -wal and -shm
+// files, which must then exist. In a writable directory SQLite may create
+// those two files, as every reader of a WAL database does.
+func OpenSQLiteReadOnly(path string) (*sql.DB, error) {
+	immutable := false
+	if !Writable(filepath.Dir(path)) {
+		info, err := os.Stat(path + "-wal")
+		immutable = err != nil || info.Size() == 0
+	}
+	return openReadOnly(path, immutable)
+}
+
+// Writable reports whether this process may write path (a file or a
+// directory). Note that for root it is true of almost everything.
+func Writable(path string) bool { return syscall.Access(path, 2 /* W_OK */) == nil }
+
 func dsn(path, txlock, sync string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
@@ -129,8 +198,7 @@ func dsn(path, txlock, sync string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// Open opens (creating if needed) the store in the SQLite file at path.
-func Open(path string, opts ...Option) (*Store, error) {
+func newStore(path string, opts []Option) *Store {
 	s := &Store{
 		path:    path,
 		log:     zerolog.Nop(),
@@ -140,45 +208,106 @@ func Open(path string, opts ...Option) (*Store, error) {
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		cache:   map[string]streamState{},
+		cols:    columns,
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	return s
+}
+
+// Open opens (creating if needed) the store in the SQLite file at path.
+// The first writer to open a file made by an older Hermes gives it an
+// identity and upgrades its checksums (see meta.go).
+func Open(path string, opts ...Option) (*Store, error) {
+	s := newStore(path, opts)
+	fail := func(err error) (*Store, error) {
+		if s.rdb != nil {
+			s.rdb.Close()
+		}
+		if s.wdb != nil {
+			s.wdb.Close()
+		}
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
 	var err error
 	if s.wdb, err = OpenSQLite(path, true, true); err != nil {
-		return nil, fmt.Errorf("open event store %s: %w", path, err)
+		return fail(err)
 	}
 	if _, err = s.wdb.Exec(ddl); err != nil {
-		s.wdb.Close()
-		return nil, fmt.Errorf("open event store %s: %w", path, err)
+		return fail(err)
+	}
+	ctx := context.Background()
+	if err = s.initMeta(ctx); err != nil {
+		return fail(err)
 	}
 	if err = s.prepare(); err != nil {
-		s.wdb.Close()
-		return nil, fmt.Errorf("open event store %s: %w", path, err)
+		return fail(err)
 	}
 	if s.rdb, err = OpenSQLite(path, false, true); err != nil {
-		s.wdb.Close()
-		return nil, fmt.Errorf("open event store %s: %w", path, err)
+		return fail(err)
+	}
+	if err = s.loadMeta(ctx); err != nil {
+		return fail(err)
+	}
+	if err = s.upgradeChecksums(ctx); err != nil {
+		return fail(fmt.Errorf("upgrade checksums: %w", err))
 	}
 	// A quick read proves the file is a readable database now rather than
 	// at the first query.
 	var n int64
 	if err = s.rdb.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM events ORDER BY position DESC LIMIT 1)`).Scan(&n); err != nil {
-		s.rdb.Close()
-		s.wdb.Close()
-		return nil, fmt.Errorf("open event store %s: %w", path, err)
+		return fail(err)
 	}
 	go s.writer()
 	return s, nil
 }
 
+// OpenReadOnly opens the store at path for reading: it writes nothing, not
+// even the identity an older file lacks, and works where the file or its
+// directory cannot be written. Appends fail. A missing file is an error;
+// an empty one reads as an empty log.
+func OpenReadOnly(path string, opts ...Option) (*Store, error) {
+	s := newStore(path, opts)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	var err error
+	if s.rdb, err = OpenSQLiteReadOnly(path); err != nil {
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	var n int64
+	err = s.rdb.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'`).Scan(&n)
+	if err == nil && n == 0 {
+		s.noLog = true
+	}
+	if err == nil && !s.noLog {
+		err = s.loadMeta(context.Background())
+	}
+	if err == nil && !s.noLog {
+		var v2 bool
+		if v2, err = hasColumn(context.Background(), s.rdb, "record_crc"); !v2 {
+			s.cols = columnsV1
+		}
+	}
+	if err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("open event store %s: %w", path, err)
+	}
+	close(s.done)
+	return s, nil
+}
+
+// ReadOnly reports whether the store was opened with OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.wdb == nil }
+
 func (s *Store) prepare() (err error) {
-	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
+	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (` + insertColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
 	var q strings.Builder
-	q.WriteString(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc) VALUES `)
+	q.WriteString(`INSERT INTO events (` + insertColumns + `) VALUES `)
 	for i := range chunkRows {
 		if i > 0 {
 			q.WriteByte(',')
@@ -188,8 +317,29 @@ func (s *Store) prepare() (err error) {
 	if s.insertN, err = s.wdb.Prepare(q.String()); err != nil {
 		return err
 	}
-	s.selStream, err = s.wdb.Prepare(lastOfStream)
-	return err
+	if s.selStream, err = s.wdb.Prepare(lastOfStream); err != nil {
+		return err
+	}
+	if s.selHead, err = s.wdb.Prepare(streamHead); err != nil {
+		return err
+	}
+	for _, n := range headChunks {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO streams (stream, last, deleted) VALUES (?, ?, ?)`)
+		for range n - 1 {
+			q.WriteString(`, (?, ?, ?)`)
+		}
+		q.WriteString(` ON CONFLICT (stream) DO UPDATE SET last = excluded.last, deleted = excluded.deleted`)
+		st, err := s.wdb.Prepare(q.String())
+		if err != nil {
+			return err
+		}
+		s.upHeads = append(s.upHeads, st)
+		if n == 1 {
+			s.upHead = st
+		}
+	}
+	return nil
 }
 
 // Path is the database file.
@@ -199,7 +349,10 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
-	err1 := s.wdb.Close()
+	var err1 error
+	if s.wdb != nil {
+		err1 = s.wdb.Close()
+	}
 	err2 := s.rdb.Close()
 	return errors.Join(err1, err2)
 }
@@ -210,7 +363,9 @@ type request struct {
 	expected events.Expected
 	evs      []schema.Envelope
 	delete   bool
-	reply    chan reply
+	// fn, when set, is run alone in the writer's transaction (repairs).
+	fn    func(*sql.Tx) error
+	reply chan reply
 }
 
 type reply struct {
@@ -244,7 +399,13 @@ func (s *Store) DeleteStream(ctx context.Context, stream string, expected events
 	return err
 }
 
+// ErrReadOnly is returned by appends to a store opened with OpenReadOnly.
+var ErrReadOnly = errors.New("the event store is open read-only")
+
 func (s *Store) submit(ctx context.Context, r *request) (events.AppendResult, error) {
+	if s.wdb == nil {
+		return events.AppendResult{}, fmt.Errorf("%s: %w", s.path, ErrReadOnly)
+	}
 	r.reply = make(chan reply, 1)
 	select {
 	case s.reqs <- r:
@@ -293,6 +454,11 @@ func (s *Store) writer() {
 // index: its revision is the stream's, and a tombstone there means deleted.
 const lastOfStream = `SELECT revision, type FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1`
 
+// streamHead reads a stream's last revision from the streams table, which
+// every append keeps apart from the rows and their index: the two are
+// compared, so that damage to either cannot cut a stream short unnoticed.
+const streamHead = `SELECT last, deleted FROM streams WHERE stream = ?`
+
 func scanState(row *sql.Row) (streamState, error) {
 	var st streamState
 	var typ string
@@ -307,11 +473,51 @@ func scanState(row *sql.Row) (streamState, error) {
 	return st, nil
 }
 
+func scanHead(row *sql.Row) (streamState, error) {
+	var st streamState
+	err := row.Scan(&st.last, &st.deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil
+	}
+	st.exists = err == nil
+	return st, err
+}
+
+// headOf returns what the streams table says of stream. The index is
+// asked too when full is set or the table knows no such stream (a lost
+// row of the table must not make a stream look new); a disagreement is
+// reported as damage.
+func headOf(ctx context.Context, head, last *sql.Stmt, stream string, full bool) (streamState, error) {
+	st, err := scanHead(head.QueryRowContext(ctx, stream))
+	if err != nil || (st.exists && !full) {
+		return st, err
+	}
+	ix, err := scanState(last.QueryRowContext(ctx, stream))
+	if err != nil {
+		return st, err
+	}
+	if ix != st {
+		return st, &events.CorruptEventError{Stream: stream, Revision: max(st.last, ix.last),
+			Err: fmt.Errorf("the stream's recorded end (%s) and its index (%s) disagree", st, ix)}
+	}
+	return st, nil
+}
+
 // streamState is what the writer knows of one stream.
 type streamState struct {
 	last    uint64
 	exists  bool
 	deleted bool
+}
+
+func (st streamState) String() string {
+	switch {
+	case !st.exists:
+		return "no stream"
+	case st.deleted:
+		return fmt.Sprintf("deleted at revision %d", st.last)
+	}
+	return fmt.Sprintf("revision %d", st.last)
 }
 
 // commit writes a batch of requests in one transaction. A request whose
@@ -331,6 +537,20 @@ func (s *Store) commit(batch []*request) {
 				replies[i] = reply{err: err}
 				continue
 			}
+			if r.fn != nil {
+				// What was queued before lands first; what fn changes
+				// is read back by the requests after it.
+				if err := w.flush(); err != nil {
+					return err
+				}
+				clear(w.touched)
+				if err := r.fn(tx); err != nil {
+					return err
+				}
+				clear(s.cache)
+				wrote = true
+				continue
+			}
 			err := w.apply(r, &replies[i].res)
 			if err != nil && !isVerdict(err) {
 				return err // a storage failure: abandon the whole batch
@@ -342,6 +562,7 @@ func (s *Store) commit(batch []*request) {
 	})
 	if err != nil {
 		clear(s.cache) // the transaction rolled back: the cache may be ahead
+		s.nextPos = 0
 	}
 	for i, r := range batch {
 		if err != nil {
@@ -367,7 +588,15 @@ func (s *Store) validateCache(tx *sql.Tx) error {
 	}
 	if v != s.dataVersion {
 		clear(s.cache)
+		s.nextPos = 0
 		s.dataVersion = v
+	}
+	if s.nextPos == 0 {
+		head, err := allocated(tx)
+		if err != nil {
+			return fmt.Errorf("event store %s: %w", s.path, err)
+		}
+		s.nextPos = head + 1
 	}
 	return nil
 }
@@ -376,7 +605,8 @@ func (s *Store) validateCache(tx *sql.Tx) error {
 // from a failure of the storage underneath.
 func isVerdict(err error) bool {
 	var wev *events.WrongExpectedVersionError
-	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted)
+	var ce *events.CorruptEventError
+	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted) || errors.As(err, &ce)
 }
 
 func (s *Store) inTx(fn func(*sql.Tx) error) error {
@@ -411,7 +641,7 @@ func (w *txWriter) state(stream string) (streamState, error) {
 	if st, ok := w.s.cache[stream]; ok {
 		return st, nil
 	}
-	st, err := scanState(w.tx.Stmt(w.s.selStream).QueryRow(stream))
+	st, err := headOf(context.Background(), w.tx.Stmt(w.s.selHead), w.tx.Stmt(w.s.selStream), stream, true)
 	if err != nil {
 		return st, fmt.Errorf("append to %s: %w", stream, err)
 	}
@@ -421,7 +651,7 @@ func (w *txWriter) state(stream string) (streamState, error) {
 // row is one event waiting for its INSERT; res, on the last event of a
 // request, receives the position it lands at.
 type row struct {
-	args [11]any
+	args [12]any
 	res  *events.AppendResult
 }
 
@@ -454,10 +684,19 @@ func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 		return err
 	}
 	for i, e := range r.evs {
-		rev := next + uint64(i)
-		rw := row{args: [11]any{r.stream, rev, e.ID, e.Type, e.Version, e.SessionID, e.Time.UnixNano(), e.TurnID, e.CausationID, []byte(e.Payload), checksum(e.Payload)}}
+		// Positions are worked out here, in the order the rows are
+		// inserted, so that each row's checksum can cover its position.
+		// AUTOINCREMENT gives the same ones (the writer holds the write
+		// lock, and knows the highest position given out): the INSERT
+		// leaves them to it, which keeps SQLite's fast path for appending
+		// to the end of the table, and insertRows checks they agree.
+		rc := rec{pos: w.s.nextPos, stream: r.stream, rev: int64(next) + int64(i), id: e.ID, typ: e.Type, version: int64(e.Version),
+			sid: e.SessionID, ns: e.Time.UnixNano(), turn: e.TurnID, cause: e.CausationID, payload: e.Payload}
+		w.s.nextPos++
+		rw := row{args: [12]any{rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, []byte(rc.payload), w.s.sums.sum(&rc)}}
 		if i == len(r.evs)-1 {
-			res.NextRevision = rev
+			res.NextRevision = uint64(rc.rev)
+			res.Position = uint64(rc.pos)
 			rw.res = res
 		}
 		w.rows = append(w.rows, rw)
@@ -467,9 +706,9 @@ func (w *txWriter) apply(r *request, res *events.AppendResult) error {
 }
 
 // insertRows writes the queued rows: full chunks with the multi-row
-// statement, the rest one by one. Positions are consecutive within one
-// statement (AUTOINCREMENT under the write lock), so each row's position
-// follows from the statement's last insert id.
+// statement, the rest one by one. AUTOINCREMENT gives each row the next
+// position, consecutive within a statement; the last one must be the one
+// its checksum was computed with.
 func (w *txWriter) insertRows() error {
 	rows := w.rows
 	w.rows = w.rows[:0]
@@ -485,20 +724,19 @@ func (w *txWriter) insertRows() error {
 		}
 		args := make([]any, 0, 11*n)
 		for _, rw := range rows[:n] {
-			args = append(args, rw.args[:]...)
+			args = append(args, rw.args[1:]...)
 		}
 		out, err := stmt.Exec(args...)
 		if err != nil {
-			return fmt.Errorf("append to %s: %w", rows[0].args[0], err)
+			return fmt.Errorf("append to %s: %w", rows[0].args[1], err)
 		}
 		last, err := out.LastInsertId()
 		if err != nil {
-			return err
+			return fmt.Errorf("append to %s: %w", rows[0].args[1], err)
 		}
-		for k, rw := range rows[:n] {
-			if rw.res != nil {
-				rw.res.Position = uint64(last) - uint64(n-1-k)
-			}
+		if want := rows[n-1].args[0].(int64); last != want {
+			// Never expected: the checksums would not match the rows.
+			return fmt.Errorf("append to %s: the rows landed at position %d, not %d as their checksums say", rows[0].args[1], last, want)
 		}
 		rows = rows[n:]
 	}
@@ -511,55 +749,84 @@ func (w *txWriter) flush() error {
 	if err := w.insertRows(); err != nil {
 		return err
 	}
+	if err := w.recordEnds(); err != nil {
+		return err
+	}
 	for name, st := range w.touched {
 		w.s.cache[name] = st
 	}
 	return nil
 }
 
+// recordEnds writes the new end of every stream the transaction wrote into
+// the streams table, several streams per statement.
+func (w *txWriter) recordEnds() error {
+	if len(w.touched) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3*len(w.touched))
+	for name, st := range w.touched {
+		args = append(args, name, st.last, st.deleted)
+	}
+	for i, n := range headChunks {
+		for len(args) >= 3*n {
+			if _, err := w.tx.Stmt(w.s.upHeads[i]).Exec(args[:3*n]...); err != nil {
+				return fmt.Errorf("record stream ends: %w", err)
+			}
+			args = args[3*n:]
+		}
+	}
+	return nil
+}
+
+// headChunks are the numbers of stream ends one statement records: a
+// transaction's are written in as few statements as these allow, each
+// prepared once at Open (a statement cannot be prepared on the writer's
+// one connection while a transaction holds it).
+var headChunks = []int{16, 4, 1}
+
 // tombstone appends the deletion record first (so its position is above
-// every erased one) and then erases the stream's events.
+// every erased one), records the positions it erases, and erases the
+// stream's events.
 func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendResult, error) {
-	out, err := tx.Exec(`INSERT INTO events (stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc)
-		VALUES (?, ?, ?, ?, 1, ?, ?, '', '', '{}', ?)`,
-		stream, rev, uuid.NewString(), events.StreamDeletedType, events.SessionOf(stream), time.Now().UnixNano(), checksum([]byte("{}")))
-	if err != nil {
+	rc := rec{pos: s.nextPos, stream: stream, rev: int64(rev), id: uuid.NewString(), typ: events.StreamDeletedType, version: 1,
+		sid: events.SessionOf(stream), ns: time.Now().UnixNano(), payload: []byte("{}")}
+	if _, err := tx.Exec(`INSERT INTO events (`+columns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, rc.payload, s.sums.sum(&rc)); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
-	pos, _ := out.LastInsertId()
+	s.nextPos++
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO erased (position) SELECT position FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
 	if _, err := tx.Exec(`DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
-	return events.AppendResult{NextRevision: rev, Position: uint64(pos)}, nil
+	if _, err := tx.Stmt(s.upHead).Exec(stream, rev, true); err != nil {
+		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
+	}
+	return events.AppendResult{NextRevision: rev, Position: uint64(rc.pos)}, nil
 }
 
-const columns = `position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, payload, crc`
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checksum guards each payload against damage SQLite itself would not see
-// (it has no page checksums): a flipped byte is reported, not replayed.
-func checksum(b []byte) int64 { return int64(crc32.Checksum(b, castagnoli)) }
-
-func scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error) {
+// scanRows reads and checks rows in order. It stops at the first damaged
+// one, returning the rows before it and a *events.CorruptEventError.
+func (s *Store) scanRows(rows *sql.Rows, capHint int) ([]events.Recorded, error) {
 	defer rows.Close()
 	out := make([]events.Recorded, 0, capHint)
+	var r rec
+	var sums summer
 	for rows.Next() {
-		var r events.Recorded
-		var ns int64
-		var payload []byte
-		var crc int64
-		if err := rows.Scan(&r.Position, &r.Stream, &r.Revision, &r.ID, &r.Type, &r.Version, &r.SessionID, &ns,
-			&r.TurnID, &r.CausationID, &payload, &crc); err != nil {
+		if err := scan(rows, &r); err != nil {
+			var ce *events.CorruptEventError
+			if errors.As(err, &ce) {
+				return out, ce
+			}
 			return out, fmt.Errorf("scan event after position %d: %w", lastPos(out), err)
 		}
-		if checksum(payload) != crc {
-			return out, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position,
-				Err: errors.New("payload checksum mismatch")}
+		if err := r.check(s.legacyHead, &sums); err != nil {
+			return out, &events.CorruptEventError{Stream: r.stream, Revision: uint64(r.rev), Position: uint64(r.pos), Err: err}
 		}
-		r.Time = time.Unix(0, ns).UTC()
-		r.Payload = payload
-		out = append(out, r)
+		out = append(out, r.recorded())
 	}
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("read events after position %d: %w", lastPos(out), err)
@@ -574,12 +841,25 @@ func lastPos(rs []events.Recorded) uint64 {
 	return rs[len(rs)-1].Position
 }
 
-// ReadStream implements events.Store.
+// ReadStream implements events.Store. Besides each record's checksum it
+// checks that the stream reads back whole: consecutive revisions up to the
+// last one, all of this stream. The rows are found through the (stream,
+// revision) index and the columns it holds are read from it, so damage to
+// the index shows as a checksum mismatch or a missing revision too.
 func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direction, from uint64, limit int) ([]events.Recorded, error) {
+	if s.noLog {
+		return nil, nil
+	}
 	if limit <= 0 {
 		limit = -1
 	}
-	st, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	var st streamState
+	var err error
+	if s.format2 {
+		st, err = s.readHead(ctx, stream)
+	} else {
+		st, err = scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
@@ -589,46 +869,257 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if st.deleted {
 		return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 	}
-	q := `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
+	q := `SELECT ` + s.cols + ` FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`
 	arg := int64(from)
+	// want is the revision the next row must have; step goes with the
+	// direction, and wantN is how many rows a whole stream gives.
+	want, step, wantN := int64(from), int64(1), int64(st.last)-int64(from)+1
 	if dir == events.Backward {
-		q = `SELECT ` + columns + ` FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
-		if from == events.End {
+		q = `SELECT ` + s.cols + ` FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
+		if from == events.End || from > st.last {
 			arg = 1<<63 - 1
+			want = int64(st.last)
 		}
+		step, wantN = -1, want+1
+	}
+	if from > st.last && dir == events.Forward {
+		wantN = 0
+	}
+	if limit > 0 {
+		wantN = min(wantN, int64(limit))
 	}
 	rows, err := s.rdb.QueryContext(ctx, q, stream, arg, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
-	out, err := scanRows(rows, max(limit, 16))
+	out, err := s.scanRows(rows, max(limit, 16))
+	// The rows before a damaged one are checked first: a revision missing
+	// before it is the first damage.
+	for i, r := range out {
+		if r.Stream != stream || int64(r.Revision) != want+step*int64(i) || r.IsTombstone() {
+			return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*int64(i)),
+				Position: r.Position, Err: fmt.Errorf("the stream's index leads to %s@%d instead", r.Stream, r.Revision)})
+		}
+	}
 	if err != nil {
+		var ce *events.CorruptEventError
+		if errors.As(err, &ce) {
+			// The stream asked for is the one damaged, whatever the
+			// damaged row now says.
+			if exp := uint64(want + step*int64(len(out))); ce.Stream != stream || ce.Revision != exp {
+				ce.Err = fmt.Errorf("%w (the row names %s@%d)", ce.Err, ce.Stream, ce.Revision)
+				ce.Stream, ce.Revision = stream, exp
+			}
+		}
 		return nil, fmt.Errorf("read %s: %w", stream, err)
+	}
+	if n := int64(len(out)); n < wantN {
+		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: uint64(want + step*n),
+			Err: fmt.Errorf("missing from the stream, whose last revision is %d", st.last)})
+	} else if n > wantN {
+		return nil, fmt.Errorf("read %s: %w", stream, &events.CorruptEventError{Stream: stream, Revision: out[wantN].Revision, Position: out[wantN].Position,
+			Err: fmt.Errorf("beyond the stream's recorded end at revision %d", st.last)})
 	}
 	return out, nil
 }
 
-// ReadAll implements events.Store.
+// readHead is headOf for readers.
+func (s *Store) readHead(ctx context.Context, stream string) (streamState, error) {
+	st, err := scanHead(s.rdb.QueryRowContext(ctx, streamHead, stream))
+	if err != nil || st.exists {
+		return st, err
+	}
+	ix, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	if err == nil && ix.exists {
+		return st, &events.CorruptEventError{Stream: stream, Revision: ix.last,
+			Err: fmt.Errorf("the stream's recorded end is lost, its index holds %s", ix)}
+	}
+	return st, err
+}
+
+// ReadAll implements events.Store. Besides each record's checksum it
+// checks, in the same snapshot, that every position it skips (up to the
+// end of the log when it reaches it) is recorded as erased: a row lost to
+// damage is reported, not passed over like an erased one.
 func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Recorded, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, int64(after), limit)
+	if s.noLog {
+		return nil, nil
+	}
+	out, err := s.readAll(ctx, after, limit)
 	if err != nil {
-		if errors.Is(err, sql.ErrConnDone) || s.isClosed() {
+		if ctx.Err() == nil && (errors.Is(err, sql.ErrConnDone) || s.isClosed()) {
 			return nil, events.ErrClosed
 		}
-		return nil, fmt.Errorf("read global log after %d in %s: %w", after, s.path, err)
-	}
-	out, err := scanRows(rows, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read global log in %s: %w", s.path, err)
+		return out, fmt.Errorf("read global log in %s: %w", s.path, err)
 	}
 	return out, nil
 }
 
+func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.Recorded, error) {
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+s.cols+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, int64(after), limit)
+	if err != nil {
+		return nil, fmt.Errorf("after position %d: %w", after, err)
+	}
+	out, err := s.scanRows(rows, limit)
+	var ce *events.CorruptEventError
+	if errors.As(err, &ce) && ce.Position != 0 {
+		if st, rev, ok := s.locate(ctx, tx, ce.Position); ok && st != ce.Stream {
+			// The index still knows whose the row is: trust it over the
+			// row itself, whose columns are in doubt.
+			ce.Err = fmt.Errorf("%w (the row names %s@%d)", ce.Err, ce.Stream, ce.Revision)
+			ce.Stream, ce.Revision = st, rev
+		}
+	}
+	if !s.format2 {
+		return out, err
+	}
+	// Positions are checked up to the last row read, or up to a damaged
+	// row (a reader resumes after it), or up to the end of the log.
+	upper := lastPos(out)
+	switch {
+	case ce != nil && ce.Position > 0:
+		upper = max(upper, ce.Position-1)
+	case err != nil:
+	case len(out) < limit:
+		seq, serr := allocated(tx)
+		if serr != nil {
+			return out, serr
+		}
+		upper = max(upper, uint64(seq))
+	}
+	if herr := s.checkHoles(ctx, tx, after, upper, out); herr != nil {
+		var hole *events.CorruptEventError
+		if errors.As(herr, &hole) {
+			n := 0
+			for n < len(out) && out[n].Position < hole.Position {
+				n++
+			}
+			return out[:n], hole
+		}
+		return out, herr
+	}
+	return out, err
+}
+
+// checkHoles verifies that every position in (after, upper] is either
+// among rs or recorded as erased. Rows out of order are damage too.
+func (s *Store) checkHoles(ctx context.Context, tx *sql.Tx, after, upper uint64, rs []events.Recorded) error {
+	prev := after
+	for _, r := range rs {
+		if r.Position <= prev {
+			return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position,
+				Err: fmt.Errorf("out of order: read after position %d", prev)}
+		}
+		prev = r.Position
+	}
+	if upper <= after {
+		return nil
+	}
+	missing := upper - after - uint64(len(rs))
+	if missing == 0 {
+		return nil
+	}
+	var erased uint64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM erased WHERE position > ? AND position <= ?`, int64(after), int64(upper)).Scan(&erased); err != nil {
+		return fmt.Errorf("erased positions: %w", err)
+	}
+	if erased == missing {
+		return nil
+	}
+	// Find the first position neither read nor erased.
+	held := make(map[uint64]bool, len(rs))
+	for _, r := range rs {
+		held[r.Position] = true
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT position FROM erased WHERE position > ? AND position <= ? ORDER BY position`, int64(after), int64(upper))
+	if err != nil {
+		return fmt.Errorf("erased positions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p uint64
+		if err := rows.Scan(&p); err != nil {
+			return err
+		}
+		held[p] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for p := after + 1; p <= upper; p++ {
+		if !held[p] {
+			ce := &events.CorruptEventError{Position: p, Err: errMissing}
+			if st, rev, ok := s.locate(ctx, tx, p); ok {
+				ce.Stream, ce.Revision = st, rev
+			} else if st, rev, ok := s.locateLost(ctx, tx); ok {
+				ce.Stream, ce.Revision = st, rev
+			}
+			return ce
+		}
+	}
+	return nil // more erased than missing: the erased table names rows that exist
+}
+
+// locateLost finds the stream a row went missing from when the index lost
+// it too: the one live stream whose rows fall short of its recorded end. It
+// returns its first missing revision. It reads the whole index, and answers
+// only when exactly one stream is short.
+func (s *Store) locateLost(ctx context.Context, q querier) (string, uint64, bool) {
+	rows, err := q.QueryContext(ctx, `SELECT e.stream FROM events e JOIN streams s ON s.stream = e.stream
+		WHERE s.deleted = 0 GROUP BY e.stream HAVING count(*) != max(s.last) + 1 LIMIT 2`)
+	if err != nil {
+		return "", 0, false
+	}
+	var short []string
+	for rows.Next() {
+		var st string
+		if rows.Scan(&st) == nil {
+			short = append(short, st)
+		}
+	}
+	rows.Close()
+	if len(short) != 1 {
+		return "", 0, false
+	}
+	revs, err := q.QueryContext(ctx, `SELECT revision FROM events WHERE stream = ? ORDER BY revision`, short[0])
+	if err != nil {
+		return "", 0, false
+	}
+	defer revs.Close()
+	want := uint64(0)
+	for revs.Next() {
+		var r uint64
+		if revs.Scan(&r) != nil || r != want {
+			break
+		}
+		want++
+	}
+	return short[0], want, true
+}
+
+// locate asks the (stream, revision) index, a copy kept apart from the
+// rows, whose event position p is. It reads the whole index: it is for
+// damaged rows only.
+func (s *Store) locate(ctx context.Context, q querier, p uint64) (string, uint64, bool) {
+	var stream string
+	var rev uint64
+	err := q.QueryRowContext(ctx, `SELECT stream, revision FROM events INDEXED BY sqlite_autoindex_events_1 WHERE position = ?`, int64(p)).Scan(&stream, &rev)
+	return stream, rev, err == nil
+}
+
 // Head implements events.Store.
 func (s *Store) Head(ctx context.Context) (uint64, error) {
+	if s.noLog {
+		return 0, nil
+	}
 	var head sql.NullInt64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT max(position) FROM events`).Scan(&head); err != nil {
 		return 0, fmt.Errorf("read head of %s: %w", s.path, err)
@@ -660,17 +1151,17 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 	for {
 		wake := s.changes() // taken before reading, so no commit is missed
 		batch, err := s.ReadAll(ctx, after, page)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
 		for _, r := range batch {
 			if err := handle(r); err != nil {
 				return err
 			}
 			after = r.Position
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
 		}
 		if len(batch) == page {
 			continue
