@@ -853,12 +853,19 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if limit <= 0 {
 		limit = -1
 	}
+	// The stream's recorded end and its rows are read in one snapshot: an
+	// append committed between two separate reads would look like rows
+	// beyond the end.
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
+	}
+	defer tx.Rollback()
 	var st streamState
-	var err error
 	if s.format2 {
-		st, err = s.readHead(ctx, stream)
+		st, err = s.readHead(ctx, tx, stream)
 	} else {
-		st, err = scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+		st, err = scanState(tx.QueryRowContext(ctx, lastOfStream, stream))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
@@ -888,7 +895,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 	if limit > 0 {
 		wantN = min(wantN, int64(limit))
 	}
-	rows, err := s.rdb.QueryContext(ctx, q, stream, arg, limit)
+	rows, err := tx.QueryContext(ctx, q, stream, arg, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.path, err)
 	}
@@ -924,12 +931,12 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 }
 
 // readHead is headOf for readers.
-func (s *Store) readHead(ctx context.Context, stream string) (streamState, error) {
-	st, err := scanHead(s.rdb.QueryRowContext(ctx, streamHead, stream))
+func (s *Store) readHead(ctx context.Context, tx *sql.Tx, stream string) (streamState, error) {
+	st, err := scanHead(tx.QueryRowContext(ctx, streamHead, stream))
 	if err != nil || st.exists {
 		return st, err
 	}
-	ix, err := scanState(s.rdb.QueryRowContext(ctx, lastOfStream, stream))
+	ix, err := scanState(tx.QueryRowContext(ctx, lastOfStream, stream))
 	if err == nil && ix.exists {
 		return st, &events.CorruptEventError{Stream: stream, Revision: ix.last,
 			Err: fmt.Errorf("the stream's recorded end is lost, its index holds %s", ix)}
