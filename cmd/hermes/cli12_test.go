@@ -155,3 +155,29 @@ func TestProviderErrorsFailFast(t *testing.T) {
 		t.Fatalf("unknown provider: %d\n%s", code, errOut)
 	}
 }
+
+// projections status and rebuild include the search index.
+func TestProjectionsIncludeSearch(t *testing.T) {
+	home := t.TempDir()
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, s, "00000000-0000-4000-8000-0000000000cc", 2)
+	s.Close()
+	if out := mustRun(t, home, "projections", "status"); !strings.Contains(out, "search") {
+		t.Fatalf("status:\n%s", out)
+	}
+	mustRun(t, home, "projections", "rebuild", "search")
+	out := mustRun(t, home, "projections", "status")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "search") {
+			line = l
+		}
+	}
+	if f := strings.Fields(line); len(f) != 4 || f[3] != "0" || f[1] == "0" {
+		t.Fatalf("search after its rebuild: %q\n%s", line, out)
+	}
+	mustRun(t, home, "projections", "rebuild")
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/projections/search"
 )
 
 func projectionsCmd(g *globals) *cobra.Command {
@@ -29,6 +32,18 @@ func projectionsCmd(g *globals) *cobra.Command {
 			for _, s := range st {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", s.Name, s.Checkpoint, s.Head, s.Behind)
 			}
+			// The search index lives in its own files (search.bleve).
+			head, _ := a.store.Head(cmd.Context())
+			if idx, err := search.Open(filepath.Join(a.home, "search.bleve")); err != nil {
+				fmt.Fprintf(tw, "search\t-\t%d\t-\t(%v)\n", head, err)
+			} else {
+				cp, cerr := idx.Checkpoint(cmd.Context())
+				idx.Close()
+				if cerr != nil {
+					return cerr
+				}
+				fmt.Fprintf(tw, "search\t%d\t%d\t%d\n", cp, head, head-min(cp, head))
+			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
@@ -47,7 +62,7 @@ func projectionsCmd(g *globals) *cobra.Command {
 	}
 	rebuild := &cobra.Command{
 		Use:   "rebuild [NAME]",
-		Short: "Drop a projection (all when no name is given) and rebuild it from the events",
+		Short: "Drop a projection (all, the search index included, when no name is given; search: the index alone) and rebuild it from the events",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := g.open()
@@ -60,8 +75,16 @@ func projectionsCmd(g *globals) *cobra.Command {
 				name = args[0]
 			}
 			start := time.Now()
-			if err := a.runner.Rebuild(cmd.Context(), name); err != nil {
-				return err
+			if name != "search" {
+				if err := a.runner.Rebuild(cmd.Context(), name); err != nil {
+					return err
+				}
+			}
+			if name == "" || name == "search" {
+				// The search index is rebuilt as hermes search --rebuild does.
+				if err := a.searchIndex(cmd.Context(), true, nil, func(*search.Index) error { return nil }); err != nil {
+					return err
+				}
 			}
 			head, _ := a.store.Head(cmd.Context())
 			what := name
