@@ -165,7 +165,7 @@ func TestProjectionsIncludeSearch(t *testing.T) {
 	}
 	seed(t, s, "00000000-0000-4000-8000-0000000000cc", 2)
 	s.Close()
-	if out := mustRun(t, home, "projections", "status"); !strings.Contains(out, "search") {
+	if out := mustRun(t, home, "projections", "status"); !strings.Contains(out, "not built yet") {
 		t.Fatalf("status:\n%s", out)
 	}
 	mustRun(t, home, "projections", "rebuild", "search")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -34,7 +35,12 @@ func projectionsCmd(g *globals) *cobra.Command {
 			}
 			// The search index lives in its own files (search.bleve).
 			head, _ := a.store.Head(cmd.Context())
-			if idx, err := search.Open(filepath.Join(a.home, "search.bleve")); err != nil {
+			path := filepath.Join(a.home, "search.bleve")
+			if _, err := os.Stat(path); err != nil {
+				fmt.Fprintf(tw, "search\t0\t%d\t%d\t(not built yet: the next hermes search builds it)\n", head, head)
+			} else if g.readOnlyHome(a.home) {
+				fmt.Fprintf(tw, "search\t-\t%d\t-\t(read-only home: the index is not opened)\n", head)
+			} else if idx, err := search.Open(path); err != nil {
 				fmt.Fprintf(tw, "search\t-\t%d\t-\t(%v)\n", head, err)
 			} else {
 				cp, cerr := idx.Checkpoint(cmd.Context())
