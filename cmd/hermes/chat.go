@@ -218,15 +218,21 @@ func (c *chatter) newSession(ctx context.Context, source string) (string, error)
 // createSession starts session id (its first events: the start and the
 // stable prefix).
 func (c *chatter) createSession(ctx context.Context, source, id string) error {
+	return c.startSession(ctx, id, source, c.cfg.Model, c.tools)
+}
+
+// startSession creates session id with the stable prefix for tools (and
+// the skills index when skill_view is among them).
+func (c *chatter) startSession(ctx context.Context, id, source, model string, tools []string) error {
 	var index []prompt.Skill
-	if slices.Contains(c.tools, "skill_view") {
+	if slices.Contains(tools, "skill_view") {
 		all, _ := library(c.a.home, c.wd).All()
 		for _, s := range all {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: c.tools, Skills: index, Now: time.Now()})
-	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: c.cfg.Model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: tools, Skills: index, Now: time.Now()})
+	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 }
 
 // summarizer condenses long session_search results with the auxiliary

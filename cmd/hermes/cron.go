@@ -21,7 +21,6 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
@@ -188,17 +187,7 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 // cron, the job's model, a stable prefix naming the run's tools.
 func (c *chatter) createCronSession(ctx context.Context, id string, job *cron.Job) error {
 	tb, _ := c.cronTools(job)
-	names := tb.Names()
-	var index []prompt.Skill
-	if slices.Contains(names, "skill_view") {
-		all, _ := library(c.a.home, c.wd).All()
-		for _, s := range all {
-			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
-		}
-	}
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: names, Skills: index, Now: time.Now()})
-	return session.Create(ctx, c.a.store, id, session.Start{Source: "cron", Model: first(job.Spec.Model, c.cfg.Model),
-		Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	return c.startSession(ctx, id, "cron", first(job.Spec.Model, c.cfg.Model), tb.Names())
 }
 
 // cronTools is the toolbox of a job's runs: the configured tools narrowed
