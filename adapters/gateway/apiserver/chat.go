@@ -85,13 +85,26 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, r, wt, tr, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
+	final, ok := s.awaitFinal(w, r, wt)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, chatCompletion{ID: wt.public, Object: "chat.completion", Created: created, Model: s.answerModel(req.Model),
+		Choices: []chatChoice{{Index: 0, Message: chatAnswer{Role: "assistant", Content: final.Text}, FinishReason: "stop"}},
+		Usage:   chatUsageOf(final.Usage)})
+}
+
+// awaitFinal waits for the turn's final reply of a non-streamed request
+// and names its session in the response header. false means the answer
+// (a timeout, a failed turn) is written already.
+func (s *Server) awaitFinal(w http.ResponseWriter, r *http.Request, wt *waiter) (*schema.Outbound, bool) {
 	f := s.follow(r, wt, false)
 	defer f.close()
 	for {
 		n, err := f.next()
 		if err != nil {
 			s.timedOut(w, err)
-			return
+			return nil, false
 		}
 		final := n.final
 		if final == nil {
@@ -100,12 +113,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(SessionHeader, final.SessionID)
 		if final.Error != "" {
 			fail(w, http.StatusInternalServerError, serverError, "turn_failed", final.Error)
-			return
+			return nil, false
 		}
-		writeJSON(w, http.StatusOK, chatCompletion{ID: wt.public, Object: "chat.completion", Created: created, Model: s.answerModel(req.Model),
-			Choices: []chatChoice{{Index: 0, Message: chatAnswer{Role: "assistant", Content: final.Text}, FinishReason: "stop"}},
-			Usage:   chatUsageOf(final.Usage)})
-		return
+		return final, true
 	}
 }
 

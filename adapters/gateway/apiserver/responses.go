@@ -189,27 +189,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.streamResponse(w, r, wt, &req, tr, created, msgID)
 		return
 	}
-	f := s.follow(r, wt, false)
-	defer f.close()
-	for {
-		n, err := f.next()
-		if err != nil {
-			s.timedOut(w, err)
-			return
-		}
-		final := n.final
-		if final == nil {
-			continue
-		}
-		w.Header().Set(SessionHeader, final.SessionID)
-		if final.Error != "" {
-			fail(w, http.StatusInternalServerError, serverError, "turn_failed", final.Error)
-			return
-		}
-		o := finished(s.responseBase(responseID(reqID, final.SessionID), &req, created), msgID, final)
-		writeJSON(w, http.StatusOK, o)
+	final, ok := s.awaitFinal(w, r, wt)
+	if !ok {
 		return
 	}
+	writeJSON(w, http.StatusOK, finished(s.responseBase(responseID(reqID, final.SessionID), &req, created), msgID, final))
 }
 
 // streamResponse answers with the Responses API's typed events.
