@@ -399,6 +399,13 @@ func progress(w io.Writer, quiet bool) agent.Observer {
 	}
 }
 
+// stdinTerminal reports whether the chat's input is a terminal (a person)
+// rather than a pipe (a script).
+func stdinTerminal(cmd *cobra.Command) bool {
+	in, ok := cmd.InOrStdin().(*os.File)
+	return ok && isatty.IsTerminal(in.Fd())
+}
+
 func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")
@@ -407,7 +414,18 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		return runScreenChat(cmd, g, f)
 	}
 	con := newConsole(cmd.InOrStdin(), cmd.ErrOrStderr())
-	c, err := newChatter(g, f.ov, con)
+	var opts []chatOption
+	if f.query == "" && stdinTerminal(cmd) {
+		// A person typing plain lines gets titles as on the screen; a
+		// script (-q, or lines from a pipe) does not pay for the extra
+		// model call, as in Hermes' quiet single-query mode.
+		opts = append(opts, func(d *session.Deps, provider agent.Provider, cfg Resolved) {
+			if cfg.AutoTitle {
+				d.Title = titler(provider, cfg, nil)
+			}
+		})
+	}
+	c, err := newChatter(g, f.ov, con, opts...)
 	if err != nil {
 		return err
 	}
@@ -480,7 +498,7 @@ func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) 
 	return "", 0
 }
 
-const chatHelp = `commands: /new  /resume ID  /stop  /compress  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
+const chatHelp = `commands: /new  /resume ID  /stop  /compress [--force]  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
 
 func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags, con *console) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -488,11 +506,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	// From a terminal, a line typed during a turn interrupts it (the
 	// actor queues it). From a pipe, lines are a script: each waits for the
 	// turn before it.
-	in := cmd.InOrStdin()
-	script := true
-	if f, ok := in.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		script = false
-	}
+	script := !stdinTerminal(cmd)
 	// In script mode, the next line is taken only when the previous one
 	// is done with (a turn finished, a command ran).
 	lines := con.lines
@@ -503,7 +517,14 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	results := make(chan session.TurnResult, 4)
+	// A turn's result, with the session it was sent to: a session that
+	// compression continued in another is followed there, unless the
+	// person moved on (/new, /resume) meanwhile.
+	type ended struct {
+		from string
+		res  session.TurnResult
+	}
+	results := make(chan ended, 4)
 	running, model := 0, ""
 	shown := id // the session last announced
 	observe := func(o agent.Observation) {
@@ -570,7 +591,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 					// resume it now.
 					c.mgr.Restart(prev)
 				}
-				if strings.HasPrefix(line, "/new") || strings.HasPrefix(line, "/resume") {
+				if strings.HasPrefix(line, "/new") || strings.HasPrefix(line, "/resume") || strings.HasPrefix(line, "/compress") {
 					shown = id
 				}
 				if quit {
@@ -593,10 +614,14 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 			waiting = true
 			turnID, text, m := id, line, model
 			go func() {
-				results <- c.mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})
+				results <- ended{turnID, c.mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})}
 			}()
-		case res := <-results:
+		case e := <-results:
+			res := e.res
 			running--
+			if res.SessionID != "" && res.SessionID != e.from && e.from == id {
+				id = res.SessionID
+			}
 			if res.SessionID != "" && res.SessionID != shown {
 				shown = res.SessionID
 				fmt.Fprintf(errw, "\nsession: %s (continued after compression)\n", res.SessionID)
@@ -651,10 +676,15 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 	case "/stop":
 		c.mgr.Stop(*id, "user sent /stop")
 	case "/compress":
-		next, err := c.mgr.Compress(ctx, *id, *model)
+		force := len(fields) == 2 && fields[1] == "--force"
+		if len(fields) > 2 || len(fields) == 2 && !force {
+			return false, errors.New("usage: /compress [--force]")
+		}
+		next, err := c.mgr.CompressNow(ctx, *id, session.CompressNow{Model: *model, Force: force})
 		if err != nil {
 			return false, err
 		}
+		*id = next
 		fmt.Fprintf(errw, "compressed: the conversation continues in session %s\n", next)
 	case "/model":
 		if len(fields) != 2 {

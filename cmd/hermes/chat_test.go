@@ -586,3 +586,39 @@ func TestChatBrokenStreams(t *testing.T) {
 		}
 	})
 }
+
+// In plain mode the chat follows the conversation into the session that
+// /compress continues it in: /usage counts both, and the next turn is
+// sent to the new session.
+func TestPlainChatFollowsCompression(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+		switch lastUser(r) {
+		case "hi":
+			return &llmtest.Reply{Content: "Hello, human.", Prompt: 10, Completion: 3}
+		case "how are you":
+			return &llmtest.Reply{Content: "Fine, thanks.", Prompt: 10, Completion: 3}
+		case "again":
+			return &llmtest.Reply{Content: "Second.", Prompt: 12, Completion: 2}
+		}
+		return &llmtest.Reply{Content: "The person greeted the assistant.", Prompt: 30, Completion: 6}
+	})
+	defer srv.Close()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "hi\nhow are you\n/compress --force\n/usage\nagain\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(out, "Second.") {
+		t.Fatalf("exit %d: %q\n%s", code, out, errOut)
+	}
+	_, after, ok := strings.Cut(errOut, "compressed: the conversation continues in session ")
+	if !ok {
+		t.Fatalf("no compression:\n%s", errOut)
+	}
+	child := strings.Fields(after)[0]
+	if !strings.Contains(errOut, "session "+child+": 4 model calls over 2 sessions") {
+		t.Fatalf("/usage does not follow the compression into %s:\n%s", child, errOut)
+	}
+	ev, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "events", child)
+	if !strings.Contains(ev, "again") || !strings.Contains(ev, "Second.") {
+		t.Fatalf("the turn after /compress is not in %s:\n%s", child, ev)
+	}
+}

@@ -33,6 +33,12 @@ type Config struct {
 	Compression       CompressionConfig `yaml:"compression"`
 	Auxiliary         struct {
 		Compression ModelRef `yaml:"compression"`
+		// TitleGeneration is Hermes' auxiliary.title_generation: enabled
+		// (default true) names a new session after its first exchange in
+		// an interactive chat.
+		TitleGeneration struct {
+			Enabled *bool `yaml:"enabled"`
+		} `yaml:"title_generation"`
 	} `yaml:"auxiliary"`
 	Budget struct {
 		MaxCostPerSession float64 `yaml:"max_cost_per_session"`
@@ -143,8 +149,10 @@ type Resolved struct {
 	BackoffBase time.Duration
 	Compression compress.Config
 	// Aux is the auxiliary model for summaries (zero: the main one).
-	Aux                                   llm.Config
-	AuxModel                              string
+	Aux      llm.Config
+	AuxModel string
+	// AutoTitle: interactive chats are titled by the auxiliary model.
+	AutoTitle                             bool
 	ContextWindow                         int
 	MaxCostPerSession, MaxCostPerDay      float64
 	MaxDepth, MaxConcurrent, MaxDelegates int
@@ -338,6 +346,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
+	r.AutoTitle = c.Auxiliary.TitleGeneration.Enabled == nil || *c.Auxiliary.TitleGeneration.Enabled
 	r.ContextWindow = c.ContextWindow
 	d := c.Delegation
 	r.MaxDepth, r.MaxConcurrent, r.MaxDelegates = d.MaxDepth, d.MaxConcurrent, d.MaxPerResponse

@@ -117,7 +117,9 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	ov := f.ov
 	sc.yolo, ov.Yolo = ov.Yolo, false // per turn: /yolo switches it
 	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider agent.Provider, cfg Resolved) {
-		d.Title = titler(provider, cfg, func(id, title string) { sc.titles <- [2]string{id, title} })
+		if cfg.AutoTitle {
+			d.Title = titler(provider, cfg, func(id, title string) { sc.titles <- [2]string{id, title} })
+		}
 	})
 	if err != nil {
 		scr.Close()

@@ -370,3 +370,65 @@ func TestSessionsRename(t *testing.T) {
 		t.Fatalf("a running session was renamed: %v %s", err, errOut)
 	}
 }
+
+// A person typing plain lines (--plain on a terminal) gets a generated
+// title as on the screen; auxiliary.title_generation.enabled: false turns
+// it off; a script (-q) never asks for one.
+func TestPlainChatTitles(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetRoute(screenRoute)
+	defer srv.Close()
+	titleCalls := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if strings.Contains(string(r.Raw), "Name the conversation") {
+				n++
+			}
+		}
+		return n
+	}
+	home, wd := t.TempDir(), t.TempDir()
+	p := newPane(t, wd, screenEnv(srv), 100, 30, fmt.Sprintf("%s --home %s chat --plain --model m; echo exit=$? > %s/exit; sleep 60", bin, home, home))
+	p.waitText("commands:")
+	p.text("hello")
+	p.keys("Enter")
+	p.waitText("Hello, **human**.")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(mustRun(t, home, "sessions", "list"), "Greeting The Human") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plain chat was not titled:\n%s", mustRun(t, home, "sessions", "list"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.text("/exit")
+	p.keys("Enter")
+	if n := titleCalls(); n != 1 {
+		t.Fatalf("%d title calls", n)
+	}
+
+	// -q: no title call.
+	if _, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "--model", "m", "-q", "hello"); code != 0 {
+		t.Fatalf("-q: %d %s", code, errOut)
+	}
+	// Disabled in config.yaml: no title call either.
+	off := t.TempDir()
+	os.WriteFile(filepath.Join(off, "config.yaml"), []byte("auxiliary:\n  title_generation:\n    enabled: false\n"), 0o600)
+	q := newPane(t, wd, screenEnv(srv), 100, 30, fmt.Sprintf("%s --home %s chat --plain --model m; echo exit=$? > %s/exit; sleep 60", bin, off, off))
+	q.waitText("commands:")
+	q.text("hello")
+	q.keys("Enter")
+	q.waitText("Hello, **human**.")
+	q.text("/exit")
+	q.keys("Enter")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(off, "exit")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/exit did not end hermes:\n%s", q.screen())
+		}
+	}
+	if n := titleCalls(); n != 1 {
+		t.Fatalf("%d title calls after -q and a chat with titles off", n)
+	}
+}
