@@ -76,7 +76,7 @@ func prismProxy(t *testing.T, spec, upstream string) string {
 		}
 	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(180 * time.Second)
 	for {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
@@ -88,7 +88,7 @@ func prismProxy(t *testing.T, spec, upstream string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prism did not listen within 90 s:\n%s", logs.String())
+			t.Fatalf("prism did not listen within 180 s:\n%s", logs.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
