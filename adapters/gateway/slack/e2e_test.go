@@ -93,7 +93,9 @@ func start(t *testing.T, p *peer, m mode, script ...llmtest.Reply) *setup {
 	return s
 }
 
-func (s *setup) count(t *testing.T, typ string) int { return gatewaytest.CountTypes(t, s.rig.Store, typ) }
+func (s *setup) count(t *testing.T, typ string) int {
+	return gatewaytest.CountTypes(t, s.rig.Store, typ)
+}
 
 // An allowed user's direct message, pushed over Socket Mode, reaches the
 // agent; the answer is posted to the DM as mrkdwn, at top level (a
