@@ -31,9 +31,10 @@ import (
 // to the adapter's endpoint.
 
 // Ids of the workspace the tests play in. slacktest's auth.test answers
-// that the bot is botID.
+// that the bot's user is botID (its "non-bot" user W012A3CDE: the id the
+// adapter learns, and the one mentions name).
 const (
-	botID   = "U023BECGF"
+	botID   = "W012A3CDE"
 	alice   = "UALICE01"
 	bob     = "UBOB0002"
 	dm      = "D0ALICE1"
