@@ -176,6 +176,41 @@ func TestThreadsAreSessions(t *testing.T) {
 	}
 }
 
+// Over Socket Mode, /hermes is a prompt for the channel's session of the
+// user, answered in the channel; without text its ack carries a usage hint
+// shown only to the user. A reply in a thread of the DM is a session apart
+// from the DM's, answered in that thread.
+func TestSocketModeSlashCommandAndDMThreads(t *testing.T) {
+	p := startPeer(t)
+	s := start(t, p, socketMode, llmtest.Reply{Content: "42"}, llmtest.Reply{Content: "top"}, llmtest.Reply{Content: "threaded"})
+	cmd := map[string]any{"token": "x", "team_id": "T024BE7LD", "channel_id": channel, "channel_name": "general", "user_id": alice,
+		"user_name": "alice", "command": "/hermes", "text": "what is the answer?", "trigger_id": "1.2.3", "response_url": "https://hooks.slack.com/commands/1/2"}
+	env := p.envelope("slash_commands", cmd)
+	if got := p.rec.waitPosts(t, channel, 1)[0]; got.Text != "42" || got.ThreadTS != "" {
+		t.Fatalf("answer %+v", got)
+	}
+	gatewaytest.WaitFor(t, "the command acknowledged", func() bool { return p.acked(env) })
+	cmd["text"], cmd["trigger_id"] = "", "1.2.4"
+	env = p.envelope("slash_commands", cmd)
+	gatewaytest.WaitFor(t, "the empty command acknowledged", func() bool { return p.acked(env) })
+	if a := p.ack(env); !strings.Contains(a, `"response_type":"ephemeral"`) || !strings.Contains(a, "Usage: /hermes") {
+		t.Fatalf("ack %s", a)
+	}
+
+	top := p.ts()
+	p.envelope("events_api", messageEvent(alice, dm, "im", "at the top", top, ""))
+	if got := p.rec.waitPosts(t, dm, 1)[0]; got.Text != "top" || got.ThreadTS != "" {
+		t.Fatalf("top-level DM answer %+v", got)
+	}
+	p.envelope("events_api", messageEvent(alice, dm, "im", "in a thread", p.ts(), top))
+	if got := p.rec.waitPosts(t, dm, 2)[1]; got.Text != "threaded" || got.ThreadTS != top {
+		t.Fatalf("DM thread answer %+v, want in thread %s", got, top)
+	}
+	if n := s.count(t, "SessionStarted"); n != 3 {
+		t.Fatalf("%d sessions, want 3 (the channel's for alice, the DM's, the DM thread's)", n)
+	}
+}
+
 // A long answer arrives as several posts in the thread, each within
 // MaxMessage characters, with nothing lost.
 func TestLongAnswerIsSplit(t *testing.T) {

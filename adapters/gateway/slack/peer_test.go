@@ -127,7 +127,7 @@ type peer struct {
 	srv  *slacktest.Server
 	rec  *recorder
 	mu   sync.Mutex
-	acks []string
+	acks map[string]string // envelope id → the ack frame
 	seq  atomic.Int64
 }
 
@@ -135,7 +135,7 @@ type peer struct {
 // own hook), for the failure tests.
 func startPeer(t testing.TB, binders ...slacktest.Binder) *peer {
 	t.Helper()
-	p := &peer{srv: slacktest.NewTestServer(binders...), rec: &recorder{base: http.DefaultTransport}}
+	p := &peer{srv: slacktest.NewTestServer(binders...), rec: &recorder{base: http.DefaultTransport}, acks: map[string]string{}}
 	p.srv.Start()
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done); p.srv.Stop() })
@@ -150,7 +150,7 @@ func startPeer(t testing.TB, binders ...slacktest.Binder) *peer {
 				}
 				if json.Unmarshal([]byte(m), &ack) == nil && ack.EnvelopeID != "" {
 					p.mu.Lock()
-					p.acks = append(p.acks, ack.EnvelopeID)
+					p.acks[ack.EnvelopeID] = m
 					p.mu.Unlock()
 				}
 			case <-done:
@@ -168,12 +168,15 @@ func (p *peer) client() *http.Client { return &http.Client{Transport: p.rec} }
 func (p *peer) acked(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, a := range p.acks {
-		if a == id {
-			return true
-		}
-	}
-	return false
+	_, ok := p.acks[id]
+	return ok
+}
+
+// ack returns the frame that acknowledged envelope id ("" if none yet).
+func (p *peer) ack(id string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acks[id]
 }
 
 // ts returns a fresh Slack message timestamp.
