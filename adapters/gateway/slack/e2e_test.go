@@ -109,6 +109,10 @@ func TestSocketModeAnswersAllowedUser(t *testing.T) {
 		t.Fatalf("answer %+v", got)
 	}
 	gatewaytest.WaitFor(t, "the envelope acknowledged", func() bool { return p.acked(env) })
+	// An event type this build does not know is acknowledged (Slack would
+	// send it again) and starts nothing.
+	future := p.envelope("events_api", callback(map[string]any{"type": "some_future_event", "user": alice, "channel": dm}))
+	gatewaytest.WaitFor(t, "the unknown event acknowledged", func() bool { return p.acked(future) })
 	gatewaytest.WaitFor(t, "the reply recorded as delivered", func() bool { return s.count(t, "GatewayMessageDelivered") == 1 })
 	if strings.Contains(gatewaytest.Payloads(t, s.rig.Store), "xoxb-") || strings.Contains(gatewaytest.Payloads(t, s.rig.Store), "xapp-") {
 		t.Fatal("a token is in the events")
@@ -312,6 +316,17 @@ func TestEventsAPISignedRequests(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" {
 		t.Fatalf("challenge: %d %q", resp.StatusCode, body)
+	}
+
+	resp = signedJSON(t, ep, callback(map[string]any{"type": "some_future_event", "user": alice}))
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("an event type this build does not know: status %d, want 200 (or Slack sends it again)", resp.StatusCode)
+	}
+	resp = signed(t, ep, "application/json", []byte(`{"type":`), secret, time.Now())
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("not JSON: status %d", resp.StatusCode)
 	}
 
 	msg, _ := json.Marshal(messageEvent(alice, dm, "im", "ping", p.ts(), ""))

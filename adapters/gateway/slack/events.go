@@ -91,8 +91,13 @@ func (a *Adapter) serveHTTP(w http.ResponseWriter, r *http.Request, in gw.Inbox)
 	}
 	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
 	if err != nil {
-		if ev.Type == slackevents.CallbackEvent {
-			// An event type this build does not know: not for us.
+		var outer struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(body, &outer) == nil && outer.Type == slackevents.CallbackEvent {
+			// An event type this build does not know: not for us. A 200,
+			// or Slack sends it again (and in time turns the
+			// subscription off).
 			w.WriteHeader(http.StatusOK)
 			return
 		}

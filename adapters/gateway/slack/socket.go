@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -55,6 +56,19 @@ func (a *Adapter) onSocketEvent(ctx context.Context, client *socketmode.Client, 
 		a.connected.Store(false)
 		return &gw.PermanentError{Err: errors.New("slack socket mode refused the app token: check SLACK_APP_TOKEN")}
 	case socketmode.EventTypeErrorBadMessage:
+		// An envelope this build cannot read (an event type it does not
+		// know) is acknowledged: it never will read it, and Slack would
+		// only send it again. Frames without an envelope are ignored.
+		var env struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if bad, ok := evt.Data.(*socketmode.ErrorBadMessage); ok && json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
+			a.log.Debug().Str("envelope", env.EnvelopeID).Msg("socket mode: an envelope this build cannot read: acknowledged, ignored")
+			if err := client.AckCtx(ctx, env.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+				a.log.Warn().Err(err).Msg("socket mode ack")
+			}
+			return nil
+		}
 		a.log.Debug().Msg("socket mode: a frame that is not a Socket Mode request: ignored")
 	case socketmode.EventTypeEventsAPI:
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
