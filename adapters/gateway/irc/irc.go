@@ -366,6 +366,12 @@ func (a *Adapter) handle(ctx context.Context, c *conn, m *ircmsg.Message, in gw.
 	case "464", "465": // password mismatch, banned
 		return &gw.PermanentError{Err: fmt.Errorf("irc: the server refused the bot: %s", param(m, len(m.Params)-1))}
 	case "ERROR":
+		// Servers that refuse a password say so in ERROR alone
+		// (ngIRCd: "Access denied: Bad password?").
+		why := strings.ToLower(param(m, 0))
+		if !c.isRegistered() && (strings.Contains(why, "password") || strings.Contains(why, "banned")) {
+			return &gw.PermanentError{Err: fmt.Errorf("irc: the server refused the bot: %s", param(m, 0))}
+		}
 		return fmt.Errorf("irc: server error: %s", param(m, 0))
 	case "NICK":
 		nuh, _ := m.NUH()

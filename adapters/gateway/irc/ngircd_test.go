@@ -26,7 +26,10 @@ type ngircd struct {
 
 // startNgircd starts ngIRCd, and stops it when the test ends. Without an
 // ngircd binary the test skips, or fails under CI (.ci/run installs it).
-func startNgircd(t testing.TB) *ngircd {
+func startNgircd(t testing.TB) *ngircd { t.Helper(); return startNgircdWith(t, "") }
+
+// startNgircdWith is startNgircd with more lines for the [Global] section.
+func startNgircdWith(t testing.TB, global string) *ngircd {
 	t.Helper()
 	bin := os.Getenv("HERMES_NGIRCD")
 	if bin == "" {
@@ -59,6 +62,7 @@ func startNgircd(t testing.TB) *ngircd {
 	PidFile = %s
 	ServerUID = %d
 	ServerGID = %d
+%s
 [Limits]
 	MaxConnectionsIP = 0
 	MaxNickLength = 30
@@ -70,7 +74,7 @@ func startNgircd(t testing.TB) *ngircd {
 	DNS = no
 	Ident = no
 	PAM = no
-`, port, filepath.Join(dir, "ngircd.pid"), os.Getuid(), os.Getgid())
+`, port, filepath.Join(dir, "ngircd.pid"), os.Getuid(), os.Getgid(), global)
 	path := filepath.Join(dir, "ngircd.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
