@@ -66,8 +66,8 @@ func TestBudget(t *testing.T) {
 func TestUserID(t *testing.T) {
 	allowed := []string{"Alice", "bob!*@*.example.org", " ", "carol!carol@10.0.0.?"}
 	for _, tc := range []struct{ nick, user, host, want string }{
-		{"alice", "a", "h", "Alice"},                                    // nicks compare case-insensitively
-		{"bob", "~bob", "home.example.org", "bob!*@*.example.org"},      // a mask
+		{"alice", "a", "h", "Alice"},                                     // nicks compare case-insensitively
+		{"bob", "~bob", "home.example.org", "bob!*@*.example.org"},       // a mask
 		{"bob", "~bob", "example.org.evil", "bob!~bob@example.org.evil"}, // the mask's host does not match
 		{"carol", "carol", "10.0.0.7", "carol!carol@10.0.0.?"},
 		{"carol", "carol", "10.0.0.77", "carol!carol@10.0.0.77"},
