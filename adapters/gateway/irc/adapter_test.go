@@ -12,6 +12,7 @@ import (
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
+	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -55,7 +56,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func newAdapter(t *testing.T, srv *ngircd, cfg irc.Config) *irc.Adapter {
+func newAdapter(t *testing.T, srv *irctest.Server, cfg irc.Config) *irc.Adapter {
 	t.Helper()
 	cfg.Server, cfg.Port, cfg.Log = "127.0.0.1", srv.Port, zerolog.Nop()
 	if cfg.Nick == "" {
@@ -74,9 +75,9 @@ func newAdapter(t *testing.T, srv *ngircd, cfg irc.Config) *irc.Adapter {
 // With its nick taken, the bot takes a variant, and is reachable by it:
 // what it is sent arrives with the sender's id, and its answer arrives.
 func TestNickCollision(t *testing.T) {
-	srv := startNgircd(t)
-	squatter := dial(t, srv.Addr(), botNick)
-	alice := dial(t, srv.Addr(), "alice", "#room")
+	srv := irctest.Start(t)
+	squatter := irctest.Dial(t, srv.Addr(), botNick)
+	alice := irctest.Dial(t, srv.Addr(), "alice", "#room")
 	ad := newAdapter(t, srv, irc.Config{Channels: []string{"#room"}, AllowedUsers: []string{"alice"}})
 	var box inbox
 	run(t, ad, box.put)
@@ -84,13 +85,13 @@ func TestNickCollision(t *testing.T) {
 	if ad.Nick() != botNick+"_" {
 		t.Fatalf("nick %q with %q taken", ad.Nick(), botNick)
 	}
-	if err := alice.say(ad.Nick(), "hello there"); err != nil {
+	if err := alice.Say(ad.Nick(), "hello there"); err != nil {
 		t.Fatal(err)
 	}
-	if err := alice.say("#room", "hermes_: in the room"); err != nil {
+	if err := alice.Say("#room", "hermes_: in the room"); err != nil {
 		t.Fatal(err)
 	}
-	if err := alice.say("#room", "just chatting"); err != nil {
+	if err := alice.Say("#room", "just chatting"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "three messages", func() bool { return len(box.all()) == 3 })
@@ -107,12 +108,12 @@ func TestNickCollision(t *testing.T) {
 	if _, err := ad.Send(context.Background(), schema.Outbound{Kind: "reply", Chat: "alice", Text: "hi alice"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the answer", func() bool { return len(alice.messages(botNick, "alice")) == 1 })
-	if got := alice.messages(botNick, "alice")[0].text; got != "hi alice" {
+	waitFor(t, "the answer", func() bool { return len(alice.Messages(botNick, "alice")) == 1 })
+	if got := alice.Messages(botNick, "alice")[0].Text; got != "hi alice" {
 		t.Fatalf("alice got %q", got)
 	}
 	// The squatter got nothing.
-	if n := len(squatter.messages(botNick, botNick)); n != 0 {
+	if n := len(squatter.Messages(botNick, botNick)); n != 0 {
 		t.Fatalf("the squatter got %d messages", n)
 	}
 }
@@ -121,8 +122,8 @@ func TestNickCollision(t *testing.T) {
 // context ends first stops after the burst, and its retry sends the rest,
 // none twice.
 func TestFloodControlAndResume(t *testing.T) {
-	srv := startNgircd(t)
-	alice := dial(t, srv.Addr(), "alice")
+	srv := irctest.Start(t)
+	alice := irctest.Dial(t, srv.Addr(), "alice")
 	ad := newAdapter(t, srv, irc.Config{LinesPerSecond: 1, Burst: 2, ReconnectMin: 50 * time.Millisecond})
 	run(t, ad, (&inbox{}).put)
 	waitFor(t, "the bot to connect", ad.Connected)
@@ -133,15 +134,15 @@ func TestFloodControlAndResume(t *testing.T) {
 	if err == nil {
 		t.Fatal("four lines went out at once through a bucket of two")
 	}
-	waitFor(t, "the burst", func() bool { return len(alice.messages(botNick, "alice")) == 2 })
+	waitFor(t, "the burst", func() bool { return len(alice.Messages(botNick, "alice")) == 2 })
 	ids, err := ad.Send(context.Background(), out)
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("the retry: %v, ids %v", err, ids)
 	}
-	waitFor(t, "the rest", func() bool { return len(alice.messages(botNick, "alice")) == 4 })
+	waitFor(t, "the rest", func() bool { return len(alice.Messages(botNick, "alice")) == 4 })
 	var texts []string
-	for _, l := range alice.messages(botNick, "alice") {
-		texts = append(texts, l.text)
+	for _, l := range alice.Messages(botNick, "alice") {
+		texts = append(texts, l.Text)
 	}
 	if strings.Join(texts, ",") != "one,two,three,four" {
 		t.Fatalf("alice got %v", texts)
@@ -151,7 +152,7 @@ func TestFloodControlAndResume(t *testing.T) {
 // A wrong server password is a permanent refusal: Run returns it rather
 // than hammering the server.
 func TestWrongPasswordIsPermanent(t *testing.T) {
-	srv := startNgircdWith(t, "\tPassword = s3cret")
+	srv := irctest.StartWith(t, "\tPassword = s3cret")
 	ad := newAdapter(t, srv, irc.Config{Password: "wrong"})
 	done := run(t, ad, (&inbox{}).put)
 	select {

@@ -12,24 +12,25 @@ import (
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/conformance"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
+	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
 )
 
 // The gateway conformance suite against the IRC adapter on a real ngIRCd.
 func TestConformance(t *testing.T) {
-	conformance.Run(t, &ircPeer{srv: startNgircd(t)})
+	conformance.Run(t, &ircPeer{srv: irctest.Start(t)})
 }
 
 const botNick = "hermes"
 
 // ircPeer is ngIRCd with users who are raw IRC client connections.
 type ircPeer struct {
-	srv *ngircd
+	srv *irctest.Server
 
 	mu      sync.Mutex
 	n       int
 	channel string
 	allowed []string
-	clients []*client
+	clients []*irctest.Client
 	adapter *irc.Adapter
 }
 
@@ -48,13 +49,17 @@ func (p *ircPeer) Users(t testing.TB) conformance.Users {
 	n := p.n
 	p.channel = fmt.Sprintf("#conf%d", n)
 	p.mu.Unlock()
-	mk := func(name string) *client { return dial(t, p.srv.Addr(), fmt.Sprintf("%s%d", name, n), p.channel) }
+	mk := func(name string) *irctest.Client {
+		return irctest.Dial(t, p.srv.Addr(), fmt.Sprintf("%s%d", name, n), p.channel)
+	}
 	a, b, m := mk("alice"), mk("bob"), mk("mallory")
 	p.mu.Lock()
-	p.clients = []*client{a, b, m}
-	p.allowed = []string{a.nick, b.nick + "!*@127.0.0.1"}
+	p.clients = []*irctest.Client{a, b, m}
+	p.allowed = []string{a.Nick(), b.Nick() + "!*@127.0.0.1"}
 	p.mu.Unlock()
-	u := func(c *client, id string) conformance.User { return &ircUser{p: p, c: c, id: id, channel: p.channel} }
+	u := func(c *irctest.Client, id string) conformance.User {
+		return &ircUser{p: p, c: c, id: id, channel: p.channel}
+	}
 	return conformance.Users{Alice: u(a, p.allowed[0]), Bob: u(b, p.allowed[1]), Stranger: u(m, m.Self())}
 }
 
@@ -95,7 +100,7 @@ func (p *ircPeer) Restart(t testing.TB) {
 	cs := p.clients
 	p.mu.Unlock()
 	for _, c := range cs {
-		if err := c.reconnect(); err != nil {
+		if err := c.Reconnect(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +108,7 @@ func (p *ircPeer) Restart(t testing.TB) {
 
 type ircUser struct {
 	p       *ircPeer
-	c       *client
+	c       *irctest.Client
 	id      string
 	channel string
 }
@@ -118,17 +123,17 @@ func (u *ircUser) target(where conformance.Where) string {
 }
 
 func (u *ircUser) Send(_ context.Context, where conformance.Where, text string) error {
-	return u.c.say(u.target(where), text)
+	return u.c.Say(u.target(where), text)
 }
 
 func (u *ircUser) Received(_ context.Context, where conformance.Where) ([]conformance.Message, error) {
-	to := u.c.nick
+	to := u.c.Nick()
 	if where == conformance.Group {
 		to = u.channel
 	}
 	var out []conformance.Message
-	for _, l := range u.c.messages(botNick, to) {
-		out = append(out, conformance.Message{Text: l.text, Size: l.size})
+	for _, l := range u.c.Messages(botNick, to) {
+		out = append(out, conformance.Message{Text: l.Text, Size: l.Size})
 	}
 	return out, nil
 }

@@ -63,9 +63,6 @@ type Config struct {
 	// masks): a message from a user matching one reaches the router with
 	// that entry as its user id.
 	AllowedUsers []string
-	// AnswerAll answers every channel message, not only those addressed
-	// to the bot.
-	AnswerAll bool
 	// LinesPerSecond and Burst are the flood control's token bucket
 	// (1 line a second after a burst of 4 by default).
 	LinesPerSecond float64
@@ -438,8 +435,9 @@ func (a *Adapter) privmsg(ctx context.Context, c *conn, m *ircmsg.Message, in gw
 	}
 	if isChannel(target) {
 		msg.Chat, msg.ChatType = target, "group"
+		// Whether unaddressed channel messages are answered is the
+		// router's choice (gateway.groups_without_mention).
 		msg.Mentioned, text = addressed(text, nick)
-		msg.Mentioned = msg.Mentioned || a.cfg.AnswerAll
 	}
 	msg.Text = alias(strings.TrimSpace(text))
 	if err := in(ctx, msg); err != nil {

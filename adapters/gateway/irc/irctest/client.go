@@ -1,4 +1,8 @@
-package irc_test
+// Package irctest holds the IRC peers of the adapter's tests: a real
+// ngIRCd (Debian's ngircd) started on a loopback port with its own
+// configuration, and Client, a plain IRC client connection that plays a
+// user.
+package irctest
 
 import (
 	"fmt"
@@ -12,9 +16,9 @@ import (
 	"github.com/ergochat/irc-go/ircreader"
 )
 
-// client is a test user: a plain IRC client connection speaking raw IRC
+// Client is a test user: a plain IRC client connection speaking raw IRC
 // to the server, keeping every PRIVMSG it is sent.
-type client struct {
+type Client struct {
 	t        testing.TB
 	addr     string
 	nick     string
@@ -25,19 +29,20 @@ type client struct {
 	self   string // nick!user@host, from our own JOIN
 	joined map[string]bool
 	welcom bool
-	got    []line
+	got    []Line
 }
 
-// line is a PRIVMSG the client received.
-type line struct {
-	from, target, text string
-	size               int // the whole line's bytes, "\r\n" included
+// Line is a PRIVMSG the client received.
+type Line struct {
+	From, Target, Text string
+	// Size is the whole line's bytes, "\r\n" included.
+	Size int
 }
 
-// dial connects nick to addr and joins channels.
-func dial(t testing.TB, addr, nick string, channels ...string) *client {
+// Dial connects nick to addr and joins channels.
+func Dial(t testing.TB, addr, nick string, channels ...string) *Client {
 	t.Helper()
-	c := &client{t: t, addr: addr, nick: nick, channels: channels}
+	c := &Client{t: t, addr: addr, nick: nick, channels: channels}
 	if err := c.connect(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +50,7 @@ func dial(t testing.TB, addr, nick string, channels ...string) *client {
 	return c
 }
 
-func (c *client) connect() error {
+func (c *Client) connect() error {
 	nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 	if err != nil {
 		return err
@@ -79,7 +84,7 @@ func (c *client) connect() error {
 }
 
 // wait polls cond (under the lock) for up to 10 s.
-func (c *client) wait(what string, cond func() bool) error {
+func (c *Client) wait(what string, cond func() bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c.mu.Lock()
@@ -95,7 +100,7 @@ func (c *client) wait(what string, cond func() bool) error {
 	}
 }
 
-func (c *client) read(nc net.Conn) {
+func (c *Client) read(nc net.Conn) {
 	r := ircreader.NewIRCReader(nc)
 	for {
 		raw, err := r.ReadLine()
@@ -124,14 +129,14 @@ func (c *client) read(nc net.Conn) {
 		case "PRIVMSG":
 			if len(m.Params) == 2 {
 				c.mu.Lock()
-				c.got = append(c.got, line{from: m.Nick(), target: m.Params[0], text: m.Params[1], size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
+				c.got = append(c.got, Line{From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
 				c.mu.Unlock()
 			}
 		}
 	}
 }
 
-func (c *client) raw(cmd string, params ...string) error {
+func (c *Client) raw(cmd string, params ...string) error {
 	m := ircmsg.MakeMessage(nil, "", cmd, params...)
 	b, err := m.LineBytesStrict(true, 512)
 	if err != nil {
@@ -144,32 +149,35 @@ func (c *client) raw(cmd string, params ...string) error {
 	return err
 }
 
-// say sends a PRIVMSG.
-func (c *client) say(target, text string) error { return c.raw("PRIVMSG", target, text) }
+// Say sends a PRIVMSG.
+func (c *Client) Say(target, text string) error { return c.raw("PRIVMSG", target, text) }
 
-// messages returns the PRIVMSGs to target from nicks starting with from.
-func (c *client) messages(from, target string) []line {
+// Messages returns the PRIVMSGs to target from nicks starting with from.
+func (c *Client) Messages(from, target string) []Line {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []line
+	var out []Line
 	for _, l := range c.got {
-		if strings.HasPrefix(strings.ToLower(l.from), strings.ToLower(from)) && strings.EqualFold(l.target, target) {
+		if strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) && strings.EqualFold(l.Target, target) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
+// Nick is the client's nick.
+func (c *Client) Nick() string { return c.nick }
+
 // Self is the client's nick!user@host as the server shows it.
-func (c *client) Self() string {
+func (c *Client) Self() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.self
 }
 
-// reconnect connects again (after a server restart), keeping what was
+// Reconnect connects again (after a server restart), keeping what was
 // received.
-func (c *client) reconnect() error {
+func (c *Client) Reconnect() error {
 	c.Close()
 	var err error
 	for range 50 {
@@ -182,7 +190,7 @@ func (c *client) reconnect() error {
 }
 
 // Close quits.
-func (c *client) Close() {
+func (c *Client) Close() {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()

@@ -1,4 +1,4 @@
-package irc_test
+package irctest
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// ngircd is a real ngIRCd (Debian's ngircd package) on a loopback port,
+// Server is a real ngIRCd (Debian's ngircd package) on a loopback port,
 // run by the test with its own configuration in a temporary directory.
-type ngircd struct {
+type Server struct {
 	t    testing.TB
 	bin  string
 	conf string
@@ -24,12 +24,15 @@ type ngircd struct {
 	out  *bytes.Buffer
 }
 
-// startNgircd starts ngIRCd, and stops it when the test ends. Without an
+// Start starts ngIRCd, and stops it when the test ends. Without an
 // ngircd binary the test skips, or fails under CI (.ci/run installs it).
-func startNgircd(t testing.TB) *ngircd { t.Helper(); return startNgircdWith(t, "") }
+func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, "")
+}
 
-// startNgircdWith is startNgircd with more lines for the [Global] section.
-func startNgircdWith(t testing.TB, global string) *ngircd {
+// StartWith is Start with more lines for the [Global] section.
+func StartWith(t testing.TB, global string) *Server {
 	t.Helper()
 	bin := os.Getenv("HERMES_NGIRCD")
 	if bin == "" {
@@ -79,17 +82,17 @@ func startNgircdWith(t testing.TB, global string) *ngircd {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &ngircd{t: t, bin: bin, conf: path, Port: port}
+	s := &Server{t: t, bin: bin, conf: path, Port: port}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
 }
 
 // Addr is the server's address.
-func (s *ngircd) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 
-// Start runs the server and waits until it accepts connections.
-func (s *ngircd) Start() {
+// Start runs the server (again) and waits until it accepts connections.
+func (s *Server) Start() {
 	s.t.Helper()
 	s.out = &bytes.Buffer{}
 	s.cmd = exec.Command(s.bin, "-n", "-f", s.conf)
@@ -114,7 +117,7 @@ func (s *ngircd) Start() {
 
 // Kill ends the server at once (SIGKILL: every connection drops without a
 // word, as when a server host dies).
-func (s *ngircd) Kill() {
+func (s *Server) Kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGKILL)
 		_ = s.cmd.Wait()
