@@ -22,6 +22,7 @@ type Client struct {
 	t        testing.TB
 	addr     string
 	nick     string
+	password string
 	channels []string
 
 	mu     sync.Mutex
@@ -42,7 +43,13 @@ type Line struct {
 // Dial connects nick to addr and joins channels.
 func Dial(t testing.TB, addr, nick string, channels ...string) *Client {
 	t.Helper()
-	c := &Client{t: t, addr: addr, nick: nick, channels: channels}
+	return DialPassword(t, addr, "", nick, channels...)
+}
+
+// DialPassword is Dial to a server that wants a password.
+func DialPassword(t testing.TB, addr, password, nick string, channels ...string) *Client {
+	t.Helper()
+	c := &Client{t: t, addr: addr, nick: nick, password: password, channels: channels}
 	if err := c.connect(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +66,11 @@ func (c *Client) connect() error {
 	c.nc, c.joined, c.welcom = nc, map[string]bool{}, false
 	c.mu.Unlock()
 	go c.read(nc)
+	if c.password != "" {
+		if err := c.raw("PASS", c.password); err != nil {
+			return err
+		}
+	}
 	if err := c.raw("NICK", c.nick); err != nil {
 		return err
 	}
