@@ -31,6 +31,7 @@ type Client struct {
 	joined map[string]bool
 	welcom bool
 	got    []Line
+	notify chan struct{}
 }
 
 // Line is a PRIVMSG the client received.
@@ -49,7 +50,7 @@ func Dial(t testing.TB, addr, nick string, channels ...string) *Client {
 // DialPassword is Dial to a server that wants a password.
 func DialPassword(t testing.TB, addr, password, nick string, channels ...string) *Client {
 	t.Helper()
-	c := &Client{t: t, addr: addr, nick: nick, password: password, channels: channels}
+	c := &Client{t: t, addr: addr, nick: nick, password: password, channels: channels, notify: make(chan struct{}, 1)}
 	if err := c.connect(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +144,10 @@ func (c *Client) read(nc net.Conn) {
 				c.mu.Lock()
 				c.got = append(c.got, Line{From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
 				c.mu.Unlock()
+				select {
+				case c.notify <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
@@ -175,6 +180,23 @@ func (c *Client) Messages(from, target string) []Line {
 		}
 	}
 	return out
+}
+
+// WaitMessages waits until n PRIVMSGs to target from nicks starting with
+// from have arrived, and returns them (without polling: for benchmarks).
+func (c *Client) WaitMessages(from, target string, n int, timeout time.Duration) ([]Line, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if ls := c.Messages(from, target); len(ls) >= n {
+			return ls, nil
+		}
+		select {
+		case <-c.notify:
+		case <-deadline.C:
+			return nil, fmt.Errorf("test client %s: %d messages from %s to %s in %s, want %d", c.nick, len(c.Messages(from, target)), from, target, timeout, n)
+		}
+	}
 }
 
 // Nick is the client's nick.
