@@ -194,3 +194,26 @@ func TestSendRefusesBadTargets(t *testing.T) {
 		t.Fatalf("not connected: %v", err)
 	}
 }
+
+// Kicked from a channel, the bot joins it again.
+func TestKickedBotRejoins(t *testing.T) {
+	srv := irctest.Start(t)
+	op := irctest.Dial(t, srv.Addr(), "op", "#room") // first in: channel operator
+	ad := newAdapter(t, srv, irc.Config{Channels: []string{"#room"}})
+	var box inbox
+	run(t, ad, box.put)
+	waitFor(t, "the bot to connect", ad.Connected)
+	waitFor(t, "the op to see the bot join", func() bool { return op.Joins(botNick, "#room") == 1 })
+	if err := op.Raw("KICK", "#room", botNick, "out"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the bot to join again", func() bool { return op.Joins(botNick, "#room") == 2 })
+	// Back in: it hears the channel again.
+	if err := op.Say("#room", "hermes: are you back?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message", func() bool { return len(box.all()) > 0 })
+	if m := box.all()[0]; m.Chat != "#room" || !m.Mentioned {
+		t.Fatalf("after the kick: %+v", m)
+	}
+}

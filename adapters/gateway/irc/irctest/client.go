@@ -31,6 +31,7 @@ type Client struct {
 	joined map[string]bool
 	welcom bool
 	got    []Line
+	joins  []string // "nick channel" of every JOIN seen
 	notify chan struct{}
 }
 
@@ -133,6 +134,9 @@ func (c *Client) read(nc net.Conn) {
 			c.mu.Unlock()
 		case "JOIN":
 			nuh, _ := m.NUH()
+			c.mu.Lock()
+			c.joins = append(c.joins, strings.ToLower(nuh.Name+" "+m.Params[0]))
+			c.mu.Unlock()
 			if strings.EqualFold(nuh.Name, c.nick) {
 				c.mu.Lock()
 				c.joined[strings.ToLower(m.Params[0])] = true
@@ -165,6 +169,22 @@ func (c *Client) raw(cmd string, params ...string) error {
 	_, err = nc.Write(b)
 	return err
 }
+
+// Joins counts the JOINs of nick to channel this client has seen.
+func (c *Client) Joins(nick, channel string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, j := range c.joins {
+		if j == strings.ToLower(nick+" "+channel) {
+			n++
+		}
+	}
+	return n
+}
+
+// Raw sends any command.
+func (c *Client) Raw(cmd string, params ...string) error { return c.raw(cmd, params...) }
 
 // Say sends a PRIVMSG.
 func (c *Client) Say(target, text string) error { return c.raw("PRIVMSG", target, text) }
