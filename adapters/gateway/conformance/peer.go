@@ -168,7 +168,8 @@ type User interface {
 	Answer(ctx context.Context, where Where, question Message, choice string) error
 }
 
-// Message is what a user received from the bot.
+// Message is what a user received from the bot. A platform that cuts one
+// reply into several messages (IRC: one per line of text) returns each.
 type Message struct {
 	// Text is the message as the user reads it: markup rendered away
 	// (Telegram's HTML tags and entities), platform framing removed.
