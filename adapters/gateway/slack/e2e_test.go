@@ -539,6 +539,27 @@ func TestBadTokenIsPermanent(t *testing.T) {
 	}
 }
 
+// An app-level token Slack refuses (apps.connections.open) is a
+// *gw.PermanentError naming SLACK_APP_TOKEN.
+func TestBadAppTokenIsPermanent(t *testing.T) {
+	p := startPeer(t, func(c slacktest.Customize) {
+		c.Handle("/apps.connections.open", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_auth"}`)
+		})
+	})
+	ad, err := slack.New(slack.Config{BotToken: botToken, AppToken: appToken, APIURL: p.url(), HTTPClient: p.client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = ad.Run(ctx, func(context.Context, schema.Inbound) error { return nil })
+	var perm *gw.PermanentError
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "SLACK_APP_TOKEN") || strings.Contains(err.Error(), appToken) {
+		t.Fatalf("run: %v", err)
+	}
+}
+
 func TestNewChecksConfig(t *testing.T) {
 	for _, c := range []struct {
 		name string
