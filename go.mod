@@ -29,6 +29,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.37.0
 	gopkg.in/yaml.v3 v3.0.1
+	maunium.net/go/mautrix v0.26.0
 	modernc.org/sqlite v1.61.1
 	mvdan.cc/sh/v3 v3.14.1
 )
@@ -153,7 +154,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
-	maunium.net/go/mautrix v0.26.0 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -100,7 +100,7 @@ type Adapter struct {
 	connected   atomic.Bool
 	displayName atomic.Value // string
 	ready       chan struct{}
-	readyOnce sync.Once
+	readyOnce   sync.Once
 
 	// since is the sync token of the events handed over; only Run
 	// touches it after loading.

@@ -52,11 +52,15 @@ type Server struct {
 	// URL is the client-server API's base URL.
 	URL    string
 	secret string
-	cmd    *exec.Cmd
 	dir    string
+	bin    string
+	cfg    string
+	addr   string
 
-	mu    sync.Mutex
-	users map[string]*User
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	users  map[string]*User
 }
 
 // User is a registered account with a client logged in.
@@ -102,48 +106,74 @@ func Start(tb testing.TB) *Server {
 	if err := os.WriteFile(cfg, []byte(config(dir, s.secret)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "dendrite.log"))
+	s.bin, s.cfg, s.addr = bin, cfg, fmt.Sprintf("127.0.0.1:%d", port)
+	tb.Cleanup(s.kill)
+	s.run(tb)
+	return s
+}
+
+// run starts the process and waits until it serves.
+func (s *Server) run(tb testing.TB) {
+	tb.Helper()
+	logPath := filepath.Join(s.dir, "dendrite.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s.cmd = exec.Command(bin, "-config", cfg, "-http-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
-	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
+	cmd := exec.Command(s.bin, "-config", s.cfg, "-http-bind-address", s.addr)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
 		tb.Fatalf("start dendrite: %v", err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(exited); logf.Close() }()
-	tb.Cleanup(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-	})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/_matrix/client/versions")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return
 			}
 		}
 		select {
 		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "dendrite.log"))
+			log, _ := os.ReadFile(logPath)
 			tb.Fatalf("dendrite exited: %s", tail(log))
 		default:
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "dendrite.log"))
+			log, _ := os.ReadFile(logPath)
 			tb.Fatalf("dendrite did not answer in 60 s: %s", tail(log))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return s
 }
 
-// Stop kills the server (tests of reconnection); Cleanup does it anyway.
-func (s *Server) Stop() { _ = s.cmd.Process.Signal(syscall.SIGKILL) }
+// kill stops the process and waits for it.
+func (s *Server) kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// Restart kills the server and starts it again on the same address and
+// data, returning once it serves.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.kill()
+	s.run(tb)
+}
 
 func tail(b []byte) string {
 	if len(b) > 4000 {
@@ -155,14 +185,16 @@ func tail(b []byte) string {
 // config is a minimal Dendrite configuration: what is not named keeps
 // Dendrite's defaults.
 func config(dir, secret string) string {
-	db := func(name string) string { return fmt.Sprintf(`{connection_string: "file:%s"}`, filepath.Join(dir, name+".db")) }
+	db := func(name string) string {
+		return fmt.Sprintf(`{connection_string: "file:%s"}`, filepath.Join(dir, name+".db"))
+	}
 	return fmt.Sprintf(`version: 2
 global:
   server_name: %s
   private_key: %s
   disable_federation: true
   database: {connection_string: ""}
-  jetstream: {in_memory: true, storage_path: %s}
+  jetstream: {in_memory: false, storage_path: %s}
   presence: {enable_inbound: false, enable_outbound: false}
   report_stats: {enabled: false}
 client_api:
