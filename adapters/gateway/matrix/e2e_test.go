@@ -28,7 +28,7 @@ type world struct {
 	alice, bob *matrixtest.User
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	srv := matrixtest.Start(t)
 	return &world{srv: srv, bot: srv.Register(t, "hermes"), alice: srv.Register(t, "alice"), bob: srv.Register(t, "bob")}
