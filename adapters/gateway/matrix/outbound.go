@@ -31,6 +31,7 @@ const typingFor = 6 * time.Second
 // the router takes only from the session's user. It returns the event ids
 // of the messages sent.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
+	out = target(out)
 	room := id.RoomID(out.Chat)
 	if !strings.HasPrefix(out.Chat, "!") || !strings.Contains(out.Chat, ":") {
 		return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: %q is not a room id (!room:server)", out.Chat)}
@@ -47,6 +48,16 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		return a.sendText(ctx, out, room)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: unknown outbound kind %q", out.Kind)}
+}
+
+// target mends a delivery target written PLATFORM:CHAT[:THREAD] (cron's
+// --deliver matrix:!room:server): the room id's own colon put its server
+// name in Thread. Thread ids are event ids, which start with $.
+func target(out schema.Outbound) schema.Outbound {
+	if !strings.Contains(out.Chat, ":") && out.Thread != "" && !strings.HasPrefix(out.Thread, "$") {
+		out.Chat, out.Thread = out.Chat+":"+out.Thread, ""
+	}
+	return out
 }
 
 func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, room id.RoomID) ([]string, error) {

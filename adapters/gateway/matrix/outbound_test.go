@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"maunium.net/go/mautrix/event"
+
+	"github.com/hermes-go/hermes/schema"
 )
 
 func TestRender(t *testing.T) {
@@ -89,5 +91,21 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 	if _, err := New(Config{Homeserver: "https://m.org/", AccessToken: "t", AllowedUsers: []string{"@a:m.org", " "}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A cron target "matrix:!room:server" arrives as chat "!room", thread
+// "server"; thread ids ($event) are left alone.
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct{ chat, thread, wantChat, wantThread string }{
+		{"!abc", "example.org", "!abc:example.org", ""},
+		{"!abc:example.org", "$root", "!abc:example.org", "$root"},
+		{"!abc:example.org", "", "!abc:example.org", ""},
+		{"!abc", "$root", "!abc", "$root"},
+	} {
+		got := target(schema.Outbound{Chat: tc.chat, Thread: tc.thread})
+		if got.Chat != tc.wantChat || got.Thread != tc.wantThread {
+			t.Errorf("%s + %s: %s + %s", tc.chat, tc.thread, got.Chat, got.Thread)
+		}
 	}
 }
