@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -436,5 +437,44 @@ func TestResentReplyIsNotDuplicated(t *testing.T) {
 	}
 	if got, err := w.alice.From(ctx, dm, w.bot.ID); err != nil || len(got) != 2 {
 		t.Fatalf("alice sees %d messages, want 2: %v", len(got), err)
+	}
+}
+
+// An end-to-end encrypted room is told once that the bot cannot read it;
+// plain messages there are still answered.
+func TestEncryptedRoomIsTold(t *testing.T) {
+	w := newWorld(t)
+	ad := w.adapter(t, nil)
+	rig := w.serve(t, ad, gateway.Config{}, llmtest.Reply{Content: "plain answer"})
+	ctx := context.Background()
+	enc := &event.Event{Type: event.StateEncryption, StateKey: new(string),
+		Content: event.Content{Raw: map[string]any{"algorithm": "m.megolm.v1.aes-sha2"}}}
+	resp, err := w.alice.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{Preset: "trusted_private_chat", IsDirect: true,
+		Invite: []id.UserID{w.bot.ID}, InitialState: []*event.Event{enc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := resp.RoomID
+	w.alice.WaitJoined(t, room, w.bot.ID)
+	for i := range 2 {
+		cipher := map[string]any{"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgAEn" + strings.Repeat("x", i+10),
+			"device_id": "DEV", "sender_key": "key", "session_id": "sess"}
+		if _, err := w.alice.Client.SendMessageEvent(ctx, room, event.EventEncrypted, cipher); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.alice.Text(t, room, "and in plain text?")
+	got := w.alice.WaitFrom(t, room, w.bot.ID, 2)
+	if c := content(got[0]); c.MsgType != event.MsgNotice || !strings.Contains(c.Body, "end-to-end encrypted") {
+		t.Fatalf("first message %s %q", c.MsgType, c.Body)
+	}
+	if c := content(got[1]); c.Body != "plain answer" {
+		t.Fatalf("second message %q", c.Body)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d messages from the bot, want the notice once and the answer", len(got))
+	}
+	if n := len(rig.LLM.Requests()); n != 1 {
+		t.Fatalf("%d model calls, want 1", n)
 	}
 }

@@ -71,7 +71,7 @@ func (a *Adapter) collect(resp *mautrix.RespSync, first bool) *batch {
 			a.log.Warn().Str("room", string(room)).Msg("the room had more new messages than one sync returns: the oldest are skipped")
 		}
 		for _, ev := range r.Timeline.Events {
-			if ev.Type != event.EventMessage || ev.Sender == me {
+			if ev.Type != event.EventMessage && ev.Type != event.EventEncrypted || ev.Sender == me {
 				continue
 			}
 			if first && ev.Timestamp < startMS {
@@ -100,6 +100,10 @@ func (a *Adapter) handle(ctx context.Context, b *batch, in gw.Inbox) error {
 			if err := a.answerInvite(ctx, it); err != nil {
 				return err
 			}
+		} else if it.ev.Type == event.EventEncrypted {
+			if err := a.cannotRead(ctx, it.room); err != nil {
+				return err
+			}
 		} else {
 			msg, ok, err := a.inbound(ctx, it.room, it.ev)
 			if err != nil {
@@ -113,6 +117,39 @@ func (a *Adapter) handle(ctx context.Context, b *batch, in gw.Inbox) error {
 		}
 		b.items = b.items[1:]
 	}
+	return nil
+}
+
+// encryptedNotice is what an end-to-end encrypted room is told, once per
+// room and run.
+const encryptedNotice = "This room is end-to-end encrypted, and Hermes cannot read encrypted messages. " +
+	"Talk to it in a room without encryption (for a direct chat: a new room with encryption turned off)."
+
+// cannotRead tells an encrypted room, once, that the bot cannot read it.
+func (a *Adapter) cannotRead(ctx context.Context, room id.RoomID) error {
+	a.mu.Lock()
+	told := a.encrypted[room]
+	a.mu.Unlock()
+	if told {
+		return nil
+	}
+	c := render(encryptedNotice, event.MsgNotice)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := a.cli.SendMessageEvent(cctx, room, event.EventMessage, c, mautrix.ReqSendEvent{DontEncrypt: true})
+	if err != nil {
+		err = classify(err)
+		var perm *gw.PermanentError
+		if !errors.As(err, &perm) {
+			return fmt.Errorf("tell %s that it is encrypted: %w", room, err)
+		}
+		a.log.Warn().Err(err).Str("room", string(room)).Msg("cannot tell an encrypted room that the bot cannot read it")
+	} else {
+		a.log.Warn().Str("room", string(room)).Msg("an end-to-end encrypted room: its messages are not read")
+	}
+	a.mu.Lock()
+	a.encrypted[room] = true
+	a.mu.Unlock()
 	return nil
 }
 

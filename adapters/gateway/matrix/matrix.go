@@ -115,6 +115,8 @@ type Adapter struct {
 	ours      map[id.EventID]bool
 	oursOrder []id.EventID
 	threads   map[id.EventID]bool
+	// encrypted holds the rooms told that the bot cannot read them.
+	encrypted map[id.RoomID]bool
 }
 
 // maxRemembered bounds the bot's events and threads remembered.
@@ -168,7 +170,7 @@ func New(cfg Config) (*Adapter, error) {
 	cli.UserAgent = "hermes-gateway (mautrix-go " + mautrix.Version + ")"
 	a := &Adapter{cfg: cfg, cli: cli, allowed: allowed, start: time.Now(), ready: make(chan struct{}),
 		log:     cfg.Log.With().Str("platform", Platform).Logger(),
-		members: map[id.RoomID]int{}, ours: map[id.EventID]bool{}, threads: map[id.EventID]bool{}}
+		members: map[id.RoomID]int{}, ours: map[id.EventID]bool{}, threads: map[id.EventID]bool{}, encrypted: map[id.RoomID]bool{}}
 	return a, nil
 }
 
@@ -268,7 +270,7 @@ func (a *Adapter) loadDisplayName(ctx context.Context) {
 // syncFilter keeps /sync to what the adapter reads: room messages and
 // membership, no presence or account data.
 const syncFilter = `{"presence":{"types":[]},"account_data":{"types":[]},` +
-	`"room":{"timeline":{"limit":100,"types":["m.room.message","m.room.member"]},` +
+	`"room":{"timeline":{"limit":100,"types":["m.room.message","m.room.member","m.room.encrypted"]},` +
 	`"state":{"types":["m.room.member"],"lazy_load_members":true},` +
 	`"ephemeral":{"types":[]},"account_data":{"types":[]}}}`
 
