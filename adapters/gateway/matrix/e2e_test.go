@@ -478,3 +478,27 @@ func TestEncryptedRoomIsTold(t *testing.T) {
 		t.Fatalf("%d model calls, want 1", n)
 	}
 }
+
+// With a password, a revoked token is replaced by a new login, on the
+// same device, and no message is lost.
+func TestRevokedTokenLogsInAgain(t *testing.T) {
+	w := newWorld(t)
+	dm := w.alice.DM(t, w.bot.ID)
+	w.bot.Join(t, dm)
+	ad := w.adapter(t, func(c *matrix.Config) { c.AccessToken, c.Password = "", matrixtest.Password("hermes"); c.Log = zerolog.New(zerolog.NewTestWriter(t)) })
+	rig := gatewaytest.Start(t, gatewaytest.Options{Script: []llmtest.Reply{{Content: "one"}, {Content: "two"}},
+		Config: gateway.Config{Auth: gateway.Auth{Platform: map[string][]string{matrix.Platform: {string(w.alice.ID)}}}, TypingEvery: time.Hour}})
+	rig.Serve(ad, nil)
+	<-ad.Ready()
+	w.alice.Text(t, dm, "first")
+	w.alice.WaitFrom(t, dm, w.bot.ID, 1)
+	// Every token of the bot's account dies (the test's own as well).
+	if _, err := w.bot.Client.LogoutAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.alice.Text(t, dm, "second")
+	got := w.alice.WaitFrom(t, dm, w.bot.ID, 2)
+	if c := content(got[1]); c.Body != "two" {
+		t.Fatalf("after the new login: %q", c.Body)
+	}
+}

@@ -97,6 +97,16 @@ type Adapter struct {
 	allowed map[id.UserID]bool
 	start   time.Time
 
+	// cred guards the client's credentials (AccessToken, UserID,
+	// DeviceID): Run's logins write them while Send may be sending.
+	cred sync.RWMutex
+
+	// relogin asks Run for a new password login (Send met a revoked
+	// token); stopSync cuts Run's /sync short for it.
+	relogin  atomic.Bool
+	syncMu   sync.Mutex
+	stopSync context.CancelFunc
+
 	connected   atomic.Bool
 	displayName atomic.Value // string
 	ready       chan struct{}
@@ -184,9 +194,6 @@ func (a *Adapter) Connected() bool { return a.connected.Load() }
 // then on, what is sent to the bot's rooms is answered.
 func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
-// UserID is the bot's Matrix id (known after Run logged in).
-func (a *Adapter) UserID() id.UserID { return a.cli.UserID }
-
 // Run logs in (or checks the access token with whoami: a refused token
 // is a *gw.PermanentError), joins the configured rooms, then follows
 // /sync, handing each message to in until ctx ends.
@@ -230,7 +237,7 @@ func (a *Adapter) login(ctx context.Context) error {
 	if a.cli.AccessToken == "" {
 		resp, err := a.cli.Login(cctx, &mautrix.ReqLogin{Type: mautrix.AuthTypePassword,
 			Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: a.cfg.UserID},
-			Password:   a.cfg.Password, DeviceID: DeviceID, InitialDeviceDisplayName: "Hermes gateway", StoreCredentials: true})
+			Password:   a.cfg.Password, DeviceID: DeviceID, InitialDeviceDisplayName: "Hermes gateway"})
 		if err != nil {
 			err = classify(err)
 			var perm *gw.PermanentError
@@ -239,6 +246,9 @@ func (a *Adapter) login(ctx context.Context) error {
 			}
 			return fmt.Errorf("matrix login: %w", err)
 		}
+		a.cred.Lock()
+		a.cli.AccessToken, a.cli.UserID, a.cli.DeviceID = resp.AccessToken, resp.UserID, resp.DeviceID
+		a.cred.Unlock()
 		a.log.Info().Str("user", string(resp.UserID)).Str("device", string(resp.DeviceID)).Msg("logged in")
 		a.loadDisplayName(cctx)
 		return nil
@@ -246,6 +256,10 @@ func (a *Adapter) login(ctx context.Context) error {
 	who, err := a.cli.Whoami(cctx)
 	if err != nil {
 		err = classify(err)
+		if a.cfg.Password != "" && errors.Is(err, mautrix.MUnknownToken) {
+			// The token of an earlier login was revoked.
+			return a.newLogin(ctx)
+		}
 		if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) || errors.Is(err, mautrix.MForbidden) {
 			return &gw.PermanentError{Err: fmt.Errorf("matrix refused the access token (%w): check MATRIX_ACCESS_TOKEN", err)}
 		}
@@ -254,7 +268,11 @@ func (a *Adapter) login(ctx context.Context) error {
 	if a.cfg.UserID != "" && who.UserID != id.UserID(a.cfg.UserID) {
 		return &gw.PermanentError{Err: fmt.Errorf("the access token belongs to %s, not to platforms.matrix.user_id %s", who.UserID, a.cfg.UserID)}
 	}
-	a.cli.UserID, a.cli.DeviceID = who.UserID, who.DeviceID
+	if a.cli.UserID != who.UserID || a.cli.DeviceID != who.DeviceID {
+		a.cred.Lock()
+		a.cli.UserID, a.cli.DeviceID = who.UserID, who.DeviceID
+		a.cred.Unlock()
+	}
 	a.loadDisplayName(cctx)
 	return nil
 }
@@ -282,8 +300,16 @@ func (a *Adapter) sync(ctx context.Context, in gw.Inbox) error {
 		wait  = time.Second
 	)
 	for ctx.Err() == nil {
+		if a.relogin.Swap(false) {
+			if err := a.newLogin(ctx); err != nil {
+				return err
+			}
+		}
 		if batch == nil {
 			sctx, cancel := context.WithTimeout(ctx, a.cfg.SyncTimeout+30*time.Second)
+			a.syncMu.Lock()
+			a.stopSync = cancel
+			a.syncMu.Unlock()
 			resp, err := a.cli.FullSyncRequest(sctx, mautrix.ReqSync{Timeout: int(a.cfg.SyncTimeout / time.Millisecond),
 				Since: a.since, FilterID: syncFilter})
 			cancel()
@@ -291,9 +317,16 @@ func (a *Adapter) sync(ctx context.Context, in gw.Inbox) error {
 				if ctx.Err() != nil {
 					return nil
 				}
+				if a.relogin.Load() {
+					continue
+				}
 				a.connected.Store(false)
 				err = classify(err)
 				if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
+					if a.cfg.Password != "" {
+						a.relogin.Store(true)
+						continue
+					}
 					return &gw.PermanentError{Err: fmt.Errorf("matrix refused the access token (%w): check MATRIX_ACCESS_TOKEN", err)}
 				}
 				// A few failures in a row end Run, so that the status
@@ -330,6 +363,33 @@ func (a *Adapter) sync(ctx context.Context, in gw.Inbox) error {
 		a.readyOnce.Do(func() { close(a.ready) })
 	}
 	return nil
+}
+
+// newLogin replaces a revoked token with a new password login.
+func (a *Adapter) newLogin(ctx context.Context) error {
+	a.log.Warn().Msg("the access token was revoked: logging in again")
+	a.cred.Lock()
+	a.cli.AccessToken = ""
+	a.cred.Unlock()
+	if err := a.login(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// tokenRevoked is Send's report of a refused token: with a password, Run
+// logs in again (and the send is retried); without, it is permanent.
+func (a *Adapter) tokenRevoked(err error) error {
+	if a.cfg.Password == "" || !(errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken)) {
+		return err
+	}
+	a.relogin.Store(true)
+	a.syncMu.Lock()
+	if a.stopSync != nil {
+		a.stopSync()
+	}
+	a.syncMu.Unlock()
+	return fmt.Errorf("matrix: the access token was revoked, logging in again: %w", errors.Unwrap(err))
 }
 
 // classify maps a homeserver's answer onto the gateway's retry policy.

@@ -32,6 +32,8 @@ const typingFor = 6 * time.Second
 // of the messages sent.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
 	out = target(out)
+	a.cred.RLock()
+	defer a.cred.RUnlock()
 	room := id.RoomID(out.Chat)
 	if !strings.HasPrefix(out.Chat, "!") || !strings.Contains(out.Chat, ":") {
 		return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: %q is not a room id (!room:server)", out.Chat)}
@@ -43,7 +45,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		_, err := a.cli.UserTyping(cctx, room, true, typingFor)
-		return nil, classify(err)
+		return nil, a.tokenRevoked(classify(err))
 	case "reply", "notice", "approval":
 		return a.sendText(ctx, out, room)
 	}
@@ -100,7 +102,7 @@ func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, room id.Roo
 		resp, err := a.cli.SendMessageEvent(cctx, room, event.EventMessage, c, req)
 		cancel()
 		if err != nil {
-			return nil, classify(err)
+			return nil, a.tokenRevoked(classify(err))
 		}
 		ids = append(ids, string(resp.EventID))
 		a.remember(resp.EventID, thread)
