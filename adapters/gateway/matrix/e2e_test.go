@@ -485,7 +485,10 @@ func TestRevokedTokenLogsInAgain(t *testing.T) {
 	w := newWorld(t)
 	dm := w.alice.DM(t, w.bot.ID)
 	w.bot.Join(t, dm)
-	ad := w.adapter(t, func(c *matrix.Config) { c.AccessToken, c.Password = "", matrixtest.Password("hermes"); c.Log = zerolog.New(zerolog.NewTestWriter(t)) })
+	ad := w.adapter(t, func(c *matrix.Config) {
+		c.AccessToken, c.Password = "", matrixtest.Password("hermes")
+		c.Log = zerolog.New(zerolog.NewTestWriter(t))
+	})
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: []llmtest.Reply{{Content: "one"}, {Content: "two"}},
 		Config: gateway.Config{Auth: gateway.Auth{Platform: map[string][]string{matrix.Platform: {string(w.alice.ID)}}}, TypingEvery: time.Hour}})
 	rig.Serve(ad, nil)
