@@ -11,17 +11,19 @@ import (
 )
 
 // `hermes gateway run` with MATRIX_* set serves the Matrix adapter: it
-// joins the direct chat an allowed user invites it to, answers there,
+// joins the direct chats users allowed by MATRIX_ALLOWED_USERS and by
+// GATEWAY_ALLOWED_USERS (which may name other platforms' users too) invite
+// it to, answers there,
 // keeps its sync token under $HERMES_HOME/gateway/matrix, and neither the
 // log nor `config show` carries the access token.
 func TestMatrixGatewayThroughTheCLI(t *testing.T) {
 	hs := matrixtest.Start(t)
-	bot, alice := hs.Register(t, "hermes"), hs.Register(t, "alice")
-	srv := llmtest.New(llmtest.Reply{Content: "hello from **Hermes**"})
+	bot, alice, bob := hs.Register(t, "hermes"), hs.Register(t, "alice"), hs.Register(t, "bob")
+	srv := llmtest.New(llmtest.Reply{Content: "hello from **Hermes**"}, llmtest.Reply{Content: "hello, Bob"})
 	defer srv.Close()
 	home := t.TempDir()
 	env := chatEnv(srv, "MATRIX_HOMESERVER="+hs.URL, "MATRIX_USER_ID="+string(bot.ID),
-		"MATRIX_ACCESS_TOKEN="+bot.Token, "MATRIX_ALLOWED_USERS="+string(alice.ID))
+		"MATRIX_ACCESS_TOKEN="+bot.Token, "MATRIX_ALLOWED_USERS="+string(alice.ID), "GATEWAY_ALLOWED_USERS=111111,"+string(bob.ID))
 	g := startGateway(t, home, env)
 
 	dm := alice.DM(t, bot.ID)
@@ -30,6 +32,12 @@ func TestMatrixGatewayThroughTheCLI(t *testing.T) {
 	got := alice.WaitFrom(t, dm, bot.ID, 1)
 	if c := got[0].Content.AsMessage(); c.Body != "hello from **Hermes**" || c.FormattedBody != "hello from <strong>Hermes</strong>" {
 		t.Fatalf("answer %q / %q", c.Body, c.FormattedBody)
+	}
+	bdm := bob.DM(t, bot.ID)
+	bob.WaitJoined(t, bdm, bot.ID)
+	bob.Text(t, bdm, "and me?")
+	if got := bob.WaitFrom(t, bdm, bot.ID, 1); got[0].Content.AsMessage().Body != "hello, Bob" {
+		t.Fatalf("bob's answer %q", got[0].Content.AsMessage().Body)
 	}
 	waitUntil(t, "the sync token saved", func() bool {
 		b, err := os.ReadFile(filepath.Join(home, "gateway", "matrix", "matrix-sync.json"))

@@ -230,19 +230,27 @@ func membership(u *matrixtest.User, room id.RoomID, who id.UserID) event.Members
 	return m.Membership
 }
 
-// The bot joins rooms allowed users invite it to and declines other
-// invites — except, with PairingInvites, direct chats, where a stranger
+// The bot joins the configured rooms that exist, and rooms allowed users
+// invite it to, and declines other invites — except, with PairingInvites, direct chats, where a stranger
 // gets a pairing code and nothing else.
 func TestInvites(t *testing.T) {
 	w := newWorld(t)
 	carol := w.srv.Register(t, "carol")
-	ad := w.adapter(t, func(c *matrix.Config) { c.PairingInvites = true })
+	lobby, err := w.bob.Client.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "public_chat", RoomAliasName: "lobby"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := w.adapter(t, func(c *matrix.Config) {
+		c.PairingInvites = true
+		c.Rooms = []string{"#nowhere:" + matrixtest.ServerName, "#lobby:" + matrixtest.ServerName}
+	})
 	rig := w.serve(t, ad, gateway.Config{}, llmtest.Reply{Content: "never sent"})
 
 	allowed := w.alice.Group(t, "alice's room", w.bot.ID)
 	refused := w.bob.Group(t, "bob's room", w.bot.ID)
 	dm := carol.DM(t, w.bot.ID)
 	w.alice.WaitJoined(t, allowed, w.bot.ID)
+	w.bob.WaitJoined(t, lobby.RoomID, w.bot.ID) // a configured room (the missing one is skipped)
 	carol.WaitJoined(t, dm, w.bot.ID)
 	gatewaytest.WaitFor(t, "the bot to decline bob's invite", func() bool { return membership(w.bob, refused, w.bot.ID) == event.MembershipLeave })
 

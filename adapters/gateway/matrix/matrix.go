@@ -213,15 +213,10 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			err = classify(err)
-			var perm *gw.PermanentError
-			if errors.As(err, &perm) {
-				// A room the bot may not join is a configuration
-				// mistake that no retry mends: say so and go on.
-				a.log.Error().Err(err).Str("room", room).Msg("cannot join a configured room")
-				continue
-			}
-			return fmt.Errorf("matrix join %s: %w", room, err)
+			// A room that cannot be joined (a mistyped alias: some
+			// servers answer 500 for those) must not keep the bot from
+			// its other rooms: say so, try again at the next start.
+			a.log.Error().Err(classify(err)).Str("room", room).Msg("cannot join a configured room: check platforms.matrix.rooms")
 		}
 	}
 	if a.since == "" {
