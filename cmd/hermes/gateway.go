@@ -55,6 +55,7 @@ type PlatformsConfig struct {
 	Webhook   WebhookConfig   `yaml:"webhook"`
 	Slack     SlackConfig     `yaml:"slack"`
 	IRC       IRCConfig       `yaml:"irc"`
+	Matrix    MatrixConfig    `yaml:"matrix"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -182,6 +183,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	t.WebhookListen = first(os.Getenv("TELEGRAM_WEBHOOK_LISTEN"), t.WebhookListen)
 	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
 	resolveSlack(&s.Platforms.Slack)
+	resolveMatrix(&s.Platforms.Matrix)
 	w := &s.Platforms.Webhook
 	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
 		w.Enabled = b
@@ -206,7 +208,8 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
-		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "slack": s.Platforms.Slack.AllowedUsers}}
+		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "slack": s.Platforms.Slack.AllowedUsers,
+		"matrix": s.Platforms.Matrix.AllowedUsers}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
 	return a
 }
@@ -336,7 +339,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, slackPlatform, ircPlatform} {
+	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, slackPlatform, ircPlatform, matrixPlatform} {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -346,7 +349,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err
