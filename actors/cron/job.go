@@ -356,14 +356,12 @@ func ParseTargets(deliver string, origin *schema.JobOrigin) ([]Target, error) {
 		case "":
 			return nil, fmt.Errorf("deliver %q has an empty target: use origin, local, none or PLATFORM:CHAT", deliver)
 		default:
-			fields := strings.Split(p, ":")
-			if len(fields) < 2 || len(fields) > 3 || !platformName(fields[0]) || fields[1] == "" || (len(fields) == 3 && fields[2] == "") {
+			name, rest, _ := strings.Cut(p, ":")
+			chat, thread, bad := splitChat(rest)
+			if !platformName(name) || bad {
 				return nil, fmt.Errorf("unknown delivery target %q: use origin, local, none or PLATFORM:CHAT[:THREAD] (such as telegram:111111)", p)
 			}
-			t = Target{Kind: TargetPlatform, Platform: strings.ToLower(fields[0]), Chat: fields[1]}
-			if len(fields) == 3 {
-				t.Thread = fields[2]
-			}
+			t = Target{Kind: TargetPlatform, Platform: strings.ToLower(name), Chat: chat, Thread: thread}
 		}
 		if !seen[t.String()] {
 			seen[t.String()] = true
@@ -371,6 +369,21 @@ func ParseTargets(deliver string, origin *schema.JobOrigin) ([]Target, error) {
 		}
 	}
 	return out, nil
+}
+
+// splitChat splits CHAT[:THREAD]. A Matrix room id (!opaque:server, the
+// server with an optional port) holds colons; its threads are event ids,
+// which start with $.
+func splitChat(rest string) (chat, thread string, bad bool) {
+	if strings.HasPrefix(rest, "!") {
+		chat = rest
+		if i := strings.Index(rest, ":$"); i >= 0 {
+			chat, thread = rest[:i], rest[i+1:]
+		}
+		return chat, thread, !strings.Contains(chat, ":") || thread == "$"
+	}
+	chat, thread, has := strings.Cut(rest, ":")
+	return chat, thread, chat == "" || has && (thread == "" || strings.Contains(thread, ":"))
 }
 
 func platformName(s string) bool {

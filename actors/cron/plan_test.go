@@ -227,12 +227,25 @@ func TestTargets(t *testing.T) {
 	if strings.Join(names, " ") != "telegram:111:7 local telegram:222 slack:C1:t9" {
 		t.Fatalf("targets %v", names)
 	}
+	// Matrix room ids hold colons; their threads are event ids ($...).
+	for in, want := range map[string][2]string{
+		"matrix:!abc:example.org":              {"!abc:example.org", ""},
+		"matrix:!abc:example.org:8448":         {"!abc:example.org:8448", ""},
+		"matrix:!abc:example.org:$ev1:xyz":     {"!abc:example.org", "$ev1:xyz"},
+		"matrix:!abc:example.org:8448:$thread": {"!abc:example.org:8448", "$thread"},
+	} {
+		ts, err := ParseTargets(in, nil)
+		if err != nil || len(ts) != 1 || ts[0].Chat != want[0] || ts[0].Thread != want[1] {
+			t.Errorf("%q: %+v %v, want chat %q thread %q", in, ts, err, want[0], want[1])
+		}
+	}
 	if ts, err := ParseTargets("none", nil); err != nil || len(ts) != 0 {
 		t.Fatalf("none: %v %v", ts, err)
 	}
 	for in, want := range map[string]string{
 		"origin": "no origin", "email": "unknown delivery target", "telegram:": "unknown delivery target", ":111": "unknown delivery target",
 		"none,local": "cannot be combined", "local,,x:1": "empty target", "tele gram:1": "unknown delivery target",
+		"matrix:!abc": "unknown delivery target", "telegram:1:2:3": "unknown delivery target",
 	} {
 		if _, err := ParseTargets(in, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
