@@ -1,0 +1,260 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// sendTimeout bounds one SMTP delivery.
+const sendTimeout = 60 * time.Second
+
+// Send delivers one outbound message as a mail to the chat's sender:
+// reply, notice and approval become text/plain UTF-8 (quoted-printable)
+// mail with "Re:" and the thread's subject, In-Reply-To the message
+// answered and References the thread; typing and deltas are dropped. It
+// returns the mail's Message-ID, which is the same on every retry of a
+// reply, so a client shows a duplicate once.
+func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
+	switch out.Kind {
+	case "typing", "delta":
+		return nil, nil
+	case "reply", "notice", "approval":
+	default:
+		return nil, &gw.PermanentError{Err: fmt.Errorf("email: unknown outbound kind %q", out.Kind)}
+	}
+	to, root, err := splitChat(out.Chat)
+	if err != nil {
+		return nil, &gw.PermanentError{Err: err}
+	}
+	text := strings.TrimSpace(out.Text)
+	if text == "" {
+		return nil, &gw.PermanentError{Err: errors.New("email: an empty message cannot be sent")}
+	}
+	if out.Kind == "approval" {
+		text += "\n\nReply with /approve or /deny."
+	}
+	parent := out.InReplyTo
+	if parent == "" {
+		parent = root
+	}
+	a.mu.Lock()
+	th := a.st.Messages[parent]
+	a.mu.Unlock()
+	subject, refs := "", []string{root}
+	if parent != root {
+		refs = append(refs, parent)
+	}
+	if th != nil {
+		subject, refs = th.Subject, th.Refs
+	}
+	id := a.messageID(out)
+	raw, err := a.compose(to, id, reSubject(subject), parent, refs, text)
+	if err != nil {
+		return nil, &gw.PermanentError{Err: err}
+	}
+	if err := a.deliver(ctx, to, raw); err != nil {
+		return nil, err
+	}
+	return []string{id}, nil
+}
+
+// messageID names a reply after its ReplyID (the same on every retry),
+// anything else at random.
+func (a *Adapter) messageID(out schema.Outbound) string {
+	_, domain, _ := strings.Cut(a.self, "@")
+	seed := out.ReplyID
+	if seed == "" {
+		seed = strconv.FormatInt(time.Now().UnixNano(), 10) + out.Chat + out.Text
+	}
+	h := sha256.Sum256([]byte("hermes email\x00" + seed))
+	return "<hermes." + hex.EncodeToString(h[:12]) + "@" + domain + ">"
+}
+
+// reSubject is a reply's subject: one "Re: " before the thread's subject
+// (whatever prefixes it already had), or a plain one for a thread without.
+func reSubject(s string) string {
+	s = strings.TrimSpace(s)
+	for {
+		low := strings.ToLower(s)
+		switch {
+		case strings.HasPrefix(low, "re:"), strings.HasPrefix(low, "aw:"), strings.HasPrefix(low, "sv:"):
+			s = strings.TrimSpace(s[3:])
+			continue
+		}
+		break
+	}
+	if s == "" {
+		s = "your message to Hermes"
+	}
+	return "Re: " + s
+}
+
+func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text string) ([]byte, error) {
+	var h mail.Header
+	h.SetDate(time.Now())
+	h.SetAddressList("From", []*mail.Address{{Name: "Hermes", Address: a.cfg.Address}})
+	h.SetAddressList("To", []*mail.Address{{Address: to}})
+	h.SetSubject(subject)
+	h.SetMessageID(strings.Trim(id, "<>"))
+	h.SetMsgIDList("In-Reply-To", []string{strings.Trim(inReplyTo, "<>")})
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = strings.Trim(r, "<>")
+	}
+	h.SetMsgIDList("References", ids)
+	// RFC 3834: this is an automatic answer; well-behaved robots at the
+	// other end will not answer it.
+	h.Set("Auto-Submitted", "auto-replied")
+	h.Set("X-Mailer", "Hermes")
+	h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
+	h.Set("Content-Transfer-Encoding", "quoted-printable")
+	var buf bytes.Buffer
+	w, err := mail.CreateSingleInlineWriter(&buf, h)
+	if err != nil {
+		return nil, err
+	}
+	body := strings.ReplaceAll(text, "\r\n", "\n")
+	if _, err := w.Write([]byte(strings.ReplaceAll(body, "\n", "\r\n") + "\r\n")); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// deliver hands raw to the SMTP server: TLS on port 465, STARTTLS when
+// offered, the password only over TLS or to a loopback server (or with
+// Insecure). Refusals (5xx) are permanent, other failures retried.
+func (a *Adapter) deliver(ctx context.Context, to string, raw []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	addr := net.JoinHostPort(a.cfg.SMTPHost, strconv.Itoa(a.cfg.SMTPPort))
+	c, err := a.dialSMTP(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if ok, _ := c.Extension("AUTH"); ok {
+		var sc sasl.Client
+		switch {
+		case c.SupportsAuth(sasl.Plain):
+			sc = sasl.NewPlainClient("", a.cfg.Username, a.cfg.Password)
+		case c.SupportsAuth(sasl.Login):
+			sc = sasl.NewLoginClient(a.cfg.Username, a.cfg.Password)
+		default:
+			return &gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers neither PLAIN nor LOGIN authentication", addr)}
+		}
+		if err := c.Auth(sc); err != nil {
+			var se *smtp.SMTPError
+			if errors.As(err, &se) && se.Code >= 500 {
+				return &gw.PermanentError{Err: fmt.Errorf("the SMTP server refused the login of %s (%d %s): check EMAIL_PASSWORD", a.cfg.Username, se.Code, se.Message)}
+			}
+			return a.smtpErr("auth", err)
+		}
+	}
+	if err := c.SendMail(a.cfg.Address, []string{to}, bytes.NewReader(raw)); err != nil {
+		return a.smtpErr("send", err)
+	}
+	_ = c.Quit()
+	return nil
+}
+
+// dialSMTP connects and says hello: TLS on port 465; otherwise STARTTLS
+// when the server offers it (asked once, then remembered).
+func (a *Adapter) dialSMTP(ctx context.Context, addr string) (*smtp.Client, error) {
+	d := &net.Dialer{Timeout: 30 * time.Second}
+	dial := func() (net.Conn, error) {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("smtp: %w", err)
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		context.AfterFunc(ctx, func() { _ = conn.Close() })
+		return conn, nil
+	}
+	tcfg := a.tlsConfig(a.cfg.SMTPHost)
+	conn, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.SMTPPort == 465 {
+		tc := tls.Client(conn, tcfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("smtp tls: %w", err)
+		}
+		c := smtp.NewClient(tc)
+		if err := c.Hello(a.heloName()); err != nil {
+			c.Close()
+			return nil, a.smtpErr("hello", err)
+		}
+		return c, nil
+	}
+	if a.smtpStartTLS.Load() == 1 {
+		c, err := smtp.NewClientStartTLS(conn, tcfg)
+		if err != nil {
+			return nil, fmt.Errorf("smtp starttls: %w", err)
+		}
+		return c, nil
+	}
+	c := smtp.NewClient(conn)
+	if err := c.Hello(a.heloName()); err != nil {
+		c.Close()
+		return nil, a.smtpErr("hello", err)
+	}
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		c.Close()
+		a.smtpStartTLS.Store(1)
+		if conn, err = dial(); err != nil {
+			return nil, err
+		}
+		c, err := smtp.NewClientStartTLS(conn, tcfg)
+		if err != nil {
+			return nil, fmt.Errorf("smtp starttls: %w", err)
+		}
+		return c, nil
+	}
+	if !a.cfg.Insecure && !loopback(a.cfg.SMTPHost) {
+		c.Close()
+		return nil, &gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers no TLS: use port 465, or set platforms.email.insecure to send the password in the clear", addr)}
+	}
+	return c, nil
+}
+
+func (a *Adapter) heloName() string {
+	_, domain, _ := strings.Cut(a.self, "@")
+	return domain
+}
+
+// smtpErr makes a refusal (5xx) permanent; anything else may pass.
+func (a *Adapter) smtpErr(step string, err error) error {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) && se.Code >= 500 {
+		return &gw.PermanentError{Err: fmt.Errorf("smtp %s: %w", step, err)}
+	}
+	var pe *textproto.Error
+	if errors.As(err, &pe) && pe.Code >= 500 {
+		return &gw.PermanentError{Err: fmt.Errorf("smtp %s: %w", step, err)}
+	}
+	return fmt.Errorf("smtp %s: %w", step, err)
+}
