@@ -439,7 +439,9 @@ func login(t testing.TB, dv *emailtest.Dovecot, user, pass string) *imapclient.C
 // lastUser is the last user message of a model request.
 func lastUser(t testing.TB, r llmtest.Request) string {
 	t.Helper()
-	var v struct{ Messages []struct{ Role, Content string } }
+	var v struct {
+		Messages []struct{ Role, Content string }
+	}
 	if err := json.Unmarshal(r.Raw, &v); err != nil {
 		t.Fatal(err)
 	}
