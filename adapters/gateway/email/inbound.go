@@ -194,7 +194,9 @@ func (a *Adapter) inbound(m *parsed) (schema.Inbound, error) {
 	}
 	body = StripQuoted(body)
 	var b strings.Builder
-	if len(m.refs) == 0 && strings.TrimSpace(m.subject) != "" {
+	// A new thread's subject is part of what was asked (unless the mail
+	// is a command, which must come first).
+	if len(m.refs) == 0 && strings.TrimSpace(m.subject) != "" && !strings.HasPrefix(strings.TrimSpace(body), "/") {
 		fmt.Fprintf(&b, "Subject: %s\n\n", strings.TrimSpace(m.subject))
 	}
 	b.WriteString(strings.TrimSpace(body))

@@ -62,6 +62,9 @@ type DovecotOptions struct {
 	Users map[string]string
 	// NoIdle hides IDLE from the capabilities, as servers without it do.
 	NoIdle bool
+	// AnyUser, when set, lets every address log in with this password
+	// (and have a mailbox), instead of Users: fresh users on demand.
+	AnyUser string
 }
 
 // Dovecot is a running Dovecot.
@@ -127,6 +130,10 @@ func StartDovecot(tb testing.TB, o DovecotOptions) *Dovecot {
 	if err := os.Chown(mailDir, uid, gid); err != nil {
 		tb.Fatal(err)
 	}
+	passdb := fmt.Sprintf("driver = passwd-file\n  args = scheme=PLAIN username_format=%%u %s/users", dir)
+	if o.AnyUser != "" {
+		passdb = "driver = static\n  args = password=" + o.AnyUser
+	}
 	caps := ""
 	if o.NoIdle {
 		caps = "imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE LITERAL+ AUTH=PLAIN\n"
@@ -147,8 +154,7 @@ default_login_user = dovenull
 hostname = mail.example.test
 postmaster_address = postmaster@example.test
 passdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%%u %[1]s/users
+  %[7]s
 }
 userdb {
   driver = static
@@ -169,7 +175,7 @@ service lmtp {
     port = %[3]d
   }
 }
-%[6]s`, dir, d.IMAPPort, d.LMTPPort, uid, gid, caps)
+%[6]s`, dir, d.IMAPPort, d.LMTPPort, uid, gid, caps, passdb)
 	if err := os.WriteFile(d.conf, []byte(conf), 0o644); err != nil {
 		tb.Fatal(err)
 	}
@@ -245,34 +251,43 @@ func (d *Dovecot) Log() string {
 // does, with from as the envelope sender ("" for a bounce's null sender).
 func (d *Dovecot) Deliver(tb testing.TB, from string, to []string, raw []byte) {
 	tb.Helper()
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(d.LMTPPort), 5*time.Second)
-	if err != nil {
+	if err := d.Send(context.Background(), from, to, raw); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// Send is Deliver returning its error.
+func (d *Dovecot) Send(ctx context.Context, from string, to []string, raw []byte) error {
+	dl := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := dl.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(d.LMTPPort))
+	if err != nil {
+		return fmt.Errorf("lmtp: %w", err)
 	}
 	c := smtp.NewClientLMTP(conn)
 	defer c.Close()
 	if err := c.Hello("mx.example.test"); err != nil {
-		tb.Fatalf("lmtp hello: %v", err)
+		return fmt.Errorf("lmtp hello: %w", err)
 	}
 	if err := c.Mail(from, nil); err != nil {
-		tb.Fatalf("lmtp mail from: %v", err)
+		return fmt.Errorf("lmtp mail from: %w", err)
 	}
 	for _, r := range to {
 		if err := c.Rcpt(r, nil); err != nil {
-			tb.Fatalf("lmtp rcpt %s: %v", r, err)
+			return fmt.Errorf("lmtp rcpt %s: %w", r, err)
 		}
 	}
 	w, err := c.Data()
 	if err != nil {
-		tb.Fatal(err)
+		return fmt.Errorf("lmtp data: %w", err)
 	}
 	if _, err := w.Write(raw); err != nil {
-		tb.Fatal(err)
+		return fmt.Errorf("lmtp data: %w", err)
 	}
 	if _, err := w.CloseWithLMTPResponse(); err != nil {
-		tb.Fatalf("lmtp data: %v", err)
+		return fmt.Errorf("lmtp data: %w", err)
 	}
 	_ = c.Quit()
+	return nil
 }
 
 // Maildev is a running maildev.
@@ -288,6 +303,16 @@ type Maildev struct {
 // and its HTTP API on free loopback ports, keeping mail under a temporary
 // directory.
 func StartMaildev(tb testing.TB, user, pass string) *Maildev {
+	return startMaildev(tb, user, pass)
+}
+
+// StartOpenMaildev runs maildev without SMTP authentication (it takes
+// mail from anyone), for bots of many addresses.
+func StartOpenMaildev(tb testing.TB) *Maildev {
+	return startMaildev(tb, "", "")
+}
+
+func startMaildev(tb testing.TB, user, pass string) *Maildev {
 	tb.Helper()
 	mod := os.Getenv(EnvMaildev)
 	if mod == "" && os.Getenv("HERMES_NODE_MODULES") != "" {
@@ -304,8 +329,12 @@ func StartMaildev(tb testing.TB, user, pass string) *Maildev {
 	web := freePort(tb)
 	m.APIURL = fmt.Sprintf("http://127.0.0.1:%d/api", web)
 	var out bytes.Buffer
-	cmd := exec.Command("node", bin, "--smtp", strconv.Itoa(m.SMTPPort), "--ip", "127.0.0.1", "--web", strconv.Itoa(web), "--web-ip", "127.0.0.1",
-		"--incoming-user", user, "--incoming-pass", pass, "--mail-directory", tb.TempDir(), "--silent")
+	args := []string{bin, "--smtp", strconv.Itoa(m.SMTPPort), "--ip", "127.0.0.1", "--web", strconv.Itoa(web), "--web-ip", "127.0.0.1",
+		"--mail-directory", tb.TempDir(), "--silent"}
+	if user != "" {
+		args = append(args, "--incoming-user", user, "--incoming-pass", pass)
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
