@@ -430,7 +430,7 @@ func (a *Adapter) handle(ctx context.Context, c *imapclient.Client, validity uin
 		return err
 	}
 	if msg.Text == "" {
-		a.log.Info().Str("from", m.from).Str("message_id", m.id).Msg("empty mail not answered")
+		a.log.Info().Err(m.broken).Str("from", m.from).Str("message_id", m.id).Msg("empty mail not answered")
 		return a.done(c, uid, false)
 	}
 	if err := in(ctx, msg); err != nil {

@@ -34,6 +34,7 @@ type parsed struct {
 	text      string   // the text/plain body (the first one)
 	html      string   // the text/html body (the first one)
 	reportish bool     // multipart/report: a delivery or read report
+	broken    error    // the body could not be read to its end
 	files     []file
 }
 
@@ -89,10 +90,9 @@ func (a *Adapter) parse(raw []byte, validity uint32, uid imap.UID) (*parsed, err
 			if message.IsUnknownCharset(err) {
 				continue
 			}
-			if m.text != "" || m.html != "" {
-				break // what was read is worth answering
-			}
-			return nil, fmt.Errorf("mail body: %w", err)
+			// What was read may still be worth answering.
+			m.broken = fmt.Errorf("mail body: %w", err)
+			break
 		}
 		switch ph := p.Header.(type) {
 		case *gomail.InlineHeader:
