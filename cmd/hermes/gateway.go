@@ -52,6 +52,7 @@ type SessionResetConfig struct {
 type PlatformsConfig struct {
 	APIServer APIServerConfig `yaml:"api_server"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
+	Email     EmailConfig     `yaml:"email"`
 	Webhook   WebhookConfig   `yaml:"webhook"`
 }
 
@@ -179,6 +180,9 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	t.WebhookURL = first(os.Getenv("TELEGRAM_WEBHOOK_URL"), t.WebhookURL)
 	t.WebhookListen = first(os.Getenv("TELEGRAM_WEBHOOK_LISTEN"), t.WebhookListen)
 	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
+	if err := resolveEmail(&s.Platforms.Email); err != nil {
+		return s, err
+	}
 	w := &s.Platforms.Webhook
 	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
 		w.Enabled = b
@@ -200,7 +204,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
-		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers}}
+		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "email": s.Platforms.Email.AllowedUsers}}
 	return a
 }
 
@@ -329,7 +333,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform} {
+	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, emailPlatform, webhookPlatform} {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -339,7 +343,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err

@@ -44,7 +44,7 @@ const Platform = "email"
 // Defaults.
 const (
 	// DefaultPollInterval spaces mailbox checks on servers without IDLE.
-	DefaultPollInterval = 30 * time.Second
+	DefaultPollInterval = 15 * time.Second
 	// DefaultIdleRefresh ends an IDLE that heard nothing after this long
 	// and looks at the mailbox anyway (a lost notification costs no more).
 	DefaultIdleRefresh = 5 * time.Minute
