@@ -453,3 +453,32 @@ func lastUser(t testing.TB, r llmtest.Request) string {
 	t.Fatalf("no user message in %s", r.Raw)
 	return ""
 }
+
+// Mail goes out over one kept SMTP connection; when the server has
+// dropped it meanwhile, the next mail goes over a new one, at once.
+func TestSMTPConnectionIsKeptAndReplaced(t *testing.T) {
+	s := startServers(t, false)
+	ad, err := email.New(s.config(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(text string) {
+		t.Helper()
+		if _, err := ad.Send(ctx, schema.Outbound{Kind: "reply", Chat: alice + " <k@example.test>", InReplyTo: "<k@example.test>", Text: text, ReplyID: text}); err != nil {
+			t.Fatalf("send %q: %v", text, err)
+		}
+	}
+	send("one")
+	send("two")
+	s.md.Restart()
+	send("three")
+	got := s.md.Wait(t, 3)
+	var texts []string
+	for _, m := range got {
+		texts = append(texts, strings.TrimSpace(m.Text))
+	}
+	if strings.Join(texts, ",") != "one,two,three" {
+		t.Fatalf("maildev holds %v", texts)
+	}
+}

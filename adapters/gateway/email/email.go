@@ -106,6 +106,9 @@ type Adapter struct {
 
 	mu sync.Mutex
 	st *state
+
+	smtpMu sync.Mutex
+	smtp   *smtpConn // the kept SMTP connection, if any
 }
 
 // New checks cfg and loads the adapter's state; it makes no connection.

@@ -140,18 +140,83 @@ func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text
 	return buf.Bytes(), nil
 }
 
-// deliver hands raw to the SMTP server: TLS on port 465, STARTTLS when
-// offered, the password only over TLS or to a loopback server (or with
-// Insecure). Refusals (5xx) are permanent, other failures retried.
+// smtpIdle is how long an idle SMTP connection is kept for the next mail.
+const smtpIdle = 30 * time.Second
+
+// smtpConn is a logged-in SMTP connection, kept between mails: a new
+// connection costs a greeting, EHLO, STARTTLS and AUTH.
+type smtpConn struct {
+	c    *smtp.Client
+	conn net.Conn
+	used time.Time
+}
+
+func (sc *smtpConn) close() { _ = sc.c.Close() }
+
+// deliver hands raw to the SMTP server over the kept connection, or a new
+// one: TLS on port 465, STARTTLS when offered, the password only over TLS
+// or to a loopback server (or with Insecure). Refusals (5xx) are
+// permanent, other failures retried; a kept connection the server has
+// dropped meanwhile is replaced at once.
 func (a *Adapter) deliver(ctx context.Context, to string, raw []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	addr := net.JoinHostPort(a.cfg.SMTPHost, strconv.Itoa(a.cfg.SMTPPort))
-	c, err := a.dialSMTP(ctx, addr)
-	if err != nil {
+	a.smtpMu.Lock()
+	defer a.smtpMu.Unlock()
+	for {
+		sc, fresh := a.smtp, false
+		a.smtp = nil
+		if sc != nil && time.Since(sc.used) > smtpIdle {
+			sc.c.Quit()
+			sc.close()
+			sc = nil
+		}
+		if sc == nil {
+			var err error
+			if sc, err = a.openSMTP(ctx); err != nil {
+				return err
+			}
+			fresh = true
+		}
+		err := sc.send(ctx, a.cfg.Address, to, raw)
+		if err == nil {
+			sc.used, a.smtp = time.Now(), sc
+			return nil
+		}
+		sc.close()
+		var se *smtp.SMTPError
+		if !fresh && (!errors.As(err, &se) || se.Code == 421) {
+			continue // the server dropped the kept connection
+		}
+		return a.smtpErr("send", err)
+	}
+}
+
+func (sc *smtpConn) send(ctx context.Context, from, to string, raw []byte) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = sc.conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = sc.conn.Close() })
+	defer stop()
+	if err := sc.c.SendMail(from, []string{to}, bytes.NewReader(raw)); err != nil {
 		return err
 	}
-	defer c.Close()
+	return sc.c.Reset()
+}
+
+// openSMTP connects and logs in.
+func (a *Adapter) openSMTP(ctx context.Context) (*smtpConn, error) {
+	addr := net.JoinHostPort(a.cfg.SMTPHost, strconv.Itoa(a.cfg.SMTPPort))
+	c, conn, err := a.dialSMTP(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	fail := func(err error) (*smtpConn, error) {
+		c.Close()
+		return nil, err
+	}
 	if ok, _ := c.Extension("AUTH"); ok {
 		var sc sasl.Client
 		switch {
@@ -160,26 +225,22 @@ func (a *Adapter) deliver(ctx context.Context, to string, raw []byte) error {
 		case c.SupportsAuth(sasl.Login):
 			sc = sasl.NewLoginClient(a.cfg.Username, a.cfg.Password)
 		default:
-			return &gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers neither PLAIN nor LOGIN authentication", addr)}
+			return fail(&gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers neither PLAIN nor LOGIN authentication", addr)})
 		}
 		if err := c.Auth(sc); err != nil {
 			var se *smtp.SMTPError
 			if errors.As(err, &se) && se.Code >= 500 {
-				return &gw.PermanentError{Err: fmt.Errorf("the SMTP server refused the login of %s (%d %s): check EMAIL_PASSWORD", a.cfg.Username, se.Code, se.Message)}
+				return fail(&gw.PermanentError{Err: fmt.Errorf("the SMTP server refused the login of %s (%d %s): check EMAIL_PASSWORD", a.cfg.Username, se.Code, se.Message)})
 			}
-			return a.smtpErr("auth", err)
+			return fail(a.smtpErr("auth", err))
 		}
 	}
-	if err := c.SendMail(a.cfg.Address, []string{to}, bytes.NewReader(raw)); err != nil {
-		return a.smtpErr("send", err)
-	}
-	_ = c.Quit()
-	return nil
+	return &smtpConn{c: c, conn: conn}, nil
 }
 
 // dialSMTP connects and says hello: TLS on port 465; otherwise STARTTLS
 // when the server offers it (asked once, then remembered).
-func (a *Adapter) dialSMTP(ctx context.Context, addr string) (*smtp.Client, error) {
+func (a *Adapter) dialSMTP(ctx context.Context, addr string) (*smtp.Client, net.Conn, error) {
 	d := &net.Dialer{Timeout: 30 * time.Second}
 	dial := func() (net.Conn, error) {
 		conn, err := d.DialContext(ctx, "tcp", addr)
@@ -189,56 +250,55 @@ func (a *Adapter) dialSMTP(ctx context.Context, addr string) (*smtp.Client, erro
 		if dl, ok := ctx.Deadline(); ok {
 			_ = conn.SetDeadline(dl)
 		}
-		context.AfterFunc(ctx, func() { _ = conn.Close() })
 		return conn, nil
 	}
 	tcfg := a.tlsConfig(a.cfg.SMTPHost)
 	conn, err := dial()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a.cfg.SMTPPort == 465 {
 		tc := tls.Client(conn, tcfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("smtp tls: %w", err)
+			return nil, nil, fmt.Errorf("smtp tls: %w", err)
 		}
 		c := smtp.NewClient(tc)
 		if err := c.Hello(a.heloName()); err != nil {
 			c.Close()
-			return nil, a.smtpErr("hello", err)
+			return nil, nil, a.smtpErr("hello", err)
 		}
-		return c, nil
+		return c, conn, nil
 	}
 	if a.smtpStartTLS.Load() == 1 {
 		c, err := smtp.NewClientStartTLS(conn, tcfg)
 		if err != nil {
-			return nil, fmt.Errorf("smtp starttls: %w", err)
+			return nil, nil, fmt.Errorf("smtp starttls: %w", err)
 		}
-		return c, nil
+		return c, conn, nil
 	}
 	c := smtp.NewClient(conn)
 	if err := c.Hello(a.heloName()); err != nil {
 		c.Close()
-		return nil, a.smtpErr("hello", err)
+		return nil, nil, a.smtpErr("hello", err)
 	}
 	if ok, _ := c.Extension("STARTTLS"); ok {
 		c.Close()
 		a.smtpStartTLS.Store(1)
 		if conn, err = dial(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c, err := smtp.NewClientStartTLS(conn, tcfg)
 		if err != nil {
-			return nil, fmt.Errorf("smtp starttls: %w", err)
+			return nil, nil, fmt.Errorf("smtp starttls: %w", err)
 		}
-		return c, nil
+		return c, conn, nil
 	}
 	if !a.cfg.Insecure && !loopback(a.cfg.SMTPHost) {
 		c.Close()
-		return nil, &gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers no TLS: use port 465, or set platforms.email.insecure to send the password in the clear", addr)}
+		return nil, nil, &gw.PermanentError{Err: fmt.Errorf("the SMTP server %s offers no TLS: use port 465, or set platforms.email.insecure to send the password in the clear", addr)}
 	}
-	return c, nil
+	return c, conn, nil
 }
 
 func (a *Adapter) heloName() string {

@@ -295,6 +295,8 @@ type Maildev struct {
 	SMTPPort int
 	APIURL   string
 
+	tb   testing.TB
+	args []string
 	cmd  *exec.Cmd
 	http *http.Client
 }
@@ -325,41 +327,58 @@ func startMaildev(tb testing.TB, user, pass string) *Maildev {
 	if _, err := os.Stat(bin); err != nil {
 		missing(tb, "maildev is not installed at %s: %v", mod, err)
 	}
-	m := &Maildev{SMTPPort: freePort(tb), http: &http.Client{Timeout: 10 * time.Second}}
+	m := &Maildev{SMTPPort: freePort(tb), http: &http.Client{Timeout: 10 * time.Second}, tb: tb}
 	web := freePort(tb)
 	m.APIURL = fmt.Sprintf("http://127.0.0.1:%d/api", web)
-	var out bytes.Buffer
-	args := []string{bin, "--smtp", strconv.Itoa(m.SMTPPort), "--ip", "127.0.0.1", "--web", strconv.Itoa(web), "--web-ip", "127.0.0.1",
+	m.args = []string{bin, "--smtp", strconv.Itoa(m.SMTPPort), "--ip", "127.0.0.1", "--web", strconv.Itoa(web), "--web-ip", "127.0.0.1",
 		"--mail-directory", tb.TempDir(), "--silent"}
 	if user != "" {
-		args = append(args, "--incoming-user", user, "--incoming-pass", pass)
+		m.args = append(m.args, "--incoming-user", user, "--incoming-pass", pass)
 	}
-	cmd := exec.Command("node", args...)
+	m.start()
+	tb.Cleanup(m.stop)
+	return m
+}
+
+func (m *Maildev) start() {
+	m.tb.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("node", m.args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start maildev: %v", err)
+		m.tb.Fatalf("start maildev: %v", err)
 	}
 	m.cmd = cmd
-	tb.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := m.http.Get(m.APIURL + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("maildev did not start in 30 s: %s", out.String())
+			m.tb.Fatalf("maildev did not start in 30 s: %s", out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return m
+}
+
+func (m *Maildev) stop() {
+	if m.cmd == nil || m.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	_ = m.cmd.Wait()
+}
+
+// Restart stops maildev, dropping every connection, and starts it again
+// on the same ports (the mail it kept is read back from its directory).
+func (m *Maildev) Restart() {
+	m.stop()
+	m.start()
 }
 
 // Mail is one message maildev received.
