@@ -21,6 +21,7 @@ import (
 // the bot's mailbox (a fresh bot address per case) and delivers the
 // users' mail into it over LMTP; maildev takes the bot's mail.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	p := &mailPeer{dv: emailtest.StartDovecot(t, emailtest.DovecotOptions{AnyUser: "conformance-secret"}), md: emailtest.StartOpenMaildev(t)}
 	conformance.Run(t, p)
 }

@@ -107,6 +107,7 @@ func addrOf(tb testing.TB, m emailtest.Mail, key string) string {
 // the answer quoted, as clients do) continues the same session, and its
 // answer threads under the whole conversation. The mail handled is \Seen.
 func TestAllowedSenderGetsThreadedAnswers(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(email.NormAddress("Alice@Example.TEST")),
 		Script: []llmtest.Reply{{Content: "Paris — **of course**."}, {Content: "Berlin."}}})
@@ -196,6 +197,7 @@ func TestAllowedSenderGetsThreadedAnswers(t *testing.T) {
 // A sender on no allow-list gets a pairing code by mail and nothing else:
 // no model call, no session.
 func TestUnknownSenderGetsOnlyAPairingCode(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "must not be said"}}})
 	serve(t, rig, s.config(t.TempDir()))
@@ -226,6 +228,7 @@ func TestUnknownSenderGetsOnlyAPairingCode(t *testing.T) {
 // mailer daemon or from the bot itself — reaches no session and no model,
 // and is not answered; a person's mail after it is.
 func TestAutomaticMailIsNeverAnswered(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice, bot, "mailer-daemon@example.test", "postmaster@example.test"),
 		Script: []llmtest.Reply{{Content: "the only answer"}}})
@@ -270,6 +273,7 @@ func TestAutomaticMailIsNeverAnswered(t *testing.T) {
 
 // HTML-only mail reaches the model as text.
 func TestHTMLMailReachesTheModelAsText(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "ok"}}})
 	serve(t, rig, s.config(t.TempDir()))
@@ -297,6 +301,7 @@ func TestHTMLMailReachesTheModelAsText(t *testing.T) {
 // An attachment is saved under the cache directory and the model is told
 // where; the text beside it arrives too.
 func TestAttachmentIsSavedAndMentioned(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "read it"}}})
 	dir := t.TempDir()
@@ -333,6 +338,7 @@ func TestAttachmentIsSavedAndMentioned(t *testing.T) {
 // the mail it answered (\Seen), and not that mail marked unread again by
 // a person's client either (the last UID is remembered).
 func TestRestartDoesNotAnswerAgain(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	dir := t.TempDir()
 	cfg := s.config(dir)
@@ -368,6 +374,7 @@ func TestRestartDoesNotAnswerAgain(t *testing.T) {
 
 // A server without IDLE is polled.
 func TestPollsWithoutIdle(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, true)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "polled"}}})
 	ad, _ := serve(t, rig, s.config(t.TempDir()))
@@ -383,6 +390,7 @@ func TestPollsWithoutIdle(t *testing.T) {
 // The adapter reconnects when the IMAP server goes away and comes back,
 // and mail that arrived meanwhile is answered.
 func TestReconnectsAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "back"}}})
 	ad, _ := serve(t, rig, s.config(t.TempDir()))
@@ -398,6 +406,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 // A wrong IMAP password stops the adapter with a permanent error that
 // says what to check; a wrong SMTP password makes delivery fail for good.
 func TestBadPasswordIsAClearPermanentError(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	cfg := s.config(t.TempDir())
 	cfg.Password = "wrong"
@@ -457,6 +466,7 @@ func lastUser(t testing.TB, r llmtest.Request) string {
 // Mail goes out over one kept SMTP connection; when the server has
 // dropped it meanwhile, the next mail goes over a new one, at once.
 func TestSMTPConnectionIsKeptAndReplaced(t *testing.T) {
+	t.Parallel()
 	s := startServers(t, false)
 	ad, err := email.New(s.config(t.TempDir()))
 	if err != nil {
