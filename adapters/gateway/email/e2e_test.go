@@ -2,6 +2,7 @@ package email_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"os"
@@ -490,5 +491,34 @@ func TestSMTPConnectionIsKeptAndReplaced(t *testing.T) {
 	}
 	if strings.Join(texts, ",") != "one,two,three" {
 		t.Fatalf("maildev holds %v", texts)
+	}
+}
+
+// A server that offers STARTTLS (and refuses logins before it) gets the
+// password only after the upgrade, with its certificate checked.
+func TestIMAPUsesSTARTTLSWhenOffered(t *testing.T) {
+	t.Parallel()
+	s := &servers{dv: emailtest.StartDovecot(t, emailtest.DovecotOptions{Users: users, TLS: true}), md: emailtest.StartMaildev(t, bot, botPass)}
+	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "over TLS"}}})
+	cfg := s.config(t.TempDir())
+	cfg.TLS = &tls.Config{RootCAs: s.dv.RootCAs}
+	serve(t, rig, cfg)
+	s.dv.Deliver(t, alice, []string{bot}, mailFrom(alice, "tls", "<t1@example.test>", "secure?"))
+	if got := s.md.Wait(t, 1); strings.TrimSpace(got[0].Text) != "over TLS" {
+		t.Fatalf("answer %q", got[0].Text)
+	}
+	if !regexp.MustCompile(`imap-login: Info: Login: user=<bot@example.test>.*TLS`).MatchString(s.dv.Log()) {
+		t.Fatalf("no TLS login in Dovecot's log:\n%s", s.dv.Log())
+	}
+	// Without the certificate trusted, nothing is sent.
+	cfg.TLS = nil
+	ad, err := email.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ad.Run(ctx, func(context.Context, schema.Inbound) error { return nil }); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("Run with an untrusted certificate: %v", err)
 	}
 }

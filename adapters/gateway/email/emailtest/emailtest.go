@@ -17,9 +17,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -62,6 +69,9 @@ type DovecotOptions struct {
 	Users map[string]string
 	// NoIdle hides IDLE from the capabilities, as servers without it do.
 	NoIdle bool
+	// TLS offers STARTTLS with a certificate made for 127.0.0.1 (see
+	// Dovecot.RootCAs) and refuses logins before it.
+	TLS bool
 	// AnyUser, when set, lets every address log in with this password
 	// (and have a mailbox), instead of Users: fresh users on demand.
 	AnyUser string
@@ -72,6 +82,8 @@ type Dovecot struct {
 	Dir      string
 	IMAPPort int
 	LMTPPort int
+	// RootCAs trusts the server's certificate (with DovecotOptions.TLS).
+	RootCAs *x509.CertPool
 
 	tb   testing.TB
 	conf string
@@ -134,6 +146,11 @@ func StartDovecot(tb testing.TB, o DovecotOptions) *Dovecot {
 	if o.AnyUser != "" {
 		passdb = "driver = static\n  args = password=" + o.AnyUser
 	}
+	ssl := "ssl = no\ndisable_plaintext_auth = no\n"
+	if o.TLS {
+		d.RootCAs = writeCert(tb, dir)
+		ssl = fmt.Sprintf("ssl = required\nssl_cert = <%[1]s/cert.pem\nssl_key = <%[1]s/key.pem\ndisable_plaintext_auth = yes\n", dir)
+	}
 	caps := ""
 	if o.NoIdle {
 		caps = "imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE LITERAL+ AUTH=PLAIN\n"
@@ -143,9 +160,7 @@ state_dir = %[1]s/state
 log_path = %[1]s/dovecot.log
 protocols = imap lmtp
 listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
+%[8]sauth_mechanisms = plain login
 auth_failure_delay = 0
 mail_location = maildir:%[1]s/mail/%%u
 first_valid_uid = 1
@@ -175,7 +190,7 @@ service lmtp {
     port = %[3]d
   }
 }
-%[6]s`, dir, d.IMAPPort, d.LMTPPort, uid, gid, caps, passdb)
+%[6]s`, dir, d.IMAPPort, d.LMTPPort, uid, gid, caps, passdb, ssl)
 	if err := os.WriteFile(d.conf, []byte(conf), 0o644); err != nil {
 		tb.Fatal(err)
 	}
@@ -501,6 +516,41 @@ func Compose(headers []string, body string) []byte {
 	b.WriteString("\r\n")
 	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n"))
 	return []byte(b.String())
+}
+
+// writeCert makes a self-signed certificate for 127.0.0.1 and localhost
+// in dir (cert.pem, key.pem) and returns a pool that trusts it.
+func writeCert(tb testing.TB, dir string) *x509.CertPool {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mail.example.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool
 }
 
 func freePort(tb testing.TB) int {
