@@ -132,11 +132,17 @@ func TestAllowedSenderGetsThreadedAnswers(t *testing.T) {
 	if refs := a1.Header.Get("References"); refs != "<q1@example.test>" {
 		t.Fatalf("References %q", refs)
 	}
-	if ct := a1.Header.Get("Content-Type"); !strings.Contains(ct, "text/plain") || !strings.Contains(strings.ToLower(ct), "utf-8") {
+	if ct := a1.Header.Get("Content-Type"); !strings.HasPrefix(ct, "multipart/alternative") {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	if te := a1.Header.Get("Content-Transfer-Encoding"); te != "quoted-printable" {
-		t.Fatalf("Content-Transfer-Encoding %q", te)
+	if ct := a1.TextHeader.Get("Content-Type"); !strings.Contains(ct, "text/plain") || !strings.Contains(strings.ToLower(ct), "utf-8") {
+		t.Fatalf("text part's Content-Type %q", ct)
+	}
+	if te := a1.TextHeader.Get("Content-Transfer-Encoding"); te != "quoted-printable" {
+		t.Fatalf("text part's Content-Transfer-Encoding %q", te)
+	}
+	if !strings.Contains(a1.HTML, "Paris — <strong>of course</strong>.") {
+		t.Fatalf("HTML alternative %q", a1.HTML)
 	}
 	if a1.Header.Get("Auto-Submitted") != "auto-replied" {
 		t.Fatalf("no Auto-Submitted on the answer")

@@ -138,8 +138,8 @@ func TestReSubject(t *testing.T) {
 	}
 }
 
-// A reply is quoted-printable UTF-8 text with the threading headers; it
-// reads back as written.
+// A reply is quoted-printable UTF-8 text, with an HTML alternative, and
+// the threading headers; its text reads back as written.
 func TestCompose(t *testing.T) {
 	a := newTestAdapter(t)
 	text := "Ünïcödé — line one\n" + strings.Repeat("long ", 30) + "\n.\nend"
@@ -164,17 +164,48 @@ func TestCompose(t *testing.T) {
 	h := mr.Header
 	subj, _ := h.Subject()
 	if subj != "Re: Café" || h.Get("In-Reply-To") != "<2@x.test>" || h.Get("References") != "<1@x.test> <2@x.test>" ||
-		h.Get("Message-Id") != "<r@example.test>" || h.Get("Content-Transfer-Encoding") != "quoted-printable" {
+		h.Get("Message-Id") != "<r@example.test>" || !strings.HasPrefix(h.Get("Content-Type"), "multipart/alternative") {
 		t.Fatalf("headers: %v", h)
 	}
-	p, err := mr.NextPart()
-	if err != nil {
-		t.Fatal(err)
+	var plain, html string
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			break
+		}
+		ih := p.Header.(*gomail.InlineHeader)
+		if ih.Get("Content-Transfer-Encoding") != "quoted-printable" {
+			t.Fatalf("part %v", ih)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(p.Body)
+		switch ct, params, _ := ih.ContentType(); {
+		case ct == "text/plain" && params["charset"] == "utf-8":
+			plain = b.String()
+		case ct == "text/html" && params["charset"] == "utf-8":
+			html = b.String()
+		default:
+			t.Fatalf("part %s %v", ct, params)
+		}
 	}
-	var b bytes.Buffer
-	b.ReadFrom(p.Body)
-	if got := strings.ReplaceAll(b.String(), "\r\n", "\n"); got != text+"\n" {
-		t.Fatalf("body %q", got)
+	if got := strings.ReplaceAll(plain, "\r\n", "\n"); got != text+"\n" {
+		t.Fatalf("text part %q", got)
+	}
+	if !strings.Contains(html, "<p>Ünïcödé — line one") {
+		t.Fatalf("html part %q", html)
+	}
+}
+
+// The HTML alternative renders Markdown and never passes raw HTML on.
+func TestMarkdownHTML(t *testing.T) {
+	got := markdownHTML("**bold** and `code` <script>alert(1)</script>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+	for _, want := range []string{"<strong>bold</strong>", "<code>code</code>", "<table>", "<td>1</td>"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "<script>") {
+		t.Fatalf("raw HTML passed on: %q", got)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
+	"io"
 	"net"
 	"net/textproto"
 	"strconv"
@@ -17,6 +19,8 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/schema"
@@ -26,8 +30,8 @@ import (
 const sendTimeout = 60 * time.Second
 
 // Send delivers one outbound message as a mail to the chat's sender:
-// reply, notice and approval become text/plain UTF-8 (quoted-printable)
-// mail with "Re:" and the thread's subject, In-Reply-To the message
+// reply, notice and approval become mail of text/plain UTF-8
+// (quoted-printable), with the Markdown rendered as an HTML alternative, "Re:" and the thread's subject, In-Reply-To the message
 // answered and References the thread; typing and deltas are dropped. It
 // returns the mail's Message-ID, which is the same on every retry of a
 // reply, so a client shows a duplicate once.
@@ -123,22 +127,51 @@ func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text
 	// other end will not answer it.
 	h.Set("Auto-Submitted", "auto-replied")
 	h.Set("X-Mailer", "Hermes")
-	h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
-	h.Set("Content-Transfer-Encoding", "quoted-printable")
 	var buf bytes.Buffer
-	w, err := mail.CreateSingleInlineWriter(&buf, h)
+	w, err := mail.CreateInlineWriter(&buf, h) // multipart/alternative
 	if err != nil {
 		return nil, err
 	}
 	body := strings.ReplaceAll(text, "\r\n", "\n")
-	if _, err := w.Write([]byte(strings.ReplaceAll(body, "\n", "\r\n") + "\r\n")); err != nil {
-		return nil, err
+	parts := []struct{ ct, body string }{
+		{"text/plain", strings.ReplaceAll(body, "\n", "\r\n") + "\r\n"},
+		{"text/html", markdownHTML(body)},
+	}
+	for _, p := range parts {
+		var ph mail.InlineHeader
+		ph.SetContentType(p.ct, map[string]string{"charset": "utf-8"})
+		ph.Set("Content-Transfer-Encoding", "quoted-printable")
+		pw, err := w.CreatePart(ph)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := io.WriteString(pw, p.body); err != nil {
+			return nil, err
+		}
+		if err := pw.Close(); err != nil {
+			return nil, err
+		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
+
+// markdownHTML renders the answer's Markdown as the simple HTML of the
+// mail's alternative part (raw HTML in the answer is left out, not
+// passed on).
+func markdownHTML(md string) string {
+	var b bytes.Buffer
+	b.WriteString("<!DOCTYPE html>\r\n<html><head><meta charset=\"utf-8\"></head><body>\r\n")
+	if err := markdown.Convert([]byte(md), &b); err != nil {
+		b.WriteString("<pre>" + html.EscapeString(md) + "</pre>")
+	}
+	b.WriteString("</body></html>\r\n")
+	return strings.ReplaceAll(strings.ReplaceAll(b.String(), "\r\n", "\n"), "\n", "\r\n")
+}
+
+var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
 
 // smtpIdle is how long an idle SMTP connection is kept for the next mail.
 const smtpIdle = 30 * time.Second

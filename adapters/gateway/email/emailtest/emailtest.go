@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -208,15 +209,15 @@ func (d *Dovecot) Start(bin ...string) {
 	} else if d.cmd != nil {
 		b = d.cmd.Path
 	}
-	var out bytes.Buffer
+	out := &lockedBuffer{}
 	cmd := exec.Command(b, "-F", "-c", d.conf)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		d.tb.Fatalf("start dovecot: %v", err)
 	}
 	d.cmd = cmd
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", d.IMAPAddr(), time.Second)
 		if err == nil {
@@ -228,7 +229,7 @@ func (d *Dovecot) Start(bin ...string) {
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(d.Dir, "dovecot.log"))
-			d.tb.Fatalf("dovecot did not start in 20 s: %s\n%s", out.String(), log)
+			d.tb.Fatalf("dovecot did not start in 60 s: %s\n%s", out.String(), log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -310,10 +311,11 @@ type Maildev struct {
 	SMTPPort int
 	APIURL   string
 
-	tb   testing.TB
-	args []string
-	cmd  *exec.Cmd
-	http *http.Client
+	tb     testing.TB
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	http   *http.Client
 }
 
 // StartMaildev runs maildev's SMTP server (AUTH required: user, pass)
@@ -346,7 +348,7 @@ func startMaildev(tb testing.TB, user, pass string) *Maildev {
 	web := freePort(tb)
 	m.APIURL = fmt.Sprintf("http://127.0.0.1:%d/api", web)
 	m.args = []string{bin, "--smtp", strconv.Itoa(m.SMTPPort), "--ip", "127.0.0.1", "--web", strconv.Itoa(web), "--web-ip", "127.0.0.1",
-		"--mail-directory", tb.TempDir(), "--silent"}
+		"--mail-directory", tb.TempDir()}
 	if user != "" {
 		m.args = append(m.args, "--incoming-user", user, "--incoming-pass", pass)
 	}
@@ -357,15 +359,18 @@ func startMaildev(tb testing.TB, user, pass string) *Maildev {
 
 func (m *Maildev) start() {
 	m.tb.Helper()
-	var out bytes.Buffer
+	out := &lockedBuffer{}
 	cmd := exec.Command("node", m.args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		m.tb.Fatalf("start maildev: %v", err)
 	}
-	m.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	m.cmd, m.exited = cmd, exited
+	// Node starts slowly on a loaded machine: a generous deadline.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		resp, err := m.http.Get(m.APIURL + "/healthz")
 		if err == nil {
@@ -374,19 +379,43 @@ func (m *Maildev) start() {
 				return
 			}
 		}
+		select {
+		case <-exited:
+			m.tb.Fatalf("maildev exited: %s", out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
-			m.tb.Fatalf("maildev did not start in 30 s: %s", out.String())
+			m.tb.Fatalf("maildev did not start in 90 s: %s", out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 func (m *Maildev) stop() {
-	if m.cmd == nil || m.cmd.ProcessState != nil {
+	if m.cmd == nil {
 		return
 	}
 	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-	_ = m.cmd.Wait()
+	<-m.exited
+	m.cmd = nil
+}
+
+// lockedBuffer is a process's output, written and read concurrently.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Restart stops maildev, dropping every connection, and starts it again
@@ -404,6 +433,10 @@ type Mail struct {
 	Header mail.Header
 	// Text is the text/plain body, decoded.
 	Text string
+	// HTML is the text/html body, decoded, if any; TextHeader is the
+	// text/plain part's header.
+	HTML       string
+	TextHeader mail.InlineHeader
 }
 
 // Messages returns what maildev has received, oldest first, read raw
@@ -443,9 +476,13 @@ func (m *Maildev) Messages(ctx context.Context) ([]Mail, error) {
 				break
 			}
 			if ih, ok := p.Header.(*mail.InlineHeader); ok {
-				if ct, _, _ := ih.ContentType(); ct == "text/plain" && ml.Text == "" {
+				switch ct, _, _ := ih.ContentType(); {
+				case ct == "text/plain" && ml.Text == "":
 					b, _ := io.ReadAll(p.Body)
-					ml.Text = string(b)
+					ml.Text, ml.TextHeader = string(b), *ih
+				case ct == "text/html" && ml.HTML == "":
+					b, _ := io.ReadAll(p.Body)
+					ml.HTML = string(b)
 				}
 			}
 		}
@@ -457,7 +494,7 @@ func (m *Maildev) Messages(ctx context.Context) ([]Mail, error) {
 // Wait waits until maildev holds n messages and returns them.
 func (m *Maildev) Wait(tb testing.TB, n int) []Mail {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var got []Mail
 	for time.Now().Before(deadline) {
 		var err error
@@ -469,7 +506,7 @@ func (m *Maildev) Wait(tb testing.TB, n int) []Mail {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tb.Fatalf("waited 20 s for %d mails in maildev, got %d", n, len(got))
+	tb.Fatalf("waited 60 s for %d mails in maildev, got %d", n, len(got))
 	return nil
 }
 
