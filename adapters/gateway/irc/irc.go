@@ -342,6 +342,13 @@ func (a *Adapter) handle(ctx context.Context, c *conn, m *ircmsg.Message, in gw.
 				return err
 			}
 		}
+	case "396": // RPL_HOSTHIDDEN: a cloak replaces our host
+		c.mu.Lock()
+		if host := param(m, 1); host != "" && c.self != "" {
+			before, _, _ := strings.Cut(c.self, "@")
+			c.self = before + "@" + host
+		}
+		c.mu.Unlock()
 	case "433", "436", "437": // nick in use / collision / unavailable
 		if c.isRegistered() {
 			return nil
