@@ -217,3 +217,23 @@ func TestKickedBotRejoins(t *testing.T) {
 		t.Fatalf("after the kick: %+v", m)
 	}
 }
+
+// A message the bus cannot take is not dropped in silence: the sender is
+// told to send it again, and the bot stays connected.
+func TestInboxFailureTellsTheSender(t *testing.T) {
+	srv := irctest.Start(t)
+	alice := irctest.Dial(t, srv.Addr(), "alice")
+	ad := newAdapter(t, srv, irc.Config{})
+	run(t, ad, func(context.Context, schema.Inbound) error { return errors.New("bus down") })
+	waitFor(t, "the bot to connect", ad.Connected)
+	if err := alice.Say(botNick, "hello?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the notice", func() bool { return len(alice.Notices(botNick)) == 1 })
+	if n := alice.Notices(botNick)[0]; !strings.Contains(n.Text, "send it again") || n.Target != "alice" {
+		t.Fatalf("notice %+v", n)
+	}
+	if !ad.Connected() {
+		t.Fatal("the bot dropped its connection")
+	}
+}
