@@ -30,7 +30,8 @@
 //     the answer is delivered exactly once, and the conversation goes on.
 //   - crash: the gateway dies mid-turn (router, sessions and adapter
 //     stopped without draining, the store reopened, all started again);
-//     the turn is finished and its answer delivered exactly once.
+//     the turn is finished and its answer delivered exactly once; a second
+//     crash after the delivery sends nothing again.
 //
 // A Peer may declare a case unsupported (Caps.Unsupported) only with a
 // reason, which the subtest logs as its skip.
@@ -168,7 +169,8 @@ type User interface {
 	Answer(ctx context.Context, where Where, question Message, choice string) error
 }
 
-// Message is what a user received from the bot.
+// Message is what a user received from the bot. A platform that cuts one
+// reply into several messages (IRC: one per line of text) returns each.
 type Message struct {
 	// Text is the message as the user reads it: markup rendered away
 	// (Telegram's HTML tags and entities), platform framing removed.

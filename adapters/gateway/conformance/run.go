@@ -150,6 +150,25 @@ func (e *env) waitMessages(u User, where Where, n int) []Message {
 	return ms
 }
 
+// waitText waits until u has received a message containing text in where
+// and returns the first such.
+func (e *env) waitText(u User, where Where, text string) Message {
+	e.t.Helper()
+	var ms []Message
+	var found Message
+	e.waitFor(fmt.Sprintf("a message with %q to %s in the %s", text, u.ID(), where), func() bool {
+		ms = e.received(u, where)
+		for _, m := range ms {
+			if strings.Contains(m.Text, text) {
+				found = m
+				return true
+			}
+		}
+		return false
+	}, func() string { return texts(ms) })
+	return found
+}
+
 // quiet checks that u receives nothing beyond n messages in where over a
 // while, and returns them.
 func (e *env) quiet(u User, where Where, n int) []Message {
