@@ -528,3 +528,52 @@ func TestIMAPUsesSTARTTLSWhenOffered(t *testing.T) {
 		t.Fatalf("Run with an untrusted certificate: %v", err)
 	}
 }
+
+// A mailbox deleted and made again has a new UIDVALIDITY: its UIDs start
+// over, and the adapter, seeing that, does not take the new mail for mail
+// it handled (a UID remembered without its UIDVALIDITY would hide it).
+func TestNewUIDValidityStartsOver(t *testing.T) {
+	t.Parallel()
+	s := startServers(t, false)
+	dir := t.TempDir()
+	cfg := s.config(dir)
+	cfg.Mailbox = "Hermes"
+	c := login(t, s.dv, bot, botPass)
+	defer c.Close()
+	appendMail := func(raw []byte) {
+		t.Helper()
+		w := c.Append("Hermes", int64(len(raw)), nil)
+		if _, err := w.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create("Hermes", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	appendMail(mailFrom(alice, "one", "<v1@example.test>", "first"))
+	appendMail(mailFrom(alice, "two", "<v2@example.test>", "second"))
+	rig1 := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "a1"}, {Content: "a2"}}})
+	serve(t, rig1, cfg)
+	s.md.Wait(t, 2)
+	rig1.Stop()
+
+	if err := c.Delete("Hermes").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create("Hermes", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	appendMail(mailFrom(alice, "three", "<v3@example.test>", "third")) // UID 1 again
+	rig2 := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "a3"}}})
+	serve(t, rig2, cfg)
+	got := s.md.Wait(t, 3)
+	if strings.TrimSpace(got[2].Text) != "a3" || got[2].Header.Get("In-Reply-To") != "<v3@example.test>" {
+		t.Fatalf("after the new UIDVALIDITY: %q in reply to %q", got[2].Text, got[2].Header.Get("In-Reply-To"))
+	}
+}

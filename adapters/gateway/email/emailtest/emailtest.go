@@ -7,8 +7,9 @@
 //     exactly as an MTA such as Postfix does on a real mail host;
 //   - maildev (npm): an SMTP server that keeps what the bot sends, read
 //     back raw through its HTTP API, standing in for the SMTP relay the
-//     bot would submit to (Dovecot's own submission service only relays
-//     to another SMTP server, and Postfix needs a system-wide install).
+//     bot would submit to. (Dovecot's own submission service only relays
+//     to another SMTP server, which cannot be its LMTP; Postfix would need
+//     a master daemon, queue and users of its own per test.)
 //
 // Neither is a fake: both are the servers' own code, configured here.
 package emailtest
