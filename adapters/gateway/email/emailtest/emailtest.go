@@ -107,6 +107,9 @@ func StartDovecot(tb testing.TB, o DovecotOptions) *Dovecot {
 	if bin == "" {
 		missing(tb, "dovecot is not installed: apt-get install dovecot-imapd dovecot-lmtpd (or set %s)", EnvDovecot)
 	}
+	if os.Geteuid() != 0 {
+		missing(tb, "the Dovecot of the tests runs as root (its mail processes as the mail user): run the tests as root")
+	}
 	mailUser, err := user.Lookup("mail")
 	if err != nil {
 		missing(tb, "no mail user on this system to run Dovecot's mail processes as: %v", err)
