@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -576,4 +577,81 @@ func TestNewUIDValidityStartsOver(t *testing.T) {
 	if strings.TrimSpace(got[2].Text) != "a3" || got[2].Header.Get("In-Reply-To") != "<v3@example.test>" {
 		t.Fatalf("after the new UIDVALIDITY: %q in reply to %q", got[2].Text, got[2].Header.Get("In-Reply-To"))
 	}
+}
+
+// Mail the gateway does not take (the bus refuses it) stays unread and is
+// offered again until it is taken; only then is it \Seen.
+func TestRefusedMailIsOfferedAgain(t *testing.T) {
+	t.Parallel()
+	s := startServers(t, false)
+	ad, err := email.New(s.config(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.dv.Deliver(t, alice, []string{bot}, mailFrom(alice, "again", "<g1@example.test>", "try me"))
+	c := login(t, s.dv, bot, botPass)
+	defer c.Close()
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	unseen := func() int {
+		d, err := c.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, nil).Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d.AllUIDs())
+	}
+	var mu sync.Mutex
+	var offered []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ad.Run(ctx, func(_ context.Context, in schema.Inbound) error {
+			mu.Lock()
+			defer mu.Unlock()
+			offered = append(offered, in.MessageID)
+			if len(offered) < 3 {
+				if n, err := unseenOf(s.dv); n != 1 {
+					t.Errorf("%d unseen while refused (%v)", n, err)
+				}
+				return errors.New("bus unavailable")
+			}
+			return nil
+		})
+	}()
+	gatewaytest.WaitFor(t, "the mail to be taken and marked seen", func() bool {
+		mu.Lock()
+		n := len(offered)
+		mu.Unlock()
+		return n >= 3 && unseen() == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(offered, " ") != "<g1@example.test> <g1@example.test> <g1@example.test>" {
+		t.Fatalf("offered %v", offered)
+	}
+}
+
+// unseenOf counts the unseen mail in the bot's inbox over a connection
+// of its own (it runs on the adapter's goroutine: no t.Fatal).
+func unseenOf(dv *emailtest.Dovecot) (int, error) {
+	c, err := imapclient.DialInsecure(dv.IMAPAddr(), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if err := c.Login(bot, botPass).Wait(); err != nil {
+		return 0, err
+	}
+	if _, err := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+		return 0, err
+	}
+	d, err := c.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, nil).Wait()
+	if err != nil {
+		return 0, err
+	}
+	return len(d.AllUIDs()), nil
 }
