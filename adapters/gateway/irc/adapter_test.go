@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
 	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
@@ -236,4 +237,28 @@ func TestInboxFailureTellsTheSender(t *testing.T) {
 	if !ad.Connected() {
 		t.Fatal("the bot dropped its connection")
 	}
+}
+
+// While the server is away, the gateway's status says the platform is not
+// connected and why; once it is back, the bot reconnects by itself.
+func TestStatusWhileTheServerIsAway(t *testing.T) {
+	srv := irctest.Start(t)
+	srv.Kill()
+	ad := newAdapter(t, srv, irc.Config{})
+	b, err := bus.Open("", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	served := gw.NewServed(ad, b, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = served.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the status to show the failure", func() bool {
+		st := served.Status()
+		return !st.Connected && strings.Contains(st.LastError, "connect to "+srv.Addr())
+	})
+	srv.Start()
+	waitFor(t, "the bot to reconnect", func() bool { return served.Status().Connected })
 }

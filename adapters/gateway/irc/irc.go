@@ -79,8 +79,10 @@ type Adapter struct {
 	limiter *rate.Limiter
 	log     zerolog.Logger
 
-	mu   sync.Mutex
-	conn *conn
+	mu      sync.Mutex
+	conn    *conn
+	lastErr string
+	errAt   time.Time
 
 	sendMu   sync.Mutex
 	progress map[string]int // lines of a reply already written, by reply id
@@ -148,6 +150,13 @@ func (a *Adapter) Nick() string {
 	return ""
 }
 
+// LastError is why the last connection ended or failed (gw.ErrorReporter).
+func (a *Adapter) LastError() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastErr, a.errAt
+}
+
 func (a *Adapter) current() *conn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -172,6 +181,9 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		if registered {
 			backoff = a.cfg.ReconnectMin
 		}
+		a.mu.Lock()
+		a.lastErr, a.errAt = err.Error(), time.Now()
+		a.mu.Unlock()
 		a.log.Warn().Err(err).Dur("retry_in", backoff).Msg("irc connection lost")
 		select {
 		case <-ctx.Done():
