@@ -401,9 +401,14 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 	t.Parallel()
 	s := startServers(t, false)
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: allow(alice), Script: []llmtest.Reply{{Content: "back"}}})
-	ad, _ := serve(t, rig, s.config(t.TempDir()))
+	ad, served := serve(t, rig, s.config(t.TempDir()))
 	s.dv.Stop()
 	gatewaytest.WaitFor(t, "the adapter to notice", func() bool { return !ad.Connected() })
+	// The adapter says why, while it retries, and gateway status shows it.
+	gatewaytest.WaitFor(t, "the adapter to report the lost connection", func() bool {
+		msg, at := ad.LastError()
+		return msg != "" && !at.IsZero() && served.Status().LastError != ""
+	})
 	s.dv.Start()
 	s.dv.Deliver(t, alice, []string{bot}, mailFrom(alice, "still there?", "<c1@example.test>", "hello again"))
 	if got := s.md.Wait(t, 1); strings.TrimSpace(got[0].Text) != "back" {

@@ -106,6 +106,9 @@ type Adapter struct {
 
 	mu sync.Mutex
 	st *state
+	// lastErr is why the last IMAP session ended, for the status.
+	lastErr   string
+	lastErrAt time.Time
 
 	smtpMu sync.Mutex
 	smtp   *smtpConn // the kept SMTP connection, if any
@@ -169,6 +172,14 @@ func (a *Adapter) Name() string { return Platform }
 // Connected says whether the adapter is logged in to the IMAP server.
 func (a *Adapter) Connected() bool { return a.connected.Load() }
 
+// LastError says why the last IMAP session ended (Run reconnects by
+// itself, so gateway status learns it here).
+func (a *Adapter) LastError() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastErr, a.lastErrAt
+}
+
 // Idling says whether the current (or last) IMAP session waits with IDLE
 // rather than polling.
 func (a *Adapter) Idling() bool { return a.idle.Load() }
@@ -188,6 +199,11 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		var perm *gw.PermanentError
 		if errors.As(err, &perm) {
 			return err
+		}
+		if err != nil {
+			a.mu.Lock()
+			a.lastErr, a.lastErrAt = err.Error(), time.Now()
+			a.mu.Unlock()
 		}
 		if worked {
 			wait, fails = time.Second, 0
@@ -513,3 +529,4 @@ func sleep(ctx context.Context, d time.Duration) {
 
 var _ gw.Platform = (*Adapter)(nil)
 var _ gw.Connector = (*Adapter)(nil)
+var _ gw.ErrorReporter = (*Adapter)(nil)
