@@ -52,6 +52,7 @@ type SessionResetConfig struct {
 type PlatformsConfig struct {
 	APIServer APIServerConfig `yaml:"api_server"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
+	Email     EmailConfig     `yaml:"email"`
 	Webhook   WebhookConfig   `yaml:"webhook"`
 	Slack     SlackConfig     `yaml:"slack"`
 	IRC       IRCConfig       `yaml:"irc"`
@@ -184,6 +185,9 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
 	resolveSlack(&s.Platforms.Slack)
 	resolveMatrix(&s.Platforms.Matrix)
+	if err := resolveEmail(&s.Platforms.Email); err != nil {
+		return s, err
+	}
 	w := &s.Platforms.Webhook
 	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
 		w.Enabled = b
@@ -208,8 +212,12 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
-		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "slack": s.Platforms.Slack.AllowedUsers,
-		"matrix": s.Platforms.Matrix.AllowedUsers}}
+		Platform: map[string][]string{
+			"telegram": s.Platforms.Telegram.AllowedUsers,
+			"slack":    s.Platforms.Slack.AllowedUsers,
+			"matrix":   s.Platforms.Matrix.AllowedUsers,
+			"email":    s.Platforms.Email.AllowedUsers,
+		}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
 	return a
 }
@@ -339,7 +347,16 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, slackPlatform, ircPlatform, matrixPlatform} {
+	builders := []func(*gatewayEnv) (gw.Platform, error){
+		apiPlatform,
+		telegramPlatform,
+		webhookPlatform,
+		slackPlatform,
+		ircPlatform,
+		matrixPlatform,
+		emailPlatform,
+	}
+	for _, build := range builders {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -349,7 +366,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err
