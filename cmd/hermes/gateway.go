@@ -53,6 +53,7 @@ type PlatformsConfig struct {
 	APIServer APIServerConfig `yaml:"api_server"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
 	Webhook   WebhookConfig   `yaml:"webhook"`
+	IRC       IRCConfig       `yaml:"irc"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -195,12 +196,16 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	if w.Port == 0 {
 		w.Port = 8644
 	}
+	if err := resolveIRC(&s.Platforms.IRC); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
 		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers}}
+	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
 	return a
 }
 
@@ -329,7 +334,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform} {
+	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, ircPlatform} {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -339,7 +344,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, IRC_SERVER, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err

@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+)
+
+// approvalTool asks the terminal approver about its command, as the real
+// terminal tool does before running one, and says it ran.
+type approvalTool struct{ a *terminal.Approver }
+
+func (approvalTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "terminal", Description: "run a command", Parameters: map[string]any{"type": "object"}}
+}
+func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	var v struct{ Command string }
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	if err := t.a.Approve(ctx, v.Command); err != nil {
+		return "", err
+	}
+	return "ran: " + v.Command, nil
+}
+
+// gateTool holds a turn until the suite opens the gate (or the turn ends):
+// a turn that is in flight for as long as the suite needs.
+type gateTool struct {
+	open    chan struct{}
+	started chan struct{}
+}
+
+func (gateTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "wait", Description: "wait", Parameters: map[string]any{"type": "object"}}
+}
+func (gateTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (g gateTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	select {
+	case g.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.open:
+		return "waited", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// slowTool runs until its turn ends.
+type slowTool struct{ started chan struct{} }
+
+func (slowTool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: "slow", Description: "works for a long time", Parameters: map[string]any{"type": "object"}}
+}
+func (slowTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (s slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+}
