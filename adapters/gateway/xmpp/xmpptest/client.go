@@ -1,6 +1,8 @@
 package xmpptest
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +23,11 @@ type Message struct {
 type Client struct {
 	JID string
 
-	tb testing.TB
-	c  *goxmpp.Client
+	tb       testing.TB
+	srv      *Server
+	password string
+	c        *goxmpp.Client
+	rooms    map[string]string // room → nick, to join again on Reconnect
 
 	mu      sync.Mutex
 	got     []Message
@@ -34,23 +39,51 @@ type Client struct {
 // Connect logs user in (registered with Register) and starts reading.
 func (s *Server) Connect(user, password string) *Client {
 	s.tb.Helper()
-	jid := user + "@" + Domain
-	opts := goxmpp.Options{Host: s.Addr, User: jid, Password: password, Resource: "test",
-		NoTLS: true, StartTLS: true, TLSConfig: s.TLS(), DialTimeout: 10 * time.Second}
-	c, err := opts.NewClient()
-	if err != nil {
-		s.tb.Fatalf("%s logs in: %v", jid, err)
+	cl := &Client{JID: user + "@" + Domain, tb: s.tb, srv: s, password: password, rooms: map[string]string{}}
+	if err := cl.login(); err != nil {
+		s.tb.Fatal(err)
 	}
-	cl := &Client{JID: jid, tb: s.tb, c: c, joined: map[string]bool{}, done: make(chan struct{})}
-	go cl.read()
 	s.tb.Cleanup(cl.Close)
 	return cl
 }
 
-func (cl *Client) read() {
-	defer close(cl.done)
+func (cl *Client) login() error {
+	opts := goxmpp.Options{Host: cl.srv.Addr, User: cl.JID, Password: cl.password, Resource: "test",
+		NoTLS: true, StartTLS: true, TLSConfig: cl.srv.TLS(), DialTimeout: 10 * time.Second}
+	c, err := opts.NewClient()
+	if err != nil {
+		return fmt.Errorf("%s logs in: %w", cl.JID, err)
+	}
+	done := make(chan struct{})
+	cl.mu.Lock()
+	cl.c, cl.done, cl.joined = c, done, map[string]bool{}
+	cl.mu.Unlock()
+	go cl.read(c, done)
+	return nil
+}
+
+// Reconnect closes the connection (if still open), logs in again and
+// joins the rooms joined before; the messages received so far are kept.
+func (cl *Client) Reconnect() error {
+	cl.Close()
+	if err := cl.login(); err != nil {
+		return err
+	}
+	cl.mu.Lock()
+	rooms := maps.Clone(cl.rooms)
+	cl.mu.Unlock()
+	for room, nick := range rooms {
+		if err := cl.join(room, nick); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cl *Client) read(c *goxmpp.Client, done chan struct{}) {
+	defer close(done)
 	for {
-		st, err := cl.c.Recv()
+		st, err := c.Recv()
 		if err != nil {
 			cl.mu.Lock()
 			cl.readErr = err
@@ -81,37 +114,73 @@ func (cl *Client) read() {
 // side (go-xmpp's Close reads the stream, so it runs after Recv returned),
 // and closes the connection.
 func (cl *Client) Close() {
-	_, _ = cl.c.SendOrg("</stream:stream>")
+	cl.mu.Lock()
+	c, done := cl.c, cl.done
+	cl.mu.Unlock()
+	_, _ = c.SendOrg("</stream:stream>")
 	select {
-	case <-cl.done:
+	case <-done:
 	case <-time.After(10 * time.Second):
 	}
-	_ = cl.c.Close()
+	_ = c.Close()
+}
+
+func (cl *Client) conn() *goxmpp.Client {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.c
 }
 
 // Say sends a one-to-one chat message.
 func (cl *Client) Say(to, text string) {
 	cl.tb.Helper()
-	if _, err := cl.c.Send(goxmpp.Chat{Remote: to, Type: "chat", Text: text}); err != nil {
-		cl.tb.Fatalf("%s says: %v", cl.JID, err)
+	if err := cl.Send(to, "chat", text); err != nil {
+		cl.tb.Fatal(err)
 	}
 }
 
 // SayRoom sends a message to a room.
 func (cl *Client) SayRoom(room, text string) {
 	cl.tb.Helper()
-	if _, err := cl.c.Send(goxmpp.Chat{Remote: room, Type: "groupchat", Text: text}); err != nil {
-		cl.tb.Fatalf("%s says in %s: %v", cl.JID, room, err)
+	if err := cl.Send(room, "groupchat", text); err != nil {
+		cl.tb.Fatal(err)
 	}
+}
+
+// Send sends a message of type typ (chat, groupchat) and reports an error.
+func (cl *Client) Send(to, typ, text string) error {
+	if _, err := cl.conn().Send(goxmpp.Chat{Remote: to, Type: typ, Text: text}); err != nil {
+		return fmt.Errorf("%s sends to %s: %w", cl.JID, to, err)
+	}
+	return nil
 }
 
 // Join enters room as nick and waits until the room confirms it.
 func (cl *Client) Join(room, nick string) {
 	cl.tb.Helper()
-	if _, err := cl.c.JoinMUCNoHistory(room, nick); err != nil {
+	if err := cl.join(room, nick); err != nil {
 		cl.tb.Fatal(err)
 	}
-	cl.WaitPresence(room + "/" + nick)
+}
+
+func (cl *Client) join(room, nick string) error {
+	if _, err := cl.conn().JoinMUCNoHistory(room, nick); err != nil {
+		return err
+	}
+	cl.mu.Lock()
+	cl.rooms[room] = nick
+	cl.mu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		cl.mu.Lock()
+		ok := cl.joined[room+"/"+nick]
+		cl.mu.Unlock()
+		if ok {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%s could not join %s as %s in 20 s", cl.JID, room, nick)
 }
 
 // WaitPresence waits until occupant (room/nick) is seen in a room.
