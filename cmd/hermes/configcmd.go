@@ -115,6 +115,7 @@ func showConfig(cmd *cobra.Command, home string) error {
 		line("gateway.bus", orDash(gs.Bus))
 		line("platforms.api_server", fmt.Sprintf("enabled=%v %s:%d key %s", gs.Platforms.APIServer.Enabled, gs.Platforms.APIServer.Host, gs.Platforms.APIServer.Port, mask(gs.Platforms.APIServer.Key)))
 		line("platforms.telegram", fmt.Sprintf("token %s, allowed users %v", mask(gs.Platforms.Telegram.Token), gs.Platforms.Telegram.AllowedUsers))
+		line("platforms.xmpp", fmt.Sprintf("jid %s, password %s, rooms %v, allowed users %v", orDash(gs.Platforms.XMPP.JID), mask(gs.Platforms.XMPP.Password), gs.Platforms.XMPP.Rooms, gs.Platforms.XMPP.AllowedUsers))
 		line("platforms.webhook", fmt.Sprintf("enabled=%v %s:%d, %d route(s)", gs.Platforms.Webhook.Enabled, gs.Platforms.Webhook.Host, gs.Platforms.Webhook.Port, len(gs.Platforms.Webhook.Routes)))
 	}
 	for _, k := range c.ignored {

@@ -54,6 +54,7 @@ type PlatformsConfig struct {
 	Telegram  TelegramConfig  `yaml:"telegram"`
 	Webhook   WebhookConfig   `yaml:"webhook"`
 	IRC       IRCConfig       `yaml:"irc"`
+	XMPP      XMPPConfig      `yaml:"xmpp"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -199,6 +200,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	if err := resolveIRC(&s.Platforms.IRC); err != nil {
 		return s, err
 	}
+	resolveXMPP(&s.Platforms.XMPP)
 	return s, nil
 }
 
@@ -206,6 +208,7 @@ func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
 		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
+	a.Platform["xmpp"] = s.Platforms.XMPP.AllowedUsers
 	return a
 }
 
@@ -334,7 +337,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, ircPlatform} {
+	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, ircPlatform, xmppPlatform} {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -344,7 +347,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, IRC_SERVER, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, IRC_SERVER, XMPP_JID, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err

@@ -320,4 +320,7 @@ func TestBadPasswordIsPermanent(t *testing.T) {
 	if strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("the error quotes the password: %v", err)
 	}
+	if n := srv.AuthFailures(); n != 1 {
+		t.Fatalf("the server refused %d logins, want 1", n)
+	}
 }

@@ -92,7 +92,7 @@ func Start(tb testing.TB) *Server {
 	conf := fmt.Sprintf(`-- written by xmpptest for one test
 %[1]sdata_path = %[2]q
 pidfile = %[3]q
-log = { debug = %[4]q }
+log = { debug = %[4]q } -- debug: AuthFailures reads it
 certificates = %[5]q
 daemonize = false
 interfaces = { "127.0.0.1" }
@@ -224,7 +224,14 @@ func (s *Server) Up() {
 	s.start()
 }
 
-// Log returns Prosody's log (for failure messages).
+// AuthFailures counts the logins the server refused (SASL failures in its
+// debug log).
+func (s *Server) AuthFailures() int {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "prosody.log"))
+	return strings.Count(string(b), "Sending[c2s_unauthed]: <failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'")
+}
+
+// Log returns the end of Prosody's log (for failure messages).
 func (s *Server) Log() string { return s.readLog("prosody.log") }
 
 func (s *Server) readLog(name string) string {
