@@ -31,6 +31,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	got     []Message
+	subs    []chan Message
 	joined  map[string]bool
 	done    chan struct{}
 	readErr error
@@ -95,9 +96,15 @@ func (cl *Client) read(c *goxmpp.Client, done chan struct{}) {
 			if v.Text == "" {
 				continue
 			}
+			m := Message{From: v.Remote, Type: v.Type, Body: v.Text, Subject: v.Subject, Delayed: !v.Stamp.IsZero(), ID: v.OriginID}
 			cl.mu.Lock()
-			cl.got = append(cl.got, Message{From: v.Remote, Type: v.Type, Body: v.Text, Subject: v.Subject,
-				Delayed: !v.Stamp.IsZero(), ID: v.OriginID})
+			cl.got = append(cl.got, m)
+			for _, ch := range cl.subs {
+				select {
+				case ch <- m:
+				default: // a reader that fell behind loses messages, not the client
+				}
+			}
 			cl.mu.Unlock()
 		case goxmpp.Presence:
 			room, nick, _ := strings.Cut(v.From, "/")
@@ -108,6 +115,16 @@ func (cl *Client) read(c *goxmpp.Client, done chan struct{}) {
 			}
 		}
 	}
+}
+
+// Subscribe returns a channel that gets each message received from now on
+// (benchmarks wait on it rather than poll; up to 4096 unread are kept).
+func (cl *Client) Subscribe() <-chan Message {
+	ch := make(chan Message, 4096)
+	cl.mu.Lock()
+	cl.subs = append(cl.subs, ch)
+	cl.mu.Unlock()
+	return ch
 }
 
 // Close ends the stream, waits for the reader to see the server end its

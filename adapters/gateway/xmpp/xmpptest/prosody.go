@@ -106,6 +106,9 @@ https_ports = { }
 modules_enabled = { "roster"; "saslauth"; "tls"; "disco"; "ping"; "posix"; "offline" }
 modules_disabled = { "s2s" }
 authentication = "internal_hashed"
+-- Prosody leaves Nagle's algorithm on by default, which holds each small
+-- stanza for the peer's delayed ACK (~40 ms a round trip on loopback).
+network_settings = { nagle = false }
 storage = "internal"
 c2s_require_encryption = true
 -- Tests send bursts; no throttling on loopback.
