@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,11 +84,18 @@ func Start(tb testing.TB) *Server {
 	}
 	s.Roots = writeCert(tb, certs)
 	_, port, _ := net.SplitHostPort(s.Addr)
-	// Prosody refuses to run as root unless told to; as another user it
-	// runs as that user.
+	// Prosody (and prosodyctl) switch to prosody_user when started as
+	// root, and refuse to run as root unless told to: the test's server
+	// runs as whoever runs the test.
 	asRoot := ""
+	if u, err := user.Current(); err == nil {
+		asRoot = fmt.Sprintf("prosody_user = %q\n", u.Username)
+		if g, err := user.LookupGroupId(u.Gid); err == nil {
+			asRoot += fmt.Sprintf("prosody_group = %q\n", g.Name)
+		}
+	}
 	if os.Geteuid() == 0 {
-		asRoot = "run_as_root = true\nprosody_user = \"root\"\nprosody_group = \"root\"\n"
+		asRoot += "run_as_root = true\n"
 	}
 	conf := fmt.Sprintf(`-- written by xmpptest for one test
 %[1]sdata_path = %[2]q
