@@ -324,3 +324,53 @@ func TestBadPasswordIsPermanent(t *testing.T) {
 		t.Fatalf("the server refused %d logins, want 1", n)
 	}
 }
+
+// A message sent while the bot was offline, which the server stored, is
+// answered once the bot logs in.
+func TestOfflineMessageIsAnswered(t *testing.T) {
+	w := newWorld(t)
+	w.alice.Say(botJID, "are you up yet?")
+	rig, _, _ := w.bot(t, nil, llmtest.Reply{Content: "now I am"})
+	if got := w.alice.Wait(botJID, 1); got[0].Body != "now I am" {
+		t.Fatalf("answer %q", got[0].Body)
+	}
+	if reqs := rig.LLM.Requests(); len(reqs) != 1 || !strings.Contains(string(reqs[0].Raw), "are you up yet?") {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+}
+
+// In a semi-anonymous room where the bot is no moderator, an occupant's
+// real JID is hidden: the user is room/nick, which the allow-list of bare
+// JIDs does not match, so the mention is refused (and recorded as such). In
+// one the bot made (and so moderates) it sees the real JID and answers.
+func TestAnonymousRoomUsesRoomNick(t *testing.T) {
+	w := newWorld(t)
+	anon, own := "hidden@"+xmpptest.AnonMUC, "botmade@"+xmpptest.AnonMUC
+	w.alice.Join(anon, "Alice") // alice makes the room and owns it
+	rig, _, _ := w.bot(t, []string{anon, own}, llmtest.Reply{Content: "I see you, alice"})
+	w.alice.WaitPresence(anon + "/hermes")
+	w.alice.SayRoom(anon, "hermes: who am I?")
+	gatewaytest.WaitFor(t, "the refusal of room/nick", func() bool {
+		return strings.Contains(gatewaytest.Payloads(t, rig.Store), `"user":"`+anon+`/Alice"`)
+	})
+	if n := len(rig.LLM.Requests()); n != 0 {
+		t.Fatalf("the model ran for a hidden occupant (%d calls)", n)
+	}
+	w.alice.Join(own, "Alice") // the bot made this one: it moderates it
+	w.alice.SayRoom(own, "hermes: and here?")
+	// Answered: only alice's bare JID is on the allow-list, not own/Alice.
+	waitBody(t, w.alice, own, "I see you, alice")
+}
+
+// A typing indicator reaches the user as a XEP-0085 "composing" state.
+func TestTypingIsAChatState(t *testing.T) {
+	w := newWorld(t)
+	_, ad, _ := w.bot(t, nil)
+	if _, err := ad.Send(context.Background(), schema.Outbound{Kind: "typing", Platform: xmpp.Platform, Chat: "alice@localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.WaitFor(t, "the composing state", func() bool {
+		st := w.alice.States(botJID)
+		return len(st) == 1 && st[0] == "composing"
+	})
+}

@@ -31,6 +31,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	got     []Message
+	states  []Message // bodiless messages carrying a XEP-0085 chat state (Body: the state)
 	subs    []chan Message
 	joined  map[string]bool
 	done    chan struct{}
@@ -94,6 +95,13 @@ func (cl *Client) read(c *goxmpp.Client, done chan struct{}) {
 		switch v := st.(type) {
 		case goxmpp.Chat:
 			if v.Text == "" {
+				for _, e := range v.OtherElem {
+					if e.XMLName.Space == "http://jabber.org/protocol/chatstates" {
+						cl.mu.Lock()
+						cl.states = append(cl.states, Message{From: v.Remote, Type: v.Type, Body: e.XMLName.Local})
+						cl.mu.Unlock()
+					}
+				}
 				continue
 			}
 			m := Message{From: v.Remote, Type: v.Type, Body: v.Text, Subject: v.Subject, Delayed: !v.Stamp.IsZero(), ID: v.OriginID}
@@ -108,7 +116,7 @@ func (cl *Client) read(c *goxmpp.Client, done chan struct{}) {
 			cl.mu.Unlock()
 		case goxmpp.Presence:
 			room, nick, _ := strings.Cut(v.From, "/")
-			if v.Type != "unavailable" && v.Type != "error" && nick != "" && strings.HasSuffix(room, "@"+MUC) {
+			if v.Type != "unavailable" && v.Type != "error" && nick != "" && (strings.HasSuffix(room, "@"+MUC) || strings.HasSuffix(room, "@"+AnonMUC)) {
 				cl.mu.Lock()
 				cl.joined[room+"/"+nick] = true
 				cl.mu.Unlock()
@@ -225,6 +233,20 @@ func (cl *Client) Messages(from string) []Message {
 	for _, m := range cl.got {
 		if trimResource(m.From) == from || m.From == from {
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// States returns the chat states (composing, active, ...) received from
+// from in bodiless messages, in order.
+func (cl *Client) States(from string) []string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var out []string
+	for _, m := range cl.states {
+		if trimResource(m.From) == from {
+			out = append(out, m.Body)
 		}
 	}
 	return out

@@ -28,10 +28,13 @@ import (
 	"time"
 )
 
-// Domain is the server's virtual host; MUC is its rooms' service.
+// Domain is the server's virtual host; MUC is its rooms' service, whose
+// new rooms show occupants' real JIDs to everyone; AnonMUC's new rooms show
+// them only to moderators (semi-anonymous).
 const (
-	Domain = "localhost"
-	MUC    = "conference.localhost"
+	Domain  = "localhost"
+	MUC     = "conference.localhost"
+	AnonMUC = "anon.localhost"
 )
 
 // Binary finds prosody and prosodyctl; ok is false when Prosody is not
@@ -128,8 +131,12 @@ Component %[8]q "muc"
   restrict_room_creation = false
   -- A room made by its first joiner opens at once (no configuration step).
   muc_room_locking = false
+Component %[9]q "muc"
+  muc_room_default_public_jids = false
+  restrict_room_creation = false
+  muc_room_locking = false
 `, asRoot, filepath.Join(dir, "data"), filepath.Join(dir, "prosody.pid"), filepath.Join(dir, "prosody.log"),
-		certs, port, Domain, MUC)
+		certs, port, Domain, MUC, AnonMUC)
 	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
 		tb.Fatal(err)
 	}
@@ -272,7 +279,7 @@ func writeCert(tb testing.TB, dir string) *x509.CertPool {
 		tb.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: Domain},
-		DNSNames: []string{Domain, MUC}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: []string{Domain, MUC, AnonMUC}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true, IsCA: true}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -288,7 +295,7 @@ func writeCert(tb testing.TB, dir string) *x509.CertPool {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	for _, host := range []string{Domain, MUC} {
+	for _, host := range []string{Domain, MUC, AnonMUC} {
 		if err := os.WriteFile(filepath.Join(dir, host+".crt"), certPEM, 0o600); err != nil {
 			tb.Fatal(err)
 		}
