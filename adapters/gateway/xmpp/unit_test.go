@@ -212,3 +212,40 @@ func TestSendOffline(t *testing.T) {
 		t.Fatalf("delta: %v %v", ids, err)
 	}
 }
+
+// Split ends, keeps every part within the limit and loses no word, on
+// text full of fences, blank lines and long words.
+func TestSplitMixed(t *testing.T) {
+	pieces := []string{"word ", "ünï ", "🚀🚀 ", "\n", "\n\n", "\n```\n", "\n```py\n", strings.Repeat("z", 37), "   "}
+	for seed := range 200 {
+		var b strings.Builder
+		x := uint32(seed*2654435761 + 1)
+		for range 300 {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b.WriteString(pieces[x%uint32(len(pieces))])
+		}
+		text := b.String()
+		limit := 16 + seed%120
+		parts := Split(text, limit)
+		for i, p := range parts {
+			if n := utf8.RuneCountInString(p); n > limit {
+				t.Fatalf("seed %d: part %d has %d runes, limit %d", seed, i, n, limit)
+			}
+		}
+		// Every non-fence word survives, in order.
+		strip := func(s string) string {
+			var out []string
+			for _, f := range strings.Fields(strings.ReplaceAll(s, "```py", " ")) {
+				if f = strings.ReplaceAll(f, "```", ""); f != "" {
+					out = append(out, f)
+				}
+			}
+			return strings.Join(out, "")
+		}
+		if strip(strings.Join(parts, "")) != strip(text) {
+			t.Fatalf("seed %d (limit %d): text changed", seed, limit)
+		}
+	}
+}
