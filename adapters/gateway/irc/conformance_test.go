@@ -3,6 +3,9 @@ package irc_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/gateway/conformance"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
 	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // The gateway conformance suite against the IRC adapter on a real ngIRCd.
@@ -25,6 +29,8 @@ const botNick = "hermes"
 // ircPeer is ngIRCd with users who are raw IRC client connections.
 type ircPeer struct {
 	srv *irctest.Server
+	// fault, when set, breaks the adapters it builds (see faulty).
+	fault string
 
 	mu      sync.Mutex
 	n       int
@@ -73,6 +79,9 @@ func (p *ircPeer) NewPlatform(t testing.TB) gw.Platform {
 		t.Fatal(err)
 	}
 	p.adapter = ad
+	if p.fault != "" {
+		return faulty{ad, p.fault}
+	}
 	return ad
 }
 
@@ -152,4 +161,55 @@ func (u *ircUser) Answer(ctx context.Context, where conformance.Where, _ conform
 		text = u.p.Mention(text)
 	}
 	return u.Send(ctx, where, text)
+}
+
+// faulty is the adapter with a deliberate bug, to show the suite catches
+// it: "duplicate" sends every reply twice, "truncate" sends only the first
+// 40 bytes of each.
+type faulty struct {
+	*irc.Adapter
+	fault string
+}
+
+func (f faulty) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
+	switch f.fault {
+	case "duplicate":
+		if _, err := f.Adapter.Send(ctx, out); err != nil {
+			return nil, err
+		}
+	case "truncate":
+		if len(out.Text) > 40 {
+			out.Text = out.Text[:40]
+		}
+	}
+	return f.Adapter.Send(ctx, out)
+}
+
+// The suite run by a faulty adapter: only under TestSuiteCatchesFaults.
+func TestFaultyConformance(t *testing.T) {
+	fault := os.Getenv("HERMES_CONFORMANCE_FAULT")
+	if fault == "" {
+		t.Skip("run by TestSuiteCatchesFaults")
+	}
+	conformance.Run(t, &ircPeer{srv: irctest.Start(t), fault: fault})
+}
+
+// The suite fails an adapter that delivers twice or loses text, in the
+// cases that check for it.
+func TestSuiteCatchesFaults(t *testing.T) {
+	irctest.Start(t) // skips (or fails under CI) without ngIRCd
+	for _, tc := range []struct{ fault, cases, want string }{
+		{"duplicate", "answer", "has 2 messages in the dm, want 1"},
+		{"truncate", "split", "over a limit of 512 came as 1 message"},
+		{"truncate", "formatting", "special characters changed"},
+	} {
+		t.Run(tc.fault+"/"+tc.cases, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestFaultyConformance$/^"+tc.cases+"$", "-test.count", "1", "-test.v")
+			cmd.Env = append(os.Environ(), "HERMES_CONFORMANCE_FAULT="+tc.fault)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "--- FAIL: TestFaultyConformance/"+tc.cases) || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("the suite did not catch %s in %s (%v):\n%s", tc.fault, tc.cases, err, out)
+			}
+		})
+	}
 }

@@ -22,6 +22,7 @@ type Client struct {
 	t        testing.TB
 	addr     string
 	nick     string
+	password string
 	channels []string
 
 	mu     sync.Mutex
@@ -30,10 +31,13 @@ type Client struct {
 	joined map[string]bool
 	welcom bool
 	got    []Line
+	joins  []string // "nick channel" of every JOIN seen
+	notify chan struct{}
 }
 
-// Line is a PRIVMSG the client received.
+// Line is a PRIVMSG or NOTICE the client received.
 type Line struct {
+	Command            string
 	From, Target, Text string
 	// Size is the whole line's bytes, "\r\n" included.
 	Size int
@@ -42,7 +46,13 @@ type Line struct {
 // Dial connects nick to addr and joins channels.
 func Dial(t testing.TB, addr, nick string, channels ...string) *Client {
 	t.Helper()
-	c := &Client{t: t, addr: addr, nick: nick, channels: channels}
+	return DialPassword(t, addr, "", nick, channels...)
+}
+
+// DialPassword is Dial to a server that wants a password.
+func DialPassword(t testing.TB, addr, password, nick string, channels ...string) *Client {
+	t.Helper()
+	c := &Client{t: t, addr: addr, nick: nick, password: password, channels: channels, notify: make(chan struct{}, 1)}
 	if err := c.connect(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +69,11 @@ func (c *Client) connect() error {
 	c.nc, c.joined, c.welcom = nc, map[string]bool{}, false
 	c.mu.Unlock()
 	go c.read(nc)
+	if c.password != "" {
+		if err := c.raw("PASS", c.password); err != nil {
+			return err
+		}
+	}
 	if err := c.raw("NICK", c.nick); err != nil {
 		return err
 	}
@@ -120,17 +135,24 @@ func (c *Client) read(nc net.Conn) {
 			c.mu.Unlock()
 		case "JOIN":
 			nuh, _ := m.NUH()
+			c.mu.Lock()
+			c.joins = append(c.joins, strings.ToLower(nuh.Name+" "+m.Params[0]))
+			c.mu.Unlock()
 			if strings.EqualFold(nuh.Name, c.nick) {
 				c.mu.Lock()
 				c.joined[strings.ToLower(m.Params[0])] = true
 				c.self = nuh.Canonical()
 				c.mu.Unlock()
 			}
-		case "PRIVMSG":
+		case "PRIVMSG", "NOTICE":
 			if len(m.Params) == 2 {
 				c.mu.Lock()
-				c.got = append(c.got, Line{From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
+				c.got = append(c.got, Line{Command: m.Command, From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
 				c.mu.Unlock()
+				select {
+				case c.notify <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
@@ -149,6 +171,22 @@ func (c *Client) raw(cmd string, params ...string) error {
 	return err
 }
 
+// Joins counts the JOINs of nick to channel this client has seen.
+func (c *Client) Joins(nick, channel string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, j := range c.joins {
+		if j == strings.ToLower(nick+" "+channel) {
+			n++
+		}
+	}
+	return n
+}
+
+// Raw sends any command.
+func (c *Client) Raw(cmd string, params ...string) error { return c.raw(cmd, params...) }
+
 // Say sends a PRIVMSG.
 func (c *Client) Say(target, text string) error { return c.raw("PRIVMSG", target, text) }
 
@@ -158,15 +196,45 @@ func (c *Client) Messages(from, target string) []Line {
 	defer c.mu.Unlock()
 	var out []Line
 	for _, l := range c.got {
-		if strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) && strings.EqualFold(l.Target, target) {
+		if l.Command == "PRIVMSG" && strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) && strings.EqualFold(l.Target, target) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
+// WaitMessages waits until n PRIVMSGs to target from nicks starting with
+// from have arrived, and returns them (without polling: for benchmarks).
+func (c *Client) WaitMessages(from, target string, n int, timeout time.Duration) ([]Line, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if ls := c.Messages(from, target); len(ls) >= n {
+			return ls, nil
+		}
+		select {
+		case <-c.notify:
+		case <-deadline.C:
+			return nil, fmt.Errorf("test client %s: %d messages from %s to %s in %s, want %d", c.nick, len(c.Messages(from, target)), from, target, timeout, n)
+		}
+	}
+}
+
 // Nick is the client's nick.
 func (c *Client) Nick() string { return c.nick }
+
+// Notices returns the NOTICEs from nicks starting with from.
+func (c *Client) Notices(from string) []Line {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Line
+	for _, l := range c.got {
+		if l.Command == "NOTICE" && strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // Self is the client's nick!user@host as the server shows it.
 func (c *Client) Self() string {
