@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -247,5 +248,50 @@ func TestSplitMixed(t *testing.T) {
 		if strip(strings.Join(parts, "")) != strip(text) {
 			t.Fatalf("seed %d (limit %d): text changed", seed, limit)
 		}
+	}
+}
+
+// A server that accepts the connection and never speaks does not hold up
+// a stop: Run returns once its context ends.
+func TestRunStopsAgainstASilentServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	a, err := New(Config{JID: "hermes@example.org", Password: "p", Server: l.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(context.Context, schema.Inbound) error { return nil }) }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the adapter did not connect")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if a.Connected() {
+		t.Fatal("connected to a server that never answered")
 	}
 }

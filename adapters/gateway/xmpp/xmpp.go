@@ -235,7 +235,8 @@ func (a *Adapter) dial(ctx context.Context) (*goxmpp.Client, error) {
 	return r.c, nil
 }
 
-// serve joins the rooms and reads stanzas until the connection ends.
+// serve joins the rooms and hands on what the connection receives until
+// it ends or ctx does.
 func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) error {
 	a.mu.Lock()
 	a.client = c
@@ -243,6 +244,26 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 	a.live = map[string]bool{}
 	a.mu.Unlock()
 	a.conns.Add(1)
+	// One goroutine reads; this one handles what it read, so a message
+	// the gateway has not taken yet holds back the rest.
+	stanzas := make(chan any)
+	quit := make(chan struct{})
+	readDone := make(chan error, 1)
+	go func() {
+		for {
+			st, err := c.Recv()
+			if err != nil {
+				readDone <- err
+				return
+			}
+			select {
+			case stanzas <- st:
+			case <-quit:
+				readDone <- nil
+				return
+			}
+		}
+	}()
 	defer func() {
 		a.connected.Store(false)
 		a.mu.Lock()
@@ -250,15 +271,14 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 			a.client = nil
 		}
 		a.mu.Unlock()
-		// Recv has returned: Close may read what is left of the stream
-		// (it waits up to 10 s for the server's end of it).
-		go func() { _ = c.Close() }()
+		close(quit)
+		// go-xmpp's Close reads what is left of the stream itself (up to
+		// 10 s), so it runs only once Recv has returned.
+		go func() {
+			<-readDone
+			_ = c.Close()
+		}()
 	}()
-	// go-xmpp's Close reads the stream itself, so it must not run beside
-	// Recv: ending ctx instead ends the stream, the server ends its side,
-	// and Recv returns. A peer gone silent is found by TCP keepalives.
-	stop := context.AfterFunc(ctx, func() { _, _ = c.SendOrg("</stream:stream>") })
-	defer stop()
 	for room := range a.rooms {
 		if err := a.join(c, room); err != nil {
 			return err
@@ -267,9 +287,17 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 	a.connected.Store(true)
 	a.log.Info().Str("jid", a.bare).Int("rooms", len(a.rooms)).Msg("connected")
 	for {
-		st, err := c.Recv()
-		if err != nil {
+		var st any
+		select {
+		case st = <-stanzas:
+		case err := <-readDone:
+			readDone <- err // for the deferred Close
 			return err
+		case <-ctx.Done():
+			// End the stream; the server ends its side and Recv returns.
+			// A server gone silent is left to TCP keepalives.
+			_, _ = c.SendOrg("</stream:stream>")
+			return ctx.Err()
 		}
 		switch v := st.(type) {
 		case goxmpp.Chat:
@@ -290,6 +318,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 				wait = min(wait*2, 10*time.Second)
 			}
 			if ctx.Err() != nil {
+				_, _ = c.SendOrg("</stream:stream>")
 				return ctx.Err()
 			}
 		case goxmpp.Presence:
