@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func newWorld(t *testing.T) *world {
 
 // bot starts the gateway (router, sessions, scripted model) with the XMPP
 // adapter logged in as hermes@localhost, and waits until it is connected.
-func (w *world) bot(t *testing.T, rooms []string, script ...llmtest.Reply) (*gatewaytest.Rig, *xmpp.Adapter, *gw.Served) {
+func (w *world) bot(t *testing.T, rooms []string, script ...llmtest.Reply) (*gatewaytest.Rig, *watched, *gw.Served) {
 	t.Helper()
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: script,
 		Tools: []agent.Tool{approvalTool{&terminal.Approver{Timeout: 20 * time.Second}}},
@@ -54,14 +55,29 @@ func (w *world) bot(t *testing.T, rooms []string, script ...llmtest.Reply) (*gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := rig.Serve(ad, nil)
+	wa := &watched{Adapter: ad}
+	served := rig.Serve(wa, nil)
 	gatewaytest.WaitFor(t, "the adapter to connect", func() bool {
 		if st := served.Status(); st.LastError != "" {
 			t.Logf("adapter: %s", st.LastError)
 		}
 		return ad.Connected()
 	})
-	return rig, ad, served
+	return rig, wa, served
+}
+
+// watched is the adapter with a count of the sends it failed.
+type watched struct {
+	*xmpp.Adapter
+	failed atomic.Int64
+}
+
+func (w *watched) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
+	ids, err := w.Adapter.Send(ctx, out)
+	if err != nil {
+		w.failed.Add(1)
+	}
+	return ids, err
 }
 
 // approvalTool asks the terminal approver about its command, as the real
@@ -223,16 +239,17 @@ func TestLongAnswerIsSplit(t *testing.T) {
 // answered; the rooms are joined again.
 func TestServerRestartReconnects(t *testing.T) {
 	w := newWorld(t)
-	rig, ad, served := w.bot(t, []string{room},
+	rig, ad, _ := w.bot(t, []string{room},
 		llmtest.Reply{Content: "answer written during the outage", Delay: 1500 * time.Millisecond},
 		llmtest.Reply{Content: "answer after the restart"})
 	w.alice.Say(botJID, "a slow question")
 	gatewaytest.WaitFor(t, "the model call", func() bool { return len(rig.LLM.Requests()) == 1 })
 	w.srv.Stop()
 	gatewaytest.WaitFor(t, "the adapter to see the server gone", func() bool { return !ad.Connected() })
-	gatewaytest.WaitFor(t, "a delivery attempt to fail", func() bool {
-		return strings.Contains(served.Status().LastError, "not connected")
-	})
+	gatewaytest.WaitFor(t, "a delivery attempt to fail", func() bool { return ad.failed.Load() > 0 })
+	if msg, _ := ad.LastError(); !strings.Contains(msg, "xmpp") {
+		t.Fatalf("the adapter does not say why it is offline: %q", msg)
+	}
 	w.srv.Up()
 	gatewaytest.WaitFor(t, "the adapter to reconnect", func() bool { return ad.Connections() >= 2 && ad.Connected() })
 	alice := w.srv.Connect("alice", "alice-pass")

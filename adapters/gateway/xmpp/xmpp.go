@@ -99,6 +99,9 @@ type Adapter struct {
 	// live marks the rooms whose history replay is over (their
 	// subject arrived) on the current connection.
 	live map[string]bool
+	// lastErr is why the last connection ended or failed.
+	lastErr   string
+	lastErrAt time.Time
 }
 
 // New checks cfg and returns the adapter; it makes no connection.
@@ -150,6 +153,20 @@ func (a *Adapter) Name() string { return Platform }
 // Connected says whether the adapter is logged in right now.
 func (a *Adapter) Connected() bool { return a.connected.Load() }
 
+// LastError is why the last connection ended or failed, and when
+// (gw.ErrorReporter): the gateway's status shows it while Run retries.
+func (a *Adapter) LastError() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastErr, a.lastErrAt
+}
+
+func (a *Adapter) noteError(err error) {
+	a.mu.Lock()
+	a.lastErr, a.lastErrAt = err.Error(), time.Now()
+	a.mu.Unlock()
+}
+
 // Connections counts the connections made since New (each reconnect adds
 // one).
 func (a *Adapter) Connections() int64 { return a.conns.Load() }
@@ -168,6 +185,7 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			a.noteError(err)
 			var perm *gw.PermanentError
 			if errors.As(err, &perm) {
 				return err
@@ -185,6 +203,7 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		a.noteError(fmt.Errorf("xmpp connection lost: %w", err))
 		a.log.Warn().Err(err).Dur("retry_in", wait).Msg("connection lost")
 		sleep(ctx, wait)
 		wait = min(wait*2, a.cfg.MaxBackoff)
@@ -424,3 +443,4 @@ func sleep(ctx context.Context, d time.Duration) {
 
 var _ gw.Platform = (*Adapter)(nil)
 var _ gw.Connector = (*Adapter)(nil)
+var _ gw.ErrorReporter = (*Adapter)(nil)
