@@ -391,3 +391,23 @@ func TestTypingIsAChatState(t *testing.T) {
 		return len(st) == 1 && st[0] == "composing"
 	})
 }
+
+// When someone else holds the bot's nick in a room, the bot joins as
+// nick_, answers mentions of that nick, and does not answer its own
+// messages.
+func TestRoomNickTaken(t *testing.T) {
+	w := newWorld(t)
+	w.alice.Join(room, "Alice")
+	w.carol.Join(room, "hermes") // carol took the bot's nick
+	rig, _, _ := w.bot(t, []string{room}, llmtest.Reply{Content: "I am hermes_"})
+	w.alice.WaitPresence(room + "/hermes_")
+	w.alice.SayRoom(room, "hermes: that is carol, not the bot")
+	w.alice.SayRoom(room, "hermes_: are you the bot?")
+	got := waitBody(t, w.alice, room, "I am hermes_")
+	if got != "I am hermes_" {
+		t.Fatalf("answer %q", got)
+	}
+	if reqs := rig.LLM.Requests(); len(reqs) != 1 || strings.Contains(string(reqs[0].Raw), "that is carol") {
+		t.Fatalf("%d model calls, want 1 (only the mention of hermes_)", len(reqs))
+	}
+}

@@ -60,8 +60,12 @@ func (a *Adapter) groupMessage(m goxmpp.Chat, room, nick string) (schema.Inbound
 		a.live[room] = true
 	}
 	real := a.occupants[room][nick]
+	mine := a.nicks[room]
 	a.mu.Unlock()
-	if !live || !m.Stamp.IsZero() || nick == "" || nick == a.nick || strings.TrimSpace(m.Text) == "" {
+	if mine == "" {
+		mine = a.nick
+	}
+	if !live || !m.Stamp.IsZero() || nick == "" || nick == mine || strings.TrimSpace(m.Text) == "" {
 		return schema.Inbound{}, false
 	}
 	user := real
@@ -76,7 +80,7 @@ func (a *Adapter) groupMessage(m goxmpp.Chat, room, nick string) (schema.Inbound
 		UserName:  nick,
 		MessageID: messageID(m, room),
 		Text:      m.Text,
-		Mentioned: mentions(m.Text, a.nick),
+		Mentioned: mentions(m.Text, mine),
 	}, true
 }
 

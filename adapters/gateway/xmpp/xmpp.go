@@ -99,6 +99,9 @@ type Adapter struct {
 	// live marks the rooms whose history replay is over (their
 	// subject arrived) on the current connection.
 	live map[string]bool
+	// nicks holds the bot's nick in each room on the current connection
+	// (Nick, or Nick_ when someone else holds Nick).
+	nicks map[string]string
 	// lastErr is why the last connection ended or failed.
 	lastErr   string
 	lastErrAt time.Time
@@ -144,7 +147,8 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	return &Adapter{cfg: cfg, bare: strings.ToLower(local + "@" + domain), nick: cfg.Nick, rooms: rooms,
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, occupants: map[string]map[string]string{}, live: map[string]bool{}}, nil
+		sent: map[string][]string{}, occupants: map[string]map[string]string{}, live: map[string]bool{},
+		nicks: map[string]string{}}, nil
 }
 
 // Name is "xmpp".
@@ -261,6 +265,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 	a.client = c
 	a.occupants = map[string]map[string]string{}
 	a.live = map[string]bool{}
+	a.nicks = map[string]string{}
 	a.mu.Unlock()
 	a.conns.Add(1)
 	// One goroutine reads; this one handles what it read, so a message
@@ -299,7 +304,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 		}()
 	}()
 	for room := range a.rooms {
-		if err := a.join(c, room); err != nil {
+		if err := a.join(c, room, a.nick); err != nil {
 			return err
 		}
 	}
@@ -346,33 +351,53 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 	}
 }
 
-// join enters a room, accepting the history the room sends by default
-// (recognised and ignored as it arrives).
-func (a *Adapter) join(c *goxmpp.Client, room string) error {
-	_, err := c.SendOrg("<presence to='" + escape(room+"/"+a.nick) + "'><x xmlns='http://jabber.org/protocol/muc'/></presence>")
+// join enters a room as nick, accepting the history the room sends by
+// default (recognised and ignored as it arrives).
+func (a *Adapter) join(c *goxmpp.Client, room, nick string) error {
+	a.mu.Lock()
+	a.nicks[room] = nick
+	a.mu.Unlock()
+	_, err := c.SendOrg("<presence to='" + escape(room+"/"+nick) + "'><x xmlns='http://jabber.org/protocol/muc'/></presence>")
 	return err
 }
 
-// presence keeps the rooms' occupants and accepts subscription requests
-// (so that people's clients show the bot online).
+// roomNick is the bot's nick in room now.
+func (a *Adapter) roomNick(room string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := a.nicks[room]; n != "" {
+		return n
+	}
+	return a.nick
+}
+
+// presence keeps the rooms' occupants, joins a room again as Nick_ when
+// someone else holds Nick there, and accepts subscription requests (so
+// that people's clients show the bot online).
 func (a *Adapter) presence(c *goxmpp.Client, p goxmpp.Presence) {
 	from := p.From
 	room, nick, _ := strings.Cut(from, "/")
 	room = strings.ToLower(room)
 	if a.rooms[room] && nick != "" {
-		a.mu.Lock()
-		defer a.mu.Unlock()
+		mine := a.roomNick(room)
 		switch {
-		case p.Type == "error" && nick == a.nick:
+		case p.Type == "error" && nick == mine && p.Error == "conflict" && mine == a.nick:
+			a.log.Warn().Str("room", room).Str("nick", a.nick).Msg("the nick is taken in the room: joining as " + a.nick + "_")
+			_ = a.join(c, room, a.nick+"_")
+		case p.Type == "error" && nick == mine:
 			a.log.Error().Str("room", room).Str("error", p.Error).Msg("could not join the room")
 		case p.Type == "unavailable":
+			a.mu.Lock()
 			delete(a.occupants[room], nick)
+			a.mu.Unlock()
 		default:
+			a.mu.Lock()
 			if a.occupants[room] == nil {
 				a.occupants[room] = map[string]string{}
 			}
 			real, _, _ := strings.Cut(p.JID, "/")
 			a.occupants[room][nick] = strings.ToLower(real)
+			a.mu.Unlock()
 		}
 		return
 	}
