@@ -121,6 +121,7 @@ func showConfig(cmd *cobra.Command, home string) error {
 		line("platforms.email", fmt.Sprintf("address %s, imap %s:%d, smtp %s:%d, password %s, allowed users %v", orDash(gs.Platforms.Email.Address),
 			orDash(gs.Platforms.Email.IMAPHost), gs.Platforms.Email.IMAPPort, orDash(gs.Platforms.Email.SMTPHost), gs.Platforms.Email.SMTPPort,
 			mask(gs.Platforms.Email.Password), gs.Platforms.Email.AllowedUsers))
+		line("platforms.xmpp", fmt.Sprintf("jid %s, password %s, rooms %v, allowed users %v", orDash(gs.Platforms.XMPP.JID), mask(gs.Platforms.XMPP.Password), gs.Platforms.XMPP.Rooms, gs.Platforms.XMPP.AllowedUsers))
 		line("platforms.webhook", fmt.Sprintf("enabled=%v %s:%d, %d route(s)", gs.Platforms.Webhook.Enabled, gs.Platforms.Webhook.Host, gs.Platforms.Webhook.Port, len(gs.Platforms.Webhook.Routes)))
 	}
 	for _, k := range c.ignored {

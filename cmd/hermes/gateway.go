@@ -57,6 +57,7 @@ type PlatformsConfig struct {
 	Slack     SlackConfig     `yaml:"slack"`
 	IRC       IRCConfig       `yaml:"irc"`
 	Matrix    MatrixConfig    `yaml:"matrix"`
+	XMPP      XMPPConfig      `yaml:"xmpp"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -207,6 +208,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	if err := resolveIRC(&s.Platforms.IRC); err != nil {
 		return s, err
 	}
+	resolveXMPP(&s.Platforms.XMPP)
 	return s, nil
 }
 
@@ -219,6 +221,7 @@ func (s gatewaySettings) auth() gateway.Auth {
 			"email":    s.Platforms.Email.AllowedUsers,
 		}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
+	a.Platform["xmpp"] = s.Platforms.XMPP.AllowedUsers
 	return a
 }
 
@@ -355,6 +358,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		ircPlatform,
 		matrixPlatform,
 		emailPlatform,
+		xmppPlatform,
 	}
 	for _, build := range builders {
 		p, err := build(env)
@@ -366,7 +370,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), XMPP_JID, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err

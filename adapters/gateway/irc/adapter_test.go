@@ -2,6 +2,8 @@ package irc_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"strings"
 	"sync"
@@ -261,4 +263,42 @@ func TestStatusWhileTheServerIsAway(t *testing.T) {
 	})
 	srv.Start()
 	waitFor(t, "the bot to reconnect", func() bool { return served.Status().Connected })
+}
+
+// Over TLS the bot connects to a server whose certificate it trusts, and
+// refuses (and reports) one it does not.
+func TestTLS(t *testing.T) {
+	srv := irctest.StartTLS(t)
+	alice := irctest.Dial(t, srv.Addr(), "alice")
+	tlsCfg := func(nick string, pool *x509.CertPool) *irc.Adapter {
+		ad, err := irc.New(irc.Config{Server: "127.0.0.1", Port: srv.TLSPort, TLS: true, TLSConfig: &tls.Config{RootCAs: pool},
+			Nick: nick, ReconnectMin: 50 * time.Millisecond, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ad
+	}
+	untrusting := tlsCfg("doubter", x509.NewCertPool())
+	run(t, untrusting, (&inbox{}).put)
+	waitFor(t, "the certificate refused", func() bool {
+		msg, _ := untrusting.LastError()
+		return strings.Contains(msg, "certificate")
+	})
+	if untrusting.Connected() {
+		t.Fatal("connected to a server it does not trust")
+	}
+	ad := tlsCfg(botNick, srv.CertPool)
+	var box inbox
+	run(t, ad, box.put)
+	waitFor(t, "the bot to connect over TLS", ad.Connected)
+	if err := alice.Say(botNick, "over tls?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message", func() bool { return len(box.all()) == 1 })
+	if _, err := ad.Send(context.Background(), schema.Outbound{Kind: "reply", Chat: "alice", Text: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.WaitMessages(botNick, "alice", 1, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -243,9 +243,12 @@ func (a *Adapter) session(ctx context.Context, in gw.Inbox) (bool, error) {
 		return false, fmt.Errorf("irc: connect to %s: %w", addr, err)
 	}
 	if a.cfg.TLS {
-		tc := a.cfg.TLSConfig
-		if tc == nil {
-			tc = &tls.Config{ServerName: a.cfg.Server, MinVersion: tls.VersionTLS12}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if a.cfg.TLSConfig != nil {
+			tc = a.cfg.TLSConfig.Clone()
+		}
+		if tc.ServerName == "" {
+			tc.ServerName = a.cfg.Server
 		}
 		t := tls.Client(nc, tc)
 		if err := t.HandshakeContext(ctx); err != nil {
