@@ -70,6 +70,9 @@ var (
 // Exact appends only if the stream's last event has revision rev.
 func Exact(rev uint64) Expected { return Expected{kind: expectExact, revision: rev} }
 
+// ExactRevision returns n and true for Exact(n), false for the others.
+func (e Expected) ExactRevision() (uint64, bool) { return e.revision, e.kind == expectExact }
+
 func (e Expected) String() string {
 	switch e.kind {
 	case expectNoStream:

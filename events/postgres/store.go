@@ -80,6 +80,12 @@ CREATE TABLE IF NOT EXISTS hermes_schema (
 	version integer NOT NULL
 );
 INSERT INTO hermes_schema (one, version) VALUES (true, 1) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS hermes_log (
+	one     boolean PRIMARY KEY DEFAULT true CHECK (one),
+	id      text    NOT NULL,
+	created timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO hermes_log (one, id) VALUES (true, gen_random_uuid()::text) ON CONFLICT DO NOTHING;
 CREATE OR REPLACE FUNCTION hermes_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_notify('hermes_events.' || TG_TABLE_SCHEMA, '');
@@ -104,6 +110,7 @@ type Store struct {
 	channel string
 	safe    string // the DSN with its password redacted, for messages
 	closed  atomic.Bool
+	logID   string
 
 	// Tests only: hold runs inside an append's transaction after its
 	// positions are taken; trap takes positions outside the transaction,
@@ -164,7 +171,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	var version int
 	var sch string
-	if err := conn.QueryRow(ctx, `SELECT version, current_schema() FROM hermes_schema`).Scan(&version, &sch); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT s.version, current_schema(), l.id FROM hermes_schema s, hermes_log l`).Scan(&version, &sch, &s.logID); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if version > schemaVersion {
@@ -199,6 +206,10 @@ func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
+
+// LogID is the log's identity, made when its tables were created: read
+// models built from another log notice they must be rebuilt.
+func (s *Store) LogID(context.Context) (string, error) { return s.logID, nil }
 
 // String names the store (password redacted).
 func (s *Store) String() string { return s.safe }
