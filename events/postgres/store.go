@@ -35,10 +35,10 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -110,6 +110,10 @@ type Store struct {
 	channel string
 	safe    string // the DSN with its password redacted, for messages
 	closed  atomic.Bool
+	reqs    chan *request
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
 	logID   string
 
 	// Tests only: hold runs inside an append's transaction after its
@@ -132,7 +136,8 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value connection string) and creates or migrates the tables.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: Redact(dsn)}
+	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: Redact(dsn),
+		reqs: make(chan *request, maxGroup), closing: make(chan struct{}), done: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -153,6 +158,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("open event store %s: %w", s.safe, err)
 	}
+	go s.writer()
 	return s, nil
 }
 
@@ -203,6 +209,8 @@ var (
 // Close releases the connections.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.once.Do(func() { close(s.closing) })
+	<-s.done
 	s.pool.Close()
 	return nil
 }
@@ -261,6 +269,12 @@ func stateOf(ctx context.Context, q querier, stream string) (streamState, error)
 	return streamState{last: uint64(rev), exists: true, deleted: typ == events.StreamDeletedType}, nil
 }
 
+// isRevisionTaken reports a unique violation on (stream, revision).
+func isRevisionTaken(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "hermes_events_stream_revision"
+}
+
 // takePositions takes n positions from the counter; the last is returned.
 const takePositions = `UPDATE hermes_head SET position = position + $1 RETURNING position`
 
@@ -287,9 +301,24 @@ func (s *Store) DeleteStream(ctx context.Context, stream string, expected events
 	return err
 }
 
-// write appends evs, or the tombstone when evs is nil, retrying when it
-// lost a race that its condition still allows (Any, StreamExists).
+// write appends evs, or the tombstone when evs is nil, through the
+// process's writer (see writer.go).
 func (s *Store) write(ctx context.Context, stream string, expected events.Expected, evs []schema.Envelope) (events.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return events.AppendResult{}, err
+	}
+	if s.closed.Load() {
+		return events.AppendResult{}, events.ErrClosed
+	}
+	if s.trap {
+		return s.writeAlone(ctx, stream, expected, evs)
+	}
+	return s.submit(&request{ctx: ctx, stream: stream, expected: expected, evs: evs})
+}
+
+// writeAlone appends in a transaction of its own, retrying when it lost a
+// race that its condition still allows (Any, StreamExists).
+func (s *Store) writeAlone(ctx context.Context, stream string, expected events.Expected, evs []schema.Envelope) (events.AppendResult, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return events.AppendResult{}, err
@@ -316,8 +345,7 @@ func (s *Store) write(ctx context.Context, stream string, expected events.Expect
 
 func (s *Store) tryWrite(ctx context.Context, stream string, expected events.Expected, evs []schema.Envelope) (events.AppendResult, error) {
 	fail := func(err error) (events.AppendResult, error) {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "hermes_events_stream_revision" {
+		if isRevisionTaken(err) {
 			return events.AppendResult{}, errConflict
 		}
 		if ctx.Err() != nil {
@@ -353,8 +381,7 @@ func (s *Store) tryWrite(ctx context.Context, stream string, expected events.Exp
 	}
 	tombstone := evs == nil
 	if tombstone {
-		evs = []schema.Envelope{{ID: uuid.NewString(), Type: events.StreamDeletedType, Version: 1,
-			SessionID: events.SessionOf(stream), Time: time.Now().UTC(), Payload: []byte("{}")}}
+		evs = []schema.Envelope{tombstoneOf(stream)}
 	}
 	// From here to the commit, this transaction holds the counter's row
 	// lock: positions are given out in commit order (see the package
