@@ -146,7 +146,8 @@ const (
 const End = ^uint64(0)
 
 // Store is the event store port. Implementations: events/embedded (SQLite,
-// one machine, several processes) and adapters/eventstore/esdb.
+// one machine, several processes), events/postgres (PostgreSQL, any number
+// of machines) and events/eventstoredb (EventStoreDB).
 type Store interface {
 	// Append writes evs to the end of stream, all or none, if expected holds.
 	Append(ctx context.Context, stream string, expected Expected, evs ...schema.Envelope) (AppendResult, error)

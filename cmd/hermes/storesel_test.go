@@ -65,6 +65,11 @@ func TestStoreCopyToPostgresAndUse(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("store: "+pg+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if out := mustRun(t, home, "config", "show"); !strings.Contains(out, "postgres://postgres:xxxxx@") {
+		t.Fatalf("config show does not name the store:\n%s", out)
+	} else {
+		noSecret(t, out)
+	}
 	if out := mustRun(t, home, "sessions", "list"); out != want {
 		t.Fatalf("sessions with store: in config.yaml:\n%s", out)
 	}

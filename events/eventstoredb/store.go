@@ -12,7 +12,9 @@
 //     stream's actual revision in it, so the adapter reads the stream's
 //     last event to fill it in (a racing append may move it meanwhile).
 //   - Position is the event's commit position in the transaction log plus
-//     one (commit positions start at 0, ours at 1). Commit positions are
+//     one (commit positions start at 0, ours at 1). The position an append
+//     returns is read back from its last event when the append held more
+//     than one (one more read). Commit positions are
 //     byte offsets: they increase in commit order but are far from dense.
 //     Since EventStoreDB 20 an appended event's commit and prepare
 //     positions are equal, so the commit position names one event; events
@@ -215,7 +217,18 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if err != nil {
 		return events.AppendResult{}, s.writeErr(ctx, "append to", stream, expected, err)
 	}
-	return events.AppendResult{NextRevision: res.NextExpectedVersion, Position: res.CommitPosition + 1}, nil
+	out := events.AppendResult{NextRevision: res.NextExpectedVersion, Position: res.CommitPosition + 1}
+	if len(evs) > 1 || res.CommitPosition != res.PreparePosition {
+		// Which event of a batch the server's position names is not
+		// part of its contract: read the last one's back, by revision
+		// (no other append can have taken it).
+		last, err := s.ReadStream(ctx, stream, events.Forward, res.NextExpectedVersion, 1)
+		if err != nil || len(last) != 1 {
+			return out, fmt.Errorf("append to %s: written, but its position cannot be read back: %v", stream, err)
+		}
+		out.Position = last[0].Position
+	}
+	return out, nil
 }
 
 // writeErr maps the server's answer to a failed write onto ours.

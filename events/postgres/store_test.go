@@ -84,6 +84,13 @@ func TestOpenIsIdempotent(t *testing.T) {
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("second store reads %d events, %v", len(rs), err)
 	}
+	// One log, one identity; another database is another log.
+	a, _ := stores[0].LogID(ctx)
+	b, _ := stores[3].LogID(ctx)
+	other, _ := openTemp(t).LogID(ctx)
+	if a == "" || a != b || other == a {
+		t.Fatalf("log ids %q %q, other database %q", a, b, other)
+	}
 }
 
 // gapCheck runs writers that pause inside their transactions, after their
