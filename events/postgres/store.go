@@ -172,8 +172,21 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("lock for migration: %w", err)
 	}
 	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
-	if _, err := conn.Exec(ctx, ddl); err != nil {
-		return fmt.Errorf("create tables: %w", err)
+	// The DDL runs only where the tables are missing or older: replacing
+	// the trigger would wait for every transaction writing the log.
+	var current int
+	var exists bool
+	err = conn.QueryRow(ctx, `SELECT to_regclass('hermes_schema') IS NOT NULL AND to_regclass('hermes_log') IS NOT NULL`).Scan(&exists)
+	if err == nil && exists {
+		err = conn.QueryRow(ctx, `SELECT version FROM hermes_schema`).Scan(&current)
+	}
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current < schemaVersion {
+		if _, err := conn.Exec(ctx, ddl); err != nil {
+			return fmt.Errorf("create tables: %w", err)
+		}
 	}
 	var version int
 	var sch string

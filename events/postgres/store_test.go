@@ -277,3 +277,24 @@ func TestBadDSNDoesNotLeakPassword(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestNewerSchemaRefused: tables of a newer Hermes are not written by an
+// older one.
+func TestNewerSchemaRefused(t *testing.T) {
+	if server == nil {
+		pgtest.Unavailable(t)
+	}
+	dsn := server.Database(t)
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE hermes_schema SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer than this Hermes knows") {
+		t.Fatalf("open of newer tables: %v", err)
+	}
+}
