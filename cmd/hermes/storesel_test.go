@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/events/postgres/pgtest"
 	"github.com/hermes-go/hermes/events/storetest"
 )
@@ -158,5 +160,41 @@ func TestStoreSelectionErrors(t *testing.T) {
 	_, errOut, err = run(t, home, "--read-only", "--store", "postgres://u@127.0.0.1:1/x", "sessions", "list")
 	if err == nil || !strings.Contains(errOut, "works with the embedded store only") {
 		t.Fatalf("read-only with postgres: %v %s", err, errOut)
+	}
+}
+
+// TestChatOnPostgres runs a chat turn with HERMES_STORE naming a real
+// PostgreSQL: the session's events land there (not in events.db), and a
+// second process resumes and shows the session from there.
+func TestChatOnPostgres(t *testing.T) {
+	pgsrv := pgtest.Start(t)
+	dsn := pgsrv.Database(t)
+	srv := llmtest.New(llmtest.Reply{Content: "Paris."}, llmtest.Reply{Content: "Lyon."})
+	defer srv.Close()
+	home := t.TempDir()
+	env := chatEnv(srv, "HERMES_STORE="+dsn)
+	out, errOut, code := hermes(t, env, "", "--home", home, "chat", "-q", "Capital of France?", "--model", "gpt-4o-mini")
+	if code != 0 || out != "Paris.\n" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, out, errOut)
+	}
+	id := sessionIDFrom(t, errOut)
+	if _, err := os.Stat(filepath.Join(home, "events.db")); err == nil {
+		t.Fatal("the chat wrote events.db although the store is PostgreSQL")
+	}
+	pg, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	rs, err := pg.ReadStream(context.Background(), events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil || len(rs) < 3 {
+		t.Fatalf("session in PostgreSQL: %d events, %v", len(rs), err)
+	}
+	out, errOut, code = hermes(t, env, "", "--home", home, "chat", "--resume", id, "-q", "And the second city?", "--model", "gpt-4o-mini")
+	if code != 0 || out != "Lyon.\n" {
+		t.Fatalf("resume: exit %d stdout %q stderr %s", code, out, errOut)
+	}
+	if msgs := srv.Requests()[1].Body["messages"].([]any); len(msgs) != 4 {
+		t.Fatalf("the resumed turn sent %d messages, want the history (4)", len(msgs))
 	}
 }

@@ -20,6 +20,9 @@ import (
 // to its commit; one commit (one WAL flush) then serves many appends,
 // where one transaction per append would pay a flush each, in turn.
 
+// groupTimeout bounds one group's transaction.
+const groupTimeout = 2 * time.Minute
+
 // maxGroup bounds how many queued appends one transaction takes.
 const maxGroup = 256
 
@@ -145,13 +148,16 @@ func tombstoneOf(stream string) schema.Envelope {
 }
 
 func (s *Store) groupTx(group []*request, replies []reply) error {
-	// The transaction is the group's: no one request's ctx may cancel it.
-	ctx := context.Background()
+	// The transaction is the group's: no one request's ctx may cancel it;
+	// a bound keeps a server that stopped answering from holding every
+	// append of the process for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx)
+	defer tx.Rollback(context.Background())
 	var head int64
 	if err := tx.QueryRow(ctx, `SELECT position FROM hermes_head FOR UPDATE`).Scan(&head); err != nil {
 		return err
