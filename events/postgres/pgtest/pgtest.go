@@ -130,6 +130,17 @@ func (s *Server) Database(tb testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		tb.Fatalf("create database: %v", err)
 	}
+	if s.dir == "" {
+		// A server of the user's ($HERMES_PG_URL): leave it as it was.
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if conn, err := pgx.Connect(ctx, s.URL); err == nil {
+				conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+				conn.Close(ctx)
+			}
+		})
+	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		tb.Fatal(err)
