@@ -33,6 +33,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp"
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp/xmpptest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -245,7 +246,11 @@ func BenchmarkAllPlatformsMemory(b *testing.B) {
 		n, err := maildev.Count(ctx)
 		return err == nil && n >= viaEmail
 	})
-	if n := gatewaytest.CountTypes(b, rig.Store, "SessionStarted"); n != sessions+1 {
+	// Idle: every reply's delivery recorded by the router.
+	waitUntil(b, "every delivery to be recorded", sessionsWait, func() bool {
+		return countType(b, rig.Store, "GatewayMessageDelivered") >= sessions+1
+	})
+	if n := countType(b, rig.Store, "SessionStarted"); n != sessions+1 {
 		b.Fatalf("%d sessions in the store, want %d (with the warm-up's)", n, sessions+1)
 	}
 	stages = append(stages, measure(b, "sessions"))
@@ -303,6 +308,29 @@ func startSlack(b *testing.B) *slacktest.Server {
 		}
 	}()
 	return srv
+}
+
+// countType counts the events of type typ in the whole global log, page
+// by page.
+func countType(tb testing.TB, store events.Store, typ string) int {
+	tb.Helper()
+	n := 0
+	var after uint64
+	for {
+		rs, err := store.ReadAll(context.Background(), after, 5000)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(rs) == 0 {
+			return n
+		}
+		for _, r := range rs {
+			if r.Type == typ {
+				n++
+			}
+		}
+		after = rs[len(rs)-1].Position
+	}
 }
 
 // waitUntil polls cond until it holds, failing after d.
