@@ -122,7 +122,9 @@ func vmRSS(tb testing.TB) uint64 {
 // keeps (KiB). The figures are of this process; the peers that run as
 // processes of their own are not in them.
 //
-//	source the peers' variables (see DEPENDENCIES)
+//	HERMES_TELEGRAM_TEST_API=$PWD/.ci/node/node_modules/telegram-test-api \
+//	HERMES_NODE_MODULES=$PWD/.ci/node/node_modules \
+//	HERMES_DENDRITE=$PWD/.ci/dendrite/bin/dendrite \
 //	go test -run '^$' -bench AllPlatformsMemory -benchtime 1x ./adapters/gateway/allplatforms/
 func BenchmarkAllPlatformsMemory(b *testing.B) {
 	llm := llmtest.New()
