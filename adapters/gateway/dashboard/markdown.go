@@ -58,6 +58,39 @@ type codeRenderer struct{ m *markdown }
 
 func (c *codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, c.fenced)
+	reg.Register(ast.KindRawHTML, c.rawInline)
+	reg.Register(ast.KindHTMLBlock, c.rawBlock)
+}
+
+// rawInline shows inline HTML of a message as the text it is.
+func (c *codeRenderer) rawInline(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	segs := n.(*ast.RawHTML).Segments
+	for i := 0; i < segs.Len(); i++ {
+		seg := segs.At(i)
+		_, _ = w.WriteString(template.HTMLEscapeString(string(seg.Value(src))))
+	}
+	return ast.WalkSkipChildren, nil
+}
+
+// rawBlock shows a block of HTML of a message as the text it is.
+func (c *codeRenderer) rawBlock(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	b := n.(*ast.HTMLBlock)
+	_, _ = w.WriteString("<p>")
+	for i := 0; i < b.Lines().Len(); i++ {
+		seg := b.Lines().At(i)
+		_, _ = w.WriteString(template.HTMLEscapeString(string(seg.Value(src))))
+	}
+	if b.HasClosure() {
+		_, _ = w.WriteString(template.HTMLEscapeString(string(b.ClosureLine.Value(src))))
+	}
+	_, _ = w.WriteString("</p>")
+	return ast.WalkSkipChildren, nil
 }
 
 func (c *codeRenderer) fenced(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {

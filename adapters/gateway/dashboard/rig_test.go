@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -37,6 +38,7 @@ import (
 	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/search"
 	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
 )
 
 const testKey = "sk-dashboard-test-key"
@@ -314,3 +316,49 @@ func waitFor(t testing.TB, what string, f func() bool) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// seedBig writes a session of about n events straight to the store: turns
+// of a user message, an answer asking for three tools, their starts and
+// results, the final answer and the turn's end (10 events a turn).
+func seedBig(t testing.TB, store events.Store, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	id := uuid.NewString()
+	if err := session.Create(ctx, store, id, session.Start{Source: "cli", Model: "gpt-4o", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	var batch []schema.Envelope
+	add := func(turn string, p schema.Payload) {
+		at = at.Add(40 * time.Millisecond)
+		batch = append(batch, schema.MustEnvelope(schema.Meta{SessionID: id, TurnID: turn, Time: at}, p))
+	}
+	for i := 0; len(batch) < n-2; i++ {
+		turn := uuid.NewString()
+		add(turn, schema.UserMessageAdded{Content: fmt.Sprintf("Question %d: how are the stations doing? Use `probe`.", i)})
+		var calls []schema.ToolCall
+		for k := range 3 {
+			calls = append(calls, schema.ToolCall{ID: fmt.Sprintf("c%d-%d", i, k), Type: "function",
+				Function: schema.FunctionCall{Name: "probe", Arguments: fmt.Sprintf(`{"city":"city-%d"}`, k)}})
+		}
+		add(turn, schema.AssistantMessageAdded{ToolCalls: calls, Model: "gpt-4o", Provider: "openai",
+			Usage: schema.Usage{PromptTokens: 1200, CompletionTokens: 40, CacheReadTokens: 800}, CostUSD: 0.002})
+		for _, c := range calls {
+			add(turn, schema.ToolCallStarted{CallID: c.ID, Name: "probe", Arguments: c.Function.Arguments})
+		}
+		for _, c := range calls {
+			add(turn, schema.ToolResultAdded{CallID: c.ID, Name: "probe", Content: "station reports 12°C and light wind", DurationMS: 100})
+		}
+		add(turn, schema.AssistantMessageAdded{Content: fmt.Sprintf("Answer %d: all **three** stations report 12°C.\n\n```go\nfmt.Println(%d)\n```", i, i),
+			Model: "gpt-4o", Provider: "openai", Usage: schema.Usage{PromptTokens: 1400, CompletionTokens: 90, CacheReadTokens: 1000}, CostUSD: 0.003})
+		add(turn, schema.TurnCompleted{Iterations: 2})
+	}
+	for len(batch) > 0 {
+		k := min(500, len(batch))
+		if _, err := store.Append(ctx, events.SessionStream(id), events.Any, batch[:k]...); err != nil {
+			t.Fatal(err)
+		}
+		batch = batch[k:]
+	}
+	return id
+}
