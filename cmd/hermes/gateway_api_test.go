@@ -115,6 +115,14 @@ func TestGatewayAPIServer(t *testing.T) {
 	if code, _, _ := call("GET", "/v1/models", ""); code != 200 {
 		t.Fatal(code)
 	}
+	// The same server serves the dashboard with the same key: the session,
+	// its lineage, the costs and the gateway's platforms.
+	for path, want := range map[string]string{"/dashboard/": sid, "/dashboard/s/" + sid: "Bonjour from the gateway.",
+		"/dashboard/lineage/" + sid: `class="node current"`, "/dashboard/costs": "gpt-4o-mini", "/dashboard/gateway": "<td>api</td>"} {
+		if code, _, body := call("GET", path, ""); code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("%s: %d, want %q in\n%s", path, code, want, body)
+		}
+	}
 	// The key is required.
 	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
 	resp, err := http.DefaultClient.Do(req)
