@@ -287,7 +287,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) renderLogin(w http.ResponseWriter, status int, msg string) {
 	t := token()
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: t, Path: Prefix + "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
-	h.pages.render(w, status, "login", map[string]any{"CSRF": t, "Error": msg, "Title": "Log in", "Prefix": Prefix})
+	h.pages.render(w, nil, status, "login", map[string]any{"CSRF": t, "Error": msg, "Title": "Log in", "Prefix": Prefix})
 }
 
 func (h *Handler) startSession(w http.ResponseWriter) {

@@ -61,7 +61,7 @@ func (h *Handler) base(r *http.Request, title, nav string) base {
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	h.pages.render(w, status, "error", map[string]any{"Base": h.base(r, "Error", ""), "Status": status, "Message": msg})
+	h.pages.render(w, r, status, "error", map[string]any{"Base": h.base(r, "Error", ""), "Status": status, "Message": msg})
 }
 
 func (h *Handler) readFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
@@ -158,7 +158,7 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		h.readFailed(w, r, "list sessions", err)
 		return
 	}
-	h.pages.render(w, http.StatusOK, "sessions", d)
+	h.pages.render(w, r, http.StatusOK, "sessions", d)
 }
 
 // sessionRows is the list's table body alone, for live updates.
@@ -168,7 +168,7 @@ func (h *Handler) sessionRows(w http.ResponseWriter, r *http.Request) {
 		h.readFailed(w, r, "list sessions", err)
 		return
 	}
-	h.pages.render(w, http.StatusOK, "sessions#rows", d)
+	h.pages.render(w, r, http.StatusOK, "sessions#rows", d)
 }
 
 // live streams the id of every session that changes, fed by the store's
@@ -312,11 +312,11 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Query().Get("part") {
 	case "main":
-		h.pages.render(w, http.StatusOK, "session#main", d)
+		h.pages.render(w, r, http.StatusOK, "session#main", d)
 		return
 	}
 	d.Notice = noticeOf(r.URL.Query().Get("notice"))
-	h.pages.render(w, http.StatusOK, "session", d)
+	h.pages.render(w, r, http.StatusOK, "session", d)
 }
 
 // noticeOf maps the few notices a redirect may carry to their text (the
@@ -397,7 +397,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		res.Error = err.Error()
 	}
 	d.Replay = res
-	h.pages.render(w, http.StatusOK, "session", d)
+	h.pages.render(w, r, http.StatusOK, "session", d)
 }
 
 // chat sends the message through the API (a turn like any client's) in
@@ -458,7 +458,7 @@ func (h *Handler) lineagePage(w http.ResponseWriter, r *http.Request) {
 			roots = append(roots, t)
 		}
 	}
-	h.pages.render(w, http.StatusOK, "lineage", map[string]any{"Base": h.base(r, "Lineage", "sessions"), "S": s, "Roots": roots, "Count": len(nodes)})
+	h.pages.render(w, r, http.StatusOK, "lineage", map[string]any{"Base": h.base(r, "Lineage", "sessions"), "S": s, "Roots": roots, "Count": len(nodes)})
 }
 
 // group is the hits of one session.
@@ -479,14 +479,14 @@ func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	data := map[string]any{"Base": h.base(r, "Search", "search"), "Q": q}
 	if q == "" {
-		h.pages.render(w, http.StatusOK, "search", data)
+		h.pages.render(w, r, http.StatusOK, "search", data)
 		return
 	}
 	res, err := h.opts.Read.Search(r.Context(), search.Query{Text: q, Limit: 100})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "search ") {
 			data["Error"] = err.Error()
-			h.pages.render(w, http.StatusBadRequest, "search", data)
+			h.pages.render(w, r, http.StatusBadRequest, "search", data)
 			return
 		}
 		h.readFailed(w, r, "search", err)
@@ -531,7 +531,7 @@ func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request) {
 	data["Total"] = res.Total
 	data["Groups"] = groups
 	data["Facets"] = facets
-	h.pages.render(w, http.StatusOK, "search", data)
+	h.pages.render(w, r, http.StatusOK, "search", data)
 }
 
 // chartRow is one bar of a costs chart.
@@ -600,7 +600,7 @@ func (h *Handler) costsPage(w http.ResponseWriter, r *http.Request) {
 		sort.SliceStable(all, func(i, j int) bool { return all[i].CostUSD > all[j].CostUSD })
 		top = all[:min(5, len(all))]
 	}
-	h.pages.render(w, http.StatusOK, "costs", map[string]any{"Base": h.base(r, "Costs", "costs"), "Charts": charts, "Since": since,
+	h.pages.render(w, r, http.StatusOK, "costs", map[string]any{"Base": h.base(r, "Costs", "costs"), "Charts": charts, "Since": since,
 		"Caps": h.opts.Caps, "Today": spentToday, "Top": top})
 }
 
@@ -609,5 +609,5 @@ func (h *Handler) gatewayPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "no gateway runs in this process")
 		return
 	}
-	h.pages.render(w, http.StatusOK, "gateway", map[string]any{"Base": h.base(r, "Gateway", "gateway"), "Platforms": h.opts.Platforms()})
+	h.pages.render(w, r, http.StatusOK, "gateway", map[string]any{"Base": h.base(r, "Gateway", "gateway"), "Platforms": h.opts.Platforms()})
 }

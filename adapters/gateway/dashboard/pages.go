@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"compress/gzip"
 	"embed"
 	"fmt"
 	"html/template"
@@ -122,7 +123,7 @@ func highlight(s string) template.HTML {
 }
 
 // render writes a page (or, for a name with a "#", one block of it).
-func (p *pages) render(w http.ResponseWriter, status int, name string, data any) {
+func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	page, block, _ := strings.Cut(name, "#")
 	t := p.sets[page]
 	if t == nil {
@@ -138,6 +139,30 @@ func (p *pages) render(w http.ResponseWriter, status int, name string, data any)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Add("Vary", "Accept-Encoding")
+	if b.Len() > 8<<10 && acceptsGzip(r) {
+		// A long session's page is mostly repeated markup: gzip takes it
+		// to a fraction.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(status)
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		_, _ = zw.Write(b.Bytes())
+		_ = zw.Close()
+		return
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
+}
+
+func acceptsGzip(r *http.Request) bool {
+	if r == nil {
+		return false
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(q, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
