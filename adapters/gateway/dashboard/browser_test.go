@@ -98,6 +98,6 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("the 5,000-event session drew %d bars", got.BigBars)
 	}
 	t.Logf("screenshots (%d) in %s", len(got.Screenshots), shots)
-	t.Logf("session of %d events: first byte %.0f ms, response %.0f ms, DOM ready %.0f ms, load %.0f ms; HTML %d bytes (%.1f bytes/event), %d timeline bars",
-		len(evs), got.Big.TTFB, got.Big.Response, got.Big.DOM, got.Big.Load, got.Big.Decoded, float64(got.Big.Decoded)/float64(len(evs)), got.BigBars)
+	t.Logf("session of %d events: first byte %.0f ms, response %.0f ms, DOM ready %.0f ms, load %.0f ms; HTML %d bytes (%.1f bytes/event), %d bytes over the wire (gzip), %d timeline bars",
+		len(evs), got.Big.TTFB, got.Big.Response, got.Big.DOM, got.Big.Load, got.Big.Decoded, float64(got.Big.Decoded)/float64(len(evs)), got.Big.Bytes, got.BigBars)
 }

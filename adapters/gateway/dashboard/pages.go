@@ -46,10 +46,11 @@ func newPages() (*pages, error) {
 		"laneY":  func(l int) int { return 4 + l*18 },
 		"svgH":   func(lanes int) int { return 8 + (lanes+1)*18 + 14 },
 		"hl":     highlight,
-		"barW":   func(v, max float64) float64 { return math.Round(pct(v, max) * 5.6) },
+		"barW":   func(v, max float64) float64 { return math.Round(pct(v, max)*2.6*10) / 10 },
 		"addf":   func(a, b float64) float64 { return a + b },
 		"mul":    func(a, b int) int { return a * b },
-		"chartH": func(n int) int { return n*22 + 6 },
+		"chartH": func(n int) int { return n*28 + 6 },
+		"frac":   func(f, of float64) float64 { return f * of },
 		"lanes": func(n int) []int {
 			out := make([]int, n)
 			for i := range out {
