@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -30,7 +31,8 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
 		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.log}
 	if dashboardOn(set) {
-		opts.Dashboard = &dashboard.Options{Store: a.store, Read: arch, Log: a.log,
+		// The dashboard reads jobs through a Jobs of its own: it only reads.
+		opts.Dashboard = &dashboard.Options{Store: a.store, Read: arch, Log: a.log, Cron: cron.NewJobs(a.store, nil),
 			Caps: dashboard.Caps{PerSession: env.chat.cfg.MaxCostPerSession, PerDay: env.chat.cfg.MaxCostPerDay},
 			Platforms: func() []gw.Status {
 				p := env.served.Load()

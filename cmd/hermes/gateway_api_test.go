@@ -118,7 +118,7 @@ func TestGatewayAPIServer(t *testing.T) {
 	// The same server serves the dashboard with the same key: the session,
 	// its lineage, the costs and the gateway's platforms.
 	for path, want := range map[string]string{"/dashboard/": sid, "/dashboard/s/" + sid: "Bonjour from the gateway.",
-		"/dashboard/lineage/" + sid: `class="node current"`, "/dashboard/costs": "gpt-4o-mini", "/dashboard/gateway": "<td>api</td>"} {
+		"/dashboard/lineage/" + sid: `class="node current"`, "/dashboard/costs": "gpt-4o-mini", "/dashboard/gateway": "<td>api</td>", "/dashboard/cron": "No scheduled jobs"} {
 		if code, _, body := call("GET", path, ""); code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("%s: %d, want %q in\n%s", path, code, want, body)
 		}

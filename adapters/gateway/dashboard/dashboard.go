@@ -25,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/cron"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -81,6 +82,8 @@ type Options struct {
 	// Platforms reports the gateway's platforms; nil hides the gateway
 	// page.
 	Platforms func() []gw.Status
+	// Cron reads the scheduled jobs; nil hides the cron page.
+	Cron *cron.Jobs
 	// SessionTTL is how long a login lasts (default 12 h).
 	SessionTTL time.Duration
 	Log        zerolog.Logger

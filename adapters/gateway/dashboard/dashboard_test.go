@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
 )
 
 const hostile = "Check <script>window.__xss=1</script> the <img src=x onerror=\"window.__xss=2\"> three stations"
@@ -278,6 +279,19 @@ func TestReplayExportSearchCostsLineage(t *testing.T) {
 	page = get(t, b.c, r.url+"/dashboard/lineage/"+child, "")
 	if !regexp.MustCompile(`(?s)href="/dashboard/s/` + sid + `".*<ul role="group">.*href="/dashboard/s/` + child + `" class="node current"`).MatchString(page) {
 		t.Fatalf("lineage tree:\n%s", page)
+	}
+
+	// Cron: the job, its next run, and its history.
+	job, err := r.jobs.Create(context.Background(), schema.JobSpec{Name: "morning <b>brief</b>", Schedule: "0 9 * * *", Prompt: "Summarise the news", Deliver: "local"}, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = get(t, b.c, r.url+"/dashboard/cron", "")
+	if !contains(page, `data-job="`+job.ID+`"`) || !contains(page, "morning &lt;b&gt;brief&lt;/b&gt;") || !contains(page, " 09:00 UTC") {
+		t.Fatalf("cron page:\n%s", page)
+	}
+	if page = get(t, b.c, r.url+"/dashboard/cron/"+job.ID, ""); !contains(page, "<td>created</td>") {
+		t.Fatalf("job history:\n%s", page)
 	}
 
 	// Gateway: the API platform and its state.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/replay"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
@@ -43,6 +44,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET "+Prefix+"/search", h.guard(h.searchPage))
 	m.HandleFunc("GET "+Prefix+"/costs", h.guard(h.costsPage))
 	m.HandleFunc("GET "+Prefix+"/gateway", h.guard(h.gatewayPage))
+	m.HandleFunc("GET "+Prefix+"/cron", h.guard(h.cronPage))
+	m.HandleFunc("GET "+Prefix+"/cron/{id}", h.guard(h.jobPage))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix+"/", http.StatusSeeOther) })
 	h.mux = m
 }
@@ -54,10 +57,11 @@ type base struct {
 	CSRF    string
 	Live    string // what the page follows live: "list" or a session id
 	Gateway bool
+	Cron    bool
 }
 
 func (h *Handler) base(r *http.Request, title, nav string) base {
-	return base{Title: title, Nav: nav, CSRF: csrfOf(r), Gateway: h.opts.Platforms != nil}
+	return base{Title: title, Nav: nav, CSRF: csrfOf(r), Gateway: h.opts.Platforms != nil, Cron: h.opts.Cron != nil}
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -610,4 +614,66 @@ func (h *Handler) gatewayPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.pages.render(w, r, http.StatusOK, "gateway", map[string]any{"Base": h.base(r, "Gateway", "gateway"), "Platforms": h.opts.Platforms()})
+}
+
+// jobRow is one scheduled job as listed.
+type jobRow struct {
+	*cron.Job
+	Next  string
+	State string
+}
+
+func (h *Handler) cronPage(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Cron == nil {
+		h.fail(w, r, http.StatusNotFound, "scheduled jobs are not available here")
+		return
+	}
+	all, err := h.opts.Cron.Load(r.Context())
+	if err != nil {
+		h.readFailed(w, r, "scheduled jobs", err)
+		return
+	}
+	var rows []jobRow
+	for _, j := range all {
+		if j.Removed {
+			continue
+		}
+		next := "-"
+		switch {
+		case len(j.Open) > 0:
+			next = "running"
+		case j.Active() && j.Retry != nil:
+			next = "now (retry)"
+		case j.Active():
+			if n := j.NextSlot(); !n.IsZero() {
+				next = n.UTC().Format("2006-01-02 15:04 UTC")
+			}
+		}
+		rows = append(rows, jobRow{Job: j, Next: next, State: j.State()})
+	}
+	h.pages.render(w, r, http.StatusOK, "cron", map[string]any{"Base": h.base(r, "Scheduled jobs", "cron"), "Jobs": rows})
+}
+
+func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Cron == nil {
+		h.fail(w, r, http.StatusNotFound, "scheduled jobs are not available here")
+		return
+	}
+	j, err := h.opts.Cron.Find(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, http.StatusNotFound, err.Error())
+		return
+	}
+	rs, err := h.opts.Cron.Events(r.Context(), j.ID)
+	if err != nil {
+		h.readFailed(w, r, "job "+j.ID, err)
+		return
+	}
+	hist, err := cron.History(rs)
+	if err != nil {
+		h.readFailed(w, r, "history of job "+j.ID, err)
+		return
+	}
+	slices.Reverse(hist)
+	h.pages.render(w, r, http.StatusOK, "job", map[string]any{"Base": h.base(r, "Job "+j.Spec.Name, "cron"), "Job": j, "State": j.State(), "History": hist})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
@@ -149,6 +150,7 @@ type rig struct {
 	llm   *llmtest.Server
 	api   *apiserver.Server
 	read  *reader
+	jobs  *cron.Jobs
 	url   string
 }
 
@@ -177,10 +179,11 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
 	read := newReader(t, store, dir)
+	jobs := cron.NewJobs(store, time.Now)
 	var served *gw.Served
 	var servedMu sync.Mutex
 	api, err := apiserver.New(apiserver.Options{Host: "127.0.0.1", Port: 0, Key: testKey, Model: "gpt-4o", Stopper: mgr, Log: log,
-		Dashboard: &dashboard.Options{Store: store, Read: read, Caps: dashboard.Caps{PerDay: 0.05, PerSession: 0.02}, Log: log,
+		Dashboard: &dashboard.Options{Store: store, Read: read, Cron: jobs, Caps: dashboard.Caps{PerDay: 0.05, PerSession: 0.02}, Log: log,
 			Platforms: func() []gw.Status {
 				servedMu.Lock()
 				defer servedMu.Unlock()
@@ -215,7 +218,7 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 		llm.Close()
 		store.Close()
 	})
-	return &rig{store: store, llm: llm, api: api, read: read, url: "http://" + api.Addr()}
+	return &rig{store: store, llm: llm, api: api, read: read, jobs: jobs, url: "http://" + api.Addr()}
 }
 
 // threeTools is a turn whose first answer asks for three tools at once.
