@@ -221,6 +221,10 @@ func (s *Server) Run(ctx context.Context, in gw.Inbox) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(s.log, "", 0),
 	}
+	if s.dash != nil {
+		// Live streams end at once on a stop, not after ShutdownGrace.
+		srv.RegisterOnShutdown(s.dash.Close)
+	}
 	s.addrMu.Lock()
 	s.addr = ln.Addr().String()
 	s.addrMu.Unlock()

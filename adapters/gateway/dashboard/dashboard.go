@@ -103,8 +103,18 @@ type Handler struct {
 
 	// turns counts background chat turns, so Close can wait for them.
 	turns sync.WaitGroup
+	// run is the lifetime of live streams and chat turns; Close ends it
+	// and starts the next (the server may be run again).
+	runMu sync.Mutex
 	ctx   context.Context
 	stop  context.CancelFunc
+}
+
+// life is the context live streams and chat turns run in.
+func (h *Handler) life() context.Context {
+	h.runMu.Lock()
+	defer h.runMu.Unlock()
+	return h.ctx
 }
 
 type login struct {
@@ -138,9 +148,13 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// Close stops the chat turns the dashboard started and waits for them.
+// Close ends the live streams and the chat turns the dashboard started,
+// and waits for the turns. It may be called more than once.
 func (h *Handler) Close() {
+	h.runMu.Lock()
 	h.stop()
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	h.runMu.Unlock()
 	h.turns.Wait()
 }
 

@@ -213,13 +213,14 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 		}
 		close(changed)
 	}()
+	life := h.life()
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.ctx.Done():
+		case <-life.Done():
 			return
 		case <-keep.C:
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
@@ -420,10 +421,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "the message is empty")
 		return
 	}
+	life := h.life()
 	h.turns.Add(1)
 	go func() {
 		defer h.turns.Done()
-		if err := h.opts.Chat.Continue(h.ctx, s.ID, text); err != nil && h.ctx.Err() == nil {
+		if err := h.opts.Chat.Continue(life, s.ID, text); err != nil && life.Err() == nil {
 			h.log.Error().Err(err).Str("session", s.ID).Msg("dashboard chat turn")
 		}
 	}()
