@@ -93,10 +93,10 @@ func pct(part, whole float64) float64 {
 	return v
 }
 
-// The timeline's SVG is 1000 units wide, with 150 for the lane labels.
+// The timeline's SVG is 600 units wide, with 90 for the lane labels.
 const (
-	svgLeft  = 150.0
-	svgWidth = 840.0
+	svgLeft  = 90.0
+	svgWidth = 500.0
 )
 
 func scaleX(d, span time.Duration) float64 {
