@@ -215,6 +215,30 @@ func TestSessionPageTimelineAndConversation(t *testing.T) {
 	if !contains(page, "station Pune: 12°C") {
 		t.Fatal("a tool result is missing")
 	}
+
+	// The list's filters.
+	if page := get(t, http.DefaultClient, r.url+"/dashboard/?source=api&model=gpt-4o&status=active&since=2020-01-01", testKey); !contains(page, `data-session="`+sid+`"`) {
+		t.Fatalf("filtered list lacks the session:\n%s", page)
+	}
+	for _, q := range []string{"source=cli", "model=other", "status=ended", "since=2999-01-01"} {
+		if page := get(t, http.DefaultClient, r.url+"/dashboard/?"+q, testKey); contains(page, `data-session="`+sid+`"`) || !contains(page, "match the filter") {
+			t.Fatalf("?%s still lists the session", q)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.url+"/dashboard/?since=yesterday", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("since=yesterday: %d, want 400", resp.StatusCode)
+	}
+	// Pages allow no script but the server's own.
+	if csp := resp.Header.Get("Content-Security-Policy"); !contains(csp, "script-src 'self'") || contains(csp, "unsafe-inline") || !contains(csp, "frame-ancestors 'none'") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
 }
 
 func TestReplayExportSearchCostsLineage(t *testing.T) {
