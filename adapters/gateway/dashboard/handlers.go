@@ -450,13 +450,19 @@ func (h *Handler) lineagePage(w http.ResponseWriter, r *http.Request) {
 		h.readFailed(w, r, "lineage of "+s.ID, err)
 		return
 	}
+	all, err := h.opts.Read.List(r.Context(), 0)
+	if err != nil {
+		h.readFailed(w, r, "list sessions", err)
+		return
+	}
+	titles := make(map[string]string, len(all))
+	for _, x := range all {
+		titles[x.ID] = x.Title
+	}
 	byID := map[string]*treeNode{}
 	var roots []*treeNode
 	for _, n := range nodes {
-		t := &treeNode{Node: n, Current: n.ID == s.ID}
-		if sum, ok, _ := h.opts.Read.Get(r.Context(), n.ID); ok {
-			t.Title = sum.Title
-		}
+		t := &treeNode{Node: n, Current: n.ID == s.ID, Title: titles[n.ID]}
 		byID[n.ID] = t
 		if p := byID[n.Parent]; p != nil {
 			p.Children = append(p.Children, t)

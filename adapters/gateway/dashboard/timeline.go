@@ -71,9 +71,7 @@ type View struct {
 
 // openSpan is a tool call started and not yet finished.
 type openSpan struct {
-	at   time.Time
-	name string
-	args string
+	at time.Time
 }
 
 // build reads a session's events into its conversation and timeline. An
@@ -155,7 +153,7 @@ func build(evs []events.Recorded) View {
 			}
 			lastAt = r.Time
 		case schema.ToolCallStarted:
-			open[e.CallID] = openSpan{at: r.Time, name: e.Name, args: e.Arguments}
+			open[e.CallID] = openSpan{at: r.Time}
 			at()
 		case schema.ToolResultAdded:
 			v.Entries = append(v.Entries, Entry{Role: "tool", Content: e.Content, Tool: e.Name, CallID: e.CallID, Error: e.Error, Revision: r.Revision, Time: r.Time})
