@@ -3,9 +3,11 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,6 +30,17 @@ func dashboardCmd(g *globals) *cobra.Command {
 			"While `hermes gateway run` runs with a key, its API server serves the same dashboard under /dashboard/.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			// A gateway on this home already serves the dashboard.
+			lock, err := lockFile(filepath.Join(home, "gateway", "gateway.lock"))
+			if err == nil {
+				lock.Close()
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w; while it runs, its API server serves the dashboard at /dashboard/ (log in with API_SERVER_KEY)", err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runGateway(ctx, g, ov, func(s *gatewaySettings) error {

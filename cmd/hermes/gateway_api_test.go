@@ -123,6 +123,10 @@ func TestGatewayAPIServer(t *testing.T) {
 			t.Fatalf("%s: %d, want %q in\n%s", path, code, want, body)
 		}
 	}
+	// While the gateway runs, `hermes dashboard` on its home points to it.
+	if _, stderr, code := hermes(t, chatEnv(srv), "", "--home", home, "dashboard", "--port", "0"); code == 0 || !strings.Contains(stderr, "serves the dashboard at /dashboard/") {
+		t.Fatalf("hermes dashboard beside a gateway: exit %d\n%s", code, stderr)
+	}
 	// The key is required.
 	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
 	resp, err := http.DefaultClient.Do(req)
