@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 )
 
 // GatewayConfig is the gateway: section of config.yaml.
@@ -69,6 +71,9 @@ type APIServerConfig struct {
 	// CORSOrigins lists origins allowed to call the API from a browser
 	// (none by default).
 	CORSOrigins []string `yaml:"cors_origins"`
+	// Dashboard serves the web dashboard under /dashboard/ (default: on
+	// when a key is set; it needs one).
+	Dashboard *bool `yaml:"dashboard"`
 }
 
 // TelegramConfig is platforms.telegram (TELEGRAM_* in the environment).
@@ -115,6 +120,11 @@ type gatewaySettings struct {
 	GatewayConfig
 	Platforms PlatformsConfig
 	Drain     time.Duration
+	// dashboardOnly is `hermes dashboard`: the API server alone, and no
+	// cron scheduler.
+	dashboardOnly bool
+	// onAPI is called with the API server once it is built.
+	onAPI func(*apiserver.Server)
 }
 
 func envBool(name string) (bool, bool) {
@@ -232,6 +242,9 @@ type gatewayEnv struct {
 	chat   *chatter
 	router *gateway.Router
 	bus    *bus.Bus
+	// served are the platforms on the bus, once they are (the dashboard's
+	// gateway page).
+	served atomic.Pointer[[]*gw.Served]
 }
 
 // lateAsker lets the session manager be built before the router whose
@@ -305,7 +318,9 @@ type platformStatusReport struct {
 	Refused int64 `json:"refused"`
 }
 
-func runGateway(ctx context.Context, g *globals, ov Overrides) error {
+// runGateway runs the gateway; adjust, if given, changes its settings
+// after the configuration is read (`hermes dashboard`).
+func runGateway(ctx context.Context, g *globals, ov Overrides, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
@@ -319,6 +334,11 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 	set, err := resolveGateway(fileCfg)
 	if err != nil {
 		return err
+	}
+	for _, f := range adjust {
+		if err := f(&set); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(c.a.home, "gateway")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -400,12 +420,15 @@ func runGateway(ctx context.Context, g *globals, ov Overrides) error {
 			}
 		}(served[i])
 	}
+	env.served.Store(&served)
 	started := time.Now()
 	names := make([]string, len(platforms))
 	for i, p := range platforms {
 		names[i] = p.Name()
 	}
-	defer jobs.start(names)()
+	if !set.dashboardOnly {
+		defer jobs.start(names)()
+	}
 	g.log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
 	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
 	write := func(stopped bool) {
