@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -140,7 +141,7 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 	}
 	router := gateway.New(store, b, sys, cfg, log)
 	approver := &terminal.Approver{Timeout: 5 * time.Second}
-	term := approvalTool{approver}
+	term := gatewaytest.ApprovalTool(approver)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: agent.NewTools(slowTool{started: make(chan struct{}, 1)}, term), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
@@ -170,23 +171,6 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-// approvalTool asks the terminal approver about its command and says
-// whether it would have run.
-type approvalTool struct{ a *terminal.Approver }
-
-func (approvalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run", Parameters: map[string]any{"type": "object"}}
-}
-func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	json.Unmarshal(raw, &v)
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
 }
 
 func dm(user, id, text string) schema.Inbound {

@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -85,22 +86,6 @@ func (s *slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// terminalTool asks the terminal tool's real approver about its command.
-type terminalTool struct{ a *terminal.Approver }
-
-func (terminalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run a command", Parameters: map[string]any{"type": "object"}}
-}
-func (terminalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t terminalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	_ = json.Unmarshal(raw, &v)
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
 }
 
 // archive is the read side as cmd/hermes wires it: the real projections
@@ -196,7 +181,7 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 	weather := &weatherTool{}
 	slow := &slowTool{started: make(chan struct{}, 1)}
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: agent.NewTools(weather, slow, terminalTool{&terminal.Approver{Timeout: 10 * time.Second}}),
+		Tools: agent.NewTools(weather, slow, gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 10 * time.Second})),
 		Exec:  toolrun.NewPool(sys, 8, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr

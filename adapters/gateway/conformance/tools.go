@@ -5,27 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/hermes-go/hermes/actors/agent"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
-
-// approvalTool asks the terminal approver about its command, as the real
-// terminal tool does before running one, and says it ran.
-type approvalTool struct{ a *terminal.Approver }
-
-func (approvalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run a command", Parameters: map[string]any{"type": "object"}}
-}
-func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
-}
 
 // gateTool holds a turn until the suite opens the gate (or the turn ends):
 // a turn that is in flight for as long as the suite needs.

@@ -27,25 +27,6 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// approvalTool asks the terminal approver about its command, as the real
-// terminal tool does before running one.
-type approvalTool struct{ a *terminal.Approver }
-
-func (approvalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run", Parameters: map[string]any{"type": "object"}}
-}
-func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
-}
-
 // setup is the whole gateway (gatewaytest's rig: store, router, sessions,
 // scripted model) with the Slack adapter served on it, talking to p.
 type setup struct {
@@ -66,7 +47,7 @@ func start(t *testing.T, p *peer, m mode, script ...llmtest.Reply) *setup {
 	t.Helper()
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: script,
 		Config: gateway.Config{Auth: gateway.Auth{Pairing: true, Platform: map[string][]string{"slack": {alice}}}, TypingEvery: time.Hour},
-		Tools:  []agent.Tool{approvalTool{&terminal.Approver{Timeout: 20 * time.Second}}}})
+		Tools:  []agent.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})}})
 	cfg := slack.Config{BotToken: botToken, APIURL: p.url(), HTTPClient: p.client(), PingInterval: time.Hour, Log: zerolog.Nop()}
 	if m == socketMode {
 		cfg.AppToken = appToken

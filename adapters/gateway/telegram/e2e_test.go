@@ -2,7 +2,6 @@ package telegram_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -72,7 +72,7 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 	cfg.TypingEvery = time.Hour
 	router := gateway.New(store, b, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: agent.NewTools(approvalTool{&terminal.Approver{Timeout: 20 * time.Second}}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools: agent.NewTools(gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
@@ -115,25 +115,6 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 		return ad.Connected()
 	})
 	return r
-}
-
-// approvalTool asks the terminal approver about its command, as the real
-// terminal tool does before running one.
-type approvalTool struct{ a *terminal.Approver }
-
-func (approvalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run", Parameters: map[string]any{"type": "object"}}
-}
-func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
 }
 
 func waitFor(t *testing.T, what string, f func() bool) {

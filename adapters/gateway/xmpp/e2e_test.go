@@ -2,7 +2,6 @@ package xmpp_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -47,7 +46,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) bot(t *testing.T, rooms []string, script ...llmtest.Reply) (*gatewaytest.Rig, *watched, *gw.Served) {
 	t.Helper()
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: script,
-		Tools: []agent.Tool{approvalTool{&terminal.Approver{Timeout: 20 * time.Second}}},
+		Tools: []agent.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})},
 		Config: gateway.Config{TypingEvery: time.Hour, Auth: gateway.Auth{Pairing: true,
 			Platform: map[string][]string{"xmpp": {"alice@localhost", "bob@localhost"}}}}})
 	ad, err := xmpp.New(xmpp.Config{JID: botJID, Password: "bot-secret", Server: w.srv.Addr, Rooms: rooms,
@@ -78,25 +77,6 @@ func (w *watched) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		w.failed.Add(1)
 	}
 	return ids, err
-}
-
-// approvalTool asks the terminal approver about its command, as the real
-// terminal tool does before running one.
-type approvalTool struct{ a *terminal.Approver }
-
-func (approvalTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run", Parameters: map[string]any{"type": "object"}}
-}
-func (approvalTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t approvalTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var v struct{ Command string }
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	if err := t.a.Approve(ctx, v.Command); err != nil {
-		return "", err
-	}
-	return "ran: " + v.Command, nil
 }
 
 // An allowed user's message reaches the agent and the answer comes back
