@@ -70,6 +70,9 @@ var (
 // Exact appends only if the stream's last event has revision rev.
 func Exact(rev uint64) Expected { return Expected{kind: expectExact, revision: rev} }
 
+// ExactRevision returns n and true for Exact(n), false for the others.
+func (e Expected) ExactRevision() (uint64, bool) { return e.revision, e.kind == expectExact }
+
 func (e Expected) String() string {
 	switch e.kind {
 	case expectNoStream:
@@ -143,7 +146,8 @@ const (
 const End = ^uint64(0)
 
 // Store is the event store port. Implementations: events/embedded (SQLite,
-// one machine, several processes) and adapters/eventstore/esdb.
+// one machine, several processes), events/postgres (PostgreSQL, any number
+// of machines) and events/eventstoredb (EventStoreDB).
 type Store interface {
 	// Append writes evs to the end of stream, all or none, if expected holds.
 	Append(ctx context.Context, stream string, expected Expected, evs ...schema.Envelope) (AppendResult, error)

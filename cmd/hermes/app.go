@@ -26,6 +26,7 @@ type globals struct {
 	home     string
 	logLevel string
 	readOnly bool
+	store    string // --store: "" (config, then embedded), embedded, postgres://…, esdb://…
 	log      zerolog.Logger
 }
 
@@ -34,7 +35,7 @@ type globals struct {
 type app struct {
 	home   string
 	log    zerolog.Logger
-	store  *embedded.Store
+	store  events.Store
 	projDB *projections.DB
 	runner *projections.Runner
 }
@@ -88,8 +89,25 @@ func (g *globals) readOnlyHome(home string) bool {
 	return false
 }
 
-// openStore opens the event store of home: read-only when the home is.
-func (g *globals) openStore(home string) (*embedded.Store, error) {
+// openStore opens the event store of home: the one --store or config.yaml's
+// store: names (see storesel.go), and for the embedded store read-only
+// when the home is.
+func (g *globals) openStore(home string) (events.Store, error) {
+	spec, err := g.storeSpec(home)
+	if err != nil {
+		return nil, err
+	}
+	if spec.kind != storeEmbedded {
+		if g.readOnlyHome(home) {
+			return nil, fmt.Errorf("--read-only (or a home that cannot be written) works with the embedded store only; the store is %s", spec)
+		}
+		return spec.open(context.Background(), home, g.log)
+	}
+	return g.openEmbedded(home)
+}
+
+// openEmbedded opens home's embedded store: read-only when the home is.
+func (g *globals) openEmbedded(home string) (*embedded.Store, error) {
 	path := filepath.Join(home, "events.db")
 	if g.readOnlyHome(home) {
 		g.log.Debug().Str("home", home).Msg("home is read-only: opening the event log read-only")
@@ -173,6 +191,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.store, "store", "", "event store: embedded (default), postgres://user@host/db or esdb://host:2113 (default $HERMES_STORE, then store: in config.yaml)")
 	root.PersistentFlags().BoolVar(&g.readOnly, "read-only", false, "open the home without writing to it (automatic when its files cannot be written); commands that write fail")
 	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), pairingCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), storeCmd(g))
 	return root

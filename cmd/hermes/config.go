@@ -62,6 +62,9 @@ type Config struct {
 	MCPServers map[string]mcp.ServerConfig `yaml:"mcp_servers"`
 	// Hooks are shell hooks, by event.
 	Hooks hooks.Config `yaml:"hooks"`
+	// Store chooses the event store: embedded (the default), a
+	// postgres:// URL or an esdb:// connection string (see storesel.go).
+	Store string `yaml:"store"`
 
 	// ignored are top-level keys this build does not use (sections of
 	// the Python Hermes Agent's config), warned about.

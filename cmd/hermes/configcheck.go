@@ -228,6 +228,9 @@ func levenshtein(a, b string) int {
 func checkValues(c Config, set map[string]bool) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if _, err := parseStore(c.Store); err != nil {
+		bad("store: %v", err)
+	}
 	if c.ContextWindow < 0 {
 		bad("context_window must be 0 (the model's known window) or a number of tokens, got %d", c.ContextWindow)
 	}

@@ -97,6 +97,16 @@ func showConfig(cmd *cobra.Command, home string) error {
 	line("api_mode", orDash(r.Mode))
 	line("base_url", orDash(r.LLM.BaseURL))
 	line("api_key", key)
+	store := first(os.Getenv("HERMES_STORE"), c.Store)
+	if spec, err := parseStore(store); err == nil {
+		store = spec.String() // the password redacted
+		if os.Getenv("HERMES_STORE") != "" {
+			store += " from $HERMES_STORE"
+		}
+	} else {
+		store = redactURL(store)
+	}
+	line("store", store)
 	line("agent.max_turns", r.MaxTurns)
 	line("agent.tool_timeout", r.ToolTimeout)
 	line("terminal.timeout", r.TerminalTimeout)

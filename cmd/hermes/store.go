@@ -12,8 +12,8 @@ import (
 )
 
 func storeCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "store", Short: "Check and repair the event log ($HERMES_HOME/events.db)"}
-	cmd.AddCommand(storeVerify(g), storeRepair(g))
+	cmd := &cobra.Command{Use: "store", Short: "Check, repair and copy the event log"}
+	cmd.AddCommand(storeVerify(g), storeRepair(g), storeCopyCmd(g))
 	return cmd
 }
 
@@ -31,7 +31,10 @@ func storeVerify(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore(home)
+			if err := g.embeddedOnly(home, "store verify"); err != nil {
+				return err
+			}
+			s, err := g.openEmbedded(home)
 			if err != nil {
 				return err
 			}
@@ -107,6 +110,9 @@ cannot be moved: it is reported, and the file must be restored from a copy.`,
 			}
 			home, err := g.resolveHome()
 			if err != nil {
+				return err
+			}
+			if err := g.embeddedOnly(home, "store repair"); err != nil {
 				return err
 			}
 			s, err := embedded.Open(filepath.Join(home, "events.db"), embedded.WithLogger(g.log))

@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Group commit: the appends of one process go through one writer
+// goroutine, which takes whatever has queued up and writes it in one
+// transaction. The transaction takes the counter's row lock first, so the
+// stream checks it makes after it see every commit before it, and holds it
+// to its commit; one commit (one WAL flush) then serves many appends,
+// where one transaction per append would pay a flush each, in turn.
+
+// groupTimeout bounds one group's transaction.
+const groupTimeout = 2 * time.Minute
+
+// maxGroup bounds how many queued appends one transaction takes.
+const maxGroup = 256
+
+type request struct {
+	ctx      context.Context
+	stream   string
+	expected events.Expected
+	evs      []schema.Envelope // nil: delete the stream
+	reply    chan reply
+}
+
+type reply struct {
+	res events.AppendResult
+	err error
+}
+
+// submit queues r for the writer and waits for its verdict. Once queued it
+// waits even if ctx ends: the writer checks ctx before writing, so the
+// answer says exactly whether it was written.
+func (s *Store) submit(r *request) (events.AppendResult, error) {
+	r.reply = make(chan reply, 1)
+	select {
+	case s.reqs <- r:
+	case <-r.ctx.Done():
+		return events.AppendResult{}, r.ctx.Err()
+	case <-s.closing:
+		return events.AppendResult{}, events.ErrClosed
+	}
+	rep := <-r.reply
+	return rep.res, rep.err
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	group := make([]*request, 0, maxGroup)
+	for {
+		select {
+		case r := <-s.reqs:
+			group = append(group[:0], r)
+		drain:
+			for len(group) < maxGroup {
+				select {
+				case r := <-s.reqs:
+					group = append(group, r)
+				default:
+					break drain
+				}
+			}
+			s.commit(group)
+		case <-s.closing:
+			for {
+				select {
+				case r := <-s.reqs:
+					r.reply <- reply{err: events.ErrClosed}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// commit writes a group in one transaction. A request whose condition
+// fails gets its error and writes nothing; the others go on. If the
+// transaction fails, every request gets the error and nothing is written;
+// if it failed on a revision another writer took (one that does not take
+// the counter first: none of this code), each request is retried alone.
+func (s *Store) commit(group []*request) {
+	replies := make([]reply, len(group))
+	err := s.groupTx(group, replies)
+	for i, r := range group {
+		switch {
+		case errors.Is(err, errConflict) && r.ctx.Err() == nil:
+			res, err := s.writeAlone(r.ctx, r.stream, r.expected, r.evs)
+			replies[i] = reply{res: res, err: err}
+		case err != nil:
+			replies[i] = reply{err: fmt.Errorf("append to %s in %s: %w", r.stream, s.safe, err)}
+		}
+		r.reply <- replies[i]
+	}
+}
+
+// rowSet collects the rows of a transaction for one INSERT.
+type rowSet struct {
+	pos, revs, times    []int64
+	streams, ids, types []string
+	sids, turns, causes []string
+	versions            []int32
+	payloads            [][]byte
+}
+
+func (rs *rowSet) add(pos int64, stream string, rev int64, e schema.Envelope) {
+	rs.pos, rs.revs, rs.times = append(rs.pos, pos), append(rs.revs, rev), append(rs.times, e.Time.UnixNano())
+	rs.streams, rs.ids, rs.types = append(rs.streams, stream), append(rs.ids, e.ID), append(rs.types, e.Type)
+	rs.sids, rs.turns, rs.causes = append(rs.sids, e.SessionID), append(rs.turns, e.TurnID), append(rs.causes, e.CausationID)
+	rs.versions, rs.payloads = append(rs.versions, int32(e.Version)), append(rs.payloads, e.Payload)
+}
+
+const insertRows = `INSERT INTO hermes_events (` + columns + `)
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::bytea[])`
+
+// flush inserts the collected rows.
+func (rs *rowSet) flush(ctx context.Context, tx pgx.Tx) error {
+	if len(rs.pos) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, insertRows, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads)
+	*rs = rowSet{}
+	return conflict(err)
+}
+
+// conflict turns a unique violation on (stream, revision) into errConflict.
+func conflict(err error) error {
+	if isRevisionTaken(err) {
+		return errConflict
+	}
+	return err
+}
+
+func tombstoneOf(stream string) schema.Envelope {
+	return schema.Envelope{ID: uuid.NewString(), Type: events.StreamDeletedType, Version: 1,
+		SessionID: events.SessionOf(stream), Time: time.Now().UTC(), Payload: []byte("{}")}
+}
+
+func (s *Store) groupTx(group []*request, replies []reply) error {
+	// The transaction is the group's: no one request's ctx may cancel it;
+	// a bound keeps a server that stopped answering from holding every
+	// append of the process for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	var head int64
+	if err := tx.QueryRow(ctx, `SELECT position FROM hermes_head FOR UPDATE`).Scan(&head); err != nil {
+		return err
+	}
+	if s.hold != nil {
+		s.hold(ctx)
+	}
+	touched := map[string]streamState{}
+	var rows rowSet
+	for i, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			replies[i].err = err
+			continue
+		}
+		st, ok := touched[r.stream]
+		if !ok {
+			if st, err = stateOf(ctx, tx, r.stream); err != nil {
+				return err
+			}
+		}
+		if st.deleted {
+			replies[i].err = fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
+			continue
+		}
+		if !r.expected.Check(st.last, st.exists) {
+			replies[i].err = &events.WrongExpectedVersionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
+			continue
+		}
+		next := int64(0)
+		if st.exists {
+			next = int64(st.last) + 1
+		}
+		evs := r.evs
+		if evs == nil {
+			evs = []schema.Envelope{tombstoneOf(r.stream)}
+		}
+		for j, e := range evs {
+			head++
+			rows.add(head, r.stream, next+int64(j), e)
+		}
+		last := uint64(next) + uint64(len(evs)) - 1
+		replies[i].res = events.AppendResult{NextRevision: last, Position: uint64(head)}
+		touched[r.stream] = streamState{last: last, exists: true, deleted: r.evs == nil}
+		if r.evs == nil {
+			// The stream's rows queued so far go in first, to be erased
+			// with the rest.
+			if err := rows.flush(ctx, tx); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM hermes_events WHERE stream = $1 AND revision < $2`, r.stream, next); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.flush(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE hermes_head SET position = $1`, head); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
