@@ -22,7 +22,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -125,15 +124,12 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if len(cfg.Etcd) == 0 {
 		return nil, errors.New("cluster: no etcd endpoint: set cluster.etcd in config.yaml or pass --etcd")
 	}
-	provider, err := etcd.NewWithConfig("/hermes", clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd %v: %w", cfg.Etcd, err)
-	}
+	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second}}
 	opts := []cluster.ConfigOption{cluster.WithRequestTimeout(cfg.Poll + 3*time.Second)}
 	if kind != nil {
 		opts = append(opts, cluster.WithKinds(kind))
 	}
-	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port), opts...)
+	ccfg := cluster.Configure(cfg.Name, provider, newLookup(), remote.Configure(cfg.Host, cfg.Port), opts...)
 	cl := cluster.New(sys, ccfg)
 	// The provider panics when etcd refuses it; a start is an error here.
 	defer func() {
@@ -178,4 +174,42 @@ type reply struct {
 func encode(v any) *wrapperspb.BytesValue {
 	b, _ := json.Marshal(v)
 	return wrapperspb.Bytes(b)
+}
+
+// lazyEtcd is the etcd cluster provider, made when the cluster starts it:
+// after the cluster has started its remote, which sets gRPC's global
+// logger (an etcd client made before would be logging through it).
+type lazyEtcd struct {
+	cfg clientv3.Config
+	p   *etcd.Provider
+}
+
+func (l *lazyEtcd) open() error {
+	p, err := etcd.NewWithConfig("/hermes", l.cfg)
+	if err != nil {
+		return fmt.Errorf("etcd %v: %w", l.cfg.Endpoints, err)
+	}
+	l.p = p
+	return nil
+}
+
+func (l *lazyEtcd) StartMember(c *cluster.Cluster) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.p.StartMember(c)
+}
+
+func (l *lazyEtcd) StartClient(c *cluster.Cluster) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.p.StartClient(c)
+}
+
+func (l *lazyEtcd) Shutdown(graceful bool) error {
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Shutdown(graceful)
 }

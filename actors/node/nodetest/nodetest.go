@@ -16,6 +16,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Etcd is a running etcd server.
@@ -73,7 +74,7 @@ func StartEtcd(tb testing.TB) *Etcd {
 		_ = e.cmd.Process.Kill()
 		_ = e.cmd.Wait()
 	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		tb.Fatal(err)
 	}
