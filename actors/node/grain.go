@@ -51,7 +51,7 @@ func (g *grain) Receive(c actor.Context) {
 		g.id = m.Identity.Identity
 		g.ctx, g.cancel = context.WithCancel(context.Background())
 		g.log = g.log.With().Str("session", g.id).Logger()
-		g.log.Debug().Msg("session grain activated")
+		g.log.Info().Msg("session grain activated")
 	case *actor.Stopped:
 		if g.cancel != nil {
 			g.cancel()

@@ -210,7 +210,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
 		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "slack": s.Platforms.Slack.AllowedUsers,
-		"matrix": s.Platforms.Matrix.AllowedUsers}}
+			"matrix": s.Platforms.Matrix.AllowedUsers}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
 	return a
 }
