@@ -75,7 +75,7 @@ type proc struct {
 	addr string
 }
 
-func startNode(t *testing.T, env []string, races string) *proc {
+func startNode(t testing.TB, env []string, races string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, "HERMES_NODE_HELPER=1", "GORACE=log_path="+filepath.Join(races, "race"))...)
@@ -124,10 +124,10 @@ func (a *answers) of(session string) []string {
 	return append([]string(nil), a.by[session]...)
 }
 
-// Two agent nodes (separate processes), a gateway on NATS JetStream,
+// Three agent nodes (separate processes), a gateway on NATS JetStream,
 // PostgreSQL and etcd, all on loopback: a message is answered once by the
 // node owning its session; the owner is killed (SIGKILL) while the model
-// is answering a turn, and the other node continues that turn from the
+// is answering a turn, and another node continues that turn from the
 // session's events, so the gateway delivers its answer exactly once and
 // the session goes on on the survivor.
 func TestClusterFailover(t *testing.T) {
@@ -160,7 +160,7 @@ func TestClusterFailover(t *testing.T) {
 	races := t.TempDir()
 	t.Cleanup(func() { checkRaces(t, races) })
 	nodes := map[string]*proc{}
-	for range 2 {
+	for range 3 {
 		p := startNode(t, env, races)
 		nodes[p.addr] = p
 	}
@@ -178,7 +178,7 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gatewaytest.WaitFor(t, "both nodes in the client's topology", func() bool { return len(client.Members()) == 2 })
+	gatewaytest.WaitFor(t, "three nodes in the client's topology", func() bool { return len(client.Members()) == 3 })
 	seen := &answers{by: map[string][]string{}}
 	sessions := node.NewSessions(client)
 	sessions.OnAnswer = seen.add
@@ -299,7 +299,7 @@ func waitReplies(t *testing.T, chat *gatewaytest.Chat, n int, within time.Durati
 // races of its own between its topology updates and its gossip (in
 // members only: the gateway's side avoids them, see lookup.go); those are
 // counted, not failed on.
-func checkRaces(t *testing.T, dir string) {
+func checkRaces(t testing.TB, dir string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "race*"))
 	library := 0
 	for _, f := range files {
