@@ -282,3 +282,109 @@ func writeLog(ctx context.Context, st events.Store, total int) error {
 	}
 	return nil
 }
+
+// BenchmarkFailover measures failover time: three agent nodes; the node
+// owning a session is killed (SIGKILL) while the model answers the
+// session's turn, and the time from the kill to the turn's answer (from
+// another node, which continues it from its events) is reported. A new
+// node replaces the killed one between iterations (not timed). The time is
+// mostly etcd's membership lease (protoactor-go's etcd provider: 3 s).
+func BenchmarkFailover(b *testing.B) {
+	pg := pgtest.Start(b)
+	dsn := pg.Database(b)
+	etcd := nodetest.StartEtcd(b)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	reached := make(chan struct{}, 1)
+	llm := llmtest.New()
+	llm.NoRecord = true
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		text := lastUser(r)
+		if !strings.HasPrefix(text, "think slowly") {
+			return &llmtest.Reply{Content: "pong"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls[text]++
+		if calls[text] == 1 {
+			reached <- struct{}{}
+			return &llmtest.Reply{Delay: 5 * time.Minute}
+		}
+		return &llmtest.Reply{Content: "thought it through"}
+	}
+	b.Cleanup(llm.Close)
+	races := b.TempDir()
+	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
+	nodes := map[string]*proc{}
+	for range 3 {
+		p := startNode(b, env, races)
+		nodes[p.addr] = p
+	}
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Leave(); sys.Shutdown() })
+	waitMembers := func(n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for len(client.Members()) != n {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d members, want %d", len(client.Members()), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitMembers(3)
+	sid := uuid.NewString()
+	if err := session.Create(ctx, store, sid, session.Start{Source: "bench", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		b.Fatal(err)
+	}
+	owner := ""
+	s := node.NewSessions(client)
+	s.OnAnswer = func(_, n string) { owner = n }
+	if r := s.RunTurn(ctx, sid, &session.Turn{Text: "hello"}); r.Err != nil {
+		b.Fatal(r.Err)
+	}
+	var total time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		done := make(chan session.TurnResult, 1)
+		go func() { done <- s.RunTurn(ctx, sid, &session.Turn{Text: fmt.Sprintf("think slowly %d", i)}) }()
+		select {
+		case <-reached:
+		case <-time.After(30 * time.Second):
+			b.Fatal("the slow turn never reached the model")
+		}
+		killed := nodes[owner]
+		if killed == nil {
+			b.Fatalf("owner %q is not a node", owner)
+		}
+		b.StartTimer()
+		start := time.Now()
+		_ = killed.cmd.Process.Kill()
+		r := <-done
+		took := time.Since(start)
+		b.StopTimer()
+		total += took
+		if r.Err != nil || r.Answer != "thought it through" {
+			b.Fatalf("after the kill: %q %v", r.Answer, r.Err)
+		}
+		delete(nodes, killed.addr)
+		_ = killed.cmd.Wait()
+		p := startNode(b, env, races)
+		nodes[p.addr] = p
+		waitMembers(3)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
+}
