@@ -142,7 +142,11 @@ func TestClusterFailover(t *testing.T) {
 	slowCalls := 0
 	llm := llmtest.New()
 	llm.Route = func(r llmtest.Request) *llmtest.Reply {
-		if lastUser(r) != "think slowly" {
+		switch lastUser(r) {
+		case "think slowly":
+		case "think forever":
+			return &llmtest.Reply{Delay: 5 * time.Minute}
+		default:
 			return &llmtest.Reply{Content: "pong"}
 		}
 		mu.Lock()
@@ -279,6 +283,29 @@ func TestClusterFailover(t *testing.T) {
 	gatewaytest.WaitFor(t, "three deliveries recorded", func() bool {
 		return gatewaytest.CountTypes(t, store, "GatewayMessageDelivered") == 3
 	})
+
+	// /stop reaches the turn on its node: the turn is interrupted there
+	// and the chat says so.
+	chat.Post(t, gatewaytest.DM("111", "4", "think forever"))
+	gatewaytest.WaitFor(t, "the endless turn reached the model", func() bool {
+		return countUser(llm, "think forever") == 1
+	})
+	chat.Post(t, gatewaytest.DM("111", "5", "/stop"))
+	got = waitReplies(t, chat, 4, 30*time.Second)
+	if got[3].Text != "Stopped." || got[3].InReplyTo != "4" {
+		t.Fatalf("reply to the stopped turn %+v", got[3])
+	}
+}
+
+// countUser counts the model requests whose last user message is text.
+func countUser(llm *llmtest.Server, text string) int {
+	n := 0
+	for _, r := range llm.Requests() {
+		if lastUser(r) == text {
+			n++
+		}
+	}
+	return n
 }
 
 func waitReplies(t *testing.T, chat *gatewaytest.Chat, n int, within time.Duration) []schema.Outbound {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -143,7 +145,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 	res := g.mgr.RunTurn(ctx, g.id, t)
 	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer}
 	if res.Err != nil {
-		rep.Err = res.Err.Error()
+		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
 	}
 	return rep
 }

@@ -167,6 +167,8 @@ type reply struct {
 	Turn    string `json:"turn,omitempty"`
 	Answer  string `json:"answer,omitempty"`
 	Err     string `json:"err,omitempty"`
+	// Interrupted: the turn was stopped (Err wraps agent.ErrInterrupted).
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Node is the member that answered.
 	Node string `json:"node"`
 }

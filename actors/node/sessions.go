@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 )
 
@@ -87,7 +88,10 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 			s.OnAnswer(id, rep.Node)
 		}
 		res := session.TurnResult{SessionID: rep.Session, TurnID: rep.Turn, Answer: rep.Answer}
-		if rep.Err != "" {
+		switch {
+		case rep.Interrupted:
+			res.Err = fmt.Errorf("%s (on %s): %w", rep.Err, rep.Node, agent.ErrInterrupted)
+		case rep.Err != "":
 			res.Err = errors.New(rep.Err)
 		}
 		return res
