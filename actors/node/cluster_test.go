@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,4 +378,24 @@ func lastUser(r llmtest.Request) string {
 		}
 	}
 	return ""
+}
+
+// A cluster whose etcd does not answer is refused at once, naming it,
+// instead of waiting for it forever.
+func TestJoinWithoutEtcd(t *testing.T) {
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = node.Client(sys, node.Config{Etcd: []string{addr}}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "no etcd answers at "+addr) {
+		t.Fatalf("join without etcd: %v", err)
+	}
+	if _, err := node.Client(sys, node.Config{}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "no etcd endpoint") {
+		t.Fatalf("join with no endpoint: %v", err)
+	}
 }

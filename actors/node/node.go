@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -124,6 +126,9 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if len(cfg.Etcd) == 0 {
 		return nil, errors.New("cluster: no etcd endpoint: set cluster.etcd in config.yaml or pass --etcd")
 	}
+	if err := probeEtcd(cfg.Etcd); err != nil {
+		return nil, err
+	}
 	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second}}
 	opts := []cluster.ConfigOption{cluster.WithRequestTimeout(cfg.Poll + 3*time.Second)}
 	if kind != nil {
@@ -214,4 +219,28 @@ func (l *lazyEtcd) Shutdown(graceful bool) error {
 		return nil
 	}
 	return l.p.Shutdown(graceful)
+}
+
+// probeEtcd checks that one of the endpoints answers etcd's /health:
+// protoactor-go's provider would wait for an unreachable etcd forever.
+func probeEtcd(endpoints []string) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	var errs []error
+	for _, e := range endpoints {
+		u := e
+		if !strings.Contains(u, "://") {
+			u = "http://" + u
+		}
+		resp, err := client.Get(strings.TrimSuffix(u, "/") + "/health")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s/health answered %s", u, resp.Status))
+	}
+	return fmt.Errorf("cluster: no etcd answers at %s (is etcd running there? its client URL, host:port): %w", strings.Join(endpoints, ", "), errors.Join(errs...))
 }

@@ -240,3 +240,21 @@ func ranSession(log, sid string) bool {
 	}
 	return false
 }
+
+// hermes node run without a cluster to join says what to set.
+func TestNodeRunWithoutCluster(t *testing.T) {
+	llm := llmtest.New()
+	defer llm.Close()
+	home := t.TempDir()
+	_, errOut, code := hermes(t, chatEnv(llm), "", "--home", home, "node", "run", "--model", "gpt-4o-mini")
+	if code == 0 || !strings.Contains(errOut, "no cluster: pass --cluster") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("cluster:\n  etcd: [127.0.0.1:1]\n  listen: nowhere\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = hermes(t, chatEnv(llm), "", "--home", home, "node", "run", "--model", "gpt-4o-mini")
+	if code == 0 || !strings.Contains(errOut, `cluster.listen "nowhere"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
