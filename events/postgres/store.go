@@ -24,7 +24,8 @@
 //
 // Subscriptions are woken by LISTEN/NOTIFY (a statement-level trigger
 // notifies on every insert) and poll as well, so that they keep going while
-// their listening connection is re-established.
+// their listening connection is re-established; while the server cannot be
+// reached at all they retry, from the last event delivered.
 package postgres
 
 import (
@@ -554,7 +555,17 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return err
+			if !transient(err) {
+				return err
+			}
+			// The server is out of reach (restarting, failing over):
+			// keep trying, from where delivery stopped.
+			s.log.Warn().Err(err).Str("store", s.safe).Uint64("after", after).Msg("subscription cannot read the log: retrying")
+			l.close()
+			if err := l.pause(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(batch) == page {
 			continue
@@ -563,6 +574,22 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 			return err
 		}
 	}
+}
+
+// transient reports a failure to reach the server, as opposed to an error
+// the server reported about the query (which retrying would not mend),
+// except those it reports when it shuts down or restarts.
+func transient(err error) bool {
+	if errors.Is(err, events.ErrClosed) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exceptions; 57P0x: shutdown, crash,
+		// cannot connect now.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+	}
+	return true
 }
 
 // listener is a subscription's own connection, listening on the store's
@@ -598,14 +625,7 @@ func (l *listener) wait(ctx context.Context) error {
 		if l.connect(ctx) {
 			return nil
 		}
-		t := time.NewTimer(l.s.poll)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return l.pause(ctx)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.s.poll)
 	defer cancel()
@@ -621,6 +641,18 @@ func (l *listener) wait(ctx context.Context) error {
 	l.s.log.Warn().Err(err).Str("store", l.s.safe).Msg("subscription lost its listening connection: polling while it reconnects")
 	l.close()
 	return nil
+}
+
+// pause waits one poll interval.
+func (l *listener) pause(ctx context.Context) error {
+	t := time.NewTimer(l.s.poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (l *listener) close() {

@@ -116,6 +116,18 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
+// Restart stops the server at once (as a crash would) and starts it
+// again on the same port; connections to it break.
+func (s *Server) Restart() error {
+	if s.dir == "" {
+		return errors.New("the server of HERMES_PG_URL is not ours to restart")
+	}
+	if out, err := s.run("pg_ctl", "restart", "-m", "immediate", "-w", "-t", "60", "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log")); err != nil {
+		return fmt.Errorf("pg_ctl restart: %w\n%s", err, out)
+	}
+	return nil
+}
+
 // Database creates a new, empty database and returns its URL.
 func (s *Server) Database(tb testing.TB) string {
 	tb.Helper()
