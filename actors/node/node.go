@@ -27,6 +27,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/hermes-go/hermes/actors/session"
@@ -87,15 +88,19 @@ func (c *Cluster) Members() []string {
 	return out
 }
 
-// Leave leaves the cluster: a member deregisters (its sessions move) and
-// stops the actor system; a client closes its connections.
+// Leave leaves the cluster: a member tells the others it left and
+// deregisters from etcd (its sessions move to the members left); both
+// close their connections. The actor system stays up for its owner to
+// shut down (protoactor's Cluster.Shutdown would shut it down too).
 func (c *Cluster) Leave() {
 	if c.member {
-		c.c.Shutdown(true)
-		return
+		c.c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
 	}
 	_ = c.c.Config.ClusterProvider.Shutdown(true)
 	c.c.IdentityLookup.Shutdown()
+	if c.member {
+		c.c.Gossip.Shutdown()
+	}
 	c.c.Remote.Shutdown(true)
 }
 

@@ -26,7 +26,7 @@ import (
 
 // startHermes starts the hermes binary in the background; cleanup stops it
 // (SIGTERM, then kill).
-func startHermes(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startHermes(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer, <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -46,7 +46,7 @@ func startHermes(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBu
 			<-exited
 		}
 	})
-	return cmd, out
+	return cmd, out, exited
 }
 
 // hermes node run ×2 and hermes gateway run --cluster (the API server
@@ -81,15 +81,16 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	defer llm.Close()
 
 	type nodeProc struct {
-		cmd *exec.Cmd
-		out *syncBuffer
+		cmd    *exec.Cmd
+		out    *syncBuffer
+		exited <-chan struct{}
 	}
 	var nodes []nodeProc
 	for range 2 {
 		home := t.TempDir()
-		cmd, out := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn),
+		cmd, out, exited := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn),
 			"--home", home, "--log-level", "info", "node", "run", "--cluster", etcd.Endpoint, "--model", "gpt-4o-mini")
-		nodes = append(nodes, nodeProc{cmd, out})
+		nodes = append(nodes, nodeProc{cmd, out, exited})
 	}
 	for i, n := range nodes {
 		waitOutput(t, n.out, "joined the cluster", fmt.Sprintf("node %d", i))
@@ -101,7 +102,7 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	}
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	_, gout := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
+	_, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
 		"--home", ghome, "--log-level", "info", "gateway", "run", "--cluster", etcd.Endpoint, "--model", "gpt-4o-mini")
 	waitOutput(t, gout, "gateway in cluster mode", "the gateway")
 
@@ -203,6 +204,22 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	}
 	if count["UserMessageAdded"] != 2 || count["TurnCompleted"] != 2 || count["TurnInterrupted"] != 1 {
 		t.Fatalf("session events %v", count)
+	}
+
+	// SIGTERM: the survivor leaves the cluster and exits cleanly.
+	if err := survivor.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-survivor.exited:
+		if code := survivor.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("the node exited with %d:\n%s", code, survivor.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the node did not stop within 30 s of SIGTERM:\n%s", survivor.out)
+	}
+	if !strings.Contains(survivor.out.String(), "leaving the cluster") {
+		t.Fatalf("no leave:\n%s", survivor.out)
 	}
 }
 
