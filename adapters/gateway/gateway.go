@@ -45,6 +45,13 @@ type Connector interface {
 	Connected() bool
 }
 
+// ErrorReporter is implemented by platforms that retry by themselves
+// inside Run (reconnecting with backoff) and can say what last went wrong,
+// for Status.
+type ErrorReporter interface {
+	LastError() (string, time.Time)
+}
+
 // RetryAfterError is a platform's "too many requests": wait, then retry.
 type RetryAfterError struct {
 	After time.Duration
@@ -104,6 +111,11 @@ func (s *Served) Status() Status {
 	s.mu.Unlock()
 	if c, ok := s.p.(Connector); ok {
 		st.Connected = c.Connected()
+	}
+	if r, ok := s.p.(ErrorReporter); ok {
+		if msg, at := r.LastError(); msg != "" && at.After(st.ErrorAt) {
+			st.LastError, st.ErrorAt = msg, at
+		}
 	}
 	return st
 }

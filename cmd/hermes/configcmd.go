@@ -128,6 +128,10 @@ func showConfig(cmd *cobra.Command, home string) error {
 		line("platforms.slack", fmt.Sprintf("bot token %s, app token %s, signing secret %s, events %s, allowed users %v", mask(gs.Platforms.Slack.BotToken),
 			mask(gs.Platforms.Slack.AppToken), mask(gs.Platforms.Slack.SigningSecret), orDash(gs.Platforms.Slack.EventsListen), gs.Platforms.Slack.AllowedUsers))
 		line("platforms.matrix", fmt.Sprintf("homeserver %s, user %s, access token %s, password %s, allowed users %v", orDash(gs.Platforms.Matrix.Homeserver), orDash(gs.Platforms.Matrix.UserID), mask(gs.Platforms.Matrix.AccessToken), mask(gs.Platforms.Matrix.Password), gs.Platforms.Matrix.AllowedUsers))
+		line("platforms.email", fmt.Sprintf("address %s, imap %s:%d, smtp %s:%d, password %s, allowed users %v", orDash(gs.Platforms.Email.Address),
+			orDash(gs.Platforms.Email.IMAPHost), gs.Platforms.Email.IMAPPort, orDash(gs.Platforms.Email.SMTPHost), gs.Platforms.Email.SMTPPort,
+			mask(gs.Platforms.Email.Password), gs.Platforms.Email.AllowedUsers))
+		line("platforms.xmpp", fmt.Sprintf("jid %s, password %s, rooms %v, allowed users %v", orDash(gs.Platforms.XMPP.JID), mask(gs.Platforms.XMPP.Password), gs.Platforms.XMPP.Rooms, gs.Platforms.XMPP.AllowedUsers))
 		line("platforms.webhook", fmt.Sprintf("enabled=%v %s:%d, %d route(s)", gs.Platforms.Webhook.Enabled, gs.Platforms.Webhook.Host, gs.Platforms.Webhook.Port, len(gs.Platforms.Webhook.Routes)))
 	}
 	for _, k := range c.ignored {

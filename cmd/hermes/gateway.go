@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 )
 
 // GatewayConfig is the gateway: section of config.yaml.
@@ -53,10 +55,12 @@ type SessionResetConfig struct {
 type PlatformsConfig struct {
 	APIServer APIServerConfig `yaml:"api_server"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
+	Email     EmailConfig     `yaml:"email"`
 	Webhook   WebhookConfig   `yaml:"webhook"`
 	Slack     SlackConfig     `yaml:"slack"`
 	IRC       IRCConfig       `yaml:"irc"`
 	Matrix    MatrixConfig    `yaml:"matrix"`
+	XMPP      XMPPConfig      `yaml:"xmpp"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -68,6 +72,9 @@ type APIServerConfig struct {
 	// CORSOrigins lists origins allowed to call the API from a browser
 	// (none by default).
 	CORSOrigins []string `yaml:"cors_origins"`
+	// Dashboard serves the web dashboard under /dashboard/ (default: on
+	// when a key is set; it needs one).
+	Dashboard *bool `yaml:"dashboard"`
 }
 
 // TelegramConfig is platforms.telegram (TELEGRAM_* in the environment).
@@ -114,6 +121,11 @@ type gatewaySettings struct {
 	GatewayConfig
 	Platforms PlatformsConfig
 	Drain     time.Duration
+	// dashboardOnly is `hermes dashboard`: the API server alone, and no
+	// cron scheduler.
+	dashboardOnly bool
+	// onAPI is called with the API server once it is built.
+	onAPI func(*apiserver.Server)
 }
 
 func envBool(name string) (bool, bool) {
@@ -185,6 +197,9 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
 	resolveSlack(&s.Platforms.Slack)
 	resolveMatrix(&s.Platforms.Matrix)
+	if err := resolveEmail(&s.Platforms.Email); err != nil {
+		return s, err
+	}
 	w := &s.Platforms.Webhook
 	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
 		w.Enabled = b
@@ -204,14 +219,20 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	if err := resolveIRC(&s.Platforms.IRC); err != nil {
 		return s, err
 	}
+	resolveXMPP(&s.Platforms.XMPP)
 	return s, nil
 }
 
 func (s gatewaySettings) auth() gateway.Auth {
 	a := gateway.Auth{AllowAll: s.AllowAllUsers, Global: s.AllowedUsers, Pairing: s.Pairing == nil || *s.Pairing,
-		Platform: map[string][]string{"telegram": s.Platforms.Telegram.AllowedUsers, "slack": s.Platforms.Slack.AllowedUsers,
-			"matrix": s.Platforms.Matrix.AllowedUsers}}
+		Platform: map[string][]string{
+			"telegram": s.Platforms.Telegram.AllowedUsers,
+			"slack":    s.Platforms.Slack.AllowedUsers,
+			"matrix":   s.Platforms.Matrix.AllowedUsers,
+			"email":    s.Platforms.Email.AllowedUsers,
+		}}
 	a.Platform["irc"] = s.Platforms.IRC.AllowedUsers
+	a.Platform["xmpp"] = s.Platforms.XMPP.AllowedUsers
 	return a
 }
 
@@ -222,6 +243,9 @@ type gatewayEnv struct {
 	chat   *chatter
 	router *gateway.Router
 	bus    *bus.Bus
+	// served are the platforms on the bus, once they are (the dashboard's
+	// gateway page).
+	served atomic.Pointer[[]*gw.Served]
 }
 
 // lateAsker lets the session manager be built before the router whose
@@ -297,7 +321,10 @@ type platformStatusReport struct {
 	Refused int64 `json:"refused"`
 }
 
-func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag string) error {
+// runGateway runs the gateway; clusterFlag, when set, runs its turns on the
+// cluster's agent nodes; adjust, if given, changes its settings after the
+// configuration is read (`hermes dashboard`).
+func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
@@ -311,6 +338,11 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag strin
 	set, err := resolveGateway(fileCfg)
 	if err != nil {
 		return err
+	}
+	for _, f := range adjust {
+		if err := f(&set); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(c.a.home, "gateway")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -355,7 +387,17 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag strin
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
-	for _, build := range []func(*gatewayEnv) (gw.Platform, error){apiPlatform, telegramPlatform, webhookPlatform, slackPlatform, ircPlatform, matrixPlatform} {
+	builders := []func(*gatewayEnv) (gw.Platform, error){
+		apiPlatform,
+		telegramPlatform,
+		webhookPlatform,
+		slackPlatform,
+		ircPlatform,
+		matrixPlatform,
+		emailPlatform,
+		xmppPlatform,
+	}
+	for _, build := range builders {
 		p, err := build(env)
 		if err != nil {
 			return err
@@ -365,7 +407,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag strin
 		}
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), XMPP_JID, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err
@@ -395,12 +437,15 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag strin
 			}
 		}(served[i])
 	}
+	env.served.Store(&served)
 	started := time.Now()
 	names := make([]string, len(platforms))
 	for i, p := range platforms {
 		names[i] = p.Name()
 	}
-	defer jobs.start(names)()
+	if !set.dashboardOnly {
+		defer jobs.start(names)()
+	}
 	g.log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
 	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
 	write := func(stopped bool) {

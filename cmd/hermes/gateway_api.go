@@ -4,13 +4,17 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
+	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/search"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -24,8 +28,43 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	}
 	a := env.chat.a
 	arch := &apiArchive{a: a}
-	return apiserver.New(apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
-		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.log})
+	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
+		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.log}
+	if dashboardOn(set) {
+		// The dashboard reads jobs through a Jobs of its own: it only reads.
+		opts.Dashboard = &dashboard.Options{Store: a.store, Read: arch, Log: a.log, Cron: cron.NewJobs(a.store, nil),
+			Caps: dashboard.Caps{PerSession: env.chat.cfg.MaxCostPerSession, PerDay: env.chat.cfg.MaxCostPerDay},
+			Platforms: func() []gw.Status {
+				p := env.served.Load()
+				if p == nil {
+					return nil
+				}
+				out := make([]gw.Status, 0, len(*p))
+				for _, s := range *p {
+					out = append(out, s.Status())
+				}
+				return out
+			}}
+	} else if set.Key == "" && set.Dashboard == nil {
+		a.log.Info().Msg("the web dashboard is off: it needs API_SERVER_KEY (or run `hermes dashboard`)")
+	}
+	srv, err := apiserver.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if env.set.onAPI != nil {
+		env.set.onAPI(srv)
+	}
+	return srv, nil
+}
+
+// dashboardOn tells whether the API server serves the dashboard: as
+// platforms.api_server.dashboard says, on by default when a key is set.
+func dashboardOn(set APIServerConfig) bool {
+	if set.Dashboard != nil {
+		return *set.Dashboard
+	}
+	return set.Key != ""
 }
 
 // apiArchive is the API server's read side of the sessions. The chatter's
@@ -42,7 +81,8 @@ func (x *apiArchive) read(ctx context.Context, fn func(db *projections.DB) error
 		return err
 	}
 	defer db.Close()
-	run := projections.NewRunner(x.a.store, x.a.log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()))
+	run := projections.NewRunner(x.a.store, x.a.log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()),
+		db.Projection(lineage.NewModel()), db.Projection(costs.NewModel()))
 	if _, err := run.CatchUp(ctx); err != nil {
 		return err
 	}
@@ -91,6 +131,26 @@ func (x *apiArchive) Fork(ctx context.Context, id string, at uint64) (string, er
 func (x *apiArchive) Exists(ctx context.Context, id string) (bool, error) {
 	rs, err := x.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 	return len(rs) > 0, err
+}
+
+// Lineage is the tree holding id (the dashboard's lineage page).
+func (x *apiArchive) Lineage(ctx context.Context, id string) ([]lineage.Node, error) {
+	var out []lineage.Node
+	err := x.read(ctx, func(db *projections.DB) (err error) {
+		out, err = lineage.Tree(ctx, db.Reader(), id)
+		return err
+	})
+	return out, err
+}
+
+// Costs are the totals the dashboard's costs page charts.
+func (x *apiArchive) Costs(ctx context.Context, by, since string) ([]costs.Row, error) {
+	var out []costs.Row
+	err := x.read(ctx, func(db *projections.DB) (err error) {
+		out, err = costs.Totals(ctx, db.Reader(), by, since)
+		return err
+	})
+	return out, err
 }
 
 func (x *apiArchive) Search(ctx context.Context, q search.Query) (search.Results, error) {

@@ -115,6 +115,18 @@ func TestGatewayAPIServer(t *testing.T) {
 	if code, _, _ := call("GET", "/v1/models", ""); code != 200 {
 		t.Fatal(code)
 	}
+	// The same server serves the dashboard with the same key: the session,
+	// its lineage, the costs and the gateway's platforms.
+	for path, want := range map[string]string{"/dashboard/": sid, "/dashboard/s/" + sid: "Bonjour from the gateway.",
+		"/dashboard/lineage/" + sid: `class="node current"`, "/dashboard/costs": "gpt-4o-mini", "/dashboard/gateway": "<td>api</td>", "/dashboard/cron": "No scheduled jobs"} {
+		if code, _, body := call("GET", path, ""); code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("%s: %d, want %q in\n%s", path, code, want, body)
+		}
+	}
+	// While the gateway runs, `hermes dashboard` on its home points to it.
+	if _, stderr, code := hermes(t, chatEnv(srv), "", "--home", home, "dashboard", "--port", "0"); code == 0 || !strings.Contains(stderr, "serves the dashboard at /dashboard/") {
+		t.Fatalf("hermes dashboard beside a gateway: exit %d\n%s", code, stderr)
+	}
 	// The key is required.
 	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -255,12 +255,8 @@ func (r *Rig) Stop() {
 // CountTypes counts the events of type typ in the whole store.
 func CountTypes(tb testing.TB, store events.Store, typ string) int {
 	tb.Helper()
-	rs, err := store.ReadAll(context.Background(), 0, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	n := 0
-	for _, rec := range rs {
+	for _, rec := range all(tb, store) {
 		if rec.Type == typ {
 			n++
 		}
@@ -268,15 +264,29 @@ func CountTypes(tb testing.TB, store events.Store, typ string) int {
 	return n
 }
 
+// all reads the whole log, page by page (ReadAll returns at most a page).
+func all(tb testing.TB, store events.Store) []events.Recorded {
+	tb.Helper()
+	var out []events.Recorded
+	var after uint64
+	for {
+		rs, err := store.ReadAll(context.Background(), after, 1000)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(rs) == 0 {
+			return out
+		}
+		out = append(out, rs...)
+		after = rs[len(rs)-1].Position
+	}
+}
+
 // Payloads returns every event payload of the store, one per line.
 func Payloads(tb testing.TB, store events.Store) string {
 	tb.Helper()
-	rs, err := store.ReadAll(context.Background(), 0, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var b strings.Builder
-	for _, rec := range rs {
+	for _, rec := range all(tb, store) {
 		b.Write(rec.Payload)
 		b.WriteByte('\n')
 	}

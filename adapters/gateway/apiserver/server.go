@@ -7,6 +7,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -20,6 +21,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -65,6 +68,11 @@ type Options struct {
 	Archive Archive
 	// Search serves /api/search; nil turns it off (501).
 	Search Searcher
+	// Dashboard, when set, serves the web dashboard under /dashboard/ with
+	// the same key (its Key and Chat are filled in: a chat from the
+	// dashboard is a turn through this server's chat route). It needs a
+	// key.
+	Dashboard *dashboard.Options
 	// Stopper stops the turn of a client that went away; nil lets turns
 	// run to their end (their answers stay in the session).
 	Stopper Stopper
@@ -100,6 +108,7 @@ type Server struct {
 	handler http.Handler
 	started time.Time
 
+	dash      *dashboard.Handler
 	inbox     atomic.Pointer[gw.Inbox]
 	corr      *correlation
 	connected atomic.Bool
@@ -152,6 +161,18 @@ func New(opts Options) (*Server, error) {
 	if opts.Key != "" {
 		s.keyHash = sha256.Sum256([]byte(opts.Key))
 	}
+	if opts.Dashboard != nil {
+		if opts.Key == "" {
+			return nil, fmt.Errorf("platforms.api_server.dashboard: %w", dashboard.ErrNoKey)
+		}
+		d := *opts.Dashboard
+		d.Key, d.Chat = opts.Key, s
+		h, err := dashboard.New(d)
+		if err != nil {
+			return nil, err
+		}
+		s.dash = h
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -200,6 +221,10 @@ func (s *Server) Run(ctx context.Context, in gw.Inbox) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(s.log, "", 0),
 	}
+	if s.dash != nil {
+		// Live streams end at once on a stop, not after ShutdownGrace.
+		srv.RegisterOnShutdown(s.dash.Close)
+	}
 	s.addrMu.Lock()
 	s.addr = ln.Addr().String()
 	s.addrMu.Unlock()
@@ -227,6 +252,35 @@ func (s *Server) Run(ctx context.Context, in gw.Inbox) error {
 		_ = srv.Close()
 	}
 	<-served
+	if s.dash != nil {
+		s.dash.Close()
+	}
+	return nil
+}
+
+// Dashboard is the dashboard this server serves (nil if none).
+func (s *Server) Dashboard() *dashboard.Handler { return s.dash }
+
+// Continue sends text to session as a turn through the chat route, as a
+// client would, and waits for the answer (the dashboard's chat form).
+func (s *Server) Continue(ctx context.Context, session, text string) error {
+	body, err := json.Marshal(map[string]any{"model": Alias, "messages": []map[string]string{{"role": "user", "content": text}}})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.RemoteAddr = "127.0.0.1:0"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.opts.Key)
+	req.Header.Set(SessionHeader, session)
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("continue session %s: %d %s", session, rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
 	return nil
 }
 
@@ -259,6 +313,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/sessions/{id}/events", s.only(http.MethodGet, s.sessionEvents))
 	mux.HandleFunc("/api/sessions/{id}/fork", s.only(http.MethodPost, s.forkSession))
 	mux.HandleFunc("/api/search", s.only(http.MethodGet, s.search))
+	if s.dash != nil {
+		// The dashboard checks the key itself: a bearer header, or the
+		// cookie of a login with it.
+		mux.Handle(dashboard.Prefix+"/", s.dash)
+		mux.Handle(dashboard.Prefix, s.dash)
+	}
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			fail(w, http.StatusNotFound, notFoundError, "unknown_url", fmt.Sprintf("no route %s %s: see /v1/models, /v1/chat/completions, /v1/responses, /api/sessions", r.Method, r.URL.Path))
@@ -284,7 +344,7 @@ func (s *Server) only(method string, h http.HandlerFunc) http.HandlerFunc {
 // auth requires the bearer key on every route but /health.
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Key == "" || r.URL.Path == "/health" {
+		if s.opts.Key == "" || r.URL.Path == "/health" || s.dash != nil && (r.URL.Path == dashboard.Prefix || strings.HasPrefix(r.URL.Path, dashboard.Prefix+"/")) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -335,7 +335,8 @@ func casePeerRestart(e *env) {
 }
 
 // The gateway dies mid-turn; started again on the same store, it finishes
-// the turn and delivers the answer once.
+// the turn and delivers the answer once. Dead again after that delivery,
+// it sends nothing twice.
 func caseCrash(e *env) {
 	e.start(gateway.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}})
 	alice := e.users.Alice
@@ -347,9 +348,19 @@ func caseCrash(e *env) {
 	if strings.TrimSpace(got[0].Text) != "finished after the crash" {
 		e.t.Fatalf("after the crash: %q", got[0].Text)
 	}
-	e.quiet(alice, DM, 1)
 	if n := e.count("UserMessageAdded"); n != 1 {
 		e.t.Fatalf("the user's message entered the session %d times", n)
 	}
 	e.waitCount("GatewayMessageDelivered", 1)
+	// Dead again after the delivery was recorded: nothing is sent twice,
+	// and the chat goes on.
+	e.crash()
+	e.start(gateway.Config{}, llmtest.Reply{Content: "still here"})
+	e.quiet(alice, DM, 1)
+	e.send(alice, DM, "are you there?")
+	got = e.waitMessages(alice, DM, 2)
+	if strings.TrimSpace(got[1].Text) != "still here" {
+		e.t.Fatalf("after the second crash: %q", got[1].Text)
+	}
+	e.quiet(alice, DM, 2)
 }

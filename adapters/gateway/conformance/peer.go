@@ -30,7 +30,8 @@
 //     the answer is delivered exactly once, and the conversation goes on.
 //   - crash: the gateway dies mid-turn (router, sessions and adapter
 //     stopped without draining, the store reopened, all started again);
-//     the turn is finished and its answer delivered exactly once.
+//     the turn is finished and its answer delivered exactly once; a second
+//     crash after the delivery sends nothing again.
 //
 // A Peer may declare a case unsupported (Caps.Unsupported) only with a
 // reason, which the subtest logs as its skip.

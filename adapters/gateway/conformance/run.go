@@ -64,11 +64,10 @@ type env struct {
 	users Users
 	dir   string
 
-	rig   *gatewaytest.Rig
-	llm   *llmtest.Server
-	gate  chan struct{}
-	slow  chan struct{}
-	tools []agent.Tool
+	rig     *gatewaytest.Rig
+	llm     *llmtest.Server
+	gate    chan struct{}
+	started chan struct{}
 }
 
 // start starts the gateway (on the case's store directory) with a model
@@ -83,9 +82,9 @@ func (e *env) start(cfg gateway.Config, script ...llmtest.Reply) {
 	e.llm = llmtest.New(script...)
 	t.Cleanup(e.llm.Close)
 	if e.gate == nil {
-		e.gate, e.slow = make(chan struct{}), make(chan struct{}, 4)
+		e.gate, e.started = make(chan struct{}), make(chan struct{}, 4)
 	}
-	tools := []agent.Tool{approvalTool{&terminal.Approver{Timeout: Wait}}, gateTool{e.gate, e.slow}, slowTool{e.slow}}
+	tools := []agent.Tool{approvalTool{&terminal.Approver{Timeout: Wait}}, gateTool{e.gate, e.started}, slowTool{e.started}}
 	e.rig = gatewaytest.Start(t, gatewaytest.Options{Dir: e.dir, LLM: e.llm, Config: cfg, Tools: tools})
 	p := e.peer.NewPlatform(t)
 	if p.Name() != e.peer.Name() {

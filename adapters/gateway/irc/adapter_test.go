@@ -2,6 +2,8 @@ package irc_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
 	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
@@ -215,5 +218,87 @@ func TestKickedBotRejoins(t *testing.T) {
 	waitFor(t, "the message", func() bool { return len(box.all()) > 0 })
 	if m := box.all()[0]; m.Chat != "#room" || !m.Mentioned {
 		t.Fatalf("after the kick: %+v", m)
+	}
+}
+
+// A message the bus cannot take is not dropped in silence: the sender is
+// told to send it again, and the bot stays connected.
+func TestInboxFailureTellsTheSender(t *testing.T) {
+	srv := irctest.Start(t)
+	alice := irctest.Dial(t, srv.Addr(), "alice")
+	ad := newAdapter(t, srv, irc.Config{})
+	run(t, ad, func(context.Context, schema.Inbound) error { return errors.New("bus down") })
+	waitFor(t, "the bot to connect", ad.Connected)
+	if err := alice.Say(botNick, "hello?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the notice", func() bool { return len(alice.Notices(botNick)) == 1 })
+	if n := alice.Notices(botNick)[0]; !strings.Contains(n.Text, "send it again") || n.Target != "alice" {
+		t.Fatalf("notice %+v", n)
+	}
+	if !ad.Connected() {
+		t.Fatal("the bot dropped its connection")
+	}
+}
+
+// While the server is away, the gateway's status says the platform is not
+// connected and why; once it is back, the bot reconnects by itself.
+func TestStatusWhileTheServerIsAway(t *testing.T) {
+	srv := irctest.Start(t)
+	srv.Kill()
+	ad := newAdapter(t, srv, irc.Config{})
+	b, err := bus.Open("", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	served := gw.NewServed(ad, b, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = served.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the status to show the failure", func() bool {
+		st := served.Status()
+		return !st.Connected && strings.Contains(st.LastError, "connect to "+srv.Addr())
+	})
+	srv.Start()
+	waitFor(t, "the bot to reconnect", func() bool { return served.Status().Connected })
+}
+
+// Over TLS the bot connects to a server whose certificate it trusts, and
+// refuses (and reports) one it does not.
+func TestTLS(t *testing.T) {
+	srv := irctest.StartTLS(t)
+	alice := irctest.Dial(t, srv.Addr(), "alice")
+	tlsCfg := func(nick string, pool *x509.CertPool) *irc.Adapter {
+		ad, err := irc.New(irc.Config{Server: "127.0.0.1", Port: srv.TLSPort, TLS: true, TLSConfig: &tls.Config{RootCAs: pool},
+			Nick: nick, ReconnectMin: 50 * time.Millisecond, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ad
+	}
+	untrusting := tlsCfg("doubter", x509.NewCertPool())
+	run(t, untrusting, (&inbox{}).put)
+	waitFor(t, "the certificate refused", func() bool {
+		msg, _ := untrusting.LastError()
+		return strings.Contains(msg, "certificate")
+	})
+	if untrusting.Connected() {
+		t.Fatal("connected to a server it does not trust")
+	}
+	ad := tlsCfg(botNick, srv.CertPool)
+	var box inbox
+	run(t, ad, box.put)
+	waitFor(t, "the bot to connect over TLS", ad.Connected)
+	if err := alice.Say(botNick, "over tls?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message", func() bool { return len(box.all()) == 1 })
+	if _, err := ad.Send(context.Background(), schema.Outbound{Kind: "reply", Chat: "alice", Text: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.WaitMessages(botNick, "alice", 1, 20*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,7 +2,9 @@ package irc_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,21 +23,44 @@ import (
 // the bus, the router, the turn with an instant scripted model, the
 // outbox, the adapter, ngIRCd, the user — beside the same round trip
 // through the in-process test platform (gatewaytest.Chat) on the same
-// gateway, alternately, in the same run. Both chats keep one session, so
-// their histories grow alike. The adapter's flood control is opened wide
-// (at its default of 1 line a second it would be the whole measure).
+// gateway, alternately, in the same run. users-1 sends one message at a
+// time; users-8 has 8 users (8 chats) each send one and wait for its
+// answer, at once. Every chat keeps one session, so histories grow alike
+// on both paths. The adapter's flood control is opened wide (at its
+// default of 1 line a second it would be the whole measure).
 //
-// Metrics: irc-msgs/s and chat-msgs/s (one round trip after another),
-// their p50 latencies in µs, and irc/chat, the ratio of the p50s.
+// Metrics: irc-msgs/s and chat-msgs/s (answered messages per second of
+// the time spent on each path), the p50 round trip in µs of each, and
+// irc/chat, the ratio of the throughputs.
 func BenchmarkIRCMessages(b *testing.B) {
+	for _, users := range []int{1, 8} {
+		b.Run(fmt.Sprintf("users-%d", users), func(b *testing.B) { benchMessages(b, users) })
+	}
+}
+
+func benchMessages(b *testing.B, users int) {
 	srv := irctest.Start(b)
 	llm := llmtest.New()
 	llm.Cycle = []llmtest.Reply{{Content: "pong", Prompt: 10, Completion: 1}}
 	llm.NoRecord = true
 	b.Cleanup(llm.Close)
-	rig := gatewaytest.Start(b, gatewaytest.Options{LLM: llm, Config: gateway.Config{TypingEvery: time.Hour,
-		Auth: gateway.Auth{Platform: map[string][]string{irc.Name: {"alice"}, "bench": {"u"}}}}})
-	ad, err := irc.New(irc.Config{Server: "127.0.0.1", Port: srv.Port, Nick: botNick, AllowedUsers: []string{"alice"},
+	var err error
+	var nicks, chatUsers []string
+	for k := range users {
+		nicks, chatUsers = append(nicks, fmt.Sprintf("alice%d", k)), append(chatUsers, fmt.Sprintf("u%d", k))
+	}
+	// HERMES_BENCH_DIR=/dev/shm keeps the store off the disk (its fsyncs
+	// otherwise dominate both paths).
+	dir := ""
+	if d := os.Getenv("HERMES_BENCH_DIR"); d != "" {
+		if dir, err = os.MkdirTemp(d, "hermes-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	rig := gatewaytest.Start(b, gatewaytest.Options{Dir: dir, LLM: llm, Config: gateway.Config{TypingEvery: time.Hour,
+		Auth: gateway.Auth{Platform: map[string][]string{irc.Name: nicks, "bench": chatUsers}}}})
+	ad, err := irc.New(irc.Config{Server: "127.0.0.1", Port: srv.Port, Nick: botNick, AllowedUsers: nicks,
 		LinesPerSecond: 1e6, Burst: 1000, Log: zerolog.Nop()})
 	if err != nil {
 		b.Fatal(err)
@@ -48,72 +73,97 @@ func BenchmarkIRCMessages(b *testing.B) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	alice := irctest.Dial(b, srv.Addr(), "alice")
+	clients := make([]*irctest.Client, users)
+	sent := make([]int, users)
+	for k := range users {
+		clients[k] = irctest.Dial(b, srv.Addr(), nicks[k])
+	}
 	chat := gatewaytest.NewChat("bench")
-	replies := make(chan schema.Outbound, 64)
+	replies := map[string]chan schema.Outbound{}
+	for _, u := range chatUsers {
+		replies["c"+u] = make(chan schema.Outbound, 16)
+	}
 	chat.OnSend = func(o schema.Outbound) {
 		if o.Kind == "reply" {
-			replies <- o
+			replies[o.Chat] <- o
 		}
 	}
 	rig.Serve(chat, nil)
+	posted := 0
+	var postMu sync.Mutex
 
-	sent := 0
-	viaIRC := func() time.Duration {
+	viaIRC := func(k int) time.Duration {
 		t0 := time.Now()
-		if err := alice.Say(botNick, "ping"); err != nil {
-			b.Fatal(err)
+		if err := clients[k].Say(botNick, "ping"); err != nil {
+			b.Error(err)
+			return 0
 		}
-		sent++
-		ls, err := alice.WaitMessages(botNick, "alice", sent, 20*time.Second)
+		sent[k]++
+		ls, err := clients[k].WaitMessages(botNick, nicks[k], sent[k], 20*time.Second)
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return 0
 		}
-		if ls[sent-1].Text != "pong" {
-			b.Fatalf("irc reply %q", ls[sent-1].Text)
+		if ls[sent[k]-1].Text != "pong" {
+			b.Errorf("irc reply %q", ls[sent[k]-1].Text)
 		}
 		return time.Since(t0)
 	}
-	i := 0
-	viaChat := func() time.Duration {
-		i++
+	viaChat := func(k int) time.Duration {
+		postMu.Lock()
+		posted++
+		id := fmt.Sprint(posted)
+		postMu.Unlock()
 		t0 := time.Now()
-		chat.Post(b, gatewaytest.DM("u", fmt.Sprint(i), "ping"))
+		chat.Post(b, gatewaytest.DM(chatUsers[k], id, "ping"))
 		select {
-		case r := <-replies:
+		case r := <-replies["c"+chatUsers[k]]:
 			if r.Text != "pong" {
-				b.Fatalf("chat reply %+v", r)
+				b.Errorf("chat reply %+v", r)
 			}
 		case <-time.After(20 * time.Second):
-			b.Fatal("no chat reply in 20 s")
+			b.Error("no chat reply in 20 s")
 		}
 		return time.Since(t0)
 	}
-	for range 20 { // warm up both paths
-		viaIRC()
-		viaChat()
-	}
-	var ircT, chatT []time.Duration
-	for b.Loop() {
-		ircT = append(ircT, viaIRC())
-		chatT = append(chatT, viaChat())
-	}
-	sum := func(ds []time.Duration) time.Duration {
-		var s time.Duration
-		for _, d := range ds {
-			s += d
+	// round runs one message per user at once on a path and returns the
+	// wall time and each round trip.
+	round := func(path func(int) time.Duration) (time.Duration, []time.Duration) {
+		t0 := time.Now()
+		rtts := make([]time.Duration, users)
+		var wg sync.WaitGroup
+		for k := range users {
+			wg.Go(func() { rtts[k] = path(k) })
 		}
-		return s
+		wg.Wait()
+		return time.Since(t0), rtts
 	}
-	p50 := func(ds []time.Duration) time.Duration {
+	for range 10 { // warm up both paths
+		round(viaIRC)
+		round(viaChat)
+	}
+	var ircWall, chatWall time.Duration
+	var ircRTT, chatRTT []time.Duration
+	for b.Loop() {
+		w, r := round(viaIRC)
+		ircWall, ircRTT = ircWall+w, append(ircRTT, r...)
+		w, r = round(viaChat)
+		chatWall, chatRTT = chatWall+w, append(chatRTT, r...)
+		if b.Failed() {
+			b.FailNow()
+		}
+	}
+	p50 := func(ds []time.Duration) float64 {
 		s := slices.Clone(ds)
 		slices.Sort(s)
-		return s[len(s)/2]
+		return float64(s[len(s)/2].Microseconds())
 	}
-	b.ReportMetric(float64(len(ircT))/sum(ircT).Seconds(), "irc-msgs/s")
-	b.ReportMetric(float64(len(chatT))/sum(chatT).Seconds(), "chat-msgs/s")
-	b.ReportMetric(float64(p50(ircT).Microseconds()), "irc-p50-µs")
-	b.ReportMetric(float64(p50(chatT).Microseconds()), "chat-p50-µs")
-	b.ReportMetric(float64(p50(ircT))/float64(p50(chatT)), "irc/chat-p50")
+	ircRate := float64(len(ircRTT)) / ircWall.Seconds()
+	chatRate := float64(len(chatRTT)) / chatWall.Seconds()
+	b.ReportMetric(ircRate, "irc-msgs/s")
+	b.ReportMetric(chatRate, "chat-msgs/s")
+	b.ReportMetric(p50(ircRTT), "irc-p50-µs")
+	b.ReportMetric(p50(chatRTT), "chat-p50-µs")
+	b.ReportMetric(ircRate/chatRate, "irc/chat")
 	b.ReportMetric(0, "ns/op")
 }

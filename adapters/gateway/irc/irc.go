@@ -79,8 +79,10 @@ type Adapter struct {
 	limiter *rate.Limiter
 	log     zerolog.Logger
 
-	mu   sync.Mutex
-	conn *conn
+	mu      sync.Mutex
+	conn    *conn
+	lastErr string
+	errAt   time.Time
 
 	sendMu   sync.Mutex
 	progress map[string]int // lines of a reply already written, by reply id
@@ -148,6 +150,13 @@ func (a *Adapter) Nick() string {
 	return ""
 }
 
+// LastError is why the last connection ended or failed (gw.ErrorReporter).
+func (a *Adapter) LastError() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastErr, a.errAt
+}
+
 func (a *Adapter) current() *conn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -172,6 +181,9 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		if registered {
 			backoff = a.cfg.ReconnectMin
 		}
+		a.mu.Lock()
+		a.lastErr, a.errAt = err.Error(), time.Now()
+		a.mu.Unlock()
 		a.log.Warn().Err(err).Dur("retry_in", backoff).Msg("irc connection lost")
 		select {
 		case <-ctx.Done():
@@ -231,9 +243,12 @@ func (a *Adapter) session(ctx context.Context, in gw.Inbox) (bool, error) {
 		return false, fmt.Errorf("irc: connect to %s: %w", addr, err)
 	}
 	if a.cfg.TLS {
-		tc := a.cfg.TLSConfig
-		if tc == nil {
-			tc = &tls.Config{ServerName: a.cfg.Server, MinVersion: tls.VersionTLS12}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if a.cfg.TLSConfig != nil {
+			tc = a.cfg.TLSConfig.Clone()
+		}
+		if tc.ServerName == "" {
+			tc.ServerName = a.cfg.Server
 		}
 		t := tls.Client(nc, tc)
 		if err := t.HandshakeContext(ctx); err != nil {
@@ -342,6 +357,13 @@ func (a *Adapter) handle(ctx context.Context, c *conn, m *ircmsg.Message, in gw.
 				return err
 			}
 		}
+	case "396": // RPL_HOSTHIDDEN: a cloak replaces our host
+		c.mu.Lock()
+		if host := param(m, 1); host != "" && c.self != "" {
+			before, _, _ := strings.Cut(c.self, "@")
+			c.self = before + "@" + host
+		}
+		c.mu.Unlock()
 	case "433", "436", "437": // nick in use / collision / unavailable
 		if c.isRegistered() {
 			return nil

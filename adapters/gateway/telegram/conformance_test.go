@@ -36,10 +36,7 @@ type tgPeer struct {
 func (p *tgPeer) Name() string { return "telegram" }
 
 func (p *tgPeer) Caps() conformance.Caps {
-	return conformance.Caps{Limit: 4096, Groups: true, Restart: false,
-		Unsupported: map[conformance.Case]string{
-			conformance.CasePeerRestart: "telegram-test-api keeps its updates and messages in memory only: a restarted emulator is a different server (a real Bot API keeps them), so a restart cannot be played against it",
-		}}
+	return conformance.Caps{Limit: 4096, Groups: true, Restart: true}
 }
 
 func (p *tgPeer) Users(t testing.TB) conformance.Users {
@@ -62,7 +59,8 @@ func (p *tgPeer) NewPlatform(t testing.TB) gw.Platform {
 
 func (p *tgPeer) Mention(text string) string { return "@" + telegramtest.BotUsername + " " + text }
 
-func (p *tgPeer) Restart(t testing.TB) { t.Fatal("telegram-test-api cannot restart") }
+// Restart kills the emulator and starts it again on the same port.
+func (p *tgPeer) Restart(t testing.TB) { p.emu.Restart(t) }
 
 type tgUser struct {
 	emu   *telegramtest.Emulator

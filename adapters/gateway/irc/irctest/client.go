@@ -35,8 +35,9 @@ type Client struct {
 	notify chan struct{}
 }
 
-// Line is a PRIVMSG the client received.
+// Line is a PRIVMSG or NOTICE the client received.
 type Line struct {
+	Command            string
 	From, Target, Text string
 	// Size is the whole line's bytes, "\r\n" included.
 	Size int
@@ -143,10 +144,10 @@ func (c *Client) read(nc net.Conn) {
 				c.self = nuh.Canonical()
 				c.mu.Unlock()
 			}
-		case "PRIVMSG":
+		case "PRIVMSG", "NOTICE":
 			if len(m.Params) == 2 {
 				c.mu.Lock()
-				c.got = append(c.got, Line{From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
+				c.got = append(c.got, Line{Command: m.Command, From: m.Nick(), Target: m.Params[0], Text: m.Params[1], Size: len(strings.TrimRight(string(raw), "\r\n")) + 2})
 				c.mu.Unlock()
 				select {
 				case c.notify <- struct{}{}:
@@ -195,7 +196,7 @@ func (c *Client) Messages(from, target string) []Line {
 	defer c.mu.Unlock()
 	var out []Line
 	for _, l := range c.got {
-		if strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) && strings.EqualFold(l.Target, target) {
+		if l.Command == "PRIVMSG" && strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) && strings.EqualFold(l.Target, target) {
 			out = append(out, l)
 		}
 	}
@@ -221,6 +222,19 @@ func (c *Client) WaitMessages(from, target string, n int, timeout time.Duration)
 
 // Nick is the client's nick.
 func (c *Client) Nick() string { return c.nick }
+
+// Notices returns the NOTICEs from nicks starting with from.
+func (c *Client) Notices(from string) []Line {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Line
+	for _, l := range c.got {
+		if l.Command == "NOTICE" && strings.HasPrefix(strings.ToLower(l.From), strings.ToLower(from)) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // Self is the client's nick!user@host as the server shows it.
 func (c *Client) Self() string {

@@ -2,7 +2,13 @@ package irctest
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -20,8 +26,11 @@ type Server struct {
 	bin  string
 	conf string
 	Port int
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	// TLSPort and CertPool: see StartTLS.
+	TLSPort  int
+	CertPool *x509.CertPool
+	cmd      *exec.Cmd
+	out      *bytes.Buffer
 }
 
 // Start starts ngIRCd, and stops it when the test ends. Without an
@@ -33,6 +42,28 @@ func Start(t testing.TB) *Server {
 
 // StartWith is Start with more lines for the [Global] section.
 func StartWith(t testing.TB, global string) *Server {
+	t.Helper()
+	return start(t, global, false)
+}
+
+// StartTLS is Start with a TLS port too (TLSPort), whose certificate —
+// self-signed, for 127.0.0.1 — is in CertPool.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	return start(t, "", true)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func start(t testing.TB, global string, withTLS bool) *Server {
 	t.Helper()
 	bin := os.Getenv("HERMES_NGIRCD")
 	if bin == "" {
@@ -48,12 +79,15 @@ func StartWith(t testing.TB, global string) *Server {
 		t.Skip("no ngircd on this machine: apt-get install ngircd (or set HERMES_NGIRCD)")
 	}
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	port := freePort(t)
+	s := &Server{t: t, bin: bin, Port: port}
+	sslSection := ""
+	if withTLS {
+		s.TLSPort = freePort(t)
+		s.CertPool = writeCert(t, dir)
+		sslSection = fmt.Sprintf("[SSL]\n\tCertFile = %s\n\tKeyFile = %s\n\tPorts = %d\n",
+			filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), s.TLSPort)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	// Penalties off: the adapter paces itself (its flood control has a
 	// test of its own), and test users must not be slowed down.
 	conf := fmt.Sprintf(`[Global]
@@ -77,12 +111,11 @@ func StartWith(t testing.TB, global string) *Server {
 	DNS = no
 	Ident = no
 	PAM = no
-`, port, filepath.Join(dir, "ngircd.pid"), os.Getuid(), os.Getgid(), global)
-	path := filepath.Join(dir, "ngircd.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+%s`, port, filepath.Join(dir, "ngircd.pid"), os.Getuid(), os.Getgid(), global, sslSection)
+	s.conf = filepath.Join(dir, "ngircd.conf")
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: bin, conf: path, Port: port}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -103,6 +136,10 @@ func (s *Server) Start() {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		if err == nil && s.TLSPort != 0 {
+			c.Close()
+			c, err = net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(s.TLSPort), time.Second)
+		}
 		if err == nil {
 			c.Close()
 			return
@@ -123,4 +160,33 @@ func (s *Server) Kill() {
 		_ = s.cmd.Wait()
 		s.cmd = nil
 	}
+}
+
+// writeCert writes a fresh self-signed certificate for 127.0.0.1 and its
+// key to dir (cert.pem, key.pem) and returns a pool that trusts it.
+func writeCert(t testing.TB, dir string) *x509.CertPool {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "irc.hermes.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(filepath.Join(dir, "cert.pem"), cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert)
+	return pool
 }

@@ -42,6 +42,8 @@ type Emulator struct {
 	// URL is the Bot API root (what TELEGRAM_API_URL points at).
 	URL  string
 	cmd  *exec.Cmd
+	mod  string
+	port int
 	http *http.Client
 
 	mu   sync.Mutex
@@ -74,7 +76,27 @@ func Start(t testing.TB) *Emulator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", "-e", launcher, mod, strconv.Itoa(port))
+	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port), mod: mod, port: port, http: &http.Client{Timeout: 10 * time.Second},
+		seen: map[int64][]BotMessage{}}
+	t.Cleanup(e.stop)
+	e.launch(t)
+	return e
+}
+
+// Restart kills the emulator and starts it again on the same port. What
+// it held (updates, the bot's messages not yet read by Received) is lost,
+// as the emulator keeps it in memory only; messages Received already
+// returned are kept.
+func (e *Emulator) Restart(t testing.TB) {
+	t.Helper()
+	e.stop()
+	e.launch(t)
+}
+
+// launch runs the emulator's process and waits until it is ready.
+func (e *Emulator) launch(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command("node", "-e", launcher, e.mod, strconv.Itoa(e.port))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,9 +106,7 @@ func Start(t testing.TB) *Emulator {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start telegram-test-api with node: %v", err)
 	}
-	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, http: &http.Client{Timeout: 10 * time.Second},
-		seen: map[int64][]BotMessage{}}
-	t.Cleanup(e.stop)
+	e.cmd = cmd
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -109,13 +129,13 @@ func Start(t testing.TB) *Emulator {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("telegram-test-api did not start in 30 s: %s", stderr.String())
 	}
-	return e
 }
 
 func (e *Emulator) stop() {
-	if e.cmd.Process != nil {
+	if e.cmd != nil && e.cmd.Process != nil {
 		_ = e.cmd.Process.Signal(syscall.SIGKILL)
 		_ = e.cmd.Wait()
+		e.cmd = nil
 	}
 }
 

@@ -1,0 +1,411 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/sessions"
+	"github.com/hermes-go/hermes/schema"
+)
+
+const hostile = "Check <script>window.__xss=1</script> the <img src=x onerror=\"window.__xss=2\"> three stations"
+
+const answer = "All **three** stations report 12°C.\n\n```go\nfunc main() { println(\"hi\") }\n```\n"
+
+func TestDashboardNeedsAKey(t *testing.T) {
+	if _, err := dashboard.New(dashboard.Options{}); !errors.Is(err, dashboard.ErrNoKey) {
+		t.Fatalf("New without a key: %v, want ErrNoKey", err)
+	}
+	_, err := apiserver.New(apiserver.Options{Host: "127.0.0.1", Dashboard: &dashboard.Options{}, Log: zerolog.Nop()})
+	if !errors.Is(err, dashboard.ErrNoKey) {
+		t.Fatalf("API server with a dashboard and no key: %v, want ErrNoKey", err)
+	}
+}
+
+func TestLoginCookieAndCSRF(t *testing.T) {
+	r := newRig(t, threeTools(answer)...)
+	sid := r.chat(t, "", hostile)
+
+	// Nothing without the key: a browser is sent to the login form, other
+	// clients and POSTs get 401.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
+	for _, c := range []struct {
+		method, path, bearer string
+		want                 int
+	}{
+		{"GET", "/dashboard/", "", http.StatusSeeOther},
+		{"GET", "/dashboard/s/" + sid, "", http.StatusSeeOther},
+		{"GET", "/dashboard/s/" + sid, "wrong", http.StatusUnauthorized},
+		{"POST", "/dashboard/s/" + sid + "/fork", "", http.StatusUnauthorized},
+		{"GET", "/dashboard/live", "wrong", http.StatusUnauthorized},
+		{"GET", "/dashboard/s/" + sid + "/export", "", http.StatusSeeOther},
+	} {
+		req, _ := http.NewRequest(c.method, r.url+c.path, nil)
+		if c.bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+c.bearer)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s %s (bearer %q): %d, want %d", c.method, c.path, c.bearer, resp.StatusCode, c.want)
+		}
+	}
+	// The bearer key works without a login.
+	if page := get(t, http.DefaultClient, r.url+"/dashboard/s/"+sid, testKey); !contains(page, "Timeline") {
+		t.Fatal("the session page by bearer key has no timeline")
+	}
+
+	// A wrong key is refused; a form without its CSRF cookie too.
+	if _, resp, _ := login(t, r.url, "not-the-key"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("login with a wrong key: %d, want 401", resp.StatusCode)
+	}
+	resp, err := http.PostForm(r.url+"/dashboard/login", url.Values{"csrf": {"00"}, "key": {testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("login without the form's cookie: %d, want 403", resp.StatusCode)
+	}
+
+	b, resp, page := login(t, r.url, testKey)
+	if resp.StatusCode != http.StatusOK || !contains(page, "Sessions") {
+		t.Fatalf("login: %d\n%s", resp.StatusCode, page)
+	}
+	u, _ := url.Parse(r.url + "/dashboard/")
+	var cookie *http.Cookie
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "hermes_dashboard" {
+			cookie = c
+		}
+	}
+	if cookie == nil || contains(cookie.Value, testKey) {
+		t.Fatalf("session cookie %v: want a token that is not the key", cookie)
+	}
+	if sc := resp.Request.Response; sc != nil {
+		for _, h := range sc.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(h, "hermes_dashboard=") && (!contains(h, "HttpOnly") || !contains(h, "SameSite=Strict")) {
+				t.Fatalf("session cookie attributes: %s", h)
+			}
+		}
+	}
+	// No page holds the key.
+	for _, p := range []string{"/dashboard/", "/dashboard/s/" + sid, "/dashboard/costs", "/dashboard/search?q=stations", "/dashboard/lineage/" + sid} {
+		if page := get(t, b.c, r.url+p, ""); contains(page, testKey) {
+			t.Fatalf("%s contains the key", p)
+		}
+	}
+
+	count := func() int {
+		all, err := r.read.List(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(all)
+	}
+	before := count()
+	// A POST by cookie without the CSRF token is refused, and nothing is forked.
+	resp, err = b.c.PostForm(r.url+"/dashboard/s/"+sid+"/fork", url.Values{"at": {"3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("fork without CSRF: %d, want 403", resp.StatusCode)
+	}
+	resp, err = b.c.PostForm(r.url+"/dashboard/s/"+sid+"/fork", url.Values{"at": {"3"}, "csrf": {"f00"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || count() != before {
+		t.Fatalf("fork with a wrong CSRF token: %d, sessions %d -> %d", resp.StatusCode, before, count())
+	}
+	// With it, the fork is made and the browser lands on it.
+	resp, err = b.c.PostForm(r.url+"/dashboard/s/"+sid+"/fork", url.Values{"at": {"3"}, "csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !contains(string(body), "This session is a fork") || count() != before+1 {
+		t.Fatalf("fork with CSRF: %d, sessions %d -> %d\n%s", resp.StatusCode, before, count(), body)
+	}
+	// A fork past the end is refused with the range.
+	resp, err = b.c.PostForm(r.url+"/dashboard/s/"+sid+"/fork", url.Values{"at": {"9999"}, "csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !contains(string(body), "past its end") || count() != before+1 {
+		t.Fatalf("fork past the end: %d\n%s", resp.StatusCode, body)
+	}
+
+	// Logging out ends the cookie's session.
+	resp, err = b.c.PostForm(r.url+"/dashboard/logout", url.Values{"csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, r.url+"/dashboard/", nil)
+	req.AddCookie(cookie)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("old cookie after logout: %d, want a redirect to the login", resp.StatusCode)
+	}
+}
+
+var toolBarRe = regexp.MustCompile(`class="bar bar-tool" data-kind="tool" data-lane="(\d+)"`)
+
+func TestSessionPageTimelineAndConversation(t *testing.T) {
+	r := newRig(t, threeTools(answer)...)
+	sid := r.chat(t, "", hostile)
+	page := get(t, http.DefaultClient, r.url+"/dashboard/s/"+sid, testKey)
+
+	lanes := map[string]bool{}
+	for _, m := range toolBarRe.FindAllStringSubmatch(page, -1) {
+		lanes[m[1]] = true
+	}
+	if len(lanes) != 3 {
+		t.Fatalf("tool bars in lanes %v, want 3 parallel lanes", lanes)
+	}
+	if n := strings.Count(page, `data-kind="model"`); n != 2 {
+		t.Fatalf("%d model-call bars, want 2", n)
+	}
+	if !contains(page, "(3 in parallel)") || !contains(page, "1000 cache read") {
+		t.Fatal("the turn's caption or a model call's cache hits are missing")
+	}
+	// The message is shown as text, never as markup.
+	if contains(page, "<script>window.__xss") || contains(page, "<img src=x") {
+		t.Fatal("a message's HTML reached the page unescaped")
+	}
+	if !contains(page, "&lt;script&gt;window.__xss=1&lt;/script&gt;") {
+		t.Fatal("the hostile message is not shown escaped")
+	}
+	// Markdown rendered, code highlighted, tool calls folded with their arguments.
+	if !contains(page, "<strong>three</strong>") || !contains(page, `class="chroma"`) {
+		t.Fatal("the answer's Markdown or its code highlighting is missing")
+	}
+	if !contains(page, "<details class=\"call\"><summary>Tool call <code>probe</code>") || !contains(page, "&#34;city&#34;: &#34;Lima&#34;") {
+		t.Fatal("the tool calls are not folded with their arguments")
+	}
+	if !contains(page, "station Pune: 12°C") {
+		t.Fatal("a tool result is missing")
+	}
+
+	// The list's filters.
+	if page := get(t, http.DefaultClient, r.url+"/dashboard/?source=api&model=gpt-4o&status=active&since=2020-01-01", testKey); !contains(page, `data-session="`+sid+`"`) {
+		t.Fatalf("filtered list lacks the session:\n%s", page)
+	}
+	for _, q := range []string{"source=cli", "model=other", "status=ended", "since=2999-01-01"} {
+		if page := get(t, http.DefaultClient, r.url+"/dashboard/?"+q, testKey); contains(page, `data-session="`+sid+`"`) || !contains(page, "match the filter") {
+			t.Fatalf("?%s still lists the session", q)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.url+"/dashboard/?since=yesterday", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("since=yesterday: %d, want 400", resp.StatusCode)
+	}
+	// Pages allow no script but the server's own.
+	if csp := resp.Header.Get("Content-Security-Policy"); !contains(csp, "script-src 'self'") || contains(csp, "unsafe-inline") || !contains(csp, "frame-ancestors 'none'") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+}
+
+func TestReplayExportSearchCostsLineage(t *testing.T) {
+	r := newRig(t, threeTools(answer)...)
+	sid := r.chat(t, "", hostile)
+	b, _, _ := login(t, r.url, testKey)
+
+	// Replay: the report says the record matches.
+	resp, err := b.c.PostForm(r.url+"/dashboard/s/"+sid+"/replay", url.Values{"csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !contains(string(body), "The replay matches the record: 1 turns, 2 model calls") {
+		t.Fatalf("replay report missing:\n%s", body)
+	}
+
+	// Export: one JSON line per event.
+	evs, err := r.store.ReadStream(context.Background(), events.SessionStream(sid), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := get(t, b.c, r.url+"/dashboard/s/"+sid+"/export", "")
+	if lines := strings.Count(strings.TrimSpace(exp), "\n") + 1; lines != len(evs) {
+		t.Fatalf("export has %d lines, the session %d events", lines, len(evs))
+	}
+
+	// Search: hits grouped by session, facets as links that add a filter.
+	page := get(t, b.c, r.url+"/dashboard/search?q=stations", "")
+	if !contains(page, "<mark>station") || !contains(page, `href="/dashboard/s/`+sid+`"`) {
+		t.Fatalf("search results:\n%s", page)
+	}
+	facet := regexp.MustCompile(`href="/dashboard/search\?q=stations&#43;role%3Auser"`).FindStringSubmatch(page)
+	if facet == nil {
+		t.Fatalf("no role:user facet link:\n%s", page)
+	}
+	page = get(t, b.c, r.url+"/dashboard/search?q=stations+role%3Auser", "")
+	if !contains(page, "1 messages match") || !contains(page, `aria-pressed="true"`) {
+		t.Fatalf("after the facet:\n%s", page)
+	}
+	resp, err = b.c.Get(r.url + "/dashboard/search?q=%22unclosed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !contains(string(body), `role="alert"`) || contains(string(body), "messages match") {
+		t.Fatalf("a bad query: %d\n%s", resp.StatusCode, body)
+	}
+
+	// Costs: bars per day, model, provider and source, and the caps.
+	page = get(t, b.c, r.url+"/dashboard/costs", "")
+	for _, want := range []string{`data-by="day"`, `data-by="model"`, `class="cbar"`, "gpt-4o", `id="cap-day"`, "of $0.0500 per day"} {
+		if !contains(page, want) {
+			t.Fatalf("costs page lacks %q:\n%s", want, page)
+		}
+	}
+
+	// Lineage: a fork hangs under its parent.
+	child := forkAt(t, r, sid, 2)
+	page = get(t, b.c, r.url+"/dashboard/lineage/"+child, "")
+	if !regexp.MustCompile(`(?s)href="/dashboard/s/` + sid + `".*<ul role="group">.*href="/dashboard/s/` + child + `" class="node current"`).MatchString(page) {
+		t.Fatalf("lineage tree:\n%s", page)
+	}
+
+	// Cron: the job, its next run, and its history.
+	job, err := r.jobs.Create(context.Background(), schema.JobSpec{Name: "morning <b>brief</b>", Schedule: "0 9 * * *", Prompt: "Summarise the news", Deliver: "local"}, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = get(t, b.c, r.url+"/dashboard/cron", "")
+	if !contains(page, `data-job="`+job.ID+`"`) || !contains(page, "morning &lt;b&gt;brief&lt;/b&gt;") || !contains(page, " 09:00 UTC") {
+		t.Fatalf("cron page:\n%s", page)
+	}
+	if page = get(t, b.c, r.url+"/dashboard/cron/"+job.ID, ""); !contains(page, "<td>created</td>") {
+		t.Fatalf("job history:\n%s", page)
+	}
+
+	// Gateway: the API platform and its state.
+	if page = get(t, b.c, r.url+"/dashboard/gateway", ""); !contains(page, "<td>api</td>") || !contains(page, "connected") {
+		t.Fatalf("gateway page:\n%s", page)
+	}
+}
+
+func forkAt(t testing.TB, r *rig, sid string, at int) string {
+	t.Helper()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest(http.MethodPost, r.url+"/dashboard/s/"+sid+"/fork", strings.NewReader(url.Values{"at": {itoa(at)}}.Encode()))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/s/") {
+		t.Fatalf("fork: %d %q", resp.StatusCode, loc)
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(loc, "/dashboard/s/"), "?")
+	return id
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestLiveUpdatesAndChat(t *testing.T) {
+	r := newRig(t, append(threeTools(answer), llmtest.Reply{Content: "Second answer from the dashboard."})...)
+	sid := r.chat(t, "", hostile)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url+"/dashboard/live", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("live: %s", ct)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(want string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the stream ended before %q", want)
+				}
+				if l == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %q on the live stream", want)
+			}
+		}
+	}
+	next(": live")
+	child := forkAt(t, r, sid, 2)
+	next("data: " + child)
+
+	// Continue the chat through the form: the turn runs through the API
+	// and its events arrive live.
+	b, _, _ := login(t, r.url, testKey)
+	resp2, err := b.c.PostForm(r.url+"/dashboard/s/"+sid+"/chat", url.Values{"text": {"And tomorrow?"}, "csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	next("data: " + sid)
+	waitFor(t, "the dashboard's turn to answer", func() bool {
+		return contains(get(t, b.c, r.url+"/dashboard/s/"+sid+"?part=main", ""), "Second answer from the dashboard.")
+	})
+	var s sessions.Summary
+	s, _, _ = r.read.Get(context.Background(), sid)
+	if s.Messages < 7 {
+		t.Fatalf("session has %d messages after the dashboard's turn", s.Messages)
+	}
+}
