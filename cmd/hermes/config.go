@@ -65,6 +65,9 @@ type Config struct {
 	// Store chooses the event store: embedded (the default), a
 	// postgres:// URL or an esdb:// connection string (see storesel.go).
 	Store string `yaml:"store"`
+	// Cluster is where agent nodes and a gateway in cluster mode meet
+	// (node.go).
+	Cluster ClusterConfig `yaml:"cluster"`
 
 	// ignored are top-level keys this build does not use (sections of
 	// the Python Hermes Agent's config), warned about.

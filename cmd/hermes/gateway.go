@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
@@ -267,6 +268,7 @@ func (l *lateAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
 func gatewayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
 	var ov Overrides
+	var clusterFlag string
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run the gateway in the foreground (Ctrl-C or SIGTERM drains and stops it)",
@@ -274,9 +276,10 @@ func gatewayCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runGateway(ctx, g, ov)
+			return runGateway(ctx, g, ov, clusterFlag)
 		},
 	}
+	run.Flags().StringVar(&clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
 	run.Flags().StringVar(&ov.Model, "model", "", "model name")
 	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
@@ -318,9 +321,10 @@ type platformStatusReport struct {
 	Refused int64 `json:"refused"`
 }
 
-// runGateway runs the gateway; adjust, if given, changes its settings
-// after the configuration is read (`hermes dashboard`).
-func runGateway(ctx context.Context, g *globals, ov Overrides, adjust ...func(*gatewaySettings) error) error {
+// runGateway runs the gateway; clusterFlag, when set, runs its turns on the
+// cluster's agent nodes; adjust, if given, changes its settings after the
+// configuration is read (`hermes dashboard`).
+func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
@@ -364,6 +368,19 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, adjust ...func(*g
 	}
 	router := gateway.New(c.a.store, b, c.sys, rcfg, g.log)
 	router.Sessions = c.mgr
+	if clusterFlag != "" || len(fileCfg.Cluster.Etcd) > 0 {
+		ncfg, err := nodeConfig(c.a.home, clusterFlag, "")
+		if err != nil {
+			return err
+		}
+		cl, err := node.Client(c.sys, ncfg, g.log)
+		if err != nil {
+			return err
+		}
+		defer cl.Leave()
+		router.Sessions = node.NewSessions(cl)
+		g.log.Info().Strs("etcd", ncfg.Etcd).Msg("gateway in cluster mode: turns run on agent nodes")
+	}
 	late.mu.Lock()
 	late.a = router.Asker()
 	late.mu.Unlock()

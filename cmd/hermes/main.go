@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/hermes-go/hermes/cmd/hermes/protoreg"
 )
 
 func main() {
+	protoreg.Restore()
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hermes:", err)
 		var ee *exitError

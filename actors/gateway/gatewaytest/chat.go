@@ -29,6 +29,9 @@ type Chat struct {
 // NewChat returns a test platform called name.
 func NewChat(name string) *Chat { return &Chat{name: name, ready: make(chan struct{})} }
 
+// Ready is closed once the platform runs (Post works from then on).
+func (c *Chat) Ready() <-chan struct{} { return c.ready }
+
 // Name is the platform's name.
 func (c *Chat) Name() string { return c.name }
 

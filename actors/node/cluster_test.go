@@ -1,0 +1,401 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
+	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/actors/node/nodetest"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/adapters/bus/bustest"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/events/postgres/pgtest"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// TestMain runs this test binary as an agent node when the cluster test
+// starts it as a helper process (so that the test can kill -9 it).
+func TestMain(m *testing.M) {
+	if os.Getenv("HERMES_NODE_HELPER") == "1" {
+		if err := helperNode(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper node:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// helperNode is an agent node: the PostgreSQL store, a session manager on
+// the model server, and a cluster member hosting session grains.
+func helperNode() error {
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, os.Getenv("HERMES_NODE_STORE"))
+	if err != nil {
+		return err
+	}
+	sys := actors.NewSystem(log)
+	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log,
+		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
+		Tools:    agent.NewTools(), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10})
+	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second}, store, mgr, log)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %s\n", c.Address())
+	select {}
+}
+
+// proc is a helper node process.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startNode(t testing.TB, env []string, races string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, "HERMES_NODE_HELPER=1", "GORACE=log_path="+filepath.Join(races, "race"))...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+				ready <- a
+			}
+		}
+	}()
+	select {
+	case a := <-ready:
+		return &proc{cmd: cmd, addr: a}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a node did not join the cluster within 60 s")
+	}
+	return nil
+}
+
+// answers records which member answered each session's turns.
+type answers struct {
+	mu sync.Mutex
+	by map[string][]string
+}
+
+func (a *answers) add(session, node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.by[session] = append(a.by[session], node)
+}
+
+func (a *answers) of(session string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.by[session]...)
+}
+
+// Three agent nodes (separate processes), a gateway on NATS JetStream,
+// PostgreSQL and etcd, all on loopback: a message is answered once by the
+// node owning its session; the owner is killed (SIGKILL) while the model
+// is answering a turn, and another node continues that turn from the
+// session's events, so the gateway delivers its answer exactly once and
+// the session goes on on the survivor.
+func TestClusterFailover(t *testing.T) {
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+	nats := bustest.StartNATS(t)
+
+	var slowSeen sync.Once
+	slow := make(chan struct{})
+	var mu sync.Mutex
+	slowCalls := 0
+	llm := llmtest.New()
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		switch lastUser(r) {
+		case "think slowly":
+		case "think forever":
+			return &llmtest.Reply{Delay: 5 * time.Minute}
+		default:
+			return &llmtest.Reply{Content: "pong"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		slowCalls++
+		if slowCalls == 1 {
+			slowSeen.Do(func() { close(slow) })
+			return &llmtest.Reply{Delay: 5 * time.Minute}
+		}
+		return &llmtest.Reply{Content: "thought it through"}
+	}
+	t.Cleanup(llm.Close)
+
+	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	nodes := map[string]*proc{}
+	for range 3 {
+		p := startNode(t, env, races)
+		nodes[p.addr] = p
+	}
+
+	// The gateway: a cluster client, the router on NATS, a chat platform.
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.WaitFor(t, "three nodes in the client's topology", func() bool { return len(client.Members()) == 3 })
+	seen := &answers{by: map[string][]string{}}
+	sessions := node.NewSessions(client)
+	sessions.OnAnswer = seen.add
+	rb, err := bus.Open(nats.URL, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := gateway.New(store, rb, sys, gateway.Config{
+		Auth: gateway.Auth{Platform: map[string][]string{"testchat": {"111"}}},
+		NewSession: func(ctx context.Context, platform string) (string, error) {
+			id := uuid.NewString()
+			return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
+		}}, log)
+	router.Sessions = sessions
+	rctx, stopRouter := context.WithCancel(ctx)
+	routerDone := make(chan error, 1)
+	go func() { routerDone <- router.Run(rctx) }()
+	<-router.Ready()
+	pb, err := bus.Open(nats.URL, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := gatewaytest.NewChat("testchat")
+	served := gw.NewServed(chat, pb, log)
+	pctx, stopPlatform := context.WithCancel(ctx)
+	platformDone := make(chan struct{})
+	go func() { defer close(platformDone); _ = served.Serve(pctx) }()
+	<-chat.Ready()
+	t.Cleanup(func() {
+		stopPlatform()
+		<-platformDone
+		stopRouter()
+		<-routerDone
+		pb.Close()
+		rb.Close()
+		client.Leave()
+		sys.Shutdown()
+	})
+
+	chat.Post(t, gatewaytest.DM("111", "1", "hello"))
+	got := chat.WaitReplies(t, 1)
+	if got[0].Text != "pong" || got[0].InReplyTo != "1" {
+		t.Fatalf("first reply %+v", got[0])
+	}
+	sid := got[0].SessionID
+	owner := seen.of(sid)
+	if len(owner) != 1 || nodes[owner[0]] == nil {
+		t.Fatalf("answered by %v, nodes %v", owner, keys(nodes))
+	}
+
+	// A turn the owner is running when it is killed.
+	chat.Post(t, gatewaytest.DM("111", "2", "think slowly"))
+	select {
+	case <-slow:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow turn never reached the model")
+	}
+	if err := nodes[owner[0]].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	got = waitReplies(t, chat, 2, 60*time.Second)
+	t.Logf("failover: killed → answered in %v", time.Since(killed).Round(time.Millisecond))
+	if got[1].Text != "thought it through" || got[1].InReplyTo != "2" {
+		t.Fatalf("reply after the kill %+v", got[1])
+	}
+	after := seen.of(sid)
+	if len(after) != 2 || after[1] == owner[0] || nodes[after[1]] == nil {
+		t.Fatalf("answered by %v; the killed owner was %s", after, owner[0])
+	}
+
+	// The session goes on on the survivor; each message answered once.
+	chat.Post(t, gatewaytest.DM("111", "3", "again"))
+	got = waitReplies(t, chat, 3, 30*time.Second)
+	if got[2].Text != "pong" || got[2].InReplyTo != "3" {
+		t.Fatalf("third reply %+v", got[2])
+	}
+	if n := len(chat.Replies()); n != 3 {
+		t.Fatalf("%d replies to 3 messages: %+v", n, chat.Replies())
+	}
+	if a := seen.of(sid); a[2] != after[1] {
+		t.Fatalf("the session moved again without a failure: %v", a)
+	}
+
+	// The events: each user message once, the interrupted turn closed by
+	// the survivor and then completed, three turns completed in all.
+	rs, err := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rs {
+		count[r.Type]++
+	}
+	if count["UserMessageAdded"] != 3 || count["TurnCompleted"] != 3 || count["TurnInterrupted"] != 1 {
+		t.Fatalf("session events %v", count)
+	}
+	gatewaytest.WaitFor(t, "three deliveries recorded", func() bool {
+		return gatewaytest.CountTypes(t, store, "GatewayMessageDelivered") == 3
+	})
+
+	// /stop reaches the turn on its node: the turn is interrupted there
+	// and the chat says so.
+	chat.Post(t, gatewaytest.DM("111", "4", "think forever"))
+	gatewaytest.WaitFor(t, "the endless turn reached the model", func() bool {
+		return countUser(llm, "think forever") == 1
+	})
+	chat.Post(t, gatewaytest.DM("111", "5", "/stop"))
+	got = waitReplies(t, chat, 4, 30*time.Second)
+	if got[3].Text != "Stopped." || got[3].InReplyTo != "4" {
+		t.Fatalf("reply to the stopped turn %+v", got[3])
+	}
+}
+
+// countUser counts the model requests whose last user message is text.
+func countUser(llm *llmtest.Server, text string) int {
+	n := 0
+	for _, r := range llm.Requests() {
+		if lastUser(r) == text {
+			n++
+		}
+	}
+	return n
+}
+
+func waitReplies(t *testing.T, chat *gatewaytest.Chat, n int, within time.Duration) []schema.Outbound {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if r := chat.Replies(); len(r) >= n {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("waited %v for %d replies, got %+v", within, n, chat.Replies())
+	return nil
+}
+
+// checkRaces fails t on a data race a helper node (built with -race, as
+// this test binary) reported in code of ours. protoactor-go's cluster has
+// races of its own between its topology updates and its gossip (in
+// members only: the gateway's side avoids them, see lookup.go); those are
+// counted, not failed on.
+func checkRaces(t testing.TB, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "race*"))
+	library := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, rep := range strings.Split(string(b), "WARNING: DATA RACE")[1:] {
+			access, _, _ := strings.Cut(rep, "Goroutine ")
+			if strings.Contains(access, "hermes-go/hermes") {
+				t.Errorf("a helper node raced in our code:\n%s", rep)
+			} else {
+				library++
+			}
+		}
+	}
+	if library > 0 {
+		t.Logf("helper nodes: %d data race reports inside protoactor-go's cluster package", library)
+	}
+}
+
+func keys(m map[string]*proc) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// testLog is silent unless HERMES_NODE_LOG is set (a killed member makes
+// the survivors log connection errors, as they should).
+func testLog() zerolog.Logger {
+	if os.Getenv("HERMES_NODE_LOG") == "" {
+		return zerolog.Nop()
+	}
+	return zerolog.New(os.Stderr).Level(zerolog.InfoLevel)
+}
+
+// lastUser is the text of the last user message of a chat request.
+func lastUser(r llmtest.Request) string {
+	msgs, _ := r.Body["messages"].([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, ok := msgs[i].(map[string]any); ok && m["role"] == "user" {
+			if s, ok := m["content"].(string); ok {
+				return s
+			}
+			return fmt.Sprint(m["content"])
+		}
+	}
+	return ""
+}
+
+// A cluster whose etcd does not answer is refused at once, naming it,
+// instead of waiting for it forever.
+func TestJoinWithoutEtcd(t *testing.T) {
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = node.Client(sys, node.Config{Etcd: []string{addr}}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "no etcd answers at "+addr) {
+		t.Fatalf("join without etcd: %v", err)
+	}
+	if _, err := node.Client(sys, node.Config{}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "no etcd endpoint") {
+		t.Fatalf("join with no endpoint: %v", err)
+	}
+}

@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/rs/zerolog"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// keepFinished is how many finished turns a grain remembers, so that a
+// caller asking again after its request timed out gets the answer.
+const keepFinished = 16
+
+// grain is the session grain: the cluster activates one per session id on
+// the member that owns the id, and it runs the session's turns through the
+// node's session manager.
+type grain struct {
+	id    string
+	node  string
+	store events.Store
+	mgr   *session.Manager
+	log   zerolog.Logger
+	poll  time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	turns  map[string]*turnRun
+	order  []string // finished turn keys, oldest first
+}
+
+// turnRun is a turn the grain started: done closes when res is set.
+type turnRun struct {
+	done chan struct{}
+	res  reply
+}
+
+type turnEnded struct{ key string }
+
+// Receive implements actor.Actor.
+func (g *grain) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *cluster.ClusterInit:
+		g.id = m.Identity.Identity
+		g.ctx, g.cancel = context.WithCancel(context.Background())
+		g.log = g.log.With().Str("session", g.id).Logger()
+		g.log.Info().Msg("session grain activated")
+	case *actor.Stopped:
+		if g.cancel != nil {
+			g.cancel()
+		}
+	case turnEnded:
+		g.order = append(g.order, m.key)
+		for len(g.order) > keepFinished {
+			delete(g.turns, g.order[0])
+			g.order = g.order[1:]
+		}
+	case *wrapperspb.BytesValue:
+		var req request
+		if err := json.Unmarshal(m.Value, &req); err != nil {
+			c.Respond(encode(reply{Err: "bad request: " + err.Error(), Node: g.node}))
+			return
+		}
+		g.handle(c, req)
+	}
+}
+
+func (g *grain) handle(c actor.Context, req request) {
+	switch req.Op {
+	case "turn":
+		if req.ID == "" {
+			c.Respond(encode(reply{Err: "a turn request needs an id", Node: g.node}))
+			return
+		}
+		r, ok := g.turns[req.ID]
+		if !ok {
+			r = &turnRun{done: make(chan struct{})}
+			g.turns[req.ID] = r
+			self, root := c.Self(), c.ActorSystem().Root
+			go func() {
+				r.res = g.run(g.ctx, req)
+				r.res.Node = g.node
+				close(r.done)
+				root.Send(self, turnEnded{key: req.ID})
+			}()
+		}
+		sender, root, poll := c.Sender(), c.ActorSystem().Root, g.poll
+		go func() {
+			t := time.NewTimer(poll)
+			defer t.Stop()
+			select {
+			case <-r.done:
+				root.Send(sender, encode(r.res))
+			case <-t.C:
+				root.Send(sender, encode(reply{Pending: true, Node: g.node}))
+			}
+		}()
+	case "stop":
+		g.mgr.Stop(g.id, req.Reason)
+		c.Respond(encode(reply{Node: g.node}))
+	case "compress":
+		sender, root, ctx := c.Sender(), c.ActorSystem().Root, g.ctx
+		go func() {
+			id, err := g.mgr.Compress(ctx, g.id, req.Model)
+			rep := reply{Session: id, Node: g.node}
+			if err != nil {
+				rep.Err = err.Error()
+			}
+			root.Send(sender, encode(rep))
+		}()
+	default:
+		c.Respond(encode(reply{Err: "unknown op " + req.Op, Node: g.node}))
+	}
+}
+
+// run runs the turn once on this node: a turn the session's events show
+// completed is answered from them (a node that died after recording it ran
+// it), one they show started is continued from its history (its recorded
+// tool results are not redone), and one they do not show is run.
+func (g *grain) run(ctx context.Context, req request) reply {
+	t := &session.Turn{Text: req.Text, ID: req.ID, Model: req.Model, Yolo: req.Yolo, Continue: req.Continue}
+	if !req.Continue {
+		st, err := lookupTurn(ctx, g.store, g.id, req.ID)
+		if err != nil {
+			return reply{Session: g.id, Err: err.Error()}
+		}
+		switch {
+		case st.completed:
+			g.log.Info().Str("turn", req.ID).Msg("turn already completed: answering from its events")
+			return reply{Session: st.session, Turn: req.ID, Answer: st.answer}
+		case st.started:
+			g.log.Info().Str("turn", req.ID).Msg("continuing a turn another node left open")
+			t.Continue, t.Text = true, ""
+		}
+	}
+	res := g.mgr.RunTurn(ctx, g.id, t)
+	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer}
+	if res.Err != nil {
+		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
+	}
+	return rep
+}
+
+type turnState struct {
+	session            string
+	started, completed bool
+	answer             string
+}
+
+// lookupTurn finds turn turnID in session id or the sessions compression
+// continued it in.
+func lookupTurn(ctx context.Context, store events.Store, id, turnID string) (turnState, error) {
+	st := turnState{session: id}
+	for range 64 {
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+		if err != nil {
+			return st, err
+		}
+		st.session = id
+		next := ""
+		for _, r := range rs {
+			if r.TurnID == turnID {
+				switch r.Type {
+				case "UserMessageAdded":
+					st.started = true
+				case "TurnCompleted":
+					st.completed = true
+				case "AssistantMessageAdded":
+					if p, err := schema.Decode(r.Envelope); err == nil {
+						if a, ok := p.(schema.AssistantMessageAdded); ok && a.Content != "" {
+							st.answer = a.Content
+						}
+					}
+				}
+			}
+			if r.Type == "ContextCompressed" {
+				if p, err := schema.Decode(r.Envelope); err == nil {
+					if cc, ok := p.(schema.ContextCompressed); ok {
+						next = cc.ChildSessionID
+					}
+				}
+			}
+		}
+		if next == "" || st.completed {
+			return st, nil
+		}
+		id = next
+	}
+	return st, nil
+}

@@ -1,0 +1,251 @@
+// Package node runs sessions on a protoactor-go cluster: an agent node hosts
+// session grains (virtual actors keyed by session id, placed by consistent
+// hashing over the live members), and a gateway reaches them through
+// Sessions, which implements the gateway's session port over the cluster.
+//
+// Members find each other through etcd (the cluster provider): a member
+// registers under a lease that etcd drops a few seconds after the member
+// stops renewing it, so a killed node leaves the topology by itself and its
+// sessions move to the members left. A turn request is idempotent (it
+// carries the turn's id, and a grain looks the turn up in the session's
+// events before running it), so the gateway repeats it until a grain
+// answers: after a failover the new owner answers a completed turn from
+// the record, continues one cut short, and runs one that never started.
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/events"
+)
+
+// Kind is the cluster kind of session grains.
+const Kind = "session"
+
+// Config places a process in a cluster.
+type Config struct {
+	// Name is the cluster's name (members of other names are ignored).
+	Name string
+	// Etcd lists the etcd client endpoints (host:port).
+	Etcd []string
+	// Host and Port are where this member's remote listens (Port 0: any).
+	Host string
+	Port int
+	// Poll bounds one turn request: a turn running longer is answered
+	// "pending" and asked again (default 2 s). It is also how long a dead
+	// owner can hold a caller up before the request is retried.
+	Poll time.Duration
+	// TTL is the etcd lease of the membership (whole seconds, default 3):
+	// how long after a kill the node leaves the topology.
+	TTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = "hermes"
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Poll <= 0 {
+		c.Poll = 2 * time.Second
+	}
+	return c
+}
+
+// Cluster is this process's membership.
+type Cluster struct {
+	c      *cluster.Cluster
+	cfg    Config
+	member bool
+	log    zerolog.Logger
+}
+
+// Address is this member's remote address (host:port).
+func (c *Cluster) Address() string { return c.c.ActorSystem.Address() }
+
+// Members returns the addresses of the live members hosting session grains.
+func (c *Cluster) Members() []string {
+	var out []string
+	for _, m := range c.c.MemberList.Members().Members() {
+		out = append(out, m.Address())
+	}
+	return out
+}
+
+// Leave leaves the cluster: a member tells the others it left and
+// deregisters from etcd (its sessions move to the members left); both
+// close their connections. The actor system stays up for its owner to
+// shut down (protoactor's Cluster.Shutdown would shut it down too).
+func (c *Cluster) Leave() {
+	if c.member {
+		c.c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
+	}
+	_ = c.c.Config.ClusterProvider.Shutdown(true)
+	c.c.IdentityLookup.Shutdown()
+	if c.member {
+		c.c.Gossip.Shutdown()
+	}
+	c.c.Remote.Shutdown(true)
+}
+
+// Host joins the cluster on sys as a member hosting session grains that run
+// turns with mgr against store.
+func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.Manager, log zerolog.Logger) (*Cluster, error) {
+	cfg = cfg.withDefaults()
+	log = log.With().Str("component", "node").Logger()
+	addr := ""
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &grain{store: store, mgr: mgr, log: log, node: addr, poll: cfg.Poll, turns: map[string]*turnRun{}}
+	})
+	c, err := join(sys, cfg, log, cluster.NewKind(Kind, props))
+	if err != nil {
+		return nil, err
+	}
+	addr = c.Address()
+	return c, nil
+}
+
+// Client joins the cluster on sys as a client: it reaches session grains
+// and hosts none.
+func Client(sys *actor.ActorSystem, cfg Config, log zerolog.Logger) (*Cluster, error) {
+	return join(sys, cfg.withDefaults(), log.With().Str("component", "cluster-client").Logger(), nil)
+}
+
+func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.Kind) (c *Cluster, err error) {
+	if len(cfg.Etcd) == 0 {
+		return nil, errors.New("cluster: no etcd endpoint: set cluster.etcd in config.yaml or pass --etcd")
+	}
+	if err := probeEtcd(cfg.Etcd); err != nil {
+		return nil, err
+	}
+	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second}}
+	opts := []cluster.ConfigOption{cluster.WithRequestTimeout(cfg.Poll + 3*time.Second)}
+	if kind != nil {
+		opts = append(opts, cluster.WithKinds(kind))
+	}
+	ccfg := cluster.Configure(cfg.Name, provider, newLookup(), remote.Configure(cfg.Host, cfg.Port), opts...)
+	cl := cluster.New(sys, ccfg)
+	// The provider panics when etcd refuses it; a start is an error here.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: join %v: %v", cfg.Etcd, r)
+		}
+	}()
+	if kind != nil {
+		cl.StartMember()
+	} else {
+		cl.StartClient()
+	}
+	c = &Cluster{c: cl, cfg: cfg, log: log, member: kind != nil}
+	log.Info().Str("address", c.Address()).Bool("member", kind != nil).Msg("joined the cluster")
+	return c, nil
+}
+
+// request is a call to a session grain; it travels as JSON in a
+// wrapperspb.BytesValue (a registered protobuf type the remote serializes)
+// so that no generated code is needed.
+type request struct {
+	Op       string `json:"op"` // turn, stop, compress
+	ID       string `json:"id,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Continue bool   `json:"continue,omitempty"`
+	Yolo     bool   `json:"yolo,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// reply is a grain's answer.
+type reply struct {
+	Pending bool   `json:"pending,omitempty"`
+	Session string `json:"session,omitempty"`
+	Turn    string `json:"turn,omitempty"`
+	Answer  string `json:"answer,omitempty"`
+	Err     string `json:"err,omitempty"`
+	// Interrupted: the turn was stopped (Err wraps agent.ErrInterrupted).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Node is the member that answered.
+	Node string `json:"node"`
+}
+
+func encode(v any) *wrapperspb.BytesValue {
+	b, _ := json.Marshal(v)
+	return wrapperspb.Bytes(b)
+}
+
+// lazyEtcd is the etcd cluster provider, made when the cluster starts it:
+// after the cluster has started its remote, which sets gRPC's global
+// logger (an etcd client made before would be logging through it).
+type lazyEtcd struct {
+	cfg clientv3.Config
+	p   *etcd.Provider
+}
+
+func (l *lazyEtcd) open() error {
+	p, err := etcd.NewWithConfig("/hermes", l.cfg)
+	if err != nil {
+		return fmt.Errorf("etcd %v: %w", l.cfg.Endpoints, err)
+	}
+	l.p = p
+	return nil
+}
+
+func (l *lazyEtcd) StartMember(c *cluster.Cluster) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.p.StartMember(c)
+}
+
+func (l *lazyEtcd) StartClient(c *cluster.Cluster) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.p.StartClient(c)
+}
+
+func (l *lazyEtcd) Shutdown(graceful bool) error {
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Shutdown(graceful)
+}
+
+// probeEtcd checks that one of the endpoints answers etcd's /health:
+// protoactor-go's provider would wait for an unreachable etcd forever.
+func probeEtcd(endpoints []string) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	var errs []error
+	for _, e := range endpoints {
+		u := e
+		if !strings.Contains(u, "://") {
+			u = "http://" + u
+		}
+		resp, err := client.Get(strings.TrimSuffix(u, "/") + "/health")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s/health answered %s", u, resp.Status))
+	}
+	return fmt.Errorf("cluster: no etcd answers at %s (is etcd running there? its client URL, host:port): %w", strings.Join(endpoints, ", "), errors.Join(errs...))
+}

@@ -1,0 +1,121 @@
+// Package nodetest starts the real peers of a cluster test: an etcd server
+// (Debian's etcd-server) on loopback in a temporary directory, killed in
+// cleanup.
+package nodetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Etcd is a running etcd server.
+type Etcd struct {
+	// Endpoint is its client address (host:port).
+	Endpoint string
+	cmd      *exec.Cmd
+	out      *lockedBuffer
+}
+
+// Binary is the etcd executable ($HERMES_ETCD, else etcd on PATH).
+func Binary() string {
+	if b := os.Getenv("HERMES_ETCD"); b != "" {
+		return b
+	}
+	if p, err := exec.LookPath("etcd"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// StartEtcd starts etcd for tb and stops it in cleanup. Without etcd the
+// test is skipped, unless CI is set, when it fails.
+func StartEtcd(tb testing.TB) *Etcd {
+	tb.Helper()
+	bin := Binary()
+	if bin == "" {
+		msg := "no etcd: install Debian's etcd-server (or set HERMES_ETCD)"
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	cp, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pp, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	client := fmt.Sprintf("http://127.0.0.1:%d", cp)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", pp)
+	e := &Etcd{Endpoint: fmt.Sprintf("127.0.0.1:%d", cp), out: &lockedBuffer{}}
+	e.cmd = exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "t="+peer, "--log-level", "error")
+	e.cmd.Stdout, e.cmd.Stderr = e.out, e.out
+	if err := e.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = e.cmd.Process.Kill()
+		_ = e.cmd.Wait()
+	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "ping")
+		cancel()
+		if err == nil {
+			return e
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("etcd did not start: %v\n%s", err, e.out.Bytes())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}

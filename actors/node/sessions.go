@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/session"
+)
+
+// stopGrace bounds how long an interrupted turn's caller waits for the
+// grain to record the interruption and answer.
+const stopGrace = 30 * time.Second
+
+// Sessions runs turns on the cluster's session grains: it implements the
+// gateway's Sessions port. Observers (streamed deltas) do not cross the
+// cluster: a turn's answer comes back whole.
+type Sessions struct {
+	c *Cluster
+	// OnAnswer, when set, is told which member answered each turn (tests,
+	// diagnostics).
+	OnAnswer func(session, node string)
+}
+
+// NewSessions returns the session port of cluster c.
+func NewSessions(c *Cluster) *Sessions { return &Sessions{c: c} }
+
+// call sends req to session id's grain once.
+func (s *Sessions) call(id string, req request, timeout time.Duration) (reply, error) {
+	res, err := s.c.c.Request(id, Kind, encode(req), cluster.WithTimeout(timeout), cluster.WithRetryCount(3))
+	if err != nil {
+		return reply{}, err
+	}
+	b, ok := res.(*wrapperspb.BytesValue)
+	if !ok {
+		return reply{}, fmt.Errorf("session grain %s answered %T", id, res)
+	}
+	var rep reply
+	if err := json.Unmarshal(b.Value, &rep); err != nil {
+		return reply{}, fmt.Errorf("session grain %s: %w", id, err)
+	}
+	return rep, nil
+}
+
+// RunTurn runs t in session id on the member that owns it and waits for its
+// outcome. The request is repeated (same turn id) until a grain answers, so
+// a member that dies mid-turn is replaced by the one that owns the session
+// next, which recovers the turn from the session's events. When ctx ends,
+// the turn is stopped and RunTurn waits (boundedly) for its outcome.
+func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) session.TurnResult {
+	req := request{Op: "turn", ID: t.ID, Text: t.Text, Model: t.Model, Continue: t.Continue, Yolo: t.Yolo}
+	if req.ID == "" {
+		req.ID = uuid.NewString()
+	}
+	var stopped time.Time
+	backoff := 100 * time.Millisecond
+	for {
+		if ctx.Err() != nil && stopped.IsZero() {
+			reason := "interrupted"
+			if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+				reason = c.Error()
+			}
+			s.Stop(id, reason)
+			stopped = time.Now()
+		}
+		if !stopped.IsZero() && time.Since(stopped) > stopGrace {
+			return session.TurnResult{SessionID: id, TurnID: req.ID, Err: fmt.Errorf("turn %s in session %s: %w", req.ID, id, context.Cause(ctx))}
+		}
+		rep, err := s.call(id, req, s.c.cfg.Poll+3*time.Second)
+		if err != nil {
+			s.c.log.Warn().Err(err).Str("session", id).Str("turn", req.ID).Msg("session grain unreachable: asking again")
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if rep.Pending {
+			continue
+		}
+		if s.OnAnswer != nil {
+			s.OnAnswer(id, rep.Node)
+		}
+		res := session.TurnResult{SessionID: rep.Session, TurnID: rep.Turn, Answer: rep.Answer}
+		switch {
+		case rep.Interrupted:
+			res.Err = fmt.Errorf("%s (on %s): %w", rep.Err, rep.Node, agent.ErrInterrupted)
+		case rep.Err != "":
+			res.Err = errors.New(rep.Err)
+		}
+		return res
+	}
+}
+
+// Stop interrupts session id's turn in flight (best effort).
+func (s *Sessions) Stop(id, reason string) {
+	if _, err := s.call(id, request{Op: "stop", Reason: reason}, 5*time.Second); err != nil {
+		s.c.log.Warn().Err(err).Str("session", id).Msg("stop a session's turn")
+	}
+}
+
+// Compress compresses session id now and returns the session the
+// conversation continues in.
+func (s *Sessions) Compress(ctx context.Context, id, model string) (string, error) {
+	timeout := 5 * time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	rep, err := s.call(id, request{Op: "compress", Model: model}, timeout)
+	if err != nil {
+		return "", err
+	}
+	if rep.Err != "" {
+		return rep.Session, errors.New(rep.Err)
+	}
+	return rep.Session, nil
+}

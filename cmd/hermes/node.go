@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/node"
+)
+
+// ClusterConfig is the cluster: section of config.yaml: where agent nodes
+// and a gateway in cluster mode find each other.
+type ClusterConfig struct {
+	// Etcd lists etcd's client endpoints (host:port): the cluster provider.
+	Etcd []string `yaml:"etcd"`
+	// Name is the cluster's name (default hermes).
+	Name string `yaml:"name"`
+	// Listen is where this process's cluster remote listens (default
+	// 127.0.0.1:0, any free port; members advertise it through etcd).
+	Listen string `yaml:"listen"`
+}
+
+// nodeConfig resolves the cluster settings: flags over config.yaml.
+func nodeConfig(home, etcdFlag, listenFlag string) (node.Config, error) {
+	fc, err := loadConfig(home)
+	if err != nil {
+		return node.Config{}, err
+	}
+	cc := fc.Cluster
+	if etcdFlag != "" {
+		cc.Etcd = strings.Split(etcdFlag, ",")
+	}
+	if listenFlag != "" {
+		cc.Listen = listenFlag
+	}
+	if len(cc.Etcd) == 0 {
+		return node.Config{}, errors.New("no cluster: pass --cluster host:port[,host:port] (etcd's client endpoints) or set cluster.etcd in config.yaml")
+	}
+	cfg := node.Config{Name: cc.Name, Etcd: cc.Etcd, Host: "127.0.0.1"}
+	if cc.Listen != "" {
+		host, port, err := net.SplitHostPort(cc.Listen)
+		if err != nil {
+			return node.Config{}, fmt.Errorf("cluster.listen %q: want host:port: %w", cc.Listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p > 65535 {
+			return node.Config{}, fmt.Errorf("cluster.listen %q: bad port", cc.Listen)
+		}
+		cfg.Host, cfg.Port = host, p
+	}
+	return cfg, nil
+}
+
+func nodeCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "node", Short: "An agent node: a cluster member that runs sessions for gateways in cluster mode"}
+	var ov Overrides
+	var etcdFlag, listen string
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Join the cluster and run the sessions it places here (Ctrl-C or SIGTERM leaves it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runNode(ctx, g, ov, etcdFlag, listen)
+		},
+	}
+	run.Flags().StringVar(&etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
+	run.Flags().StringVar(&listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
+	run.Flags().StringVar(&ov.Model, "model", "", "model name")
+	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
+	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
+	run.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
+	cmd.AddCommand(run)
+	return cmd
+}
+
+// runNode hosts session grains until ctx ends. The sessions run against
+// the configured store, which every node and the gateway share (a
+// postgres:// store: the embedded one is one process's).
+func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen string) error {
+	c, err := newChatter(g, ov, nil)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	cfg, err := nodeConfig(c.a.home, etcdFlag, listen)
+	if err != nil {
+		return err
+	}
+	cl, err := node.Host(c.sys, cfg, c.a.store, c.mgr, g.log)
+	if err != nil {
+		return err
+	}
+	g.log.Info().Str("address", cl.Address()).Msg("node running")
+	fmt.Fprintf(os.Stderr, "hermes node: running at %s; Ctrl-C leaves the cluster\n", cl.Address())
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "hermes node: leaving the cluster")
+	c.mgr.Shutdown()
+	cl.Leave()
+	return nil
+}
