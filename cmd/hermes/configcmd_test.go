@@ -120,3 +120,19 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor with a bad key: %d\n%s", code, out)
 	}
 }
+
+// GATEWAY_BUS sets gateway.bus (the way a container is configured), over
+// config.yaml.
+func TestGatewayBusFromTheEnvironment(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("gateway:\n  bus: nats://file:4222\n"), 0o600)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	out, errOut, code := hermes(t, env, "", "--home", home, "config", "show")
+	if code != 0 || !strings.Contains(out, "nats://file:4222") {
+		t.Fatalf("%d %s %s", code, out, errOut)
+	}
+	out, errOut, code = hermes(t, append(env, "GATEWAY_BUS=nats://nats:4222"), "", "--home", home, "config", "show")
+	if code != 0 || !strings.Contains(out, "nats://nats:4222") || strings.Contains(out, "nats://file:4222") {
+		t.Fatalf("%d %s %s", code, out, errOut)
+	}
+}

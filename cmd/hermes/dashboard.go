@@ -43,7 +43,7 @@ func dashboardCmd(g *globals) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runGateway(ctx, g, ov, "", func(s *gatewaySettings) error {
+			return runGateway(ctx, g, ov, "", "", func(s *gatewaySettings) error {
 				a := &s.Platforms.APIServer
 				a.Enabled, a.Host, a.Port, a.CORSOrigins = true, "127.0.0.1", port, nil
 				on := true

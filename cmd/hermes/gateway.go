@@ -149,6 +149,7 @@ func resolveGateway(c Config) (gatewaySettings, error) {
 	if b, ok := envBool("GATEWAY_ALLOW_ALL_USERS"); ok {
 		s.AllowAllUsers = b
 	}
+	s.Bus = first(os.Getenv("GATEWAY_BUS"), s.Bus)
 	switch s.Busy {
 	case "", "queue", "interrupt":
 	default:
@@ -268,7 +269,7 @@ func (l *lateAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
 func gatewayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
 	var ov Overrides
-	var clusterFlag string
+	var clusterFlag, listenFlag string
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run the gateway in the foreground (Ctrl-C or SIGTERM drains and stops it)",
@@ -276,10 +277,11 @@ func gatewayCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runGateway(ctx, g, ov, clusterFlag)
+			return runGateway(ctx, g, ov, clusterFlag, listenFlag)
 		},
 	}
 	run.Flags().StringVar(&clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
+	run.Flags().StringVar(&listenFlag, "listen", "", "with --cluster: host:port of the gateway's cluster remote, reachable by the nodes (default cluster.listen, else 127.0.0.1 on a free port)")
 	run.Flags().StringVar(&ov.Model, "model", "", "model name")
 	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
@@ -324,7 +326,7 @@ type platformStatusReport struct {
 // runGateway runs the gateway; clusterFlag, when set, runs its turns on the
 // cluster's agent nodes; adjust, if given, changes its settings after the
 // configuration is read (`hermes dashboard`).
-func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag string, adjust ...func(*gatewaySettings) error) error {
+func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
@@ -368,8 +370,11 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag strin
 	}
 	router := gateway.New(c.a.store, b, c.sys, rcfg, g.log)
 	router.Sessions = c.mgr
+	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
+		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")
+	}
 	if clusterFlag != "" || len(fileCfg.Cluster.Etcd) > 0 {
-		ncfg, err := nodeConfig(c.a.home, clusterFlag, "")
+		ncfg, err := nodeConfig(c.a.home, clusterFlag, listenFlag)
 		if err != nil {
 			return err
 		}

@@ -103,7 +103,7 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	_, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
-		"--home", ghome, "--log-level", "info", "gateway", "run", "--cluster", etcd.Endpoint, "--model", "gpt-4o-mini")
+		"--home", ghome, "--log-level", "info", "gateway", "run", "--cluster", etcd.Endpoint, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--model", "gpt-4o-mini")
 	waitOutput(t, gout, "gateway in cluster mode", "the gateway")
 
 	complete := func(session, text string) (string, string, error) {
@@ -266,6 +266,10 @@ func TestNodeRunWithoutCluster(t *testing.T) {
 	_, errOut, code := hermes(t, chatEnv(llm), "", "--home", home, "node", "run", "--model", "gpt-4o-mini")
 	if code == 0 || !strings.Contains(errOut, "no cluster: pass --cluster") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	_, errOut, code = hermes(t, chatEnv(llm), "", "--home", home, "gateway", "run", "--listen", "127.0.0.1:7000", "--model", "gpt-4o-mini")
+	if code == 0 || !strings.Contains(errOut, "pass --cluster") {
+		t.Fatalf("gateway --listen without a cluster: exit %d: %s", code, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("cluster:\n  etcd: [127.0.0.1:1]\n  listen: nowhere\n"), 0o600); err != nil {
 		t.Fatal(err)
