@@ -468,65 +468,19 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe}
 	sid := w.msg.SessionID
 	if w.recover {
-		st, err := lookupTurn(ctx, store, sid, w.msg.TurnID)
+		st, err := session.LookupTurn(ctx, store, sid, w.msg.TurnID)
 		if err != nil {
 			return session.TurnResult{SessionID: sid, Err: err}
 		}
-		sid = st.session
+		sid = st.Session
 		switch {
-		case st.completed:
-			return session.TurnResult{SessionID: st.session, TurnID: w.msg.TurnID, Answer: st.answer}
-		case st.started:
+		case st.Completed:
+			return session.TurnResult{SessionID: st.Session, TurnID: w.msg.TurnID, Answer: st.Answer}
+		case st.Started:
 			t = &session.Turn{Continue: true, Model: w.model, Observe: observe}
 		}
 	}
 	return sessions.RunTurn(ctx, sid, t)
-}
-
-type turnState struct {
-	session            string
-	started, completed bool
-	answer             string
-}
-
-// lookupTurn finds turn turnID in session id or the sessions compression
-// continued it in.
-func lookupTurn(ctx context.Context, store events.Store, id, turnID string) (turnState, error) {
-	st := turnState{session: id}
-	for range 64 {
-		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-		if err != nil {
-			return st, err
-		}
-		st.session = id
-		next := ""
-		for _, r := range rs {
-			if r.TurnID == turnID {
-				switch r.Type {
-				case "UserMessageAdded":
-					st.started = true
-				case "TurnCompleted":
-					st.completed = true
-				case "AssistantMessageAdded":
-					if p, err := schema.Decode(r.Envelope); err == nil {
-						if a := p.(schema.AssistantMessageAdded); a.Content != "" {
-							st.answer = a.Content
-						}
-					}
-				}
-			}
-			if r.Type == "ContextCompressed" {
-				if p, err := schema.Decode(r.Envelope); err == nil {
-					next = p.(schema.ContextCompressed).ChildSessionID
-				}
-			}
-		}
-		if next == "" || st.completed {
-			return st, nil
-		}
-		id = next
-	}
-	return st, nil
 }
 
 func (c *chat) typing(ctx context.Context, out schema.Outbound) {

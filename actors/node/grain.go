@@ -14,7 +14,6 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
-	"github.com/hermes-go/hermes/schema"
 )
 
 // keepFinished is how many finished turns a grain remembers, so that a
@@ -129,15 +128,15 @@ func (g *grain) handle(c actor.Context, req request) {
 func (g *grain) run(ctx context.Context, req request) reply {
 	t := &session.Turn{Text: req.Text, ID: req.ID, Model: req.Model, Yolo: req.Yolo, Continue: req.Continue}
 	if !req.Continue {
-		st, err := lookupTurn(ctx, g.store, g.id, req.ID)
+		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)
 		if err != nil {
 			return reply{Session: g.id, Err: err.Error()}
 		}
 		switch {
-		case st.completed:
+		case st.Completed:
 			g.log.Info().Str("turn", req.ID).Msg("turn already completed: answering from its events")
-			return reply{Session: st.session, Turn: req.ID, Answer: st.answer}
-		case st.started:
+			return reply{Session: st.Session, Turn: req.ID, Answer: st.Answer}
+		case st.Started:
 			g.log.Info().Str("turn", req.ID).Msg("continuing a turn another node left open")
 			t.Continue, t.Text = true, ""
 		}
@@ -148,52 +147,4 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
 	}
 	return rep
-}
-
-type turnState struct {
-	session            string
-	started, completed bool
-	answer             string
-}
-
-// lookupTurn finds turn turnID in session id or the sessions compression
-// continued it in.
-func lookupTurn(ctx context.Context, store events.Store, id, turnID string) (turnState, error) {
-	st := turnState{session: id}
-	for range 64 {
-		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-		if err != nil {
-			return st, err
-		}
-		st.session = id
-		next := ""
-		for _, r := range rs {
-			if r.TurnID == turnID {
-				switch r.Type {
-				case "UserMessageAdded":
-					st.started = true
-				case "TurnCompleted":
-					st.completed = true
-				case "AssistantMessageAdded":
-					if p, err := schema.Decode(r.Envelope); err == nil {
-						if a, ok := p.(schema.AssistantMessageAdded); ok && a.Content != "" {
-							st.answer = a.Content
-						}
-					}
-				}
-			}
-			if r.Type == "ContextCompressed" {
-				if p, err := schema.Decode(r.Envelope); err == nil {
-					if cc, ok := p.(schema.ContextCompressed); ok {
-						next = cc.ChildSessionID
-					}
-				}
-			}
-		}
-		if next == "" || st.completed {
-			return st, nil
-		}
-		id = next
-	}
-	return st, nil
 }
