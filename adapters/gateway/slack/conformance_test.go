@@ -41,10 +41,7 @@ type slPeer struct {
 func (p *slPeer) Name() string { return slack.Platform }
 
 func (p *slPeer) Caps() conformance.Caps {
-	return conformance.Caps{Limit: slack.MaxMessage, Groups: true,
-		Unsupported: map[conformance.Case]string{
-			conformance.CasePeerRestart: "slacktest cannot be started again at the same address (each server binds a fresh port, and keeps no state to resume), so a Slack restart cannot be played against it",
-		}}
+	return conformance.Caps{Limit: slack.MaxMessage, Groups: true, Restart: true}
 }
 
 func (p *slPeer) Users(t testing.TB) conformance.Users {
@@ -75,7 +72,31 @@ func (p *slPeer) NewPlatform(t testing.TB) gw.Platform {
 
 func (p *slPeer) Mention(text string) string { return "<@" + botID + "> " + text }
 
-func (p *slPeer) Restart(t testing.TB) { t.Fatal("slacktest cannot restart") }
+// Restart plays Slack going away and coming back as an app sees it:
+// slacktest cannot be started again at the same address, so Slack's own
+// signal is sent instead — the documented Socket Mode `disconnect` frame
+// (reason refresh_requested), which Slack sends before it drops a
+// connection — and for a moment every request to the Web API is refused
+// (a fault injected in the test's HTTP transport, as a network outage).
+// The adapter must open a new Socket Mode connection, and a reply it was
+// sending must still arrive once.
+func (p *slPeer) Restart(t testing.TB) {
+	p.mu.Lock()
+	sp := p.cur
+	p.mu.Unlock()
+	before := sp.rec.opens.Load()
+	sp.rec.down.Store(true)
+	sp.srv.SendToWebsocket(`{"type":"disconnect","reason":"refresh_requested","debug_info":{"host":"slacktest"}}`)
+	time.Sleep(time.Second) // the outage: requests meanwhile are refused
+	sp.rec.down.Store(false)
+	deadline := time.Now().Add(conformance.Wait)
+	for sp.rec.opens.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter did not open a new Socket Mode connection after Slack's disconnect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // slUser acts as a Slack client of slacktest would make Slack act.
 type slUser struct {

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,11 +60,21 @@ type recorder struct {
 	base http.RoundTripper
 	mu   sync.Mutex
 	ps   []post
+	// down refuses every request (Slack unreachable), for the restart case;
+	// opens counts apps.connections.open calls (Socket Mode connections).
+	down  atomic.Bool
+	opens atomic.Int64
 	// bodies holds every request body sent, to check no secret leaks.
 	bodies strings.Builder
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.down.Load() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	if strings.HasSuffix(req.URL.Path, "/apps.connections.open") {
+		r.opens.Add(1)
+	}
 	if !strings.HasSuffix(req.URL.Path, "/chat.postMessage") || req.Body == nil {
 		return r.base.RoundTrip(req)
 	}
