@@ -30,11 +30,6 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
-	"github.com/hermes-go/hermes/projections"
-	"github.com/hermes-go/hermes/projections/history"
-	"github.com/hermes-go/hermes/projections/search"
-	"github.com/hermes-go/hermes/projections/sessions"
-	"github.com/hermes-go/hermes/schema"
 )
 
 const testKey = "sk-hermes-test-key"
@@ -88,75 +83,6 @@ func (s *slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	}
 }
 
-// archive is the read side as cmd/hermes wires it: the real projections
-// over the rig's store, caught up before each read.
-type archive struct {
-	store  events.Store
-	mu     sync.Mutex
-	db     *projections.DB
-	runner *projections.Runner
-	dir    string
-}
-
-func (a *archive) fresh(ctx context.Context) error {
-	_, err := a.runner.CatchUp(ctx)
-	return err
-}
-
-func (a *archive) List(ctx context.Context, limit int) ([]sessions.Summary, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.fresh(ctx); err != nil {
-		return nil, err
-	}
-	return sessions.List(ctx, a.db.Reader(), limit)
-}
-
-func (a *archive) Get(ctx context.Context, id string) (sessions.Summary, bool, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.fresh(ctx); err != nil {
-		return sessions.Summary{}, false, err
-	}
-	return sessions.Get(ctx, a.db.Reader(), id)
-}
-
-func (a *archive) History(ctx context.Context, id string) ([]schema.Message, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.fresh(ctx); err != nil {
-		return nil, err
-	}
-	return history.Messages(ctx, a.db.Reader(), id)
-}
-
-func (a *archive) Events(ctx context.Context, id string) ([]events.Recorded, error) {
-	return a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-}
-
-func (a *archive) Fork(ctx context.Context, id string, at uint64) (string, error) {
-	return session.Fork(ctx, a.store, id, at)
-}
-
-func (a *archive) Exists(ctx context.Context, id string) (bool, error) {
-	rs, err := a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
-	return len(rs) > 0, err
-}
-
-func (a *archive) Search(ctx context.Context, q search.Query) (search.Results, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	idx, err := search.Open(filepath.Join(a.dir, "search.bleve"))
-	if err != nil {
-		return search.Results{}, err
-	}
-	defer idx.Close()
-	if _, err := projections.NewRunner(a.store, zerolog.Nop(), idx).CatchUp(ctx); err != nil {
-		return search.Results{}, err
-	}
-	return idx.Search(ctx, q)
-}
-
 type rigOpt func(*apiserver.Options)
 
 func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
@@ -185,12 +111,7 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 		Exec:  toolrun.NewPool(sys, 8, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
-	pdb, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	arch := &archive{store: store, db: pdb, dir: dir,
-		runner: projections.NewRunner(store, log, pdb.Projection(sessions.NewModel()), pdb.Projection(history.NewModel()))}
+	arch := gatewaytest.OpenProjections(t, store, dir)
 	o := apiserver.Options{Host: "127.0.0.1", Port: 0, Key: testKey, Model: "gpt-4o-mini", Archive: arch, Search: arch, Stopper: mgr, Log: log}
 	for _, f := range opts {
 		f(&o)
@@ -221,7 +142,6 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 			sys.Shutdown()
 			b.Close()
 			llm.Close()
-			pdb.Close()
 			store.Close()
 		})
 	}

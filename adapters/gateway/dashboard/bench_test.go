@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -30,7 +31,7 @@ func BenchmarkSessionPage5000(b *testing.B) {
 	}
 	defer store.Close()
 	id := seedBig(b, store, 5000)
-	h, err := dashboard.New(dashboard.Options{Key: testKey, Store: store, Read: newReader(b, store, dir), Log: zerolog.Nop()})
+	h, err := dashboard.New(dashboard.Options{Key: testKey, Store: store, Read: gatewaytest.OpenProjections(b, store, dir), Log: zerolog.Nop()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -33,94 +34,10 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
-	"github.com/hermes-go/hermes/projections"
-	"github.com/hermes-go/hermes/projections/costs"
-	"github.com/hermes-go/hermes/projections/history"
-	"github.com/hermes-go/hermes/projections/lineage"
-	"github.com/hermes-go/hermes/projections/search"
-	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
 )
 
 const testKey = "sk-dashboard-test-key"
-
-// reader is the projections' side as cmd/hermes wires it: the real
-// projections over the rig's store, caught up before each read.
-type reader struct {
-	store  events.Store
-	mu     sync.Mutex
-	db     *projections.DB
-	runner *projections.Runner
-	idx    *search.Index
-	sruns  *projections.Runner
-}
-
-func newReader(t testing.TB, store events.Store, dir string) *reader {
-	t.Helper()
-	db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := search.Open(filepath.Join(dir, "search.bleve"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close(); db.Close() })
-	log := zerolog.Nop()
-	return &reader{store: store, db: db, idx: idx, sruns: projections.NewRunner(store, log, idx),
-		runner: projections.NewRunner(store, log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()),
-			db.Projection(lineage.NewModel()), db.Projection(costs.NewModel()))}
-}
-
-func (x *reader) fresh(ctx context.Context) error {
-	_, err := x.runner.CatchUp(ctx)
-	return err
-}
-
-func (x *reader) List(ctx context.Context, limit int) ([]sessions.Summary, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := x.fresh(ctx); err != nil {
-		return nil, err
-	}
-	return sessions.List(ctx, x.db.Reader(), limit)
-}
-
-func (x *reader) Get(ctx context.Context, id string) (sessions.Summary, bool, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := x.fresh(ctx); err != nil {
-		return sessions.Summary{}, false, err
-	}
-	return sessions.Get(ctx, x.db.Reader(), id)
-}
-
-func (x *reader) Lineage(ctx context.Context, id string) ([]lineage.Node, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := x.fresh(ctx); err != nil {
-		return nil, err
-	}
-	return lineage.Tree(ctx, x.db.Reader(), id)
-}
-
-func (x *reader) Costs(ctx context.Context, by, since string) ([]costs.Row, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := x.fresh(ctx); err != nil {
-		return nil, err
-	}
-	return costs.Totals(ctx, x.db.Reader(), by, since)
-}
-
-func (x *reader) Search(ctx context.Context, q search.Query) (search.Results, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, err := x.sruns.CatchUp(ctx); err != nil {
-		return search.Results{}, err
-	}
-	return x.idx.Search(ctx, q)
-}
 
 // probeTool is a read-only tool that takes a little while, so that the
 // three calls of one answer overlap and run in parallel lanes.
@@ -149,7 +66,7 @@ type rig struct {
 	store *embedded.Store
 	llm   *llmtest.Server
 	api   *apiserver.Server
-	read  *reader
+	read  *gatewaytest.Projections
 	jobs  *cron.Jobs
 	url   string
 }
@@ -178,7 +95,7 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 		Cfg: agent.Config{Model: "gpt-4o"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
-	read := newReader(t, store, dir)
+	read := gatewaytest.OpenProjections(t, store, dir)
 	jobs := cron.NewJobs(store, time.Now)
 	var served *gw.Served
 	var servedMu sync.Mutex
