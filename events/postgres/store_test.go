@@ -20,6 +20,9 @@ import (
 var server *pgtest.Server
 
 func TestMain(m *testing.M) {
+	if os.Getenv("HERMES_LOCK_CHILD") != "" {
+		lockChild() // TestLocksKill9's child: no server of its own
+	}
 	s, err := pgtest.Launch()
 	if err != nil && !errors.Is(err, pgtest.ErrUnavailable) {
 		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)

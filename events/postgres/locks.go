@@ -1,0 +1,304 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+)
+
+// Locks are named, exclusive locks held in the store's database, for the
+// processes that share it: which node runs a session, which process feeds
+// a projection. Each is a session-level advisory lock on one connection
+// that the Locks keep for themselves, so PostgreSQL drops every lock of a
+// process the moment that connection ends, however the process ended
+// (kill -9 included): a dead holder never blocks anyone and no heartbeat
+// runs between processes. A holder that freezes or loses the network is
+// cut off by TCP keepalives the connection asks the server for (about ten
+// seconds).
+//
+// Beside each lock, the hermes_locks table records who took it, so that a
+// refusal can say who holds it, and a lock taken over says which holder
+// ended without releasing it. The record is advice; the advisory lock is
+// the truth.
+type Locks struct {
+	cfg   *pgx.ConnConfig
+	owner string
+	log   zerolog.Logger
+	safe  string
+	// Ping is how often the connection is checked (default 1 s): when it
+	// breaks, every lock it held is reported lost.
+	ping time.Duration
+
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	held   map[string]*Lock
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Lock is a held lock.
+type Lock struct {
+	l    *Locks
+	name string
+	key  int64
+	prev string
+	lost chan struct{}
+	once sync.Once
+}
+
+// Name is the lock's name.
+func (lk *Lock) Name() string { return lk.name }
+
+// Previous is the owner recorded by a holder that ended without releasing
+// the lock ("" when it was free and clean).
+func (lk *Lock) Previous() string { return lk.prev }
+
+// Lost is closed when the lock is no longer held: its connection broke
+// (the server may have handed it to someone else), or it was released.
+func (lk *Lock) Lost() <-chan struct{} { return lk.lost }
+
+func (lk *Lock) drop() { lk.once.Do(func() { close(lk.lost) }) }
+
+// Release gives the lock up.
+func (lk *Lock) Release(ctx context.Context) error {
+	return lk.l.release(ctx, lk)
+}
+
+// LockedError is the refusal of a lock another process holds.
+type LockedError struct {
+	Name string
+	// Owner is the holder's record ("" when it could not be read).
+	Owner string
+}
+
+func (e *LockedError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("lock %s is held by another process", e.Name)
+	}
+	return fmt.Sprintf("lock %s is held by %s", e.Name, e.Owner)
+}
+
+// ErrLocksClosed is returned by a Locks that was closed.
+var ErrLocksClosed = errors.New("locks closed")
+
+// LockKey is the advisory lock key of a lock name.
+func LockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("hermes-lock:" + name))
+	return int64(h.Sum64())
+}
+
+// Locks returns the locks of the store's database, taken in the name of
+// owner (what refusals show others: host, pid). They use a connection of
+// their own, made on first use; Close them before the store.
+func (s *Store) Locks(owner string) *Locks { return s.locks(owner, time.Second) }
+
+func (s *Store) locks(owner string, ping time.Duration) *Locks {
+	l := &Locks{cfg: s.pool.Config().ConnConfig.Copy(), owner: owner, log: s.log, safe: s.safe, ping: ping,
+		held: map[string]*Lock{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.watch()
+	return l
+}
+
+// connect makes the lock connection and the owners table (with l.mu held).
+func (l *Locks) connect(ctx context.Context) error {
+	if l.conn != nil && !l.conn.IsClosed() {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, l.cfg)
+	if err != nil {
+		return fmt.Errorf("locks on %s: %w", l.safe, err)
+	}
+	// Ask the server to notice a client that vanished without closing
+	// (frozen, cut off): its locks then go to others within seconds.
+	// These settings only concern TCP; on a unix socket they are ignored.
+	setup := `SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3;
+		SELECT pg_advisory_xact_lock(` + fmt.Sprint(migrateLock) + `);
+		CREATE TABLE IF NOT EXISTS hermes_locks (name TEXT PRIMARY KEY, owner TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now())`
+	if _, err := conn.Exec(ctx, "BEGIN; "+setup+"; COMMIT"); err != nil {
+		conn.Close(context.Background())
+		return fmt.Errorf("locks on %s: %w", l.safe, err)
+	}
+	l.conn = conn
+	return nil
+}
+
+// TryLock takes the lock called name, or returns a *LockedError when a
+// live process (this one included) holds it.
+func (l *Locks) TryLock(ctx context.Context, name string) (*Lock, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrLocksClosed
+	}
+	if _, ok := l.held[name]; ok {
+		return nil, &LockedError{Name: name, Owner: l.owner}
+	}
+	if err := l.connect(ctx); err != nil {
+		return nil, err
+	}
+	key := LockKey(name)
+	var got bool
+	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&got); err != nil {
+		l.broken(err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if !got {
+		var owner string
+		_ = l.conn.QueryRow(ctx, `SELECT owner FROM hermes_locks WHERE name = $1`, name).Scan(&owner)
+		return nil, &LockedError{Name: name, Owner: owner}
+	}
+	var prev string
+	err := l.conn.QueryRow(ctx, `SELECT coalesce((SELECT owner FROM hermes_locks WHERE name = $1), '')`, name).Scan(&prev)
+	if err == nil {
+		_, err = l.conn.Exec(ctx, `INSERT INTO hermes_locks (name, owner) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, since = now()`, name, l.owner)
+	}
+	if err != nil {
+		l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
+		return nil, fmt.Errorf("lock %s: record the owner: %w", name, err)
+	}
+	lk := &Lock{l: l, name: name, key: key, prev: prev, lost: make(chan struct{})}
+	l.held[name] = lk
+	return lk, nil
+}
+
+func (l *Locks) release(ctx context.Context, lk *Lock) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[lk.name] != lk {
+		return nil // lost or released already
+	}
+	delete(l.held, lk.name)
+	lk.drop()
+	if l.conn == nil || l.conn.IsClosed() {
+		return nil
+	}
+	_, err := l.conn.Exec(ctx, `DELETE FROM hermes_locks WHERE name = $1 AND owner = $2`, lk.name, l.owner)
+	if err == nil {
+		_, err = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lk.key)
+	}
+	if err != nil {
+		l.broken(err)
+		return fmt.Errorf("release lock %s: %w", lk.name, err)
+	}
+	return nil
+}
+
+// broken closes a connection that failed, which drops every lock it held
+// on the server, and tells their holders (with l.mu held).
+func (l *Locks) broken(err error) {
+	if l.conn != nil {
+		l.conn.Close(context.Background())
+		l.conn = nil
+	}
+	if len(l.held) > 0 {
+		l.log.Warn().Err(err).Str("store", l.safe).Int("locks", len(l.held)).Msg("lost the connection holding locks: every lock it held is given up")
+	}
+	for name, lk := range l.held {
+		lk.drop()
+		delete(l.held, name)
+	}
+}
+
+// watch checks the connection while locks are held.
+func (l *Locks) watch() {
+	defer close(l.done)
+	t := time.NewTicker(l.ping)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if l.conn != nil && len(l.held) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*l.ping+2*time.Second)
+			if err := l.conn.Ping(ctx); err != nil {
+				l.broken(err)
+			}
+			cancel()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Holder is a lock's state as the database sees it.
+type Holder struct {
+	Name  string    `json:"name"`
+	Owner string    `json:"owner"`
+	Since time.Time `json:"since"`
+	// Live says a process holds it now; a record that is not live was
+	// left by a holder that ended without releasing.
+	Live bool `json:"live"`
+}
+
+// Holders lists the recorded locks whose names start with prefix.
+func (s *Store) Holders(ctx context.Context, prefix string) ([]Holder, error) {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('hermes_locks') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT name, owner, since FROM hermes_locks WHERE starts_with(name, $1) ORDER BY name`, prefix)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Holder, error) {
+		var h Holder
+		err := r.Scan(&h.Name, &h.Owner, &h.Since)
+		return h, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range hs {
+		// A bigint advisory lock shows in pg_locks as its high and low
+		// 32 bits (classid, objid) with objsubid 1.
+		k := uint64(LockKey(hs[i].Name))
+		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND classid = $1 AND objid = $2 AND objsubid = 1)`, uint32(k>>32), uint32(k)).Scan(&hs[i].Live)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hs, nil
+}
+
+// Close releases every lock and the connection.
+func (l *Locks) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.stop)
+	var err error
+	if l.conn != nil && !l.conn.IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for name := range l.held {
+			if _, e := l.conn.Exec(ctx, `DELETE FROM hermes_locks WHERE name = $1 AND owner = $2`, name, l.owner); e != nil {
+				err = e
+				break
+			}
+		}
+		cancel()
+		err = errors.Join(err, l.conn.Close(context.Background()))
+		l.conn = nil
+	}
+	for name, lk := range l.held {
+		lk.drop()
+		delete(l.held, name)
+	}
+	l.mu.Unlock()
+	<-l.done
+	return err
+}

@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestLocksExclusive(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	a, b := s.Locks("node-a pid 1"), s.Locks("node-b pid 2")
+	defer a.Close()
+	defer b.Close()
+
+	la, err := a.TryLock(ctx, "session:s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if la.Previous() != "" {
+		t.Fatalf("a fresh lock names a previous owner %q", la.Previous())
+	}
+	_, err = b.TryLock(ctx, "session:s1")
+	var le *LockedError
+	if !errors.As(err, &le) || le.Owner != "node-a pid 1" {
+		t.Fatalf("second holder: %v, want a LockedError naming node-a", err)
+	}
+	// The same process asking twice is refused too: one holder per name.
+	if _, err := a.TryLock(ctx, "session:s1"); !errors.As(err, &le) {
+		t.Fatalf("taking a held lock again: %v", err)
+	}
+	// Another name is independent.
+	if _, err := b.TryLock(ctx, "session:s2"); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := s.Holders(ctx, "session:")
+	if err != nil || len(hs) != 2 || !hs[0].Live || hs[0].Owner != "node-a pid 1" || hs[1].Owner != "node-b pid 2" {
+		t.Fatalf("holders: %+v %v", hs, err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-la.Lost():
+	default:
+		t.Fatal("a released lock is not reported as no longer held")
+	}
+	lb, err := b.TryLock(ctx, "session:s1")
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	if lb.Previous() != "" {
+		t.Fatalf("a cleanly released lock names a previous owner %q", lb.Previous())
+	}
+}
+
+// TestLocksLostConnection cuts the connection holding a lock from the
+// server's side: the holder is told at once, and another process takes it.
+func TestLocksLostConnection(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	a, b := s.locks("a", 50*time.Millisecond), s.Locks("b")
+	defer a.Close()
+	defer b.Close()
+	la, err := a.TryLock(ctx, "projection:costs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := uint64(LockKey("projection:costs"))
+	if _, err := s.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = $1 AND objid = $2 AND objsubid = 1`, uint32(k>>32), uint32(k)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder was not told its connection (and lock) was lost")
+	}
+	lb, err := b.TryLock(ctx, "projection:costs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Previous() != "a" {
+		t.Fatalf("taken over from %q, want a (which never released)", lb.Previous())
+	}
+	// The process that lost it can take locks again on a new connection.
+	if _, err := a.TryLock(ctx, "projection:history"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLocksKill9 holds a lock in a child process and kills it with
+// SIGKILL: the lock is free at once for the next holder, which learns who
+// left it.
+func TestLocksKill9(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	cfg := s.pool.Config().ConnConfig
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLocksKill9$")
+	cmd.Env = append(os.Environ(), "HERMES_LOCK_CHILD="+connString(cfg))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	held := false
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "HELD" {
+			held = true
+			break
+		}
+	}
+	if !held {
+		t.Fatal("the child never took the lock")
+	}
+	b := s.Locks("survivor")
+	defer b.Close()
+	var le *LockedError
+	if _, err := b.TryLock(ctx, "session:kill"); !errors.As(err, &le) || le.Owner != "child" {
+		t.Fatalf("while the child lives: %v", err)
+	}
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lk, err := b.TryLock(ctx, "session:kill")
+		if err == nil {
+			if lk.Previous() != "child" {
+				t.Fatalf("taken over from %q, want child", lk.Previous())
+			}
+			break
+		}
+		if !errors.As(err, &le) || time.Now().After(deadline) {
+			t.Fatalf("after kill -9: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func connString(cfg *pgx.ConnConfig) string { return cfg.ConnString() }
+
+// lockChild is the child process of TestLocksKill9: it takes the lock,
+// says so and waits to be killed.
+func lockChild() {
+	ctx := context.Background()
+	s, err := Open(ctx, os.Getenv("HERMES_LOCK_CHILD"))
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		os.Exit(2)
+	}
+	if _, err := s.Locks("child").TryLock(ctx, "session:kill"); err != nil {
+		os.Stderr.WriteString(err.Error())
+		os.Exit(2)
+	}
+	os.Stdout.WriteString("HELD\n")
+	time.Sleep(time.Hour)
+}
