@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
@@ -61,8 +63,10 @@ func helperNode() error {
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log,
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
 		Tools:    agent.NewTools(), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
-		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10})
-	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second}, store, mgr, log)
+		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
+		Leases: session.StoreLeases{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
+	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
+	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port}, store, mgr, log)
 	if err != nil {
 		return err
 	}
@@ -398,4 +402,168 @@ func TestJoinWithoutEtcd(t *testing.T) {
 	if _, err := node.Client(sys, node.Config{}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "no etcd endpoint") {
 		t.Fatalf("join with no endpoint: %v", err)
 	}
+}
+
+// A member joins while another runs a turn of a session the join moves to
+// the newcomer: the turn is not cut short and run again there. The old
+// owner finishes it holding the session's lease (a lock in PostgreSQL),
+// the newcomer answers the caller "pending" until the lease is free, then
+// answers the turn from the session's events; the model is asked once and
+// the session goes on on the newcomer.
+func TestClusterJoinMidTurn(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+
+	reached := make(chan struct{})
+	release := make(chan struct{})
+	var once, released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	llm := llmtest.New()
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		if lastUser(r) != "think slowly" {
+			return &llmtest.Reply{Content: "pong"}
+		}
+		once.Do(func() { close(reached) })
+		select {
+		case <-release:
+		case <-time.After(2 * time.Minute):
+		}
+		return &llmtest.Reply{Content: "thought it through"}
+	}
+	t.Cleanup(llm.Close)
+	t.Cleanup(free)
+
+	// The members' ports are chosen first, so that the test can pick a
+	// session the join moves (placement is rendezvous hashing over the
+	// members' addresses).
+	var ports []int
+	rdvAll := cluster.NewRendezvous()
+	var members []*cluster.Member
+	for i := range 3 {
+		p := freePortT(t)
+		ports = append(ports, p)
+		members = append(members, &cluster.Member{Id: fmt.Sprint(i), Host: "127.0.0.1", Port: int32(p), Kinds: []string{node.Kind}})
+	}
+	rdvAll.UpdateMembers(members)
+	first := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	var sid string
+	for sid == "" || rdvAll.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: node.Kind, Identity: sid}) == first {
+		sid = uuid.NewString()
+	}
+	newOwner := rdvAll.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: node.Kind, Identity: sid})
+
+	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	startNode(t, append(env, fmt.Sprintf("HERMES_NODE_PORT=%d", ports[0])), races)
+
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
+	gatewaytest.WaitFor(t, "the first node in the client's topology", func() bool { return len(client.Members()) == 1 })
+	seen := &answers{by: map[string][]string{}}
+	sessions := node.NewSessions(client)
+	sessions.OnAnswer = seen.add
+
+	res := make(chan session.TurnResult, 1)
+	go func() { res <- sessions.RunTurn(ctx, sid, &session.Turn{ID: "turn-1", Text: "think slowly"}) }()
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow turn never reached the model")
+	}
+	// Two members join while the first one's model call is in flight.
+	startNode(t, append(env, fmt.Sprintf("HERMES_NODE_PORT=%d", ports[1])), races)
+	startNode(t, append(env, fmt.Sprintf("HERMES_NODE_PORT=%d", ports[2])), races)
+	gatewaytest.WaitFor(t, "three nodes in the client's topology", func() bool { return len(client.Members()) == 3 })
+	// The newcomer is asked (the caller polls each second) and refused
+	// the session while the first member holds its lease.
+	hs, err := store.Holders(ctx, "session:"+sid)
+	if err != nil || len(hs) != 1 || !hs[0].Live {
+		t.Fatalf("the session's lease while its turn runs: %+v %v", hs, err)
+	}
+	time.Sleep(2500 * time.Millisecond) // let the caller reach the newcomer before the turn ends
+	free()
+
+	var r session.TurnResult
+	select {
+	case r = <-res:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the turn was never answered")
+	}
+	if r.Err != nil || r.Answer != "thought it through" {
+		t.Fatalf("turn result %+v", r)
+	}
+	if n := countUser(llm, "think slowly"); n != 1 {
+		t.Fatalf("the model was asked %d times for the turn that moved", n)
+	}
+	if a := seen.of(sid); len(a) != 1 || a[0] != newOwner {
+		t.Fatalf("answered by %v, want the newcomer %s", a, newOwner)
+	}
+	// The session goes on on its new owner, which now holds its lease.
+	r = sessions.RunTurn(ctx, sid, &session.Turn{ID: "turn-2", Text: "again"})
+	if r.Err != nil || r.Answer != "pong" {
+		t.Fatalf("next turn %+v", r)
+	}
+	if a := seen.of(sid); len(a) != 2 || a[1] != newOwner {
+		t.Fatalf("answered by %v", a)
+	}
+	rs, err := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, e := range rs {
+		count[e.Type]++
+	}
+	if count["UserMessageAdded"] != 2 || count["TurnCompleted"] != 2 || count["TurnInterrupted"] != 0 {
+		t.Fatalf("session events %v", count)
+	}
+}
+
+func freePortT(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// isolate runs t alone in a child process of the test binary and reports
+// its outcome; it returns false in that child, which runs the test. A
+// test starting a cluster client needs a process of its own: protoactor's
+// remote sets gRPC's global logger when it starts, racing the gRPC
+// connections an earlier test's cluster is still closing.
+func isolate(t *testing.T) bool {
+	if os.Getenv("HERMES_NODE_ISOLATED") == t.Name() {
+		return false
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "HERMES_NODE_ISOLATED="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s in its own process: %v\n%s", t.Name(), err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in its own process did not pass:\n%s", t.Name(), out)
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,12 +25,13 @@ const keepFinished = 16
 // the member that owns the id, and it runs the session's turns through the
 // node's session manager.
 type grain struct {
-	id    string
-	node  string
-	store events.Store
-	mgr   *session.Manager
-	log   zerolog.Logger
-	poll  time.Duration
+	id     string
+	node   string
+	store  events.Store
+	mgr    *session.Manager
+	log    zerolog.Logger
+	poll   time.Duration
+	hosted *hosted
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,14 +52,43 @@ func (g *grain) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *cluster.ClusterInit:
 		g.id = m.Identity.Identity
+		g.node = c.ActorSystem().Address()
 		g.ctx, g.cancel = context.WithCancel(context.Background())
 		g.log = g.log.With().Str("session", g.id).Logger()
+		g.hosted.activated(g.id)
 		g.log.Info().Msg("session grain activated")
 	case *actor.Stopped:
-		if g.cancel != nil {
-			g.cancel()
+		// The grain stops when the session moves to another member (one
+		// joined) or this one leaves. A turn in flight is not cut short:
+		// it goes on holding the session's lease, so the new owner waits
+		// (its callers are answered "pending") and then answers the turn
+		// from its events instead of running its model and tool calls
+		// again. The session is let go when its turns are done. A member
+		// that leaves stops its sessions itself (Manager.Shutdown).
+		if g.id == "" {
+			return
 		}
+		var running []chan struct{}
+		for _, r := range g.turns {
+			running = append(running, r.done)
+		}
+		id, h, log, cancel := g.id, g.hosted, g.log, g.cancel
+		go func() {
+			for _, d := range running {
+				<-d
+			}
+			cancel()
+			if h.deactivated(id) {
+				log.Info().Msg("session moved to another member: let go of it here")
+			}
+		}()
 	case turnEnded:
+		if r := g.turns[m.key]; r != nil && r.res.Pending {
+			// Refused for now (another member still runs the
+			// session): the next request tries again.
+			delete(g.turns, m.key)
+			return
+		}
 		g.order = append(g.order, m.key)
 		for len(g.order) > keepFinished {
 			delete(g.turns, g.order[0])
@@ -142,9 +173,48 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		}
 	}
 	res := g.mgr.RunTurn(ctx, g.id, t)
+	var inUse *session.InUseError
+	if errors.As(res.Err, &inUse) {
+		g.log.Info().Str("turn", req.ID).Str("holder", inUse.Owner.String()).Msg("another process still runs the session: answering pending")
+		// Not at once: the caller asks again as soon as it hears.
+		select {
+		case <-time.After(min(g.poll, 250*time.Millisecond)):
+		case <-ctx.Done():
+		}
+		return reply{Pending: true}
+	}
 	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer}
 	if res.Err != nil {
 		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
 	}
 	return rep
+}
+
+// hosted counts the grains active on this member per session, so that a
+// session is let go (its actor stopped, its lease released) only when no
+// grain of it is active here any more.
+type hosted struct {
+	mgr    *session.Manager
+	mu     sync.Mutex
+	active map[string]int
+}
+
+func (h *hosted) activated(id string) {
+	h.mu.Lock()
+	h.active[id]++
+	h.mu.Unlock()
+}
+
+// deactivated counts a grain of id gone and lets the session go when it
+// was the last; it says whether it did.
+func (h *hosted) deactivated(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.active[id]--
+	if h.active[id] > 0 {
+		return false
+	}
+	delete(h.active, id)
+	h.mgr.Restart(id)
+	return true
 }

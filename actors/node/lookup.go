@@ -21,6 +21,7 @@ type lookup struct {
 	inner  cluster.IdentityLookup // disthash on members: it activates grains
 	mu     sync.RWMutex
 	rdv    *cluster.Rendezvous
+	addrs  []string // members of the latest topology
 	sub    *eventstream.Subscription
 	client bool
 }
@@ -34,8 +35,12 @@ func (l *lookup) Setup(c *cluster.Cluster, kinds []string, isClient bool) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
 			r := cluster.NewRendezvous()
 			r.UpdateMembers(t.Members)
+			var addrs []string
+			for _, m := range t.Members {
+				addrs = append(addrs, m.Address())
+			}
 			l.mu.Lock()
-			l.rdv = r
+			l.rdv, l.addrs = r, addrs
 			l.mu.Unlock()
 		}
 	})
@@ -81,4 +86,11 @@ func (l *lookup) Shutdown() {
 		l.inner.Shutdown()
 		l.inner = nil
 	}
+}
+
+// members returns the addresses of the latest topology's members.
+func (l *lookup) members() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]string(nil), l.addrs...)
 }

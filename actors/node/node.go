@@ -71,6 +71,7 @@ func (c Config) withDefaults() Config {
 // Cluster is this process's membership.
 type Cluster struct {
 	c      *cluster.Cluster
+	lookup *lookup
 	cfg    Config
 	member bool
 	log    zerolog.Logger
@@ -79,14 +80,10 @@ type Cluster struct {
 // Address is this member's remote address (host:port).
 func (c *Cluster) Address() string { return c.c.ActorSystem.Address() }
 
-// Members returns the addresses of the live members hosting session grains.
-func (c *Cluster) Members() []string {
-	var out []string
-	for _, m := range c.c.MemberList.Members().Members() {
-		out = append(out, m.Address())
-	}
-	return out
-}
+// Members returns the addresses of the live members hosting session grains
+// (as of the latest topology this process heard of; protoactor's own member
+// list is read without synchronisation while its provider writes it).
+func (c *Cluster) Members() []string { return c.lookup.members() }
 
 // Leave leaves the cluster: a member tells the others it left and
 // deregisters from etcd (its sessions move to the members left); both
@@ -109,15 +106,14 @@ func (c *Cluster) Leave() {
 func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.Manager, log zerolog.Logger) (*Cluster, error) {
 	cfg = cfg.withDefaults()
 	log = log.With().Str("component", "node").Logger()
-	addr := ""
+	h := &hosted{mgr: mgr, active: map[string]int{}}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &grain{store: store, mgr: mgr, log: log, node: addr, poll: cfg.Poll, turns: map[string]*turnRun{}}
+		return &grain{store: store, mgr: mgr, log: log, poll: cfg.Poll, turns: map[string]*turnRun{}, hosted: h}
 	})
 	c, err := join(sys, cfg, log, cluster.NewKind(Kind, props))
 	if err != nil {
 		return nil, err
 	}
-	addr = c.Address()
 	return c, nil
 }
 
@@ -139,7 +135,8 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if kind != nil {
 		opts = append(opts, cluster.WithKinds(kind))
 	}
-	ccfg := cluster.Configure(cfg.Name, provider, newLookup(), remote.Configure(cfg.Host, cfg.Port), opts...)
+	lk := newLookup()
+	ccfg := cluster.Configure(cfg.Name, provider, lk, remote.Configure(cfg.Host, cfg.Port), opts...)
 	cl := cluster.New(sys, ccfg)
 	// The provider panics when etcd refuses it; a start is an error here.
 	defer func() {
@@ -152,7 +149,7 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	} else {
 		cl.StartClient()
 	}
-	c = &Cluster{c: cl, cfg: cfg, log: log, member: kind != nil}
+	c = &Cluster{c: cl, lookup: lk, cfg: cfg, log: log, member: kind != nil}
 	log.Info().Str("address", c.Address()).Bool("member", kind != nil).Msg("joined the cluster")
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
@@ -38,6 +40,10 @@ type app struct {
 	store  events.Store
 	projDB *projections.DB
 	runner *projections.Runner
+
+	// locksMu guards lockSet (see locks).
+	locksMu sync.Mutex
+	lockSet map[string]*postgres.Locks
 }
 
 func (g *globals) resolveHome() (string, error) {
@@ -168,7 +174,7 @@ func (a *app) damaged(ctx context.Context, id string) (projections.Damage, bool)
 }
 
 func (a *app) Close() error {
-	return errors.Join(a.projDB.Close(), a.store.Close())
+	return errors.Join(a.closeLocks(), a.projDB.Close(), a.store.Close())
 }
 
 // fresh brings the projections up to the end of the log before a read, so

@@ -165,7 +165,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 		MaxCostPerDay:     cfg.MaxCostPerDay,
 		// One process at a time runs a session: a chat holds the lease of
 		// its session until it ends or moves to another one.
-		Leases: session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()),
+		Leases: a.leases(session.ThisProcess()),
 		DayCost: func() float64 {
 			d, _ := costs.Day(context.Background(), a.projDB.Reader(), time.Now().UTC().Format("2006-01-02"))
 			return d

@@ -174,7 +174,7 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 		Agent: &cron.SessionAgent{Sys: c.sys, Deps: c.deps, Tools: c.cronTools,
 			Create: c.createCronSession},
 		Scripts:       cron.Shell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout},
-		Leases:        session.NewFileLeases(filepath.Join(c.a.home, "locks"), o),
+		Leases:        c.a.leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.maxParallel, Timeout: w.set.timeout, AckTimeout: w.set.ackTimeout,
 		OutputDir: filepath.Join(c.a.home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,

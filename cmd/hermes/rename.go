@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ func sessionsRename(g *globals) *cobra.Command {
 			}
 			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
 				ctx := cmd.Context()
-				lease, err := session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()).Lease(s.ID)
+				lease, err := a.leases(session.ThisProcess()).Lease(s.ID)
 				var inUse *session.InUseError
 				if errors.As(err, &inUse) {
 					return fmt.Errorf("%w: rename it from that chat with /title %s", err, title)

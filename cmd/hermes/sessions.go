@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -282,7 +281,7 @@ func sessionsDelete(g *globals) *cobra.Command {
 					}
 				}
 				// A session another process runs is not pulled from under it.
-				lease, err := session.NewFileLeases(filepath.Join(a.home, "locks"), session.ThisProcess()).Lease(s.ID)
+				lease, err := a.leases(session.ThisProcess()).Lease(s.ID)
 				if err != nil {
 					return err
 				}

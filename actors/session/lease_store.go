@@ -1,0 +1,67 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/hermes-go/hermes/events/postgres"
+)
+
+// StoreLeases are session leases held as locks in a PostgreSQL store
+// (events/postgres.Locks), for processes on several machines (cluster
+// nodes, a gateway, a chat) that run sessions against that one store: the
+// server drops a lock when its holder's connection ends, kill -9 included,
+// and a node that a session moves to while another still runs its turn is
+// refused with an *InUseError until that turn ends and the other node
+// lets the session go. The locks must carry OwnerRecord of their owner.
+type StoreLeases struct{ Locks *postgres.Locks }
+
+// OwnerRecord is the owner record a process's store locks carry: the JSON
+// of o, which refusals and take-overs turn back into an Owner.
+func OwnerRecord(o Owner) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func parseOwner(s string) (Owner, bool) {
+	var o Owner
+	if s == "" || json.Unmarshal([]byte(s), &o) != nil {
+		return Owner{}, false
+	}
+	return o, true
+}
+
+// Lease implements Leaser.
+func (s StoreLeases) Lease(session string) (Lease, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lk, err := s.Locks.TryLock(ctx, "session:"+session)
+	if err != nil {
+		var le *postgres.LockedError
+		if errors.As(err, &le) {
+			o, _ := parseOwner(le.Owner)
+			return nil, &InUseError{Session: session, Owner: o}
+		}
+		return nil, errors.Join(errors.New("lease session "+session), err)
+	}
+	l := &storeLease{lk: lk}
+	if o, ok := parseOwner(lk.Previous()); ok {
+		l.prev = &o
+	}
+	return l, nil
+}
+
+type storeLease struct {
+	lk   *postgres.Lock
+	prev *Owner
+}
+
+func (l *storeLease) Previous() *Owner { return l.prev }
+
+func (l *storeLease) Release() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.lk.Release(ctx)
+}
