@@ -198,6 +198,11 @@ type Runner struct {
 	// its first damage; loaded once per log.
 	bad    map[string]uint64
 	badLog *string
+
+	// leaser, when set, makes Run feed a projection whose state several
+	// processes share only while this runner holds its lease.
+	leaser     Leaser
+	leaseRetry time.Duration
 }
 
 // NewRunner returns a runner of projs over store.
@@ -617,8 +622,21 @@ func (r *Runner) catchUpTo(ctx context.Context, log string, cps []uint64, after,
 // follows the log live, applying whatever has arrived as one span. Damage
 // met live and spans refused because another process reset a projection
 // send it back to catching up. Its end by ctx is no failure: it returns
-// ctx's error and logs nothing.
+// ctx's error and logs nothing. With leases (WithLeases), a projection
+// whose state is shared is fed only while this runner holds its lease.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.leaser != nil {
+		for _, p := range r.projs {
+			if isShared(p) {
+				return r.runLeased(ctx)
+			}
+		}
+	}
+	return r.runAll(ctx)
+}
+
+// runAll feeds every projection of the runner until ctx ends.
+func (r *Runner) runAll(ctx context.Context) error {
 	for {
 		err := r.follow(ctx)
 		if ctx.Err() != nil {
@@ -758,6 +776,9 @@ type Status struct {
 	Head       uint64 `json:"head"`
 	// Behind counts positions, not events: erased events leave holes.
 	Behind uint64 `json:"behind"`
+	// FedBy is the holder of the lease of a shared projection (see
+	// WithLeases): the process whose runner feeds it ("" when none does).
+	FedBy string `json:"fed_by,omitempty"`
 }
 
 // Status reports each projection's checkpoint against the log's head,
@@ -779,6 +800,9 @@ func (r *Runner) Status(ctx context.Context) ([]Status, error) {
 		st := Status{Name: p.Name(), Checkpoint: cp, Head: head}
 		if head > cp {
 			st.Behind = head - cp
+		}
+		if st.FedBy, err = r.leaseHolder(ctx, p); err != nil {
+			return nil, fmt.Errorf("projection %s: lease: %w", p.Name(), err)
 		}
 		out = append(out, st)
 	}
