@@ -155,7 +155,9 @@ func (g *globals) open() (*app, error) {
 		projs = append(projs, memory.FilesProjection{Dir: filepath.Join(home, "memories")})
 	}
 	runner := projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(pdb)
-	return &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}, nil
+	a := &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}
+	a.leaseProjections()
+	return a, nil
 }
 
 // damaged returns the damage that keeps session id (or a session whose id

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/projections"
 )
 
 // locks returns the store's locks taken in the name of owner, or nil when
@@ -50,4 +54,55 @@ func (a *app) leases(self session.Owner) session.Leaser {
 		return session.NewFileLeases(filepath.Join(a.home, "locks"), self)
 	}
 	return session.StoreLeases{Locks: l}
+}
+
+// projectionLeaser hands out the leases of shared projections as locks in
+// the PostgreSQL store.
+type projectionLeaser struct {
+	locks *postgres.Locks
+	store *postgres.Store
+}
+
+func (p projectionLeaser) TryLease(ctx context.Context, name string) (projections.Lease, bool, error) {
+	lk, err := p.locks.TryLock(ctx, name)
+	var le *postgres.LockedError
+	if errors.As(err, &le) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return lk, true, nil
+}
+
+func (p projectionLeaser) LeaseHolder(ctx context.Context, name string) (string, error) {
+	hs, err := p.store.Holders(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	for _, h := range hs {
+		if h.Name == name && h.Live {
+			return ownerText(h.Owner), nil
+		}
+	}
+	return "", nil
+}
+
+// ownerText shows a lock's owner record for people.
+func ownerText(rec string) string {
+	var o session.Owner
+	if json.Unmarshal([]byte(rec), &o) == nil && o.PID != 0 {
+		return o.String()
+	}
+	return rec
+}
+
+// leaseProjections makes the app's runner feed the projections shared in
+// a PostgreSQL store only while this process holds their leases.
+func (a *app) leaseProjections() {
+	pg, ok := a.store.(*postgres.Store)
+	if !ok {
+		return
+	}
+	a.runner.WithLeases(projectionLeaser{locks: a.locks(session.OwnerRecord(session.ThisProcess())), store: pg}, time.Second)
 }

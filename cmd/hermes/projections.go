@@ -31,7 +31,11 @@ func projectionsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PROJECTION\tCHECKPOINT\tHEAD\tBEHIND")
 			for _, s := range st {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", s.Name, s.Checkpoint, s.Head, s.Behind)
+				note := ""
+				if s.FedBy != "" {
+					note = "\tfed by " + s.FedBy
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d%s\n", s.Name, s.Checkpoint, s.Head, s.Behind, note)
 			}
 			// The search index lives in its own files (search.bleve).
 			head, _ := a.store.Head(cmd.Context())
