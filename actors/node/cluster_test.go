@@ -517,11 +517,26 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	if a := seen.of(sid); len(a) != 1 || a[0] != newOwner {
 		t.Fatalf("answered by %v, want the newcomer %s", a, newOwner)
 	}
-	// The session goes on on its new owner, which now holds its lease.
-	r = sessions.RunTurn(ctx, sid, &session.Turn{ID: "turn-2", Text: "again"})
+	// The session goes on on its new owner, which now holds its lease;
+	// the turn's streamed deltas reach the caller across the cluster.
+	var omu sync.Mutex
+	var streamed strings.Builder
+	observe := func(o agent.Observation) {
+		if o.Kind == "delta" {
+			omu.Lock()
+			streamed.WriteString(o.Text)
+			omu.Unlock()
+		}
+	}
+	r = sessions.RunTurn(ctx, sid, &session.Turn{ID: "turn-2", Text: "again", Observe: observe})
 	if r.Err != nil || r.Answer != "pong" {
 		t.Fatalf("next turn %+v", r)
 	}
+	gatewaytest.WaitFor(t, "the streamed deltas", func() bool {
+		omu.Lock()
+		defer omu.Unlock()
+		return streamed.String() == "pong"
+	})
 	if a := seen.of(sid); len(a) != 2 || a[1] != newOwner {
 		t.Fatalf("answered by %v", a)
 	}

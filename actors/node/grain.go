@@ -32,6 +32,7 @@ type grain struct {
 	log    zerolog.Logger
 	poll   time.Duration
 	hosted *hosted
+	root   *actor.RootContext
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -53,6 +54,7 @@ func (g *grain) Receive(c actor.Context) {
 	case *cluster.ClusterInit:
 		g.id = m.Identity.Identity
 		g.node = c.ActorSystem().Address()
+		g.root = c.ActorSystem().Root
 		g.ctx, g.cancel = context.WithCancel(context.Background())
 		g.log = g.log.With().Str("session", g.id).Logger()
 		g.hosted.activated(g.id)
@@ -158,6 +160,10 @@ func (g *grain) handle(c actor.Context, req request) {
 // tool results are not redone), and one they do not show is run.
 func (g *grain) run(ctx context.Context, req request) reply {
 	t := &session.Turn{Text: req.Text, ID: req.ID, Model: req.Model, Yolo: req.Yolo, Continue: req.Continue}
+	if o := req.Observer; o != nil {
+		to, root := actor.NewPID(o.Address, o.ID), g.root
+		t.Observe = func(ob agent.Observation) { root.Send(to, encode(ob)) }
+	}
 	if !req.Continue {
 		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)
 		if err != nil {

@@ -165,6 +165,14 @@ type request struct {
 	Continue bool   `json:"continue,omitempty"`
 	Yolo     bool   `json:"yolo,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Observer is the caller's actor that hears the turn's observations.
+	Observer *pidRef `json:"observer,omitempty"`
+}
+
+// pidRef names an actor of another member.
+type pidRef struct {
+	Address string `json:"address"`
+	ID      string `json:"id"`
 }
 
 // reply is a grain's answer.

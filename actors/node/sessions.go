@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -20,8 +21,9 @@ import (
 const stopGrace = 30 * time.Second
 
 // Sessions runs turns on the cluster's session grains: it implements the
-// gateway's Sessions port. Observers (streamed deltas) do not cross the
-// cluster: a turn's answer comes back whole.
+// gateway's Sessions port. A turn's observations (streamed deltas, tool
+// starts and ends) cross the cluster: the caller hosts an actor that the
+// grain sends them to, in order, and hands them to the turn's Observer.
 type Sessions struct {
 	c *Cluster
 	// OnAnswer, when set, is told which member answered each turn (tests,
@@ -58,6 +60,11 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 	req := request{Op: "turn", ID: t.ID, Text: t.Text, Model: t.Model, Continue: t.Continue, Yolo: t.Yolo}
 	if req.ID == "" {
 		req.ID = uuid.NewString()
+	}
+	if t.Observe != nil {
+		pid := s.observer(t.Observe)
+		defer s.c.c.ActorSystem.Root.Stop(pid)
+		req.Observer = &pidRef{Address: pid.Address, ID: pid.Id}
 	}
 	var stopped time.Time
 	backoff := 100 * time.Millisecond
@@ -120,4 +127,19 @@ func (s *Sessions) Compress(ctx context.Context, id, model string) (string, erro
 		return rep.Session, errors.New(rep.Err)
 	}
 	return rep.Session, nil
+}
+
+// observer spawns the actor that receives a turn's observations from the
+// grain running it and hands them to observe, in the order they arrive.
+func (s *Sessions) observer(observe agent.Observer) *actor.PID {
+	return s.c.c.ActorSystem.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		b, ok := c.Message().(*wrapperspb.BytesValue)
+		if !ok {
+			return
+		}
+		var o agent.Observation
+		if json.Unmarshal(b.Value, &o) == nil {
+			observe(o)
+		}
+	}))
 }
