@@ -54,7 +54,7 @@ func openEnv(t *testing.T, dir string, models ...projections.Model) *env {
 	return e
 }
 
-func dump(t *testing.T, db *sql.DB) string {
+func dump(t *testing.T, db *projections.Reader) string {
 	t.Helper()
 	ctx := context.Background()
 	ss, err := sessions.Dump(ctx, db)
@@ -243,7 +243,7 @@ type failing struct {
 	after int
 }
 
-func (f failing) Apply(tx *sql.Tx, ev projections.Event) error {
+func (f failing) Apply(tx *projections.Tx, ev projections.Event) error {
 	*f.n++
 	if *f.n == f.after {
 		return errors.New("injected failure")
