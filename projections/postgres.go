@@ -47,6 +47,16 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 // processes creating the same table at once may fail in PostgreSQL (a
 // unique violation in its catalog), so creation holds a lock.
 func setupPostgres(ctx context.Context, db *sql.DB) error {
+	// Most opens find everything there: they need neither the lock nor
+	// the right to create.
+	var ready bool
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass('hermes_projections.checkpoints') IS NOT NULL
+		AND to_regclass('hermes_projections.origins') IS NOT NULL AND to_regclass('hermes_projections.quarantine') IS NOT NULL`).Scan(&ready); err != nil {
+		return err
+	}
+	if ready {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
