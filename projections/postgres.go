@@ -33,6 +33,11 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("open projections %s: the connection string does not parse", safe)
 	}
 	cfg.RuntimeParams["search_path"] = Schema
+	// As on SQLite, commits skip the flush the event store waits for: a
+	// crash of the server can lose the last batches, never part of one
+	// (a state and its checkpoint commit together), and the runner
+	// applies them again from the log.
+	cfg.RuntimeParams["synchronous_commit"] = "off"
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(4)
