@@ -576,3 +576,70 @@ func TestOpenPostgresErrors(t *testing.T) {
 		t.Fatal("a SQLite projections database is Shared")
 	}
 }
+
+// many is a model that writes a row per event through an Inserter, keyed
+// by the event's revision modulo 600: more rows in a batch than one
+// statement takes, and a second batch replacing every row.
+type many struct{ pending [][]any }
+
+func (*many) Name() string { return "many" }
+func (*many) Version() int { return 1 }
+func (*many) Create(tx *projections.Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS many (k TEXT PRIMARY KEY, n INTEGER NOT NULL, b BLOB NOT NULL) WITHOUT ROWID`)
+}
+func (*many) Drop(tx *projections.Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS many`)
+	return err
+}
+func (m *many) Forget() { m.pending = nil }
+func (m *many) Apply(_ *projections.Tx, ev projections.Event) error {
+	m.pending = append(m.pending, []any{fmt.Sprint(ev.Revision % 600), int64(ev.Revision), []byte(fmt.Sprintf("row '%d' ?", ev.Revision))})
+	return nil
+}
+func (m *many) Flush(tx *projections.Tx) error {
+	rows, err := tx.Inserter(projections.Upsert("many", "k", "k, n, b"))
+	if err != nil {
+		return err
+	}
+	for _, r := range m.pending {
+		if err := rows.Add(r...); err != nil {
+			return err
+		}
+	}
+	m.pending = nil
+	return rows.Close()
+}
+
+// TestInserterWritesEveryRow: 600 rows in one batch (statements of 256,
+// 256, 64, 16 and 8 rows on PostgreSQL), then 600 replacing them, on each
+// database.
+func TestInserterWritesEveryRow(t *testing.T) {
+	eachDB(t, func(t *testing.T, b backend) {
+		e := openEnvOn(t, b, t.TempDir(), b.fresh(t), &many{})
+		ctx := context.Background()
+		for round := range 2 {
+			var evs []schema.Envelope
+			for range 600 {
+				evs = append(evs, schema.MustEnvelope(schema.Meta{SessionID: "m"}, schema.UserMessageAdded{Content: "x"}))
+			}
+			if _, err := e.store.Append(ctx, "many-rows", events.Any, evs...); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.run.CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n, sum int64
+			if err := e.db.Reader().QueryRowContext(ctx, `SELECT count(*), CAST(sum(n) AS BIGINT) FROM many WHERE b <> ?`, []byte("")).Scan(&n, &sum); err != nil {
+				t.Fatal(err)
+			}
+			lo := int64(600 * round)
+			if want := (lo + lo + 599) * 600 / 2; n != 600 || sum != want {
+				t.Fatalf("round %d: %d rows summing to %d, want 600 summing to %d", round, n, sum, want)
+			}
+		}
+		var got []byte
+		if err := e.db.Reader().QueryRowContext(ctx, `SELECT b FROM many WHERE k = ?`, "7").Scan(&got); err != nil || string(got) != "row '607' ?" {
+			t.Fatalf("row 7: %q %v", got, err)
+		}
+	})
+}

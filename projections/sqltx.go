@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ const (
 type binder struct {
 	pg    bool
 	cache sync.Map // query -> rebound query
+	multi sync.Map // multiKey -> statement of several rows (Inserter)
 }
 
 func (b *binder) bind(q string) string {
@@ -207,4 +209,110 @@ func PrefixBound(prefix string) (bound string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// Inserter writes rows. On PostgreSQL it sends a few hundred rows a
+// statement: every statement is a round trip to the server, which one per
+// row would spend most of a batch's time on (a rebuild of the four models
+// ran at about 0.6× the speed). On SQLite, in the process, one prepared
+// statement per row is faster than parsing long ones.
+type Inserter struct {
+	tx   *Tx
+	one  string    // the statement of one row
+	stmt *sql.Stmt // SQLite: one prepared for the transaction
+	// head and tail surround the VALUES tuples; tuple is one row's.
+	head, tuple, tail string
+	width             int
+	args              []any
+	rows              int
+}
+
+// maxInsertRows bounds the rows of one statement (and with them its
+// parameters, which both databases limit).
+const maxInsertRows = 256
+
+// Inserter returns an Inserter of the rows of insert, a statement
+// `INSERT … VALUES (?, …) [ON CONFLICT …]` of one row (an upsert may not
+// meet the same key twice in one statement: add each key once). Close
+// writes what is left.
+func (t *Tx) Inserter(insert string) (*Inserter, error) {
+	i := strings.Index(insert, "VALUES (")
+	if i < 0 {
+		return nil, fmt.Errorf("not an INSERT … VALUES (…): %.60s", insert)
+	}
+	i += len("VALUES ")
+	j := i + strings.IndexByte(insert[i:], ')') + 1
+	tuple := insert[i:j]
+	if strings.Trim(tuple, "(?, )") != "" {
+		return nil, fmt.Errorf("VALUES holds more than placeholders: %.60s", insert)
+	}
+	return &Inserter{tx: t, one: insert, head: insert[:i], tuple: tuple, tail: insert[j:], width: strings.Count(tuple, "?")}, nil
+}
+
+// Add adds a row.
+func (u *Inserter) Add(vals ...any) error {
+	if len(vals) != u.width {
+		return fmt.Errorf("%d values for %d columns: %.60s", len(vals), u.width, u.head)
+	}
+	if !u.tx.b.pg {
+		if u.stmt == nil {
+			stmt, err := u.tx.Prepare(u.one)
+			if err != nil {
+				return err
+			}
+			u.stmt = stmt
+		}
+		_, err := u.stmt.ExecContext(u.tx.ctx, vals...)
+		return err
+	}
+	u.args = append(u.args, vals...)
+	u.rows++
+	if u.rows == maxInsertRows {
+		return u.flush(u.rows)
+	}
+	return nil
+}
+
+// Close writes the rows not yet written, in statements of a power of two
+// rows each, so that a handful of statements serve every count.
+func (u *Inserter) Close() error {
+	if u.stmt != nil {
+		return u.stmt.Close()
+	}
+	for u.rows > 0 {
+		n := 1
+		for n*2 <= u.rows {
+			n *= 2
+		}
+		if err := u.flush(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the first n rows gathered.
+func (u *Inserter) flush(n int) error {
+	if _, err := u.tx.Exec(u.statement(n), u.args[:n*u.width]...); err != nil {
+		return err
+	}
+	u.args = append(u.args[:0], u.args[n*u.width:]...)
+	u.rows -= n
+	return nil
+}
+
+// statement is the statement of n rows.
+func (u *Inserter) statement(n int) string {
+	k := multiKey{u.head, u.tail, n}
+	if q, ok := u.tx.b.multi.Load(k); ok {
+		return q.(string)
+	}
+	q := u.head + strings.TrimSuffix(strings.Repeat(u.tuple+", ", n), ", ") + u.tail
+	u.tx.b.multi.Store(k, q)
+	return q
+}
+
+type multiKey struct {
+	head, tail string
+	rows       int
 }

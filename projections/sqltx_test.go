@@ -83,3 +83,27 @@ func TestPrefixBound(t *testing.T) {
 		}
 	}
 }
+
+func TestInserterStatements(t *testing.T) {
+	tx := &Tx{b: &binder{pg: true}}
+	if _, err := tx.Inserter(`UPDATE t SET a = ?`); err == nil {
+		t.Fatal("an UPDATE taken for an insert")
+	}
+	if _, err := tx.Inserter(`INSERT INTO t (a, b) VALUES (?, lower(?))`); err == nil {
+		t.Fatal("VALUES with an expression taken")
+	}
+	ins, err := tx.Inserter(Upsert("t", "a", "a, b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ins.Add(1); err == nil || !strings.Contains(err.Error(), "1 values for 2 columns") {
+		t.Fatalf("a short row: %v", err)
+	}
+	want := `INSERT INTO t (a, b) VALUES (?, ?), (?, ?), (?, ?) ON CONFLICT (a) DO UPDATE SET b = excluded.b`
+	if got := ins.statement(3); got != want {
+		t.Fatalf("three rows:\n got %s\nwant %s", got, want)
+	}
+	if got := rebind(ins.statement(2)); !strings.Contains(got, "($1, $2), ($3, $4) ON CONFLICT") {
+		t.Fatalf("rebound: %s", got)
+	}
+}

@@ -96,21 +96,33 @@ func (m *Model) add(k cell, u schema.Usage, cost float64) {
 }
 
 func (m *Model) Flush(tx *projections.Tx) error {
-	for k, r := range m.pending {
-		if _, err := tx.Exec(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
+	rows, err := tx.Inserter(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (session, day, model, provider) DO UPDATE SET calls = costs.calls + excluded.calls, prompt = costs.prompt + excluded.prompt,
 			completion = costs.completion + excluded.completion, cache_read = costs.cache_read + excluded.cache_read,
-			cache_write = costs.cache_write + excluded.cache_write, cost = costs.cost + excluded.cost`,
-			k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
+			cache_write = costs.cache_write + excluded.cache_write, cost = costs.cost + excluded.cost`)
+	if err != nil {
+		return err
+	}
+	for k, r := range m.pending {
+		if err := rows.Add(k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
 			return err
 		}
 	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
 	clear(m.pending)
+	if rows, err = tx.Inserter(upsertSource); err != nil {
+		return err
+	}
 	for s, src := range m.sources {
-		if _, err := tx.Exec(upsertSource, s, src); err != nil {
+		if err := rows.Add(s, src); err != nil {
 			return err
 		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
 	}
 	clear(m.sources)
 	return nil

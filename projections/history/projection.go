@@ -161,28 +161,27 @@ func (m *Model) Flush(tx *projections.Tx) error {
 	if len(m.system)+len(m.order) == 0 {
 		return nil
 	}
-	stmt, err := tx.Prepare(upsert)
+	rows, err := tx.Inserter(upsert)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for sid, b := range m.system {
-		if _, err := stmt.Exec(sid, 0, b); err != nil {
+		if err := rows.Add(sid, 0, b); err != nil {
 			return err
 		}
 	}
-	var buf bytes.Buffer
 	for _, sid := range m.order {
 		c := m.chunks[sid]
-		buf.Reset()
+		// Each row its own array: the rows are sent together.
+		var buf bytes.Buffer
 		buf.WriteByte('[')
 		buf.Write(bytes.Join(c.msgs, []byte{','}))
 		buf.WriteByte(']')
-		if _, err := stmt.Exec(sid, c.first, buf.Bytes()); err != nil {
+		if err := rows.Add(sid, c.first, buf.Bytes()); err != nil {
 			return err
 		}
 	}
-	return nil
+	return rows.Close()
 }
 
 var upsert = projections.Upsert("history", "session_id, first_idx", "session_id, first_idx, messages")

@@ -214,17 +214,19 @@ func (m *Model) Flush(tx *projections.Tx) error {
 	if len(m.dirty) == 0 {
 		return nil
 	}
-	stmt, err := tx.Prepare(upsert)
+	rows, err := tx.Inserter(upsert)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for id := range m.dirty {
 		s := m.cache[id]
-		if _, err := stmt.Exec(s.ID, s.Title, s.Source, s.Model, s.Parent, s.Reason, s.Status, s.Started.UnixNano(), s.LastActive.UnixNano(),
+		if err := rows.Add(s.ID, s.Title, s.Source, s.Model, s.Parent, s.Reason, s.Status, s.Started.UnixNano(), s.LastActive.UnixNano(),
 			s.Messages, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD); err != nil {
 			return err
 		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
 	}
 	clear(m.dirty)
 	return nil
