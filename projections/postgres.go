@@ -6,13 +6,16 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/hermes-go/hermes/events/postgres"
 )
 
 // Schema is the PostgreSQL schema that holds the projections' tables,
-// beside the event store's in the same database.
+// beside the event store's in the same database (one Hermes log per
+// database: the projections of two logs kept in one database under
+// different search paths would share it).
 const Schema = "hermes_projections"
 
 // lockSpace is the first key of the advisory locks the projections take
@@ -27,11 +30,14 @@ const lockSpace = 0x68707266
 // all.
 func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	safe := postgres.Redact(url)
-	cfg, err := pgx.ParseConfig(url)
+	// pgxpool's parser, as the event store's: it takes (and drops) the
+	// pool_* settings a store URL may carry.
+	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The parser's message may quote the URL, password and all.
 		return nil, fmt.Errorf("open projections %s: the connection string does not parse", safe)
 	}
+	cfg := pcfg.ConnConfig
 	cfg.RuntimeParams["search_path"] = Schema
 	// As on SQLite, commits skip the flush the event store waits for: a
 	// crash of the server can lose the last batches, never part of one

@@ -507,7 +507,8 @@ func projectionsOf(db *projections.DB, models []projections.Model) []projections
 
 // TestPostgresOpenAtOnce: several processes opening a fresh database at
 // the same moment all succeed (creating the schema and tables at once can
-// fail in PostgreSQL without a lock), and find the same tables.
+// fail in PostgreSQL without a lock), and find the same tables; half of
+// them with the event store's pool setting in the URL.
 func TestPostgresOpenAtOnce(t *testing.T) {
 	url := pgServer(t).Database(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -522,7 +523,11 @@ func TestPostgresOpenAtOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			db, err := projections.OpenPostgres(ctx, url)
+			u := url
+			if i%2 == 0 {
+				u += "&pool_max_conns=4" // a store URL's pool setting is no server parameter
+			}
+			db, err := projections.OpenPostgres(ctx, u)
 			if err != nil {
 				errs <- err
 				return
