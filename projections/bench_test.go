@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
+	pgstore "github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
@@ -85,4 +86,53 @@ func BenchmarkRebuild(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkProjectionsIntoPostgres rebuilds the four table projections from a
+// PostgreSQL event store of HERMES_BENCH_PG_EVENTS events (default
+// 100,000) into a SQLite file and into PostgreSQL (schema
+// hermes_projections of the store's database, as a cluster keeps them), in
+// the same run: the SQLite figure is the baseline.
+func BenchmarkProjectionsIntoPostgres(b *testing.B) {
+	total := 100_000
+	if v, err := strconv.Atoi(os.Getenv("HERMES_BENCH_PG_EVENTS")); err == nil && v > 0 {
+		total = v
+	}
+	url := pgServer(b).Database(b)
+	ctx := context.Background()
+	store, err := pgstore.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	n := 0
+	for s := 0; n < total; s++ {
+		evs := sessionEvents(fmt.Sprintf("%08d-0000-4000-8000-000000000000", s))
+		if len(evs) > total-n {
+			evs = evs[:total-n]
+		}
+		if _, err := store.Append(ctx, events.SessionStream(evs[0].SessionID), events.NoStream, evs...); err != nil {
+			b.Fatal(err)
+		}
+		n += len(evs)
+	}
+	for _, db := range []backend{sqliteDB, postgresDB} {
+		b.Run(db.name, func(b *testing.B) {
+			var where string
+			if db.name == "postgres" {
+				where = url
+			} else {
+				where = db.fresh(b)
+			}
+			pdb := db.open(b, where)
+			run := projections.NewRunner(store, zerolog.Nop(), projectionsOf(pdb, allModels())...)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := run.Rebuild(ctx, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

@@ -34,11 +34,12 @@ type env struct {
 
 func openEnv(t *testing.T, dir string, models ...projections.Model) *env {
 	t.Helper()
+	return openEnvOn(t, sqliteDB, dir, filepath.Join(dir, "projections.db"), models...)
+}
+
+func newEnv(t *testing.T, dir string, db *projections.DB, models ...projections.Model) *env {
+	t.Helper()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"), embedded.WithPollInterval(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func openEnv(t *testing.T, dir string, models ...projections.Model) *env {
 	return e
 }
 
-func dump(t *testing.T, db *sql.DB) string {
+func dump(t *testing.T, db *projections.Reader) string {
 	t.Helper()
 	ctx := context.Background()
 	ss, err := sessions.Dump(ctx, db)
@@ -115,9 +116,11 @@ func writeSession(ctx context.Context, s events.Store, rng *rand.Rand, sid strin
 // TestLiveEqualsRebuilt runs the projections live while writers append
 // concurrently, then compares them with a rebuild from scratch and with a
 // fresh database built from the log, byte for byte.
-func TestLiveEqualsRebuilt(t *testing.T) {
+func TestLiveEqualsRebuilt(t *testing.T) { eachDB(t, testLiveEqualsRebuilt) }
+
+func testLiveEqualsRebuilt(t *testing.T, b backend) {
 	dir := t.TempDir()
-	e := openEnv(t, dir)
+	e := openEnvOn(t, b, dir, b.fresh(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rctx, stop := context.WithCancel(ctx)
@@ -178,11 +181,7 @@ func TestLiveEqualsRebuilt(t *testing.T) {
 		t.Fatalf("rebuilt projections differ from live ones:\nlive    %.400s\nrebuilt %.400s", live, rebuilt)
 	}
 	// A brand-new projections database fed from the same log.
-	fresh, err := projections.OpenDB(filepath.Join(t.TempDir(), "projections.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := b.open(t, b.fresh(t))
 	r2 := projections.NewRunner(e.store, zerolog.Nop(), fresh.Projection(sessions.NewModel()), fresh.Projection(history.NewModel()))
 	if _, err := r2.CatchUp(ctx); err != nil {
 		t.Fatal(err)
@@ -194,8 +193,10 @@ func TestLiveEqualsRebuilt(t *testing.T) {
 
 // TestHistoryAgreesWithFold checks the projection against the pure fold the
 // session actor recovers with.
-func TestHistoryAgreesWithFold(t *testing.T) {
-	e := openEnv(t, t.TempDir())
+func TestHistoryAgreesWithFold(t *testing.T) { eachDB(t, testHistoryAgreesWithFold) }
+
+func testHistoryAgreesWithFold(t *testing.T, b backend) {
+	e := openEnvOn(t, b, t.TempDir(), b.fresh(t))
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 5 {
@@ -243,7 +244,7 @@ type failing struct {
 	after int
 }
 
-func (f failing) Apply(tx *sql.Tx, ev projections.Event) error {
+func (f failing) Apply(tx *projections.Tx, ev projections.Event) error {
 	*f.n++
 	if *f.n == f.after {
 		return errors.New("injected failure")
@@ -253,10 +254,12 @@ func (f failing) Apply(tx *sql.Tx, ev projections.Event) error {
 
 // TestFailedBatchAppliesNothing: a batch that fails half-way leaves neither
 // state nor checkpoint behind, so the retry applies each event once.
-func TestFailedBatchAppliesNothing(t *testing.T) {
+func TestFailedBatchAppliesNothing(t *testing.T) { eachDB(t, testFailedBatchAppliesNothing) }
+
+func testFailedBatchAppliesNothing(t *testing.T, b backend) {
 	dir := t.TempDir()
 	n := 0
-	e := openEnv(t, dir, failing{sessions.NewModel(), &n, 150}, failing{history.NewModel(), new(int), 0})
+	e := openEnvOn(t, b, dir, b.fresh(t), failing{sessions.NewModel(), &n, 150}, failing{history.NewModel(), new(int), 0})
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 6 {
@@ -285,15 +288,18 @@ func TestFailedBatchAppliesNothing(t *testing.T) {
 
 // TestTwoRunnersShareOneDatabase: two runners (as two processes would) feed
 // the same projections database; each event still counts once.
-func TestTwoRunnersShareOneDatabase(t *testing.T) {
+func TestTwoRunnersShareOneDatabase(t *testing.T) { eachDB(t, testTwoRunnersShareOneDatabase) }
+
+func testTwoRunnersShareOneDatabase(t *testing.T, b backend) {
 	dir := t.TempDir()
-	a := openEnv(t, dir)
-	b := openEnv(t, dir)
+	where := b.fresh(t)
+	a := openEnvOn(t, b, dir, where)
+	c := openEnvOn(t, b, dir, where)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	rctx, stop := context.WithCancel(ctx)
-	for _, e := range []*env{a, b} {
+	for _, e := range []*env{a, c} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -308,7 +314,7 @@ func TestTwoRunnersShareOneDatabase(t *testing.T) {
 	}
 	head, _ := a.store.Head(ctx)
 	a.run.WaitFor(ctx, head)
-	b.run.WaitFor(ctx, head)
+	c.run.WaitFor(ctx, head)
 	stop()
 	wg.Wait()
 	shared := dump(t, a.db.Reader())
@@ -356,10 +362,13 @@ func mustRead(t *testing.T, s events.Store, stream string) events.Recorded {
 // before the reset on top of the emptied state, and the rebuild then went
 // on from that span's end: sessions vanished while status said 0 behind.
 // After each round every projection must equal a fresh build from the log.
-func TestRebuildBesideLiveRunner(t *testing.T) {
+func TestRebuildBesideLiveRunner(t *testing.T) { eachDB(t, testRebuildBesideLiveRunner) }
+
+func testRebuildBesideLiveRunner(t *testing.T, b backend) {
 	dir := t.TempDir()
-	a := openEnv(t, dir)
-	b := openEnv(t, dir)
+	where := b.fresh(t)
+	a := openEnvOn(t, b, dir, where)
+	live := openEnvOn(t, b, dir, where)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -367,7 +376,7 @@ func TestRebuildBesideLiveRunner(t *testing.T) {
 	for round := range 8 {
 		rctx, stop := context.WithCancel(ctx)
 		runErr := make(chan error, 1)
-		go func() { runErr <- b.run.Run(rctx) }()
+		go func() { runErr <- live.run.Run(rctx) }()
 		writing := make(chan error, 1)
 		go func() {
 			wr := rand.New(rand.NewPCG(uint64(round), 3))
@@ -388,7 +397,7 @@ func TestRebuildBesideLiveRunner(t *testing.T) {
 		}
 		n += 6
 		head, _ := a.store.Head(ctx)
-		if err := b.run.WaitFor(ctx, head); err != nil {
+		if err := live.run.WaitFor(ctx, head); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		stop()
@@ -396,10 +405,7 @@ func TestRebuildBesideLiveRunner(t *testing.T) {
 			t.Fatalf("round %d: live runner: %v", round, err)
 		}
 		got := dump(t, a.db.Reader())
-		fresh, err := projections.OpenDB(filepath.Join(t.TempDir(), "projections.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		fresh := b.open(t, b.fresh(t))
 		if _, err := projections.NewRunner(a.store, zerolog.Nop(), fresh.Projection(sessions.NewModel()), fresh.Projection(history.NewModel())).CatchUp(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -416,9 +422,11 @@ func TestRebuildBesideLiveRunner(t *testing.T) {
 // TestCancelIsNoFailure stops a live runner at random moments while events
 // arrive: it returns the context's error and logs no error (it logged
 // "projection failed" when the cancellation hit a batch being applied).
-func TestCancelIsNoFailure(t *testing.T) {
+func TestCancelIsNoFailure(t *testing.T) { eachDB(t, testCancelIsNoFailure) }
+
+func testCancelIsNoFailure(t *testing.T, b backend) {
 	dir := t.TempDir()
-	e := openEnv(t, dir)
+	e := openEnvOn(t, b, dir, b.fresh(t))
 	var logs strings.Builder
 	var mu sync.Mutex
 	run := projections.NewRunner(e.store, zerolog.New(lockedWriter{&mu, &logs}).Level(zerolog.WarnLevel), e.db.Projection(sessions.NewModel()), e.db.Projection(history.NewModel()))
@@ -617,9 +625,12 @@ func damage(t *testing.T, path, stream string, rev int) {
 // TestDamagedSessionIsQuarantined: one damaged record no longer stops the
 // projections. Its session is left out of them, the damage is recorded for
 // every process, and the other sessions go on being read and updated.
-func TestDamagedSessionIsQuarantined(t *testing.T) {
+func TestDamagedSessionIsQuarantined(t *testing.T) { eachDB(t, testDamagedSessionIsQuarantined) }
+
+func testDamagedSessionIsQuarantined(t *testing.T, b backend) {
 	dir := t.TempDir()
-	e := openEnv(t, dir)
+	where := b.fresh(t)
+	e := openEnvOn(t, b, dir, where)
 	run := e.run.WithQuarantine(e.db)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(8, 8))
@@ -667,7 +678,7 @@ func TestDamagedSessionIsQuarantined(t *testing.T) {
 	}
 	// Another process (its own runner and connections) skips the same
 	// streams, and a fresh build agrees.
-	other := openEnv(t, dir)
+	other := openEnvOn(t, b, dir, where)
 	if _, err := other.run.WithQuarantine(other.db).CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -798,23 +809,23 @@ func (c *counting) Apply(_ context.Context, b []projections.Event) error {
 // change, for the projections in projections.db and, through the origins
 // the runner records, for one kept elsewhere (without them it kept the
 // replaced log's session).
-func TestLongerReplacementLog(t *testing.T) {
+func TestLongerReplacementLog(t *testing.T) { eachDB(t, testLongerReplacementLog) }
+
+func testLongerReplacementLog(t *testing.T, b backend) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.db")
 	writeHome(t, path, "a1")
 	other := filepath.Join(t.TempDir(), "events.db")
 	writeHome(t, other, "b1", "b2", "b3", "b4", "b5", "b6")
 	ctx := context.Background()
+	where := b.fresh(t)
 	plain := &counting{sessions: map[string]bool{}}
 	open := func() (*projections.Runner, *projections.DB, func()) {
 		store, err := embedded.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := b.open(t, where)
 		run := projections.NewRunner(store, zerolog.Nop(), db.Projection(sessions.NewModel()), plain).WithOrigins(db)
 		return run, db, func() { db.Close(); store.Close() }
 	}
@@ -823,11 +834,11 @@ func TestLongerReplacementLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	done()
-	b, _ := os.ReadFile(other)
+	log, _ := os.ReadFile(other)
 	for _, suffix := range []string{"-wal", "-shm"} {
 		os.Remove(path + suffix)
 	}
-	os.WriteFile(path, b, 0o600)
+	os.WriteFile(path, log, 0o600)
 	run, db, done = open()
 	defer done()
 	if _, err := run.CatchUp(ctx); err != nil {

@@ -15,22 +15,33 @@ import (
 	"github.com/hermes-go/hermes/events/embedded"
 )
 
-// DB is the SQLite file ($HERMES_HOME/projections.db) that holds the
-// table-backed read models and their checkpoints. Like the event store it
-// may be open in several processes at once. Its commits skip the fsync the
+// DB is the database that holds the table-backed read models and their
+// checkpoints: a home's SQLite file ($HERMES_HOME/projections.db), or, with
+// a PostgreSQL event store, schema hermes_projections of that database,
+// shared by every process of the cluster (see OpenPostgres). Either may be
+// open in several processes at once. SQLite's commits skip the fsync the
 // event store pays for: a power cut can lose the last batches, but a state
 // and its checkpoint always move together, so the runner just re-applies
 // them from the log.
 type DB struct {
-	path string
-	w    *sql.DB // one connection; transactions take the write lock
-	r    *sql.DB
+	name string // the file, or the server's URL without its password
+	kind dialect
+	w    *sql.DB // SQLite: one connection; transactions take the write lock
+	r    *sql.DB // the same pool as w on PostgreSQL
+	b    *binder
+	rd   *Reader
 	// scratch is the directory of a private copy (OpenScratch), removed
 	// on Close.
 	scratch string
 }
 
-// OpenDB opens (creating if needed) the projections database at path.
+func newDB(name string, kind dialect, w, r *sql.DB) *DB {
+	b := &binder{pg: kind == dialectPostgres}
+	return &DB{name: name, kind: kind, w: w, r: r, b: b, rd: &Reader{db: r, b: b}}
+}
+
+// OpenDB opens (creating if needed) the SQLite projections database at
+// path.
 func OpenDB(path string) (*DB, error) {
 	w, err := embedded.OpenSQLite(path, true, false)
 	if err != nil {
@@ -46,8 +57,16 @@ func OpenDB(path string) (*DB, error) {
 		r.Close()
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
 	}
-	return &DB{path: path, w: w, r: r}, nil
+	return newDB(path, dialectSQLite, w, r), nil
 }
+
+// Shared reports whether the database is shared by processes on several
+// machines (PostgreSQL) rather than kept in one home.
+func (d *DB) Shared() bool { return d.kind == dialectPostgres }
+
+// String names the database: its file, or its server's URL without the
+// password.
+func (d *DB) String() string { return d.name }
 
 // setup makes the tables the runner keeps: checkpoints (with the identity
 // of the log each counts positions of; a database from before identities
@@ -55,14 +74,11 @@ func OpenDB(path string) (*DB, error) {
 // of projections kept elsewhere (see Origins) and the quarantine of damaged
 // streams.
 func setup(w *sql.DB) error {
-	if _, err := w.Exec(`CREATE TABLE IF NOT EXISTS checkpoints (
-		name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, log TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
-		CREATE TABLE IF NOT EXISTS origins (name TEXT PRIMARY KEY, log TEXT NOT NULL) WITHOUT ROWID;
-		CREATE TABLE IF NOT EXISTS quarantine (
-		log TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, position INTEGER NOT NULL,
-		reason TEXT NOT NULL, found_ns INTEGER NOT NULL, PRIMARY KEY (log, stream)) WITHOUT ROWID`); err != nil {
+	if _, err := w.Exec(runnerTables); err != nil {
 		return err
 	}
+	// A column added after the first release (SQLite only: PostgreSQL
+	// came later).
 	var has int
 	if err := w.QueryRow(`SELECT count(*) FROM pragma_table_info('checkpoints') WHERE name = 'log'`).Scan(&has); err != nil {
 		return err
@@ -74,6 +90,15 @@ func setup(w *sql.DB) error {
 	}
 	return nil
 }
+
+// runnerTables are the runner's tables, in SQLite's dialect (see
+// (*Tx).ExecSchema).
+const runnerTables = `CREATE TABLE IF NOT EXISTS checkpoints (
+		name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, log TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+		CREATE TABLE IF NOT EXISTS origins (name TEXT PRIMARY KEY, log TEXT NOT NULL) WITHOUT ROWID;
+		CREATE TABLE IF NOT EXISTS quarantine (
+		log TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, position INTEGER NOT NULL,
+		reason TEXT NOT NULL, found_ns INTEGER NOT NULL, PRIMARY KEY (log, stream)) WITHOUT ROWID`
 
 // OpenScratch opens a private copy of the projections database at path in
 // a new temporary directory, for a home this process may not write: read
@@ -104,12 +129,15 @@ func OpenScratch(path string) (*DB, error) {
 	return d, nil
 }
 
-// Reader is the read-only handle queries use.
-func (d *DB) Reader() *sql.DB { return d.r }
+// Reader is the handle read queries use.
+func (d *DB) Reader() *Reader { return d.rd }
 
 // Close closes the database.
 func (d *DB) Close() error {
-	err := errors.Join(d.w.Close(), d.r.Close())
+	err := d.w.Close()
+	if d.r != d.w {
+		err = errors.Join(err, d.r.Close())
+	}
 	if d.scratch != "" {
 		os.RemoveAll(d.scratch)
 	}
@@ -124,13 +152,13 @@ type Model interface {
 	// version is dropped and rebuilt.
 	Version() int
 	// Create makes the model's tables (IF NOT EXISTS).
-	Create(tx *sql.Tx) error
+	Create(tx *Tx) error
 	// Drop removes the model's tables.
-	Drop(tx *sql.Tx) error
+	Drop(tx *Tx) error
 	// Apply applies one event inside the batch's transaction.
-	Apply(tx *sql.Tx, ev Event) error
+	Apply(tx *Tx, ev Event) error
 	// Flush writes what Apply gathered in memory, at the end of a batch.
-	Flush(tx *sql.Tx) error
+	Flush(tx *Tx) error
 	// Forget drops in-memory caches: another process moved the model, or a
 	// transaction was rolled back.
 	Forget()
@@ -171,8 +199,12 @@ type mark struct {
 
 func (p *tableProjection) Name() string { return p.m.Name() }
 
+// Shared implements Shared: a projection kept in PostgreSQL is one copy
+// for every process using the store.
+func (p *tableProjection) Shared() bool { return p.db.Shared() }
+
 // prepare creates the tables and rebuilds a model stored at another version.
-func (p *tableProjection) prepare(tx *sql.Tx) (mark, error) {
+func (p *tableProjection) prepare(tx *Tx) (mark, error) {
 	var m mark
 	var version int
 	err := tx.QueryRow(`SELECT position, version, log FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&m.pos, &version, &m.log)
@@ -201,14 +233,27 @@ func (p *tableProjection) prepare(tx *sql.Tx) (mark, error) {
 
 // write runs fn in a transaction with the stored checkpoint and stores the
 // checkpoint fn returns, with the state fn wrote, or neither.
-func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, m mark) (mark, error)) error {
+//
+// On PostgreSQL other processes may write the projection at the same time
+// (a read command catching up beside the live runner): the transaction
+// first takes a lock of the projection's name, so that the checkpoint it
+// reads stays the stored one until it commits. Without it, two
+// transactions could both read checkpoint N and both apply (N, M].
+func (p *tableProjection) write(ctx context.Context, fn func(tx *Tx, m mark) (mark, error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	tx, err := p.db.w.BeginTx(ctx, nil)
+	sqlTx, err := p.db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: begin: %w", p.db.path, err)
+		return fmt.Errorf("%s: begin: %w", p.db.name, err)
 	}
-	m, err := p.prepare(tx)
+	tx := &Tx{tx: sqlTx, ctx: ctx, b: p.db.b}
+	if p.db.kind == dialectPostgres {
+		_, err = tx.Exec(`SELECT pg_advisory_xact_lock(?, hashtext(?))`, lockSpace, p.m.Name())
+	}
+	var m mark
+	if err == nil {
+		m, err = p.prepare(tx)
+	}
 	if err == nil {
 		if m.pos != p.mine {
 			p.m.Forget()
@@ -219,10 +264,10 @@ func (p *tableProjection) write(ctx context.Context, fn func(tx *sql.Tx, m mark)
 		_, err = tx.Exec(`UPDATE checkpoints SET position = ?, log = ? WHERE name = ?`, m.pos, m.log, p.m.Name())
 	}
 	if err == nil {
-		err = tx.Commit()
+		err = sqlTx.Commit()
 	}
 	if err != nil {
-		tx.Rollback()
+		sqlTx.Rollback()
 		p.m.Forget()
 		return err
 	}
@@ -235,7 +280,7 @@ func (p *tableProjection) Checkpoint(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	var pos uint64
-	err := p.db.r.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&pos)
+	err := p.db.rd.QueryRowContext(ctx, `SELECT position FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&pos)
 	return pos, err
 }
 
@@ -245,7 +290,7 @@ func (p *tableProjection) ensure(ctx context.Context) error {
 	if p.ready.Load() {
 		return nil
 	}
-	if err := p.write(ctx, func(_ *sql.Tx, m mark) (mark, error) { return m, nil }); err != nil {
+	if err := p.write(ctx, func(_ *Tx, m mark) (mark, error) { return m, nil }); err != nil {
 		return err
 	}
 	p.ready.Store(true)
@@ -258,17 +303,17 @@ func (p *tableProjection) Origin(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var log string
-	err := p.db.r.QueryRowContext(ctx, `SELECT log FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&log)
+	err := p.db.rd.QueryRowContext(ctx, `SELECT log FROM checkpoints WHERE name = ?`, p.m.Name()).Scan(&log)
 	return log, err
 }
 
 func (p *tableProjection) Apply(ctx context.Context, batch []Event) error {
-	return p.write(ctx, func(tx *sql.Tx, m mark) (mark, error) {
+	return p.write(ctx, func(tx *Tx, m mark) (mark, error) {
 		return p.applyEvents(tx, m, batch)
 	})
 }
 
-func (p *tableProjection) applyEvents(tx *sql.Tx, m mark, batch []Event) (mark, error) {
+func (p *tableProjection) applyEvents(tx *Tx, m mark, batch []Event) (mark, error) {
 	for _, ev := range batch {
 		if ev.Position <= m.pos {
 			continue
@@ -285,7 +330,7 @@ func (p *tableProjection) applyEvents(tx *sql.Tx, m mark, batch []Event) (mark, 
 // state, the span must start at or before the stored checkpoint and come
 // from the log the checkpoint counts positions of.
 func (p *tableProjection) ApplySpan(ctx context.Context, sp Span) error {
-	return p.write(ctx, func(tx *sql.Tx, m mark) (mark, error) {
+	return p.write(ctx, func(tx *Tx, m mark) (mark, error) {
 		if m.log != "" && sp.Log != "" && m.log != sp.Log {
 			return m, &GapError{Projection: p.m.Name(), Checkpoint: m.pos, After: sp.After, Log: m.log, SpanLog: sp.Log}
 		}
@@ -305,7 +350,7 @@ func (p *tableProjection) ApplySpan(ctx context.Context, sp Span) error {
 }
 
 func (p *tableProjection) Reset(ctx context.Context) error {
-	return p.write(ctx, func(tx *sql.Tx, _ mark) (mark, error) {
+	return p.write(ctx, func(tx *Tx, _ mark) (mark, error) {
 		p.m.Forget()
 		if err := p.m.Drop(tx); err != nil {
 			return mark{}, err
@@ -316,7 +361,7 @@ func (p *tableProjection) Reset(ctx context.Context) error {
 
 // Damaged implements Quarantine.
 func (d *DB) Damaged(ctx context.Context, log string) ([]Damage, error) {
-	rows, err := d.r.QueryContext(ctx, `SELECT stream, revision, position, reason, found_ns FROM quarantine WHERE log = ? ORDER BY position`, log)
+	rows, err := d.rd.QueryContext(ctx, `SELECT stream, revision, position, reason, found_ns FROM quarantine WHERE log = ? ORDER BY position`, log)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +381,8 @@ func (d *DB) Damaged(ctx context.Context, log string) ([]Damage, error) {
 
 // Quarantine implements Quarantine.
 func (d *DB) Quarantine(ctx context.Context, log string, dm Damage) error {
-	_, err := d.w.ExecContext(ctx, `INSERT OR IGNORE INTO quarantine (log, stream, revision, position, reason, found_ns) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := d.w.ExecContext(ctx, d.b.bind(`INSERT INTO quarantine (log, stream, revision, position, reason, found_ns) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (log, stream) DO NOTHING`),
 		log, dm.Stream, dm.Revision, dm.Position, dm.Reason, dm.Found.UnixNano())
 	return err
 }
@@ -350,7 +396,7 @@ func (d *DB) Release(ctx context.Context) error {
 // ProjectionOrigin implements Origins.
 func (d *DB) ProjectionOrigin(ctx context.Context, name string) (string, error) {
 	var log string
-	err := d.r.QueryRowContext(ctx, `SELECT log FROM origins WHERE name = ?`, name).Scan(&log)
+	err := d.rd.QueryRowContext(ctx, `SELECT log FROM origins WHERE name = ?`, name).Scan(&log)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -359,7 +405,7 @@ func (d *DB) ProjectionOrigin(ctx context.Context, name string) (string, error) 
 
 // SetProjectionOrigin implements Origins.
 func (d *DB) SetProjectionOrigin(ctx context.Context, name, log string) error {
-	_, err := d.w.ExecContext(ctx, `INSERT OR REPLACE INTO origins (name, log) VALUES (?, ?)`, name, log)
+	_, err := d.w.ExecContext(ctx, d.b.bind(Upsert("origins", "name", "name, log")), name, log)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -38,7 +39,11 @@ type app struct {
 	home   string
 	log    zerolog.Logger
 	store  events.Store
+	spec   storeSpec // the store's kind, which says where the projections are
 	projDB *projections.DB
+	// local is the home's projections.db when projDB is shared: it keeps
+	// the origins of the projections kept in the home (the memory files).
+	local  *projections.DB
 	runner *projections.Runner
 
 	// locksMu guards lockSet (see locks).
@@ -124,7 +129,9 @@ func (g *globals) openEmbedded(home string) (*embedded.Store, error) {
 
 // open opens the store and projections of $HERMES_HOME. In a read-only home
 // the projections are a private copy (see projections.OpenScratch) that
-// read commands catch up from the log; commands that write fail.
+// read commands catch up from the log; commands that write fail. With a
+// PostgreSQL store the table projections are in that database, shared by
+// every home using it (see openProjections).
 func (g *globals) open() (*app, error) {
 	home, err := g.resolveHome()
 	if err != nil {
@@ -135,15 +142,33 @@ func (g *globals) open() (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	spec, err := g.storeSpec(home)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	a := &app{home: home, log: g.log, store: store, spec: spec}
 	var pdb *projections.DB
 	if ro {
 		pdb, err = projections.OpenScratch(filepath.Join(home, "projections.db"))
 	} else {
-		pdb, err = projections.OpenDB(filepath.Join(home, "projections.db"))
+		pdb, err = a.openProjections(context.Background())
 	}
 	if err != nil {
 		store.Close()
 		return nil, err
+	}
+	a.projDB = pdb
+	var origins projections.Origins = pdb
+	if !ro && pdb.Shared() {
+		// The memory files are this home's alone: the log they were built
+		// from is recorded in the home, not where every home would read it.
+		if a.local, err = projections.OpenDB(filepath.Join(home, "projections.db")); err != nil {
+			pdb.Close()
+			store.Close()
+			return nil, err
+		}
+		origins = a.local
 	}
 	projs := []projections.Projection{
 		pdb.Projection(sessions.NewModel()),
@@ -154,10 +179,22 @@ func (g *globals) open() (*app, error) {
 	if !ro {
 		projs = append(projs, memory.FilesProjection{Dir: filepath.Join(home, "memories")})
 	}
-	runner := projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(pdb)
-	a := &app{home: home, log: g.log, store: store, projDB: pdb, runner: runner}
+	a.runner = projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(origins)
 	a.leaseProjections()
 	return a, nil
+}
+
+// openProjections opens the table projections that go with the app's
+// store: with a PostgreSQL store, schema hermes_projections of its
+// database, which every process using the store shares; else the home's
+// projections.db.
+func (a *app) openProjections(ctx context.Context) (*projections.DB, error) {
+	if a.spec.kind == storePostgres {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return projections.OpenPostgres(ctx, a.spec.dsn)
+	}
+	return projections.OpenDB(filepath.Join(a.home, "projections.db"))
 }
 
 // damaged returns the damage that keeps session id (or a session whose id
@@ -176,7 +213,11 @@ func (a *app) damaged(ctx context.Context, id string) (projections.Damage, bool)
 }
 
 func (a *app) Close() error {
-	return errors.Join(a.closeLocks(), a.projDB.Close(), a.store.Close())
+	err := errors.Join(a.closeLocks(), a.projDB.Close())
+	if a.local != nil {
+		err = errors.Join(err, a.local.Close())
+	}
+	return errors.Join(err, a.store.Close())
 }
 
 // fresh brings the projections up to the end of the log before a read, so

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
@@ -76,7 +75,7 @@ type apiArchive struct{ a *app }
 
 // read runs fn over the projections brought up to date.
 func (x *apiArchive) read(ctx context.Context, fn func(db *projections.DB) error) error {
-	db, err := projections.OpenDB(filepath.Join(x.a.home, "projections.db"))
+	db, err := x.a.openProjections(ctx)
 	if err != nil {
 		return err
 	}

@@ -42,18 +42,17 @@ func (*Model) PayloadTypes() []string {
 	return []string{"SessionStarted", "AssistantMessageAdded", "AuxiliaryCallCompleted"}
 }
 
-func (*Model) Create(tx *sql.Tx) error {
-	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS costs (
+func (*Model) Create(tx *projections.Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS costs (
 		session TEXT NOT NULL, day TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL,
 		calls INTEGER NOT NULL, prompt INTEGER NOT NULL, completion INTEGER NOT NULL,
 		cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, cost REAL NOT NULL,
 		PRIMARY KEY (session, day, model, provider)) WITHOUT ROWID;
 		CREATE INDEX IF NOT EXISTS costs_day ON costs (day);
 		CREATE TABLE IF NOT EXISTS cost_sources (session TEXT PRIMARY KEY, source TEXT NOT NULL) WITHOUT ROWID`)
-	return err
 }
 
-func (*Model) Drop(tx *sql.Tx) error {
+func (*Model) Drop(tx *projections.Tx) error {
 	_, err := tx.Exec(`DROP TABLE IF EXISTS costs; DROP TABLE IF EXISTS cost_sources`)
 	return err
 }
@@ -63,7 +62,7 @@ func (m *Model) Forget() {
 	clear(m.sources)
 }
 
-func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	if ev.IsTombstone() {
 		if err := m.Flush(tx); err != nil {
 			return err
@@ -96,39 +95,54 @@ func (m *Model) add(k cell, u schema.Usage, cost float64) {
 	r.Cost += cost
 }
 
-func (m *Model) Flush(tx *sql.Tx) error {
-	for k, r := range m.pending {
-		if _, err := tx.Exec(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
+func (m *Model) Flush(tx *projections.Tx) error {
+	rows, err := tx.Inserter(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (session, day, model, provider) DO UPDATE SET calls = calls + excluded.calls, prompt = prompt + excluded.prompt,
-			completion = completion + excluded.completion, cache_read = cache_read + excluded.cache_read,
-			cache_write = cache_write + excluded.cache_write, cost = cost + excluded.cost`,
-			k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
+			ON CONFLICT (session, day, model, provider) DO UPDATE SET calls = costs.calls + excluded.calls, prompt = costs.prompt + excluded.prompt,
+			completion = costs.completion + excluded.completion, cache_read = costs.cache_read + excluded.cache_read,
+			cache_write = costs.cache_write + excluded.cache_write, cost = costs.cost + excluded.cost`)
+	if err != nil {
+		return err
+	}
+	for k, r := range m.pending {
+		if err := rows.Add(k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
 			return err
 		}
 	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
 	clear(m.pending)
+	if rows, err = tx.Inserter(upsertSource); err != nil {
+		return err
+	}
 	for s, src := range m.sources {
-		if _, err := tx.Exec(`INSERT OR REPLACE INTO cost_sources (session, source) VALUES (?, ?)`, s, src); err != nil {
+		if err := rows.Add(s, src); err != nil {
 			return err
 		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
 	}
 	clear(m.sources)
 	return nil
 }
+
+var upsertSource = projections.Upsert("cost_sources", "session", "session, source")
 
 // Dimensions totals can be grouped by.
 var Dimensions = []string{"session", "lineage", "model", "provider", "source", "day"}
 
 // Totals groups costs by dim, counting days on or after since (YYYY-MM-DD,
 // "" for all). Grouping by lineage needs the lineage model's table.
-func Totals(ctx context.Context, db *sql.DB, dim, since string) ([]Row, error) {
+func Totals(ctx context.Context, db *projections.Reader, dim, since string) ([]Row, error) {
 	key := map[string]string{"session": "c.session", "model": "c.model", "provider": "c.provider", "day": "c.day",
 		"source": "coalesce(s.source, '')", "lineage": "coalesce(l.root, c.session)"}[dim]
 	if key == "" {
 		return nil, fmt.Errorf("--by %q: use session, lineage, model, provider, source or day", dim)
 	}
-	q := `SELECT ` + key + ` AS k, sum(calls), sum(prompt), sum(completion), sum(cache_read), sum(cache_write), sum(cost)
+	q := `SELECT ` + key + ` AS k, CAST(sum(calls) AS BIGINT), CAST(sum(prompt) AS BIGINT), CAST(sum(completion) AS BIGINT),
+		CAST(sum(cache_read) AS BIGINT), CAST(sum(cache_write) AS BIGINT), sum(cost)
 		FROM costs c LEFT JOIN cost_sources s ON s.session = c.session`
 	if dim == "lineage" {
 		q += ` LEFT JOIN lineage l ON l.id = c.session`
@@ -155,7 +169,7 @@ func Totals(ctx context.Context, db *sql.DB, dim, since string) ([]Row, error) {
 }
 
 // Day is the total cost of one day (YYYY-MM-DD).
-func Day(ctx context.Context, db *sql.DB, day string) (float64, error) {
+func Day(ctx context.Context, db *projections.Reader, day string) (float64, error) {
 	var c sql.NullFloat64
 	err := db.QueryRowContext(ctx, `SELECT sum(cost) FROM costs WHERE day = ?`, day).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -45,14 +45,13 @@ func (*Model) PayloadTypes() []string {
 	return []string{"SessionStarted", "SystemPromptBuilt", "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded"}
 }
 
-func (*Model) Create(tx *sql.Tx) error {
-	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS history (
+func (*Model) Create(tx *projections.Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS history (
 		session_id TEXT NOT NULL, first_idx INTEGER NOT NULL, messages BLOB NOT NULL,
 		PRIMARY KEY (session_id, first_idx)) WITHOUT ROWID`)
-	return err
 }
 
-func (*Model) Drop(tx *sql.Tx) error {
+func (*Model) Drop(tx *projections.Tx) error {
 	_, err := tx.Exec(`DROP TABLE IF EXISTS history`)
 	return err
 }
@@ -68,12 +67,16 @@ func (m *Model) discard() {
 	m.order = m.order[:0]
 }
 
-func (m *Model) nextIndex(tx *sql.Tx, sid string) (int, error) {
+func (m *Model) nextIndex(tx *projections.Tx, sid string) (int, error) {
 	if n, ok := m.next[sid]; ok {
 		return n, nil
 	}
 	var first, n int
-	err := tx.QueryRow(`SELECT first_idx, json_array_length(messages) FROM history
+	length := `json_array_length(messages)`
+	if tx.Postgres() {
+		length = `json_array_length(convert_from(messages, 'UTF8')::json)`
+	}
+	err := tx.QueryRow(`SELECT first_idx, `+length+` FROM history
 		WHERE session_id = ? ORDER BY first_idx DESC LIMIT 1`, sid).Scan(&first, &n)
 	next := first + n
 	if errors.Is(err, sql.ErrNoRows) {
@@ -103,7 +106,7 @@ func (m *Model) add(sid string, idx int, msg schema.Message) error {
 	return nil
 }
 
-func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	sid := ev.SessionID
 	if ev.IsTombstone() {
 		if err := m.Flush(tx); err != nil {
@@ -153,38 +156,39 @@ func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 }
 
 // Flush writes the gathered chunks and system messages.
-func (m *Model) Flush(tx *sql.Tx) error {
+func (m *Model) Flush(tx *projections.Tx) error {
 	defer m.discard()
 	if len(m.system)+len(m.order) == 0 {
 		return nil
 	}
-	stmt, err := tx.Prepare(`INSERT OR REPLACE INTO history (session_id, first_idx, messages) VALUES (?, ?, ?)`)
+	rows, err := tx.Inserter(upsert)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for sid, b := range m.system {
-		if _, err := stmt.Exec(sid, 0, b); err != nil {
+		if err := rows.Add(sid, 0, b); err != nil {
 			return err
 		}
 	}
-	var buf bytes.Buffer
 	for _, sid := range m.order {
 		c := m.chunks[sid]
-		buf.Reset()
+		// Each row its own array: the rows are sent together.
+		var buf bytes.Buffer
 		buf.WriteByte('[')
 		buf.Write(bytes.Join(c.msgs, []byte{','}))
 		buf.WriteByte(']')
-		if _, err := stmt.Exec(sid, c.first, buf.Bytes()); err != nil {
+		if err := rows.Add(sid, c.first, buf.Bytes()); err != nil {
 			return err
 		}
 	}
-	return nil
+	return rows.Close()
 }
+
+var upsert = projections.Upsert("history", "session_id, first_idx", "session_id, first_idx, messages")
 
 // Messages returns the history of a session as the next call would start
 // from it (system message first), or nil for an unknown session.
-func Messages(ctx context.Context, db *sql.DB, sessionID string) ([]schema.Message, error) {
+func Messages(ctx context.Context, db *projections.Reader, sessionID string) ([]schema.Message, error) {
 	all, err := query(ctx, db, `SELECT session_id, messages FROM history WHERE session_id = ? ORDER BY first_idx`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", sessionID, err)
@@ -194,11 +198,11 @@ func Messages(ctx context.Context, db *sql.DB, sessionID string) ([]schema.Messa
 
 // Dump returns every session's history keyed by session id, for comparing a
 // live projection with a rebuilt one.
-func Dump(ctx context.Context, db *sql.DB) (map[string][]schema.Message, error) {
+func Dump(ctx context.Context, db *projections.Reader) (map[string][]schema.Message, error) {
 	return query(ctx, db, `SELECT session_id, messages FROM history ORDER BY session_id, first_idx`)
 }
 
-func query(ctx context.Context, db *sql.DB, q string, args ...any) (map[string][]schema.Message, error) {
+func query(ctx context.Context, db *projections.Reader, q string, args ...any) (map[string][]schema.Message, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

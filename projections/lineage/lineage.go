@@ -15,6 +15,8 @@ import (
 
 const nodeCols = `id, parent, reason, root, depth, started_ns, goal`
 
+var upsert = projections.Upsert("lineage", "id", nodeCols)
+
 type scanner interface{ Scan(...any) error }
 
 func scanNode(row scanner) (Node, error) {
@@ -66,22 +68,21 @@ func (*Model) Version() int { return 1 }
 // PayloadTypes implements projections.Selective.
 func (*Model) PayloadTypes() []string { return []string{"SessionStarted"} }
 
-func (*Model) Create(tx *sql.Tx) error {
-	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS lineage (
+func (*Model) Create(tx *projections.Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS lineage (
 		id TEXT PRIMARY KEY, parent TEXT NOT NULL, reason TEXT NOT NULL, root TEXT NOT NULL,
 		depth INTEGER NOT NULL, started_ns INTEGER NOT NULL, goal TEXT NOT NULL) WITHOUT ROWID;
 		CREATE INDEX IF NOT EXISTS lineage_root ON lineage (root)`)
-	return err
 }
 
-func (*Model) Drop(tx *sql.Tx) error {
+func (*Model) Drop(tx *projections.Tx) error {
 	_, err := tx.Exec(`DROP TABLE IF EXISTS lineage`)
 	return err
 }
 
 func (m *Model) Forget() { clear(m.cache) }
 
-func (m *Model) node(tx *sql.Tx, id string) (Node, bool, error) {
+func (m *Model) node(tx *projections.Tx, id string) (Node, bool, error) {
 	if n, ok := m.cache[id]; ok {
 		return n, true, nil
 	}
@@ -96,7 +97,7 @@ func (m *Model) node(tx *sql.Tx, id string) (Node, bool, error) {
 	return n, true, nil
 }
 
-func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	if ev.IsTombstone() {
 		delete(m.cache, ev.SessionID)
 		// Children keep their place: their parent link names an erased
@@ -120,16 +121,16 @@ func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
 		}
 	}
 	m.cache[n.ID] = n
-	_, err := tx.Exec(`INSERT OR REPLACE INTO lineage (id, parent, reason, root, depth, started_ns, goal) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.Exec(upsert,
 		n.ID, n.Parent, n.Reason, n.Root, n.Depth, n.Started.UnixNano(), n.Goal)
 	return err
 }
 
-func (*Model) Flush(*sql.Tx) error { return nil }
+func (*Model) Flush(*projections.Tx) error { return nil }
 
 // Tree returns every node of the tree holding id, root first, each
 // parent before its children (by depth, then start time).
-func Tree(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+func Tree(ctx context.Context, db *projections.Reader, id string) ([]Node, error) {
 	var root string
 	err := db.QueryRowContext(ctx, `SELECT root FROM lineage WHERE id = ?`, id).Scan(&root)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -143,7 +144,7 @@ func Tree(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 
 // Chain returns the conversation id belongs to: its ancestors from the
 // root, id itself, and the compression children that continued it.
-func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+func Chain(ctx context.Context, db *projections.Reader, id string) ([]Node, error) {
 	up, err := ancestors(ctx, db, id)
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func Chain(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 }
 
 // ancestors returns the sessions from the root down to id.
-func ancestors(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
+func ancestors(ctx context.Context, db *projections.Reader, id string) ([]Node, error) {
 	var out []Node
 	for cur := id; cur != ""; {
 		n, err := scanNode(db.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM lineage WHERE id = ?`, cur))
@@ -184,6 +185,6 @@ func ancestors(ctx context.Context, db *sql.DB, id string) ([]Node, error) {
 }
 
 // Dump is every node sorted by id.
-func Dump(ctx context.Context, db *sql.DB) ([]Node, error) {
+func Dump(ctx context.Context, db *projections.Reader) ([]Node, error) {
 	return scanNodes(db.QueryContext(ctx, `SELECT `+nodeCols+` FROM lineage ORDER BY id`))
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
@@ -59,18 +60,17 @@ func (*Model) PayloadTypes() []string {
 }
 func (*Model) Version() int { return 2 }
 
-func (*Model) Create(tx *sql.Tx) error {
-	_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS sessions (
+func (*Model) Create(tx *projections.Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS sessions (
 		id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
 		parent TEXT NOT NULL, reason TEXT NOT NULL, status TEXT NOT NULL,
 		started_ns INTEGER NOT NULL, last_active_ns INTEGER NOT NULL, messages INTEGER NOT NULL,
 		prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
 		cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL) WITHOUT ROWID;
 		CREATE INDEX IF NOT EXISTS sessions_last_active ON sessions (last_active_ns)`)
-	return err
 }
 
-func (*Model) Drop(tx *sql.Tx) error {
+func (*Model) Drop(tx *projections.Tx) error {
 	_, err := tx.Exec(`DROP TABLE IF EXISTS sessions`)
 	return err
 }
@@ -83,6 +83,8 @@ func (m *Model) Forget() {
 
 const cols = `id, title, source, model, parent, reason, status, started_ns, last_active_ns, messages,
 	prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens, cost_usd`
+
+var upsert = projections.Upsert("sessions", "id", cols)
 
 type scanner interface{ Scan(...any) error }
 
@@ -115,7 +117,7 @@ func scanAll(rows *sql.Rows, err error) ([]Summary, error) {
 	return out, rows.Err()
 }
 
-func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
+func (m *Model) row(tx *projections.Tx, id string) (*Summary, error) {
 	if s, ok := m.cache[id]; ok {
 		return s, nil
 	}
@@ -130,7 +132,7 @@ func (m *Model) row(tx *sql.Tx, id string) (*Summary, error) {
 	return s, nil
 }
 
-func (m *Model) Apply(tx *sql.Tx, ev projections.Event) error {
+func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	// Only session streams make sessions: the gateway's chats and
 	// pairings and the memory have streams of their own.
 	id := events.SessionOf(ev.Stream)
@@ -202,7 +204,7 @@ func autoTitle(s string) string {
 	return s
 }
 
-func (m *Model) Flush(tx *sql.Tx) error {
+func (m *Model) Flush(tx *projections.Tx) error {
 	for id := range m.gone {
 		if _, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, id); err != nil {
 			return err
@@ -212,28 +214,33 @@ func (m *Model) Flush(tx *sql.Tx) error {
 	if len(m.dirty) == 0 {
 		return nil
 	}
-	stmt, err := tx.Prepare(`INSERT OR REPLACE INTO sessions (` + cols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	rows, err := tx.Inserter(upsert)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for id := range m.dirty {
 		s := m.cache[id]
-		if _, err := stmt.Exec(s.ID, s.Title, s.Source, s.Model, s.Parent, s.Reason, s.Status, s.Started.UnixNano(), s.LastActive.UnixNano(),
+		if err := rows.Add(s.ID, s.Title, s.Source, s.Model, s.Parent, s.Reason, s.Status, s.Started.UnixNano(), s.LastActive.UnixNano(),
 			s.Messages, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD); err != nil {
 			return err
 		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
 	}
 	clear(m.dirty)
 	return nil
 }
 
 // List returns sessions, most recently active first; limit <= 0 means all.
-func List(ctx context.Context, db *sql.DB, limit int) ([]Summary, error) {
-	if limit <= 0 {
-		limit = -1
+func List(ctx context.Context, db *projections.Reader, limit int) ([]Summary, error) {
+	q := `SELECT ` + cols + ` FROM sessions ORDER BY last_active_ns DESC, id`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
 	}
-	out, err := scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY last_active_ns DESC, id LIMIT ?`, limit))
+	out, err := scanAll(db.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -242,7 +249,10 @@ func List(ctx context.Context, db *sql.DB, limit int) ([]Summary, error) {
 
 // Get returns one session; ok is false when it is unknown. An id prefix of
 // at least 4 characters that names exactly one session also works.
-func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
+func Get(ctx context.Context, db *projections.Reader, id string) (Summary, bool, error) {
+	if !utf8.ValidString(id) {
+		return Summary{}, false, nil // no id is such text
+	}
 	s, err := scan(db.QueryRowContext(ctx, `SELECT `+cols+` FROM sessions WHERE id = ?`, id))
 	if err == nil {
 		return *s, true, nil
@@ -253,7 +263,11 @@ func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
 	if len(id) < 4 {
 		return Summary{}, false, nil
 	}
-	found, err := scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`, id, id+"\xff"))
+	q, args := `SELECT `+cols+` FROM sessions WHERE id >= ?`, []any{id}
+	if bound, ok := projections.PrefixBound(id); ok {
+		q, args = q+` AND id < ?`, append(args, bound)
+	}
+	found, err := scanAll(db.QueryContext(ctx, q+` ORDER BY id LIMIT 2`, args...))
 	if err != nil {
 		return Summary{}, false, err
 	}
@@ -267,6 +281,6 @@ func Get(ctx context.Context, db *sql.DB, id string) (Summary, bool, error) {
 }
 
 // Dump is every session sorted by id, for comparing projections.
-func Dump(ctx context.Context, db *sql.DB) ([]Summary, error) {
+func Dump(ctx context.Context, db *projections.Reader) ([]Summary, error) {
 	return scanAll(db.QueryContext(ctx, `SELECT `+cols+` FROM sessions ORDER BY id`))
 }
