@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,15 +86,19 @@ func TestNodeRunClusterFailover(t *testing.T) {
 		out    *syncBuffer
 		exited <-chan struct{}
 	}
+	// The first node starts alone and takes every projection's lease; the
+	// second one stands by.
 	var nodes []nodeProc
-	for range 2 {
+	status := newStatusReader(t, llm, dsn)
+	for i := range 2 {
 		home := t.TempDir()
 		cmd, out, exited := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn),
 			"--home", home, "--log-level", "info", "node", "run", "--cluster", etcd.Endpoint, "--model", "gpt-4o-mini")
 		nodes = append(nodes, nodeProc{cmd, out, exited})
-	}
-	for i, n := range nodes {
-		waitOutput(t, n.out, "joined the cluster", fmt.Sprintf("node %d", i))
+		waitOutput(t, out, "joined the cluster", fmt.Sprintf("node %d", i))
+		if i == 0 {
+			status.waitFedBy(t, cmd.Process.Pid, false)
+		}
 	}
 
 	ghome := t.TempDir()
@@ -102,7 +107,7 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	}
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	_, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
+	gcmd, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
 		"--home", ghome, "--log-level", "info", "gateway", "run", "--cluster", etcd.Endpoint, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--model", "gpt-4o-mini")
 	waitOutput(t, gout, "gateway in cluster mode", "the gateway")
 
@@ -133,29 +138,37 @@ func TestNodeRunClusterFailover(t *testing.T) {
 		}
 		return c.Choices[0].Message.Content, resp.Header.Get("X-Hermes-Session-Id"), nil
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// New sessions until one lives on the first node, which feeds the
+	// projections: its kill then moves both the session and the leases.
 	var answer, sid string
-	var err error
-	for {
-		if answer, sid, err = complete("", "hello"); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil || answer != "pong" || sid == "" {
-		t.Fatalf("first completion %q %q %v\n%s", answer, sid, err, gout)
-	}
 	owner := -1
-	for i, n := range nodes {
-		if ranSession(n.out.String(), sid) {
-			if owner >= 0 {
-				t.Fatalf("session %s active on two nodes", sid)
-			}
-			owner = i
+	for try := 0; owner != 0; try++ {
+		if try == 20 {
+			t.Fatal("20 sessions and none placed on the first node")
 		}
-	}
-	if owner < 0 {
-		t.Fatalf("no node ran session %s:\n%s\n%s", sid, nodes[0].out, nodes[1].out)
+		var err error
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if answer, sid, err = complete("", "hello"); err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil || answer != "pong" || sid == "" {
+			t.Fatalf("first completion %q %q %v\n%s", answer, sid, err, gout)
+		}
+		owner = -1
+		for i, n := range nodes {
+			if ranSession(n.out.String(), sid) {
+				if owner >= 0 {
+					t.Fatalf("session %s active on two nodes", sid)
+				}
+				owner = i
+			}
+		}
+		if owner < 0 {
+			t.Fatalf("no node ran session %s:\n%s\n%s", sid, nodes[0].out, nodes[1].out)
+		}
 	}
 
 	type result struct {
@@ -188,6 +201,9 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	if !ranSession(survivor.out.String(), sid) {
 		t.Fatalf("the survivor did not run session %s:\n%s", sid, survivor.out)
 	}
+	// The killed node's projection leases went with its connection: a
+	// live process feeds each projection, up to the end of the log.
+	status.waitFedBy(t, 0, true, nodes[owner].cmd.Process.Pid)
 
 	store, err := postgres.Open(context.Background(), dsn)
 	if err != nil {
@@ -205,6 +221,13 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	if count["UserMessageAdded"] != 2 || count["TurnCompleted"] != 2 || count["TurnInterrupted"] != 1 {
 		t.Fatalf("session events %v", count)
 	}
+	// Read from a fresh home, the shared projections hold the session with
+	// its four messages (without that command catching them up itself:
+	// status showed them at the end of the log).
+	out, errOut, code := hermes(t, chatEnv(llm, "HERMES_STORE="+dsn), "", "--home", t.TempDir(), "sessions", "list", "--json")
+	if code != 0 || !strings.Contains(out, sid) {
+		t.Fatalf("sessions list from another home: %d %s %s", code, out, errOut)
+	}
 
 	// SIGTERM: the survivor leaves the cluster and exits cleanly.
 	if err := survivor.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -221,6 +244,61 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	if !strings.Contains(survivor.out.String(), "leaving the cluster") {
 		t.Fatalf("no leave:\n%s", survivor.out)
 	}
+	// Whatever the survivor fed, it handed over as it left: the gateway,
+	// the last process, feeds every projection.
+	status.waitFedBy(t, gcmd.Process.Pid, true)
+}
+
+// statusReader runs hermes projections status against the shared store
+// from a home of its own.
+type statusReader struct {
+	env  []string
+	home string
+}
+
+func newStatusReader(t *testing.T, llm *llmtest.Server, dsn string) *statusReader {
+	return &statusReader{env: chatEnv(llm, "HERMES_STORE="+dsn), home: t.TempDir()}
+}
+
+// waitFedBy waits until each table projection is fed by a live process:
+// pid when it is not 0, never one of not; with caughtUp, also until none
+// is behind the log.
+func (s *statusReader) waitFedBy(t *testing.T, pid int, caughtUp bool, not ...int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		out, errOut, code := hermes(t, s.env, "", "--home", s.home, "projections", "status")
+		last = out + errOut
+		if code == 0 && s.fedBy(out, pid, caughtUp, not) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("projections not fed by pid %d (not %v, caught up %v) within 60 s:\n%s", pid, not, caughtUp, last)
+}
+
+func (s *statusReader) fedBy(out string, pid int, caughtUp bool, not []int) bool {
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || !slices.Contains([]string{"sessions", "history", "lineage", "costs"}, f[0]) {
+			continue
+		}
+		_, by, ok := strings.Cut(l, "fed by pid ")
+		if !ok {
+			return false
+		}
+		p, err := strconv.Atoi(strings.Fields(by)[0])
+		if err != nil || (pid != 0 && p != pid) || slices.Contains(not, p) {
+			return false
+		}
+		if caughtUp && f[3] != "0" {
+			return false
+		}
+		n++
+	}
+	return n == 4
 }
 
 func waitOutput(t *testing.T, out *syncBuffer, want, who string) {
