@@ -378,6 +378,9 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag, list
 		if err != nil {
 			return err
 		}
+		if err := clusterStore(c.a); err != nil {
+			return err
+		}
 		cl, err := node.Client(c.sys, ncfg, g.log)
 		if err != nil {
 			return err

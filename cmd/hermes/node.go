@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/events/postgres"
 )
 
 // ClusterConfig is the cluster: section of config.yaml: where agent nodes
@@ -96,6 +97,9 @@ func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen str
 	if err != nil {
 		return err
 	}
+	if err := clusterStore(c.a); err != nil {
+		return err
+	}
 	cl, err := node.Host(c.sys, cfg, c.a.store, c.mgr, g.log)
 	if err != nil {
 		return err
@@ -107,4 +111,14 @@ func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen str
 	c.mgr.Shutdown()
 	cl.Leave()
 	return nil
+}
+
+// clusterStore refuses a cluster over a store that is not PostgreSQL: the
+// members must share one log, and the session leases and the projections'
+// leases are locks in that database.
+func clusterStore(a *app) error {
+	if _, ok := a.store.(*postgres.Store); ok {
+		return nil
+	}
+	return fmt.Errorf("a cluster needs a PostgreSQL store that every member shares (--store postgres://…, HERMES_STORE or store: in config.yaml); the store is %s", a.spec)
 }

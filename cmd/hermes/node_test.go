@@ -356,4 +356,14 @@ func TestNodeRunWithoutCluster(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, `cluster.listen "nowhere"`) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// A cluster over the embedded store (one process's log) is refused.
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("cluster:\n  etcd: [127.0.0.1:1]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"node", "run"}, {"gateway", "run"}} {
+		_, errOut, code = hermes(t, chatEnv(llm), "", append([]string{"--home", home}, append(args, "--model", "gpt-4o-mini")...)...)
+		if code == 0 || !strings.Contains(errOut, "a cluster needs a PostgreSQL store") {
+			t.Fatalf("%v over the embedded store: exit %d: %s", args, code, errOut)
+		}
+	}
 }
