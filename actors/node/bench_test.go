@@ -357,6 +357,11 @@ func BenchmarkFailover(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
+		// The node started after the last kill may own the session now: a
+		// quick turn says which node does.
+		if r := s.RunTurn(ctx, sid, &session.Turn{Text: "hello"}); r.Err != nil {
+			b.Fatal(r.Err)
+		}
 		done := make(chan session.TurnResult, 1)
 		go func() { done <- s.RunTurn(ctx, sid, &session.Turn{Text: fmt.Sprintf("think slowly %d", i)}) }()
 		select {
