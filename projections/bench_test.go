@@ -62,17 +62,7 @@ func BenchmarkRebuild(b *testing.B) {
 	}
 	defer store.Close()
 	ctx := context.Background()
-	n := 0
-	for s := 0; n < total; s++ {
-		evs := sessionEvents(fmt.Sprintf("%08d-0000-4000-8000-000000000000", s))
-		if len(evs) > total-n {
-			evs = evs[:total-n]
-		}
-		if _, err := store.Append(ctx, events.SessionStream(evs[0].SessionID), events.NoStream, evs...); err != nil {
-			b.Fatal(err)
-		}
-		n += len(evs)
-	}
+	fillSessions(b, store, total)
 	db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
 	if err != nil {
 		b.Fatal(err)
@@ -105,17 +95,7 @@ func BenchmarkProjectionsIntoPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	n := 0
-	for s := 0; n < total; s++ {
-		evs := sessionEvents(fmt.Sprintf("%08d-0000-4000-8000-000000000000", s))
-		if len(evs) > total-n {
-			evs = evs[:total-n]
-		}
-		if _, err := store.Append(ctx, events.SessionStream(evs[0].SessionID), events.NoStream, evs...); err != nil {
-			b.Fatal(err)
-		}
-		n += len(evs)
-	}
+	fillSessions(b, store, total)
 	for _, db := range []backend{sqliteDB, postgresDB} {
 		b.Run(db.name, func(b *testing.B) {
 			var where string
@@ -134,5 +114,21 @@ func BenchmarkProjectionsIntoPostgres(b *testing.B) {
 			}
 			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// fillSessions appends sessions to store until it holds total events.
+func fillSessions(b *testing.B, store events.Store, total int) {
+	ctx := context.Background()
+	n := 0
+	for s := 0; n < total; s++ {
+		evs := sessionEvents(fmt.Sprintf("%08d-0000-4000-8000-000000000000", s))
+		if len(evs) > total-n {
+			evs = evs[:total-n]
+		}
+		if _, err := store.Append(ctx, events.SessionStream(evs[0].SessionID), events.NoStream, evs...); err != nil {
+			b.Fatal(err)
+		}
+		n += len(evs)
 	}
 }

@@ -274,14 +274,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The events: each user message once, the interrupted turn closed by
 	// the survivor and then completed, three turns completed in all.
-	rs, err := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, r := range rs {
-		count[r.Type]++
-	}
+	count := typeCounts(t, store, sid)
 	if count["UserMessageAdded"] != 3 || count["TurnCompleted"] != 3 || count["TurnInterrupted"] != 1 {
 		t.Fatalf("session events %v", count)
 	}
@@ -540,14 +533,7 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	if a := seen.of(sid); len(a) != 2 || a[1] != newOwner {
 		t.Fatalf("answered by %v", a)
 	}
-	rs, err := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, e := range rs {
-		count[e.Type]++
-	}
+	count := typeCounts(t, store, sid)
 	if count["UserMessageAdded"] != 2 || count["TurnCompleted"] != 2 || count["TurnInterrupted"] != 0 {
 		t.Fatalf("session events %v", count)
 	}
@@ -581,4 +567,18 @@ func isolate(t *testing.T) bool {
 		t.Fatalf("%s in its own process did not pass:\n%s", t.Name(), out)
 	}
 	return true
+}
+
+// typeCounts counts session sid's events by type.
+func typeCounts(t *testing.T, store events.Store, sid string) map[string]int {
+	t.Helper()
+	rs, err := store.ReadStream(context.Background(), events.SessionStream(sid), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rs {
+		count[r.Type]++
+	}
+	return count
 }
