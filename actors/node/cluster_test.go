@@ -28,6 +28,7 @@ import (
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/bus/bustest"
+	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -60,13 +61,14 @@ func helperNode() error {
 		return err
 	}
 	sys := actors.NewSystem(log)
-	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log,
+	ask := node.NewAsker(store)
+	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask,
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
-		Tools:    agent.NewTools(), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools:    agent.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
 		Leases: session.StoreLeases{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
-	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port}, store, mgr, log)
+	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask}, store, mgr, log)
 	if err != nil {
 		return err
 	}
@@ -581,4 +583,81 @@ func typeCounts(t *testing.T, store events.Store, sid string) map[string]int {
 		count[r.Type]++
 	}
 	return count
+}
+
+// askerFunc is an agent.Asker made of a function.
+type askerFunc func(context.Context, agent.Question) (string, error)
+
+func (f askerFunc) Ask(ctx context.Context, q agent.Question) (string, error) { return f(ctx, q) }
+
+// A turn running on a node asks the person (the clarify tool): the
+// question travels to the turn's caller, whose asker (a gateway's: the
+// chat) answers, and the answer comes back into the turn.
+func TestClusterQuestionsReachTheCaller(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+	llm := llmtest.New()
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		msgs, _ := r.Body["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		if last["role"] == "tool" {
+			return &llmtest.Reply{Content: "you said: " + fmt.Sprint(last["content"])}
+		}
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "clarify", Args: `{"question":"Which colour?","choices":["red","blue"]}`}}}
+	}
+	t.Cleanup(llm.Close)
+	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	startNode(t, env, races)
+
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	sid := uuid.NewString()
+	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
+	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
+	sessions := node.NewSessions(client)
+	var mu sync.Mutex
+	var asked []agent.Question
+	var askedFor []string
+	sessions.Asker = askerFunc(func(ctx context.Context, q agent.Question) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, q)
+		askedFor = append(askedFor, agent.EnvFrom(ctx).SessionID)
+		return "blue", nil
+	})
+	r := sessions.RunTurn(ctx, sid, &session.Turn{ID: "t1", Text: "paint it"})
+	if r.Err != nil || !strings.Contains(r.Answer, "you said:") || !strings.Contains(r.Answer, "blue") {
+		t.Fatalf("turn %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0].Kind != "clarify" || !strings.Contains(asked[0].Text, "Which colour?") || askedFor[0] != sid {
+		t.Fatalf("asked %+v for %v", asked, askedFor)
+	}
+
+	// A caller with no asker: the tool hears that nobody can be asked.
+	plain := node.NewSessions(client)
+	r = plain.RunTurn(ctx, sid, &session.Turn{ID: "t2", Text: "paint it again"})
+	if r.Err != nil || !strings.Contains(r.Answer, "no one to ask") {
+		t.Fatalf("turn without an asker %+v", r)
+	}
 }

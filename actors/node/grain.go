@@ -33,6 +33,7 @@ type grain struct {
 	poll   time.Duration
 	hosted *hosted
 	root   *actor.RootContext
+	asker  *Asker
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,9 +161,14 @@ func (g *grain) handle(c actor.Context, req request) {
 // tool results are not redone), and one they do not show is run.
 func (g *grain) run(ctx context.Context, req request) reply {
 	t := &session.Turn{Text: req.Text, ID: req.ID, Model: req.Model, Yolo: req.Yolo, Continue: req.Continue}
-	if o := req.Observer; o != nil {
-		to, root := actor.NewPID(o.Address, o.ID), g.root
-		t.Observe = func(ob agent.Observation) { root.Send(to, encode(ob)) }
+	if c := req.Caller; c != nil {
+		to, root := actor.NewPID(c.Address, c.ID), g.root
+		if req.Observe {
+			t.Observe = func(ob agent.Observation) { root.Send(to, encode(callerMsg{Obs: &ob})) }
+		}
+		if g.asker != nil {
+			defer g.asker.register(root.ActorSystem(), g.id, to)()
+		}
 	}
 	if !req.Continue {
 		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 )
@@ -53,6 +54,10 @@ type Config struct {
 	// TTL is the etcd lease of the membership (whole seconds, default 3):
 	// how long after a kill the node leaves the topology.
 	TTL time.Duration
+	// Asker, on a member, is the asker its session manager was given:
+	// its grains register each turn's caller in it, so that questions to
+	// the person go to the gateway that asked for the turn.
+	Asker *Asker
 }
 
 func (c Config) withDefaults() Config {
@@ -108,7 +113,7 @@ func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.M
 	log = log.With().Str("component", "node").Logger()
 	h := &hosted{mgr: mgr, active: map[string]int{}}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &grain{store: store, mgr: mgr, log: log, poll: cfg.Poll, turns: map[string]*turnRun{}, hosted: h}
+		return &grain{store: store, mgr: mgr, log: log, poll: cfg.Poll, turns: map[string]*turnRun{}, hosted: h, asker: cfg.Asker}
 	})
 	c, err := join(sys, cfg, log, cluster.NewKind(Kind, props))
 	if err != nil {
@@ -165,8 +170,17 @@ type request struct {
 	Continue bool   `json:"continue,omitempty"`
 	Yolo     bool   `json:"yolo,omitempty"`
 	Reason   string `json:"reason,omitempty"`
-	// Observer is the caller's actor that hears the turn's observations.
-	Observer *pidRef `json:"observer,omitempty"`
+	// Caller is the caller's actor: it hears the turn's observations
+	// (when Observe is set) and answers its questions to the person.
+	Caller  *pidRef `json:"caller,omitempty"`
+	Observe bool    `json:"observe,omitempty"`
+}
+
+// callerMsg is what a grain sends a turn's caller: an observation, or a
+// question (asked as a request: the caller answers the sender).
+type callerMsg struct {
+	Obs *agent.Observation `json:"obs,omitempty"`
+	Ask *question          `json:"ask,omitempty"`
 }
 
 // pidRef names an actor of another member.

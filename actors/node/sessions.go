@@ -29,6 +29,10 @@ type Sessions struct {
 	// OnAnswer, when set, is told which member answered each turn (tests,
 	// diagnostics).
 	OnAnswer func(session, node string)
+	// Asker, when set, answers the questions a turn asks the person
+	// (clarify, approvals) wherever the turn runs: the gateway's asker,
+	// which asks in the chat.
+	Asker agent.Asker
 }
 
 // NewSessions returns the session port of cluster c.
@@ -61,10 +65,10 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if t.Observe != nil {
-		pid := s.observer(t.Observe)
+	if t.Observe != nil || s.Asker != nil {
+		pid := s.caller(t.Observe)
 		defer s.c.c.ActorSystem.Root.Stop(pid)
-		req.Observer = &pidRef{Address: pid.Address, ID: pid.Id}
+		req.Caller, req.Observe = &pidRef{Address: pid.Address, ID: pid.Id}, t.Observe != nil
 	}
 	var stopped time.Time
 	backoff := 100 * time.Millisecond
@@ -129,17 +133,25 @@ func (s *Sessions) Compress(ctx context.Context, id, model string) (string, erro
 	return rep.Session, nil
 }
 
-// observer spawns the actor that receives a turn's observations from the
-// grain running it and hands them to observe, in the order they arrive.
-func (s *Sessions) observer(observe agent.Observer) *actor.PID {
+// caller spawns the turn's caller actor: it hands the observations the
+// grain running the turn sends to observe, in the order they arrive, and
+// answers the turn's questions to the person through s.Asker.
+func (s *Sessions) caller(observe agent.Observer) *actor.PID {
 	return s.c.c.ActorSystem.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		b, ok := c.Message().(*wrapperspb.BytesValue)
 		if !ok {
 			return
 		}
-		var o agent.Observation
-		if json.Unmarshal(b.Value, &o) == nil {
-			observe(o)
+		var m callerMsg
+		if json.Unmarshal(b.Value, &m) != nil {
+			return
+		}
+		switch {
+		case m.Obs != nil && observe != nil:
+			observe(*m.Obs)
+		case m.Ask != nil && c.Sender() != nil:
+			q, _ := json.Marshal(m.Ask)
+			go answerQuestion(s.Asker, c.ActorSystem().Root, c.Sender(), q)
 		}
 	}))
 }

@@ -266,6 +266,13 @@ func (l *lateAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
 	return a.Ask(ctx, q)
 }
 
+// set makes a the asker.
+func (l *lateAsker) set(a agent.Asker) {
+	l.mu.Lock()
+	l.a = a
+	l.mu.Unlock()
+}
+
 func gatewayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
 	var ov Overrides
@@ -386,12 +393,14 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag, list
 			return err
 		}
 		defer cl.Leave()
-		router.Sessions = node.NewSessions(cl)
+		ns := node.NewSessions(cl)
+		// Questions of turns running on nodes (clarify, approvals) are
+		// asked in the chat, as for turns run here.
+		ns.Asker = router.Asker()
+		router.Sessions = ns
 		g.log.Info().Strs("etcd", ncfg.Etcd).Msg("gateway in cluster mode: turns run on agent nodes")
 	}
-	late.mu.Lock()
-	late.a = router.Asker()
-	late.mu.Unlock()
+	late.set(router.Asker())
 
 	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform

@@ -88,7 +88,10 @@ func nodeCmd(g *globals) *cobra.Command {
 // the configured store, which every node and the gateway share (a
 // postgres:// store: the embedded one is one process's).
 func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen string) error {
-	c, err := newChatter(g, ov, nil)
+	// The asker is made before the session manager, which needs it, and
+	// learns the store once the app is open.
+	ask := &lateAsker{}
+	c, err := newChatter(g, ov, ask)
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,8 @@ func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen str
 	if err != nil {
 		return err
 	}
+	cfg.Asker = node.NewAsker(c.a.store)
+	ask.set(cfg.Asker)
 	if err := clusterStore(c.a); err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
+		if errors.Is(err, agent.ErrNoAsker) {
+			// An asker that finds nobody to ask (a turn whose caller
+			// cannot ask): said as when there is no asker at all.
+			return "", fmt.Errorf("%w; decide yourself and say what you assumed", agent.ErrNoAsker)
+		}
 		return "", fmt.Errorf("the user did not answer within %s; decide yourself and say what you assumed", timeout)
 	}
 	return "The user answered: " + ans, nil

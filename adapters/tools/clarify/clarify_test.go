@@ -32,6 +32,14 @@ func TestClarify(t *testing.T) {
 	if !errors.Is(err, agent.ErrNoAsker) {
 		t.Fatalf("no asker: %v", err)
 	}
+	// An asker that finds nobody to ask says so; it is no timeout.
+	nobody := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(context.Context, agent.Question) (string, error) {
+		return "", agent.ErrNoAsker
+	})}
+	_, err = Tool{}.Run(agent.WithEnv(context.Background(), nobody), json.RawMessage(`{"question":"?"}`))
+	if !errors.Is(err, agent.ErrNoAsker) || strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("an asker with nobody to ask: %v", err)
+	}
 	slow := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(ctx context.Context, _ agent.Question) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
