@@ -154,6 +154,11 @@ func TestClusterFailover(t *testing.T) {
 		case "think forever":
 			return &llmtest.Reply{Delay: 5 * time.Minute}
 		default:
+			// After /stop the stopped turn's text and the next one's are
+			// one user message.
+			if strings.HasSuffix(lastUser(r), "paint it") {
+				return paintIt(r)
+			}
 			return &llmtest.Reply{Content: "pong"}
 		}
 		mu.Lock()
@@ -204,6 +209,7 @@ func TestClusterFailover(t *testing.T) {
 			return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
 		}}, log)
 	router.Sessions = sessions
+	sessions.Asker = router.Asker() // as hermes gateway run --cluster does
 	rctx, stopRouter := context.WithCancel(ctx)
 	routerDone := make(chan error, 1)
 	go func() { routerDone <- router.Run(rctx) }()
@@ -295,6 +301,30 @@ func TestClusterFailover(t *testing.T) {
 	if got[3].Text != "Stopped." || got[3].InReplyTo != "4" {
 		t.Fatalf("reply to the stopped turn %+v", got[3])
 	}
+
+	// A turn on a node asks the person (clarify): the question appears in
+	// the chat, the user's answer goes back into the turn on the node.
+	chat.Post(t, gatewaytest.DM("111", "6", "paint it"))
+	got = waitReplies(t, chat, 5, 30*time.Second)
+	if got[4].Kind != "approval" || !strings.Contains(got[4].Text, "Which colour?") {
+		t.Fatalf("the question in the chat %+v", got[4])
+	}
+	chat.Post(t, gatewaytest.DM("111", "7", "blue"))
+	got = waitReplies(t, chat, 6, 30*time.Second)
+	if got[5].Text != "you said: The user answered: blue" || got[5].InReplyTo != "6" {
+		t.Fatalf("the answer after the question %+v", got[5])
+	}
+}
+
+// paintIt is the model of the question tests: it asks which colour
+// (clarify), then repeats what the tool returned.
+func paintIt(r llmtest.Request) *llmtest.Reply {
+	msgs, _ := r.Body["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] == "tool" {
+		return &llmtest.Reply{Content: "you said: " + fmt.Sprint(last["content"])}
+	}
+	return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "clarify", Args: `{"question":"Which colour?","choices":["red","blue"]}`}}}
 }
 
 // countUser counts the model requests whose last user message is text.
@@ -601,14 +631,7 @@ func TestClusterQuestionsReachTheCaller(t *testing.T) {
 	dsn := pg.Database(t)
 	etcd := nodetest.StartEtcd(t)
 	llm := llmtest.New()
-	llm.Route = func(r llmtest.Request) *llmtest.Reply {
-		msgs, _ := r.Body["messages"].([]any)
-		last, _ := msgs[len(msgs)-1].(map[string]any)
-		if last["role"] == "tool" {
-			return &llmtest.Reply{Content: "you said: " + fmt.Sprint(last["content"])}
-		}
-		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "clarify", Args: `{"question":"Which colour?","choices":["red","blue"]}`}}}
-	}
+	llm.Route = paintIt
 	t.Cleanup(llm.Close)
 	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
 	races := t.TempDir()
