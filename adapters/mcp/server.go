@@ -284,12 +284,14 @@ func (s *Server) run() {
 		}
 		since := time.Now()
 		c := &conn{cs: cs, ended: make(chan struct{})}
+		// Connected before the connection is handed to waiting calls: a
+		// call made on it must find the status saying so.
+		s.set(func(st *Status) { st.State = Connected })
 		s.mu.Lock()
 		s.cur = c
 		close(s.next)
 		s.next = make(chan struct{})
 		s.mu.Unlock()
-		s.set(func(st *Status) { st.State = Connected })
 		s.markReady()
 		lost := s.serve(c)
 		// A connection that lasted counts as a success; one lost at once
