@@ -17,10 +17,11 @@ import (
 // a projection. Each is a session-level advisory lock on one connection
 // that the Locks keep for themselves, so PostgreSQL drops every lock of a
 // process the moment that connection ends, however the process ended
-// (kill -9 included): a dead holder never blocks anyone and no heartbeat
-// runs between processes. A holder that freezes or loses the network is
-// cut off by TCP keepalives the connection asks the server for (about ten
-// seconds).
+// (kill -9 included): a dead holder never blocks anyone. A holder whose
+// host dies or loses the network is cut off by TCP keepalives the
+// connection asks the server for (about ten seconds), and one that stops
+// pinging the server (frozen, stopped) by its idle timeout (20 s). A
+// holder whose connection breaks hears so on each lock's Lost.
 //
 // Beside each lock, the hermes_locks table records who took it, so that a
 // refusal can say who holds it, and a lock taken over says which holder
@@ -34,6 +35,8 @@ type Locks struct {
 	// Ping is how often the connection is checked (default 1 s): when it
 	// breaks, every lock it held is reported lost.
 	ping time.Duration
+	// idle is the server's idle timeout of the lock connection.
+	idle time.Duration
 
 	mu     sync.Mutex
 	conn   *pgx.Conn
@@ -88,6 +91,11 @@ func (e *LockedError) Error() string {
 // ErrLocksClosed is returned by a Locks that was closed.
 var ErrLocksClosed = errors.New("locks closed")
 
+// idleTimeout is how long the server keeps the lock connection of a
+// process that stopped talking to it (the watcher pings every second while
+// locks are held; an idle connection holding none is just made again).
+const idleTimeout = 20 * time.Second
+
 // LockKey is the advisory lock key of a lock name.
 func LockKey(name string) int64 {
 	h := fnv.New64a()
@@ -98,10 +106,10 @@ func LockKey(name string) int64 {
 // Locks returns the locks of the store's database, taken in the name of
 // owner (what refusals show others: host, pid). They use a connection of
 // their own, made on first use; Close them before the store.
-func (s *Store) Locks(owner string) *Locks { return s.locks(owner, time.Second) }
+func (s *Store) Locks(owner string) *Locks { return s.locks(owner, time.Second, idleTimeout) }
 
-func (s *Store) locks(owner string, ping time.Duration) *Locks {
-	l := &Locks{cfg: s.pool.Config().ConnConfig.Copy(), owner: owner, log: s.log, safe: s.safe, ping: ping,
+func (s *Store) locks(owner string, ping, idle time.Duration) *Locks {
+	l := &Locks{cfg: s.pool.Config().ConnConfig.Copy(), owner: owner, log: s.log, safe: s.safe, ping: ping, idle: idle,
 		held: map[string]*Lock{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.watch()
 	return l
@@ -112,14 +120,23 @@ func (l *Locks) connect(ctx context.Context) error {
 	if l.conn != nil && !l.conn.IsClosed() {
 		return nil
 	}
+	if l.conn != nil {
+		// pgx closed it after a failure: the server dropped whatever it
+		// held, and the holders must hear so before a new connection
+		// makes anything look fine again.
+		l.broken(errors.New("the connection holding the locks closed"))
+	}
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)
 	if err != nil {
 		return fmt.Errorf("locks on %s: %w", l.safe, err)
 	}
-	// Ask the server to notice a client that vanished without closing
-	// (frozen, cut off): its locks then go to others within seconds.
-	// These settings only concern TCP; on a unix socket they are ignored.
+	// Ask the server to notice a client that vanished without closing:
+	// TCP keepalives catch a dead host or a lost network (on TCP only; a
+	// unix socket ignores them), and the idle timeout a process that
+	// stopped pinging (frozen, stopped), since the watcher pings every
+	// second while locks are held. Its locks then go to others.
 	setup := `SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3;
+		SET idle_session_timeout = '` + fmt.Sprint(l.idle.Milliseconds()) + `ms';
 		SELECT pg_advisory_xact_lock(` + fmt.Sprint(migrateLock) + `);
 		CREATE TABLE IF NOT EXISTS hermes_locks (name TEXT PRIMARY KEY, owner TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now())`
 	if _, err := conn.Exec(ctx, "BEGIN; "+setup+"; COMMIT"); err != nil {
@@ -131,10 +148,20 @@ func (l *Locks) connect(ctx context.Context) error {
 }
 
 // TryLock takes the lock called name, or returns a *LockedError when a
-// live process (this one included) holds it.
+// live process (this one included) holds it. A connection found broken is
+// made again once.
 func (l *Locks) TryLock(ctx context.Context, name string) (*Lock, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	lk, err := l.tryLock(ctx, name)
+	var le *LockedError
+	if err != nil && !errors.As(err, &le) && l.conn == nil && ctx.Err() == nil && !l.closed {
+		lk, err = l.tryLock(ctx, name)
+	}
+	return lk, err
+}
+
+func (l *Locks) tryLock(ctx context.Context, name string) (*Lock, error) {
 	if l.closed {
 		return nil, ErrLocksClosed
 	}
@@ -152,7 +179,9 @@ func (l *Locks) TryLock(ctx context.Context, name string) (*Lock, error) {
 	}
 	if !got {
 		var owner string
-		_ = l.conn.QueryRow(ctx, `SELECT owner FROM hermes_locks WHERE name = $1`, name).Scan(&owner)
+		if err := l.conn.QueryRow(ctx, `SELECT owner FROM hermes_locks WHERE name = $1`, name).Scan(&owner); err != nil && l.conn.IsClosed() {
+			l.broken(err)
+		}
 		return nil, &LockedError{Name: name, Owner: owner}
 	}
 	var prev string
@@ -162,7 +191,11 @@ func (l *Locks) TryLock(ctx context.Context, name string) (*Lock, error) {
 			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, since = now()`, name, l.owner)
 	}
 	if err != nil {
-		l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
+		if l.conn.IsClosed() {
+			l.broken(err) // the lock just taken went with the connection
+		} else {
+			l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
+		}
 		return nil, fmt.Errorf("lock %s: record the owner: %w", name, err)
 	}
 	lk := &Lock{l: l, name: name, key: key, prev: prev, lost: make(chan struct{})}
@@ -178,7 +211,11 @@ func (l *Locks) release(ctx context.Context, lk *Lock) error {
 	}
 	delete(l.held, lk.name)
 	lk.drop()
-	if l.conn == nil || l.conn.IsClosed() {
+	if l.conn == nil {
+		return nil
+	}
+	if l.conn.IsClosed() {
+		l.broken(errors.New("the connection holding the locks closed"))
 		return nil
 	}
 	_, err := l.conn.Exec(ctx, `DELETE FROM hermes_locks WHERE name = $1 AND owner = $2`, lk.name, l.owner)
@@ -220,7 +257,13 @@ func (l *Locks) watch() {
 		case <-t.C:
 		}
 		l.mu.Lock()
-		if l.conn != nil && len(l.held) > 0 {
+		switch {
+		case l.conn == nil:
+		case l.conn.IsClosed():
+			l.broken(errors.New("the connection holding the locks closed"))
+		default:
+			// Pinged even while nothing is held: the server's idle
+			// timeout is for processes that stopped, not idle ones.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*l.ping+2*time.Second)
 			if err := l.conn.Ping(ctx); err != nil {
 				l.broken(err)
@@ -264,6 +307,7 @@ func (s *Store) Holders(ctx context.Context, prefix string) ([]Holder, error) {
 		// 32 bits (classid, objid) with objsubid 1.
 		k := uint64(LockKey(hs[i].Name))
 		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND classid = $1 AND objid = $2 AND objsubid = 1)`, uint32(k>>32), uint32(k)).Scan(&hs[i].Live)
 		if err != nil {
 			return nil, err

@@ -66,7 +66,7 @@ func TestLocksExclusive(t *testing.T) {
 func TestLocksLostConnection(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
-	a, b := s.locks("a", 50*time.Millisecond), s.Locks("b")
+	a, b := s.locks("a", 50*time.Millisecond, idleTimeout), s.Locks("b")
 	defer a.Close()
 	defer b.Close()
 	la, err := a.TryLock(ctx, "projection:costs")
@@ -165,4 +165,65 @@ func lockChild() {
 	}
 	os.Stdout.WriteString("HELD\n")
 	time.Sleep(time.Hour)
+}
+
+// TestLocksBrokenBeforeTheWatcher: the connection breaks and the next
+// TryLock finds out before the watcher does. The locks it held are
+// reported lost (not kept as held on a new connection that holds
+// nothing), the new lock is taken on a new connection, and the lost one
+// can be taken again.
+func TestLocksBrokenBeforeTheWatcher(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	a := s.locks("a", time.Hour, idleTimeout) // the watcher never looks
+	defer a.Close()
+	la, err := a.TryLock(ctx, "session:x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := uint64(LockKey("session:x"))
+	if _, err := s.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = $1 AND objid = $2 AND objsubid = 1`, uint32(k>>32), uint32(k)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.TryLock(ctx, "session:y"); err != nil {
+		t.Fatalf("a lock after the connection broke: %v", err)
+	}
+	select {
+	case <-la.Lost():
+	default:
+		t.Fatal("the lock the broken connection held is not reported lost")
+	}
+	if _, err := a.TryLock(ctx, "session:x"); err != nil {
+		t.Fatalf("taking the lost lock again: %v", err)
+	}
+}
+
+// TestLocksFrozenHolder: a holder that stops talking to the server (its
+// watcher does not ping: frozen) loses its locks to the server's idle
+// timeout, and another process takes them.
+func TestLocksFrozenHolder(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	frozen := s.locks("frozen", time.Hour, 300*time.Millisecond)
+	defer frozen.Close()
+	if _, err := frozen.TryLock(ctx, "projection:costs"); err != nil {
+		t.Fatal(err)
+	}
+	b := s.Locks("b")
+	defer b.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lk, err := b.TryLock(ctx, "projection:costs")
+		if err == nil {
+			if lk.Previous() != "frozen" {
+				t.Fatalf("taken over from %q", lk.Previous())
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the frozen holder kept its lock: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
