@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-go/hermes/events/postgres"
@@ -16,7 +17,14 @@ import (
 // and a node that a session moves to while another still runs its turn is
 // refused with an *InUseError until that turn ends and the other node
 // lets the session go. The locks must carry OwnerRecord of their owner.
-type StoreLeases struct{ Locks *postgres.Locks }
+type StoreLeases struct {
+	Locks *postgres.Locks
+	// OnLost, when set, is called with the session whose lease ended
+	// without being released (the connection holding it broke: another
+	// process may run the session now). The session manager's Restart
+	// stops its actor, so that this process stops writing it.
+	OnLost func(session string)
+}
 
 // OwnerRecord is the owner record a process's store locks carry: the JSON
 // of o, which refusals and take-overs turn back into an Owner.
@@ -50,17 +58,27 @@ func (s StoreLeases) Lease(session string) (Lease, error) {
 	if o, ok := parseOwner(lk.Previous()); ok {
 		l.prev = &o
 	}
+	if s.OnLost != nil {
+		go func() {
+			<-lk.Lost()
+			if !l.released.Load() {
+				s.OnLost(session)
+			}
+		}()
+	}
 	return l, nil
 }
 
 type storeLease struct {
-	lk   *postgres.Lock
-	prev *Owner
+	lk       *postgres.Lock
+	prev     *Owner
+	released atomic.Bool
 }
 
 func (l *storeLease) Previous() *Owner { return l.prev }
 
 func (l *storeLease) Release() error {
+	l.released.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return l.lk.Release(ctx)

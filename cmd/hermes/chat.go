@@ -184,6 +184,7 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 		o(&deps, provider, cfg)
 	}
 	mgr := session.NewManager(sys, deps)
+	stopOnLost(deps.Leases, mgr)
 	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.

@@ -53,7 +53,16 @@ func (a *app) leases(self session.Owner) session.Leaser {
 	if l == nil {
 		return session.NewFileLeases(filepath.Join(a.home, "locks"), self)
 	}
-	return session.StoreLeases{Locks: l}
+	return &session.StoreLeases{Locks: l}
+}
+
+// stopOnLost makes a session whose store lease ends without being
+// released (its connection broke) stop in mgr: another process may run it
+// now.
+func stopOnLost(l session.Leaser, mgr *session.Manager) {
+	if sl, ok := l.(*session.StoreLeases); ok {
+		sl.OnLost = mgr.Restart
+	}
 }
 
 // projectionLeaser hands out the leases of shared projections as locks in
