@@ -3,6 +3,7 @@ package node_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -448,16 +449,17 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	var once, released sync.Once
 	free := func() { released.Do(func() { close(release) }) }
 	llm := llmtest.New()
+	forever := make(chan struct{}, 1)
 	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		if lastUser(r) == "think forever" {
+			forever <- struct{}{}
+			return &llmtest.Reply{Delay: 5 * time.Minute}
+		}
 		if lastUser(r) != "think slowly" {
 			return &llmtest.Reply{Content: "pong"}
 		}
 		once.Do(func() { close(reached) })
-		select {
-		case <-release:
-		case <-time.After(2 * time.Minute):
-		}
-		return &llmtest.Reply{Content: "thought it through"}
+		return &llmtest.Reply{Content: "thought it through", Wait: release}
 	}
 	t.Cleanup(llm.Close)
 	t.Cleanup(free)
@@ -480,6 +482,11 @@ func TestClusterJoinMidTurn(t *testing.T) {
 		sid = uuid.NewString()
 	}
 	newOwner := rdvAll.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: node.Kind, Identity: sid})
+	// A second session the join moves, whose turn is stopped meanwhile.
+	var sid2 string
+	for sid2 == "" || rdvAll.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: node.Kind, Identity: sid2}) == first {
+		sid2 = uuid.NewString()
+	}
 
 	env := []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}
 	races := t.TempDir()
@@ -493,8 +500,10 @@ func TestClusterJoinMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{sid, sid2} {
+		if err := session.Create(ctx, store, id, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sys := actors.NewSystem(log)
 	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
@@ -506,6 +515,13 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	seen := &answers{by: map[string][]string{}}
 	sessions := node.NewSessions(client)
 	sessions.OnAnswer = seen.add
+	refused := make(chan struct{})
+	var refusedOnce sync.Once
+	sessions.OnPending = func(_, n string) {
+		if n == newOwner {
+			refusedOnce.Do(func() { close(refused) })
+		}
+	}
 
 	res := make(chan session.TurnResult, 1)
 	go func() { res <- sessions.RunTurn(ctx, sid, &session.Turn{ID: "turn-1", Text: "think slowly"}) }()
@@ -514,7 +530,16 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the slow turn never reached the model")
 	}
-	// Two members join while the first one's model call is in flight.
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	res2 := make(chan session.TurnResult, 1)
+	go func() { res2 <- sessions.RunTurn(stopCtx, sid2, &session.Turn{ID: "turn-f", Text: "think forever"}) }()
+	select {
+	case <-forever:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the endless turn never reached the model")
+	}
+	// Two members join while the first one's model calls are in flight.
 	startNode(t, append(env, fmt.Sprintf("HERMES_NODE_PORT=%d", ports[1])), races)
 	startNode(t, append(env, fmt.Sprintf("HERMES_NODE_PORT=%d", ports[2])), races)
 	gatewaytest.WaitFor(t, "three nodes in the client's topology", func() bool { return len(client.Members()) == 3 })
@@ -524,7 +549,30 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	if err != nil || len(hs) != 1 || !hs[0].Live {
 		t.Fatalf("the session's lease while its turn runs: %+v %v", hs, err)
 	}
-	time.Sleep(2500 * time.Millisecond) // let the caller reach the newcomer before the turn ends
+	select {
+	case <-refused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the newcomer never answered pending while the first member held the session")
+	}
+	// The endless turn is stopped: the stop reaches the first member,
+	// which still runs it though the session is placed elsewhere now; the
+	// turn is recorded as interrupted there and not run again anywhere.
+	stop()
+	select {
+	case r := <-res2:
+		if !errors.Is(r.Err, agent.ErrInterrupted) {
+			t.Fatalf("the stopped turn %+v", r)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the stopped turn never ended")
+	}
+	gatewaytest.WaitFor(t, "the stopped turn recorded as interrupted", func() bool {
+		c := typeCounts(t, store, sid2)
+		return c["TurnInterrupted"] == 1
+	})
+	if n := countUser(llm, "think forever"); n != 1 {
+		t.Fatalf("the stopped turn reached the model %d times", n)
+	}
 	free()
 
 	var r session.TurnResult
@@ -557,11 +605,12 @@ func TestClusterJoinMidTurn(t *testing.T) {
 	if r.Err != nil || r.Answer != "pong" {
 		t.Fatalf("next turn %+v", r)
 	}
-	gatewaytest.WaitFor(t, "the streamed deltas", func() bool {
-		omu.Lock()
-		defer omu.Unlock()
-		return streamed.String() == "pong"
-	})
+	// Every observation is handed over before RunTurn returns.
+	omu.Lock()
+	if streamed.String() != "pong" {
+		t.Fatalf("streamed %q", streamed.String())
+	}
+	omu.Unlock()
 	if a := seen.of(sid); len(a) != 2 || a[1] != newOwner {
 		t.Fatalf("answered by %v", a)
 	}

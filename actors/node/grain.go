@@ -160,6 +160,18 @@ func (g *grain) handle(c actor.Context, req request) {
 // it), one they show started is continued from its history (its recorded
 // tool results are not redone), and one they do not show is run.
 func (g *grain) run(ctx context.Context, req request) reply {
+	if req.Stopped {
+		// The caller stopped the turn: it is not started or continued
+		// here, only answered (a member it ran on records how it ended).
+		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)
+		if err != nil {
+			return reply{Session: g.id, Err: err.Error()}
+		}
+		if st.Completed {
+			return reply{Session: st.Session, Turn: req.ID, Answer: st.Answer}
+		}
+		return reply{Session: g.id, Turn: req.ID, Err: "the turn was stopped", Interrupted: true}
+	}
 	t := &session.Turn{Text: req.Text, ID: req.ID, Model: req.Model, Yolo: req.Yolo, Continue: req.Continue}
 	if c := req.Caller; c != nil {
 		to, root := actor.NewPID(c.Address, c.ID), g.root
@@ -187,6 +199,11 @@ func (g *grain) run(ctx context.Context, req request) reply {
 	res := g.mgr.RunTurn(ctx, g.id, t)
 	var inUse *session.InUseError
 	if errors.As(res.Err, &inUse) {
+		if g.hosted.refusedTooLong(ctx, g.store, g.id, req.ID) {
+			// Not a member finishing a turn: a process that keeps the
+			// session without writing it (a chat left open elsewhere).
+			return reply{Session: g.id, Err: inUse.Error()}
+		}
 		g.log.Info().Str("turn", req.ID).Str("holder", inUse.Owner.String()).Msg("another process still runs the session: answering pending")
 		// Not at once: the caller asks again as soon as it hears.
 		select {
@@ -195,6 +212,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		}
 		return reply{Pending: true}
 	}
+	g.hosted.accepted(req.ID)
 	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer}
 	if res.Err != nil {
 		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
@@ -202,31 +220,91 @@ func (g *grain) run(ctx context.Context, req request) reply {
 	return rep
 }
 
+// inUseWait is how long a turn waits for a session another process holds
+// without writing it: a member finishing a turn writes as it goes, a chat
+// left open elsewhere does not.
+const inUseWait = 2 * time.Minute
+
 // hosted counts the grains active on this member per session, so that a
 // session is let go (its actor stopped, its lease released) only when no
-// grain of it is active here any more.
+// grain of it is active here any more; and it remembers since when each
+// turn has been refused its session.
 type hosted struct {
-	mgr    *session.Manager
-	mu     sync.Mutex
-	active map[string]int
+	mgr *session.Manager
+	mu  sync.Mutex
+	// active counts the grains of each session; letting holds the
+	// sessions being let go (closed when done).
+	active  map[string]int
+	letting map[string]chan struct{}
+	refused map[string]time.Time
 }
 
+// activated counts a grain of id, after waiting for the session to be let
+// go if it is.
 func (h *hosted) activated(id string) {
-	h.mu.Lock()
-	h.active[id]++
-	h.mu.Unlock()
+	for {
+		h.mu.Lock()
+		ch, busy := h.letting[id]
+		if !busy {
+			h.active[id]++
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		<-ch
+	}
 }
 
 // deactivated counts a grain of id gone and lets the session go when it
-// was the last; it says whether it did.
+// was the last; it says whether it did. Only that session's activations
+// wait while it is let go.
 func (h *hosted) deactivated(id string) bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.active[id]--
 	if h.active[id] > 0 {
+		h.mu.Unlock()
 		return false
 	}
 	delete(h.active, id)
+	ch := make(chan struct{})
+	h.letting[id] = ch
+	h.mu.Unlock()
 	h.mgr.Restart(id)
+	h.mu.Lock()
+	delete(h.letting, id)
+	close(ch)
+	h.mu.Unlock()
 	return true
+}
+
+// refusedTooLong records that turn was refused session id, and says
+// whether it has been for inUseWait while the session's log stayed
+// still.
+func (h *hosted) refusedTooLong(ctx context.Context, store events.Store, id, turn string) bool {
+	h.mu.Lock()
+	since, ok := h.refused[turn]
+	if !ok {
+		since = time.Now()
+		h.refused[turn] = since
+	}
+	h.mu.Unlock()
+	if time.Since(since) < inUseWait {
+		return false
+	}
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 1)
+	if err != nil || len(rs) == 0 {
+		return false
+	}
+	if time.Since(rs[0].Time) < inUseWait {
+		return false
+	}
+	h.accepted(turn)
+	return true
+}
+
+// accepted forgets a turn's refusals.
+func (h *hosted) accepted(turn string) {
+	h.mu.Lock()
+	delete(h.refused, turn)
+	h.mu.Unlock()
 }

@@ -38,6 +38,10 @@ import (
 // Kind is the cluster kind of session grains.
 const Kind = "session"
 
+// stopperName is the name of each member's actor that stops a session's
+// turn running there.
+const stopperName = "hermes-session-stopper"
+
 // Config places a process in a cluster.
 type Config struct {
 	// Name is the cluster's name (members of other names are ignored).
@@ -111,10 +115,22 @@ func (c *Cluster) Leave() {
 func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.Manager, log zerolog.Logger) (*Cluster, error) {
 	cfg = cfg.withDefaults()
 	log = log.With().Str("component", "node").Logger()
-	h := &hosted{mgr: mgr, active: map[string]int{}}
+	h := &hosted{mgr: mgr, active: map[string]int{}, letting: map[string]chan struct{}{}, refused: map[string]time.Time{}}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &grain{store: store, mgr: mgr, log: log, poll: cfg.Poll, turns: map[string]*turnRun{}, hosted: h, asker: cfg.Asker}
 	})
+	// The stopper stops a session's turn running here whichever member
+	// owns the session now (see Sessions.Stop).
+	if _, err := sys.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if b, ok := c.Message().(*wrapperspb.BytesValue); ok {
+			var req request
+			if json.Unmarshal(b.Value, &req) == nil && req.ID != "" {
+				mgr.Stop(req.ID, req.Reason)
+			}
+		}
+	}), stopperName); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	c, err := join(sys, cfg, log, cluster.NewKind(Kind, props))
 	if err != nil {
 		return nil, err
@@ -174,6 +190,9 @@ type request struct {
 	// (when Observe is set) and answers its questions to the person.
 	Caller  *pidRef `json:"caller,omitempty"`
 	Observe bool    `json:"observe,omitempty"`
+	// Stopped: the caller stopped the turn; a grain that is not running
+	// it answers how it ended instead of starting it.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // callerMsg is what a grain sends a turn's caller: an observation, or a

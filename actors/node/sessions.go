@@ -29,6 +29,9 @@ type Sessions struct {
 	// OnAnswer, when set, is told which member answered each turn (tests,
 	// diagnostics).
 	OnAnswer func(session, node string)
+	// OnPending, when set, is told which member answered "pending" (the
+	// turn runs, or another process still holds the session).
+	OnPending func(session, node string)
 	// Asker, when set, answers the questions a turn asks the person
 	// (clarify, approvals) wherever the turn runs: the gateway's asker,
 	// which asks in the chat.
@@ -67,7 +70,9 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 	}
 	if t.Observe != nil || s.Asker != nil {
 		pid := s.caller(t.Observe)
-		defer s.c.c.ActorSystem.Root.Stop(pid)
+		// Poisoned, not stopped: a poison pill is queued after the
+		// observations already delivered, which are handed over first.
+		defer func() { _ = s.c.c.ActorSystem.Root.PoisonFuture(pid).Wait() }()
 		req.Caller, req.Observe = &pidRef{Address: pid.Address, ID: pid.Id}, t.Observe != nil
 	}
 	var stopped time.Time
@@ -80,6 +85,7 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 			}
 			s.Stop(id, reason)
 			stopped = time.Now()
+			req.Stopped = true
 		}
 		if !stopped.IsZero() && time.Since(stopped) > stopGrace {
 			return session.TurnResult{SessionID: id, TurnID: req.ID, Err: fmt.Errorf("turn %s in session %s: %w", req.ID, id, context.Cause(ctx))}
@@ -93,6 +99,9 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		}
 		backoff = 100 * time.Millisecond
 		if rep.Pending {
+			if s.OnPending != nil {
+				s.OnPending(id, rep.Node)
+			}
 			continue
 		}
 		if s.OnAnswer != nil {
@@ -109,8 +118,14 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 	}
 }
 
-// Stop interrupts session id's turn in flight (best effort).
+// Stop interrupts session id's turn in flight (best effort): through its
+// grain, and on every member, since a turn goes on on the member it
+// started on after a join moved its session elsewhere.
 func (s *Sessions) Stop(id, reason string) {
+	msg := encode(request{Op: "stop", ID: id, Reason: reason})
+	for _, m := range s.c.Members() {
+		s.c.c.ActorSystem.Root.Send(actor.NewPID(m, stopperName), msg)
+	}
 	if _, err := s.call(id, request{Op: "stop", Reason: reason}, 5*time.Second); err != nil {
 		s.c.log.Warn().Err(err).Str("session", id).Msg("stop a session's turn")
 	}

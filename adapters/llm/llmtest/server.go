@@ -46,6 +46,9 @@ type Reply struct {
 	// then waits this long before the rest.
 	Delay      time.Duration
 	StallAfter time.Duration
+	// Wait, when set, holds the answer until it is closed (or the request
+	// ends), after Delay.
+	Wait <-chan struct{}
 	// Model is reported back; defaults to the requested model.
 	Model string
 	// Ping sends an SSE comment block mid-stream, as sse-starlette does.
@@ -193,6 +196,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if rep.Delay > 0 {
 		select {
 		case <-time.After(rep.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if rep.Wait != nil {
+		select {
+		case <-rep.Wait:
 		case <-r.Context().Done():
 			return
 		}
