@@ -90,7 +90,9 @@ func (r *Runner) runLeased(ctx context.Context) error {
 			if _, ok := held[i]; ok || !isShared(p) {
 				continue
 			}
-			l, ok, err := r.leaser.TryLease(ctx, LeaseName(p.Name()))
+			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			l, ok, err := r.leaser.TryLease(tctx, LeaseName(p.Name()))
+			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn().Err(err).Str("projection", p.Name()).Msg("cannot reach the projection's lease")

@@ -88,6 +88,8 @@ type memLeases struct {
 	mu     sync.Mutex
 	holder map[string]string
 	leases map[string]*memLease
+	// dead holders cannot take leases (a killed process).
+	dead map[string]bool
 }
 
 type memLease struct {
@@ -116,6 +118,9 @@ type memLeaser struct {
 func (s memLeaser) TryLease(_ context.Context, name string) (projections.Lease, bool, error) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
+	if s.m.dead[s.who] {
+		return nil, false, fmt.Errorf("%s is dead", s.who)
+	}
 	if _, ok := s.m.holder[name]; ok {
 		return nil, false, nil
 	}
@@ -136,8 +141,16 @@ func (m *memLeases) kill(name string) string {
 	l := m.leases[name]
 	delete(m.leases, name)
 	delete(m.holder, name)
+	m.dead[l.who] = true
 	l.once.Do(func() { close(l.lost) })
 	return l.who
+}
+
+// revive lets a killed holder take leases again.
+func (m *memLeases) revive(who string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.dead, who)
 }
 
 // TestLeasedRunners: two processes' runners follow one log and feed one
@@ -152,7 +165,7 @@ func TestLeasedRunners(t *testing.T) {
 	}
 	defer store.Close()
 	st := &sharedState{by: map[uint64]string{}}
-	leases := &memLeases{holder: map[string]string{}, leases: map[string]*memLease{}}
+	leases := &memLeases{holder: map[string]string{}, leases: map[string]*memLease{}, dead: map[string]bool{}}
 	name := projections.LeaseName("shared")
 	start := func(who string) (*projections.Runner, context.CancelFunc, chan error) {
 		r := projections.NewRunner(store, zerolog.Nop(), &sharedView{st: st, who: who}).
@@ -224,8 +237,9 @@ func TestLeasedRunners(t *testing.T) {
 		t.Fatalf("after the lease moved, events applied by %v, want %s alone", by, second)
 	}
 
-	// The second holder stops: it releases the lease, and the first takes
-	// it back.
+	// The second holder stops: it releases the lease, and the first
+	// (alive again: a process that reconnected) takes it back.
+	leases.revive(first)
 	stops := map[string]context.CancelFunc{"a": stopA, "b": stopB}
 	dones := map[string]chan error{"a": doneA, "b": doneB}
 	stops[second]()

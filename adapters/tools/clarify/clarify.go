@@ -58,7 +58,10 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 			// cannot ask): said as when there is no asker at all.
 			return "", fmt.Errorf("%w; decide yourself and say what you assumed", agent.ErrNoAsker)
 		}
-		return "", fmt.Errorf("the user did not answer within %s; decide yourself and say what you assumed", timeout)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "", fmt.Errorf("the user did not answer within %s; decide yourself and say what you assumed", timeout)
+		}
+		return "", fmt.Errorf("the question could not be asked (%v); decide yourself and say what you assumed", err)
 	}
 	return "The user answered: " + ans, nil
 }

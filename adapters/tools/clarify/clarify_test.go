@@ -40,6 +40,14 @@ func TestClarify(t *testing.T) {
 	if !errors.Is(err, agent.ErrNoAsker) || strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("an asker with nobody to ask: %v", err)
 	}
+	// Any other failure of the asker is said as it is.
+	broken := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(context.Context, agent.Question) (string, error) {
+		return "", errors.New("the chat is gone")
+	})}
+	_, err = Tool{}.Run(agent.WithEnv(context.Background(), broken), json.RawMessage(`{"question":"?"}`))
+	if err == nil || !strings.Contains(err.Error(), "could not be asked (the chat is gone)") {
+		t.Fatalf("a failing asker: %v", err)
+	}
 	slow := &agent.Env{Values: agent.NewSessionValues(), Asker: asker(func(ctx context.Context, _ agent.Question) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
