@@ -32,6 +32,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/internal/group"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -82,9 +83,9 @@ type Store struct {
 	// read-only open did not upgrade.
 	cols string
 
-	reqs    chan *request
+	// w is the writer of a writable store (nil: read-only).
+	w       *group.Writer[*request]
 	closing chan struct{}
-	done    chan struct{}
 	once    sync.Once
 
 	mu      sync.Mutex
@@ -203,9 +204,7 @@ func newStore(path string, opts []Option) *Store {
 		path:    path,
 		log:     zerolog.Nop(),
 		poll:    100 * time.Millisecond,
-		reqs:    make(chan *request, maxBatch),
 		closing: make(chan struct{}),
-		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		cache:   map[string]streamState{},
 		cols:    columns,
@@ -259,7 +258,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err = s.rdb.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM events ORDER BY position DESC LIMIT 1)`).Scan(&n); err != nil {
 		return fail(err)
 	}
-	go s.writer()
+	s.w = group.Start(maxBatch, s.closing, s.commit, func(r *request) { r.reply <- reply{err: events.ErrClosed} })
 	return s, nil
 }
 
@@ -294,7 +293,6 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 		s.rdb.Close()
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	close(s.done)
 	return s, nil
 }
 
@@ -348,7 +346,9 @@ func (s *Store) Path() string { return s.path }
 // Close stops the writer (failing appends still queued) and closes the files.
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closing) })
-	<-s.done
+	if s.w != nil {
+		<-s.w.Done()
+	}
 	var err1 error
 	if s.wdb != nil {
 		err1 = s.wdb.Close()
@@ -407,47 +407,13 @@ func (s *Store) submit(ctx context.Context, r *request) (events.AppendResult, er
 		return events.AppendResult{}, fmt.Errorf("%s: %w", s.path, ErrReadOnly)
 	}
 	r.reply = make(chan reply, 1)
-	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		return events.AppendResult{}, ctx.Err()
-	case <-s.closing:
-		return events.AppendResult{}, events.ErrClosed
+	if err := s.w.Queue(ctx, r); err != nil {
+		return events.AppendResult{}, err
 	}
 	// Once queued, wait for the verdict even if ctx ends: the writer checks
 	// ctx before writing, so the answer says exactly whether it was written.
 	rep := <-r.reply
 	return rep.res, rep.err
-}
-
-func (s *Store) writer() {
-	defer close(s.done)
-	batch := make([]*request, 0, maxBatch)
-	for {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch[:0], r)
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-s.reqs:
-					batch = append(batch, r)
-				default:
-					break drain
-				}
-			}
-			s.commit(batch)
-		case <-s.closing:
-			for {
-				select {
-				case r := <-s.reqs:
-					r.reply <- reply{err: events.ErrClosed}
-				default:
-					return
-				}
-			}
-		}
-	}
 }
 
 // lastOfStream finds a stream's last event through the (stream, revision)

@@ -46,6 +46,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/internal/group"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -111,9 +112,8 @@ type Store struct {
 	channel string
 	safe    string // the DSN with its password redacted, for messages
 	closed  atomic.Bool
-	reqs    chan *request
+	w       *group.Writer[*request]
 	closing chan struct{}
-	done    chan struct{}
 	once    sync.Once
 	logID   string
 
@@ -138,7 +138,7 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // key=value connection string) and creates or migrates the tables.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: Redact(dsn),
-		reqs: make(chan *request, maxGroup), closing: make(chan struct{}), done: make(chan struct{})}
+		closing: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -159,7 +159,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("open event store %s: %w", s.safe, err)
 	}
-	go s.writer()
+	s.w = group.Start(maxGroup, s.closing, s.commit, func(r *request) { r.reply <- reply{err: events.ErrClosed} })
 	return s, nil
 }
 
@@ -224,7 +224,7 @@ var (
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.once.Do(func() { close(s.closing) })
-	<-s.done
+	<-s.w.Done()
 	s.pool.Close()
 	return nil
 }

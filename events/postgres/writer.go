@@ -44,45 +44,11 @@ type reply struct {
 // answer says exactly whether it was written.
 func (s *Store) submit(r *request) (events.AppendResult, error) {
 	r.reply = make(chan reply, 1)
-	select {
-	case s.reqs <- r:
-	case <-r.ctx.Done():
-		return events.AppendResult{}, r.ctx.Err()
-	case <-s.closing:
-		return events.AppendResult{}, events.ErrClosed
+	if err := s.w.Queue(r.ctx, r); err != nil {
+		return events.AppendResult{}, err
 	}
 	rep := <-r.reply
 	return rep.res, rep.err
-}
-
-func (s *Store) writer() {
-	defer close(s.done)
-	group := make([]*request, 0, maxGroup)
-	for {
-		select {
-		case r := <-s.reqs:
-			group = append(group[:0], r)
-		drain:
-			for len(group) < maxGroup {
-				select {
-				case r := <-s.reqs:
-					group = append(group, r)
-				default:
-					break drain
-				}
-			}
-			s.commit(group)
-		case <-s.closing:
-			for {
-				select {
-				case r := <-s.reqs:
-					r.reply <- reply{err: events.ErrClosed}
-				default:
-					return
-				}
-			}
-		}
-	}
 }
 
 // commit writes a group in one transaction. A request whose condition
