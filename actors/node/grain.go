@@ -39,6 +39,9 @@ type grain struct {
 	cancel context.CancelFunc
 	turns  map[string]*turnRun
 	order  []string // finished turn keys, oldest first
+	// compressing holds a channel per compression started (closed when
+	// it ends).
+	compressing []chan struct{}
 }
 
 // turnRun is a turn the grain started: done closes when res is set.
@@ -71,7 +74,9 @@ func (g *grain) Receive(c actor.Context) {
 		if g.id == "" {
 			return
 		}
-		var running []chan struct{}
+		// Compressions in flight are waited for too (they write the
+		// session and lease its child).
+		running := append([]chan struct{}(nil), g.compressing...)
 		for _, r := range g.turns {
 			running = append(running, r.done)
 		}
@@ -142,7 +147,18 @@ func (g *grain) handle(c actor.Context, req request) {
 		c.Respond(encode(reply{Node: g.node}))
 	case "compress":
 		sender, root, ctx := c.Sender(), c.ActorSystem().Root, g.ctx
+		done := make(chan struct{})
+		live := g.compressing[:0]
+		for _, d := range g.compressing {
+			select {
+			case <-d:
+			default:
+				live = append(live, d)
+			}
+		}
+		g.compressing = append(live, done)
 		go func() {
+			defer close(done)
 			id, err := g.mgr.Compress(ctx, g.id, req.Model)
 			rep := reply{Session: id, Node: g.node}
 			if err != nil {
