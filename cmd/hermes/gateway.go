@@ -276,7 +276,7 @@ func (l *lateAsker) set(a agent.Asker) {
 func gatewayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
 	var ov Overrides
-	var clusterFlag, listenFlag string
+	var clusterFlag, listenFlag, busFlag string
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run the gateway in the foreground (Ctrl-C or SIGTERM drains and stops it)",
@@ -284,9 +284,15 @@ func gatewayCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runGateway(ctx, g, ov, clusterFlag, listenFlag)
+			return runGateway(ctx, g, ov, clusterFlag, listenFlag, func(s *gatewaySettings) error {
+				if busFlag != "" {
+					s.Bus = busFlag
+				}
+				return nil
+			})
 		},
 	}
+	run.Flags().StringVar(&busFlag, "bus", "", "the bus between the platforms and the gateway: gochannel (in-process) or nats://host:port (default GATEWAY_BUS, else gateway.bus in config.yaml)")
 	run.Flags().StringVar(&clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
 	run.Flags().StringVar(&listenFlag, "listen", "", "with --cluster: host:port of the gateway's cluster remote, reachable by the nodes (default cluster.listen, else 127.0.0.1 on a free port)")
 	run.Flags().StringVar(&ov.Model, "model", "", "model name")

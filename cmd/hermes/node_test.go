@@ -102,14 +102,12 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	}
 
 	ghome := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ghome, "config.yaml"), []byte("gateway:\n  bus: "+nats.URL+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	gcmd, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
-		"--home", ghome, "--log-level", "info", "gateway", "run", "--cluster", etcd.Endpoint, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--model", "gpt-4o-mini")
+		"--home", ghome, "--log-level", "info", "gateway", "run", "--bus", nats.URL, "--cluster", etcd.Endpoint, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--model", "gpt-4o-mini")
 	waitOutput(t, gout, "gateway in cluster mode", "the gateway")
+	waitOutput(t, gout, "bus=nats", "the gateway (on the bus given by --bus)")
 
 	complete := func(session, text string) (string, string, error) {
 		body := `{"model":"hermes-agent","messages":[{"role":"user","content":` + strconv.Quote(text) + `}]}`
@@ -355,6 +353,11 @@ func TestNodeRunWithoutCluster(t *testing.T) {
 	_, errOut, code = hermes(t, chatEnv(llm), "", "--home", home, "node", "run", "--model", "gpt-4o-mini")
 	if code == 0 || !strings.Contains(errOut, `cluster.listen "nowhere"`) {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// A bus the gateway does not know is refused, naming it.
+	_, errOut, code = hermes(t, chatEnv(llm), "", "--home", t.TempDir(), "gateway", "run", "--bus", "kafka://somewhere", "--model", "gpt-4o-mini")
+	if code == 0 || !strings.Contains(errOut, `gateway.bus "kafka://somewhere"`) {
+		t.Fatalf("gateway run --bus kafka://: exit %d: %s", code, errOut)
 	}
 	// A cluster over the embedded store (one process's log) is refused.
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("cluster:\n  etcd: [127.0.0.1:1]\n"), 0o600); err != nil {
