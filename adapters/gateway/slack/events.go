@@ -36,14 +36,7 @@ func (a *Adapter) serveEvents(ctx context.Context, in gw.Inbox) error {
 	if err != nil {
 		return fmt.Errorf("slack events_listen %s: %w", a.cfg.EventsListen, err)
 	}
-	a.addrMu.Lock()
-	a.addr = ln.Addr()
-	select {
-	case <-a.listen:
-	default:
-		close(a.listen)
-	}
-	a.addrMu.Unlock()
+	a.bound.Set(ln.Addr())
 	srv := &http.Server{Handler: a.Handler(in), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -95,9 +95,7 @@ type Adapter struct {
 	threads     map[string]bool
 	threadOrder []string
 
-	addrMu sync.Mutex
-	addr   net.Addr
-	listen chan struct{}
+	bound gw.Bound
 }
 
 // New checks cfg and returns the adapter; it makes no request.
@@ -132,7 +130,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, api: slack.New(cfg.BotToken, opts...),
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, threads: map[string]bool{}, listen: make(chan struct{})}
+		sent: map[string][]string{}, threads: map[string]bool{}}
 	a.botUser.Store("")
 	return a, nil
 }
@@ -146,16 +144,7 @@ func (a *Adapter) Connected() bool { return a.connected.Load() }
 
 // EventsAddr waits until the Events API endpoint is bound and returns its
 // address (tests bind port 0); nil if ctx ends first.
-func (a *Adapter) EventsAddr(ctx context.Context) net.Addr {
-	select {
-	case <-a.listen:
-		a.addrMu.Lock()
-		defer a.addrMu.Unlock()
-		return a.addr
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (a *Adapter) EventsAddr(ctx context.Context) net.Addr { return a.bound.Wait(ctx) }
 
 func (a *Adapter) bot() string {
 	s, _ := a.botUser.Load().(string)

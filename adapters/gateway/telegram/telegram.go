@@ -118,9 +118,7 @@ type Adapter struct {
 	// download.
 	tries map[int]int
 
-	addrMu sync.Mutex
-	addr   net.Addr
-	listen chan struct{}
+	bound gw.Bound
 }
 
 // maxButtons bounds the approval messages remembered for callbacks.
@@ -174,7 +172,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, bot: bot, client: cfg.HTTPClient, secret: secret,
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, buttons: map[string]string{}, tries: map[int]int{}, listen: make(chan struct{})}
+		sent: map[string][]string{}, buttons: map[string]string{}, tries: map[int]int{}}
 	a.botName.Store("")
 	return a, nil
 }
@@ -188,16 +186,7 @@ func (a *Adapter) Connected() bool { return a.connected.Load() }
 
 // WebhookAddr waits until the webhook listener is bound and returns its
 // address (tests bind port 0); nil if ctx ends first.
-func (a *Adapter) WebhookAddr(ctx context.Context) net.Addr {
-	select {
-	case <-a.listen:
-		a.addrMu.Lock()
-		defer a.addrMu.Unlock()
-		return a.addr
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (a *Adapter) WebhookAddr(ctx context.Context) net.Addr { return a.bound.Wait(ctx) }
 
 // Run asks getMe who the bot is (a refused token is a *gw.PermanentError),
 // then receives updates by long polling or, with a webhook URL, on the

@@ -34,14 +34,7 @@ func (a *Adapter) runWebhook(ctx context.Context, in gw.Inbox) error {
 	if err != nil {
 		return fmt.Errorf("telegram webhook: listen on %s: %w", a.cfg.WebhookListen, err)
 	}
-	a.addrMu.Lock()
-	a.addr = ln.Addr()
-	select {
-	case <-a.listen:
-	default:
-		close(a.listen)
-	}
-	a.addrMu.Unlock()
+	a.bound.Set(ln.Addr())
 	mux := http.NewServeMux()
 	mux.Handle(route, a.webhook(in))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
