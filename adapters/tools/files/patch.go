@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -80,11 +81,35 @@ func (t patchTool) load(env *agent.Env, path string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return "", "", fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := seenOf(env).check(p, data); err != nil {
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", "", fmt.Errorf("%s is not a regular file (%s); patch edits files only", path, info.Mode().Type())
+	}
+	tooLarge := func(n int64) error {
+		return fmt.Errorf("%s is %s, too large for patch, which edits files of up to %s in memory; change it with the terminal (sed -i, a script) or split it",
+			path, size(n), size(maxEditBytes))
+	}
+	if info.Size() > maxEditBytes {
+		return "", "", tooLarge(info.Size())
+	}
+	// The size may have been a lie (a file growing now): read no more
+	// than the limit in any case.
+	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	if err != nil {
+		return "", "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxEditBytes {
+		return "", "", tooLarge(int64(len(data)))
+	}
+	if err := seenOf(env).check(p, data, info.ModTime()); err != nil {
 		return "", "", err
 	}
 	return p, string(data), nil
@@ -117,7 +142,7 @@ func (t patchTool) replace(env *agent.Env, path, old, repl string, all bool) (st
 	if err := writeAtomic(p, []byte(out)); err != nil {
 		return "", err
 	}
-	seenOf(env).note(p, []byte(out))
+	seenOf(env).wrote(p, []byte(out))
 	return fmt.Sprintf("patched %s", path), nil
 }
 
@@ -202,6 +227,7 @@ func (t patchTool) applyDiff(env *agent.Env, diff string) (string, error) {
 	}
 	type result struct{ path, text string }
 	var results []result
+	total := 0
 	// Apply every file in memory first: either all files change or none.
 	for _, fp := range fps {
 		if len(fp.hunks) == 0 {
@@ -210,6 +236,9 @@ func (t patchTool) applyDiff(env *agent.Env, diff string) (string, error) {
 		p, text, err := t.load(env, fp.path)
 		if err != nil {
 			return "", err
+		}
+		if total += len(text); total > maxPatchBytes {
+			return "", fmt.Errorf("the files of this patch hold more than %s together, more than one patch edits in memory; patch them in several calls", size(maxPatchBytes))
 		}
 		lines := strings.Split(text, "\n")
 		delta := 0
@@ -238,7 +267,7 @@ func (t patchTool) applyDiff(env *agent.Env, diff string) (string, error) {
 		if err := writeAtomic(r.path, []byte(r.text)); err != nil {
 			return "", err
 		}
-		seenOf(env).note(r.path, []byte(r.text))
+		seenOf(env).wrote(r.path, []byte(r.text))
 	}
 	return fmt.Sprintf("applied patch to %d file(s)", len(results)), nil
 }

@@ -18,11 +18,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
 )
@@ -236,29 +238,88 @@ func realPath(p string) (string, error) {
 	}
 }
 
-// seen remembers the hash of each file as this session last read or wrote
-// it, so that an edit of a file changed underneath is refused.
+// seen remembers each file as this session last read or wrote it, so
+// that an edit of a file changed underneath is refused.
 type seen struct {
 	mu sync.Mutex
-	m  map[string][32]byte
+	m  map[string]mark
+}
+
+// mark is a file as it was seen: its size and modification time, and the
+// hash of its content when it was read whole (a file read in part, too
+// large to hash, is compared by size and time).
+type mark struct {
+	size   int64
+	mod    time.Time
+	sum    [32]byte
+	summed bool
 }
 
 func seenOf(env *agent.Env) *seen {
-	return env.Values.Get("files.seen", func() any { return &seen{m: map[string][32]byte{}} }).(*seen)
+	return env.Values.Get("files.seen", func() any { return &seen{m: map[string]mark{}} }).(*seen)
 }
 
-func (s *seen) note(path string, data []byte) {
+func (s *seen) note(path string, m mark) {
 	s.mu.Lock()
-	s.m[path] = sha256.Sum256(data)
+	s.m[path] = m
 	s.mu.Unlock()
 }
 
-// check fails when path was seen and its content has changed since.
-func (s *seen) check(path string, data []byte) error {
+// wrote notes data as what path now holds.
+func (s *seen) wrote(path string, data []byte) {
+	m := mark{size: int64(len(data)), sum: sha256.Sum256(data), summed: true}
+	if fi, err := os.Stat(path); err == nil {
+		m.mod = fi.ModTime()
+	}
+	s.note(path, m)
+}
+
+// check fails when path was seen and is no longer as it was: data is what
+// it holds now (modified at mod).
+func (s *seen) check(path string, data []byte, mod time.Time) error {
+	return s.compare(path, int64(len(data)), mod, func() ([32]byte, error) { return sha256.Sum256(data), nil })
+}
+
+// checkFile is check for a file not loaded: its content is hashed as a
+// stream, and only when the size leaves a doubt.
+func (s *seen) checkFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // nothing there to overwrite
+	}
+	return s.compare(path, fi.Size(), fi.ModTime(), func() ([32]byte, error) {
+		var sum [32]byte
+		f, err := os.Open(path)
+		if err != nil {
+			return sum, err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return sum, err
+		}
+		return [32]byte(h.Sum(nil)), nil
+	})
+}
+
+func (s *seen) compare(path string, size int64, mod time.Time, sum func() ([32]byte, error)) error {
 	s.mu.Lock()
-	h, ok := s.m[path]
+	m, ok := s.m[path]
 	s.mu.Unlock()
-	if ok && h != sha256.Sum256(data) {
+	if !ok {
+		return nil
+	}
+	changed := size != m.size
+	if !changed && m.summed {
+		got, err := sum()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		changed = got != m.sum
+	} else if !changed {
+		changed = !mod.Equal(m.mod)
+	}
+	if changed {
 		return fmt.Errorf("%s was changed by someone else since you last read or wrote it; read it again before editing", path)
 	}
 	return nil
