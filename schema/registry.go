@@ -85,6 +85,8 @@ var registry = map[string]eventType{
 	"SessionEnded":           v1[SessionEnded](),
 	"TodoUpdated":            v1[TodoUpdated](),
 	"ApprovalDecided":        v1[ApprovalDecided](),
+	"ApprovalGranted":        v1[ApprovalGranted](),
+	"ApprovalRevoked":        v1[ApprovalRevoked](),
 	"AuxiliaryCallCompleted": v1[AuxiliaryCallCompleted](),
 	"HookRan":                v1[HookRan](),
 

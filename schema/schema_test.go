@@ -42,6 +42,8 @@ var samples = []Payload{
 	SessionEnded{Reason: "user exit"},
 	TodoUpdated{Todos: []Todo{{ID: "1", Content: "read the failing test", Status: "completed"}, {ID: "2", Content: "fix the nil map", Status: "in_progress"}}},
 	ApprovalDecided{Command: "rm -rf build/", Pattern: "recursive delete", Decision: "once", By: "user"},
+	ApprovalGranted{Pattern: "recursive delete", By: "user", Session: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", Command: "rm -rf build/"},
+	ApprovalRevoked{Pattern: "recursive delete", By: "cli", Reason: "granted by mistake"},
 	HookRan{Event: "pre_tool_call", Command: "~/.hermes/hooks/guard.sh", Tool: "terminal", Decision: "block", Reason: "no force pushes on main", ExitCode: 0, DurationMS: 41},
 	AuxiliaryCallCompleted{Purpose: "compression", Model: "gpt-4o-mini", Provider: "openai", Usage: Usage{PromptTokens: 12000, CompletionTokens: 900}, CostUSD: 0.0023},
 	GatewayChatOpened{Key: "telegram/111111", Stream: "gateway-chat-telegram-3f2a9c1d7e5b8a60", Platform: "telegram", Chat: "111111"},

@@ -1,0 +1,35 @@
+package schema
+
+// Standing approvals ("always" answers) live in a stream of their own, not
+// in config.yaml: a model that can write a file cannot grant itself one,
+// and every grant says who gave it and where. Whatever reads the stream
+// folds it in order: a pattern is granted after its last ApprovalGranted
+// unless an ApprovalRevoked follows.
+
+// ApprovalGranted lets commands flagged with Pattern run without a
+// question, in every session, until it is revoked.
+type ApprovalGranted struct {
+	// Pattern is what is allowed: the description of a judge rule (the
+	// Pattern of ApprovalDecided, such as "recursive delete"), or an MCP
+	// tool name (mcp_<server>_<tool>, or mcp_<server>_* for a server).
+	Pattern string `json:"pattern"`
+	// By is who granted it: user (answering a question in a session) or
+	// cli (hermes approvals add).
+	By string `json:"by"`
+	// Session is the session whose question was answered.
+	Session string `json:"session,omitempty"`
+	// Command is the command the person was asked about.
+	Command string `json:"command,omitempty"`
+}
+
+// ApprovalRevoked takes a grant back: commands flagged with Pattern are
+// asked about again.
+type ApprovalRevoked struct {
+	Pattern string `json:"pattern"`
+	// By is who revoked it (cli).
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (ApprovalGranted) EventType() string { return "ApprovalGranted" }
+func (ApprovalRevoked) EventType() string { return "ApprovalRevoked" }
