@@ -1,6 +1,10 @@
 package agent
 
-import "sync"
+import (
+	"errors"
+	"io"
+	"sync"
+)
 
 // SessionValues is per-session state that tools keep between calls. It
 // lives as long as the session actor; what must survive a restart belongs
@@ -23,4 +27,21 @@ func (v *SessionValues) Get(key string, mk func() any) any {
 	x := mk()
 	v.m[key] = x
 	return x
+}
+
+// Close ends the session's use of its values: every value that is an
+// io.Closer (a sandbox, background processes) is closed, and the set is
+// empty afterwards. The session actor calls it when it stops.
+func (v *SessionValues) Close() error {
+	v.mu.Lock()
+	m := v.m
+	v.m = map[string]any{}
+	v.mu.Unlock()
+	var errs []error
+	for _, x := range m {
+		if c, ok := x.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }

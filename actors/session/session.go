@@ -107,6 +107,11 @@ type Deps struct {
 	// call's AuxiliaryCallCompleted and a SessionTitled, unless a title
 	// was set meanwhile (Retitle wins). An error leaves it untitled.
 	Title func(ctx context.Context, session, user, answer string) (string, schema.AuxiliaryCallCompleted, error)
+	// Redact, when set, removes secrets from what a model wrote before it
+	// is recorded (answers, reasoning, tool-call arguments, compression
+	// summaries): the events are what search, export, the dashboard and
+	// the API serve. Hermes passes its secrets.Set's Redact.
+	Redact func(string) string
 }
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
@@ -332,6 +337,9 @@ func (a *Actor) Receive(c actor.Context) {
 			a.cancel(agent.Cause("session stopped"))
 		}
 	case *actor.Stopped:
+		if a.values != nil {
+			a.values.Close()
+		}
 		a.own.release()
 	}
 }
@@ -377,7 +385,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	}
 	self, root := c.Self(), c.ActorSystem().Root
 	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
-		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil,
+		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil, Redact: a.deps.Redact,
 		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
 			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr
@@ -514,6 +522,9 @@ func (a *Actor) recover(ctx context.Context) error {
 		return err
 	}
 	a.tr = &history.Transcript{}
+	if a.values != nil {
+		a.values.Close()
+	}
 	a.values = agent.NewSessionValues()
 	open := ""
 	spent := 0.0

@@ -44,6 +44,10 @@ type Config struct {
 	// Env is the environment of commands, and of the ssh and docker
 	// clients; nil: this process's environment without its secrets.
 	Env func() []string
+	// Sandboxes, when set, runs the local backend's commands in a kernel
+	// sandbox per session (see Sandboxes); nil runs them unconfined
+	// (sandbox.mode: full-access).
+	Sandboxes *Sandboxes
 }
 
 // Backend runs a shell command somewhere.
@@ -166,36 +170,27 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 	if a.Timeout > 0 {
 		timeout = min(time.Duration(a.Timeout)*time.Second, t.cfg.MaxTimeout)
 	}
-	cmd := t.cfg.command(ctx, dir, a.Command)
 	out := &Capped{Max: t.cfg.MaxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Stdin = nil
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start: %w", err)
+	r, err := t.cfg.start(ctx, dir, a.Command, out, false)
+	if err != nil {
+		return "", err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var waitErr error
 	var cut string
 	select {
-	case waitErr = <-done:
+	case <-r.done():
 	case <-timer.C:
-		killGroup(cmd)
-		waitErr = <-done
+		r.kill()
 		cut = fmt.Sprintf("[command timed out after %s and was killed]", timeout)
 	case <-ctx.Done():
-		killGroup(cmd)
-		<-done
+		r.kill()
+		r.wait()
 		return out.String(), ctx.Err()
 	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		code = ee.ExitCode()
-	} else if waitErr != nil {
-		return out.String(), waitErr
+	code, err := r.wait()
+	if err != nil {
+		return out.String(), err
 	}
 	text := out.String()
 	if text == "" {
@@ -258,7 +253,7 @@ func (c *Capped) String() string {
 type proc struct {
 	id      string
 	command string
-	cmd     *exec.Cmd
+	r       running
 	done    chan struct{}
 	code    int
 	started time.Time
@@ -271,6 +266,16 @@ type procTable struct {
 	mu    sync.Mutex
 	next  int
 	procs map[string]*proc
+}
+
+// Close kills the session's background processes (the session ended).
+func (t *procTable) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pr := range t.procs {
+		pr.r.kill()
+	}
+	return nil
 }
 
 func procsOf(env *agent.Env) *procTable {
@@ -303,18 +308,18 @@ func startBackground(ctx context.Context, cfg Config, j *jobs, dir, command stri
 	env := agent.EnvFrom(ctx)
 	table := procsOf(env)
 	// Background processes outlive the call, not Hermes.
-	cmd := cfg.command(context.WithoutCancel(ctx), dir, command)
-	p := &proc{command: command, cmd: cmd, done: make(chan struct{}), started: time.Now(), buf: &bytes.Buffer{}}
-	cmd.Stdout, cmd.Stderr = lockedBuffer{p}, lockedBuffer{p}
+	p := &proc{command: command, done: make(chan struct{}), started: time.Now(), buf: &bytes.Buffer{}}
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
 		return "", errors.New("hermes is shutting down; no new background processes")
 	}
-	if err := cmd.Start(); err != nil {
+	r, err := cfg.start(ctx, dir, command, lockedBuffer{p}, true)
+	if err != nil {
 		j.mu.Unlock()
-		return "", fmt.Errorf("start: %w", err)
+		return "", err
 	}
+	p.r = r
 	j.procs[p] = struct{}{}
 	j.mu.Unlock()
 	table.mu.Lock()
@@ -323,17 +328,13 @@ func startBackground(ctx context.Context, cfg Config, j *jobs, dir, command stri
 	table.procs[p.id] = p
 	table.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			p.code = ee.ExitCode()
-		}
+		p.code, _ = r.wait()
 		close(p.done)
 		j.mu.Lock()
 		delete(j.procs, p)
 		j.mu.Unlock()
 	}()
-	return fmt.Sprintf("started %s (pid %d): %s\nUse process with action=poll to read its output, action=kill to stop it.", p.id, cmd.Process.Pid, command), nil
+	return fmt.Sprintf("started %s (pid %d): %s\nUse process with action=poll to read its output, action=kill to stop it.", p.id, r.pid(), command), nil
 }
 
 // Process manages background commands.
@@ -395,7 +396,7 @@ func (p *Process) Run(ctx context.Context, args json.RawMessage) (string, error)
 		}
 		return pr.poll(p.cfg.MaxOutput), nil
 	case "kill":
-		killGroup(pr.cmd)
+		pr.r.kill()
 		select {
 		case <-pr.done:
 		case <-time.After(5 * time.Second):
@@ -440,7 +441,7 @@ func (t *Terminal) Close() error {
 	running := make([]*proc, 0, len(t.jobs.procs))
 	for p := range t.jobs.procs {
 		running = append(running, p)
-		killGroup(p.cmd)
+		p.r.kill()
 	}
 	t.jobs.mu.Unlock()
 	deadline := time.After(5 * time.Second)
@@ -448,13 +449,17 @@ func (t *Terminal) Close() error {
 		select {
 		case <-p.done:
 		case <-deadline:
-			return fmt.Errorf("background process %d (%s) did not end after SIGKILL", p.cmd.Process.Pid, p.command)
+			return fmt.Errorf("background process %d (%s) did not end after SIGKILL", p.r.pid(), p.command)
 		}
 	}
-	if c, ok := t.cfg.Backend.(io.Closer); ok {
-		return c.Close()
+	var errs []error
+	if t.cfg.Sandboxes != nil {
+		errs = append(errs, t.cfg.Sandboxes.Close())
 	}
-	return nil
+	if c, ok := t.cfg.Backend.(io.Closer); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // KillAll stops every background process of a session (session end).
@@ -463,6 +468,6 @@ func KillAll(env *agent.Env) {
 	table.mu.Lock()
 	defer table.mu.Unlock()
 	for _, pr := range table.procs {
-		killGroup(pr.cmd)
+		pr.r.kill()
 	}
 }

@@ -1,0 +1,200 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/sandbox"
+)
+
+// Sandboxes gives each session of the local backend a sandbox of its own
+// (package sandbox): every command of the terminal, background or not,
+// every execute_code script and every cron script of the session runs in
+// it, so what they may touch is decided by the kernel, not by the judge.
+// The sandbox starts with a session's first command and ends with the
+// session (agent.SessionValues.Close) or with Close.
+type Sandboxes struct {
+	// Policy is the base policy; each session's working directory is
+	// added to its writable roots.
+	Policy sandbox.Policy
+	// Env names the variables a command may receive beyond
+	// sandbox.DefaultEnv (terminal.env_passthrough, sandbox.env; a
+	// trailing * matches a prefix).
+	Env []string
+	Log zerolog.Logger
+
+	mu     sync.Mutex
+	all    map[*sessionSandbox]struct{}
+	closed bool
+}
+
+// sessionSandbox is one session's sandbox; it restarts when its init
+// died (killed, out of memory).
+type sessionSandbox struct {
+	owner *Sandboxes
+	mu    sync.Mutex
+	sb    *sandbox.Sandbox
+	dir   string
+}
+
+// Close implements io.Closer for agent.SessionValues.
+func (s *sessionSandbox) Close() error {
+	s.mu.Lock()
+	sb := s.sb
+	s.sb = nil
+	s.mu.Unlock()
+	s.owner.mu.Lock()
+	delete(s.owner.all, s)
+	s.owner.mu.Unlock()
+	if sb != nil {
+		return sb.Close()
+	}
+	return nil
+}
+
+// For returns the sandbox of ctx's session, starting it when needed.
+func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
+	env := agent.EnvFrom(ctx)
+	ss := env.Values.Get("terminal.sandbox", func() any { return &sessionSandbox{owner: s} }).(*sessionSandbox)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.sb != nil && ss.sb.Alive() && ss.dir == env.WorkingDir {
+		return ss.sb, nil
+	}
+	if ss.sb != nil {
+		ss.sb.Close()
+		ss.sb = nil
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("hermes is shutting down; no new commands")
+	}
+	if s.all == nil {
+		s.all = map[*sessionSandbox]struct{}{}
+	}
+	s.all[ss] = struct{}{}
+	s.mu.Unlock()
+	p := s.Policy
+	p.Writable = append([]string(nil), p.Writable...)
+	if env.WorkingDir != "" {
+		p.Writable = append(p.Writable, env.WorkingDir)
+	}
+	sb, err := sandbox.Start(ctx, p, sandbox.Options{Log: s.Log})
+	if err != nil {
+		return nil, err
+	}
+	ss.sb, ss.dir = sb, env.WorkingDir
+	return sb, nil
+}
+
+// Close ends every sandbox, with everything running in them.
+func (s *Sandboxes) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*sessionSandbox, 0, len(s.all))
+	for ss := range s.all {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, ss := range all {
+		errs = append(errs, ss.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Environ is the environment a sandboxed command gets out of environ:
+// only the variables sandbox.DefaultEnv and Env name, and TMPDIR=/tmp.
+func (s *Sandboxes) Environ(environ []string) []string {
+	return append(sandbox.FilterEnv(environ, s.Env), "TMPDIR=/tmp")
+}
+
+// running is a command started by a backend or in a sandbox.
+type running interface {
+	// wait returns the exit code (128+n after signal n); an error only
+	// when the command could not run to its end.
+	wait() (int, error)
+	kill()
+	pid() int
+	done() <-chan struct{}
+}
+
+// start starts command in dir, its output into out: in the session's
+// sandbox when the local backend has one, else as the backend's process.
+// A background command outlives ctx.
+func (c Config) start(ctx context.Context, dir, command string, out io.Writer, background bool) (running, error) {
+	if _, local := c.Backend.(Local); local && c.Sandboxes != nil {
+		sb, err := c.Sandboxes.For(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sctx := ctx
+		if background {
+			sctx = context.WithoutCancel(ctx)
+		}
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		p, err := sb.Start(sctx, sandbox.Cmd{Args: []string{c.Shell, "-c", command}, Dir: dir,
+			Env: c.Sandboxes.Environ(c.Env()), Stdout: out, Stderr: out})
+		if err != nil {
+			return nil, err
+		}
+		return sandboxed{p}, nil
+	}
+	if background {
+		ctx = context.WithoutCancel(ctx)
+	}
+	cmd := c.command(ctx, dir, command)
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = out, out, nil
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	e := &execed{cmd: cmd, ch: make(chan struct{})}
+	go func() {
+		e.err = cmd.Wait()
+		close(e.ch)
+	}()
+	return e, nil
+}
+
+type sandboxed struct{ p *sandbox.Process }
+
+func (s sandboxed) wait() (int, error)    { return s.p.Wait() }
+func (s sandboxed) kill()                 { s.p.Kill() }
+func (s sandboxed) pid() int              { return s.p.Pid() }
+func (s sandboxed) done() <-chan struct{} { return s.p.Done() }
+
+type execed struct {
+	cmd *exec.Cmd
+	ch  chan struct{}
+	err error
+}
+
+func (e *execed) wait() (int, error) {
+	<-e.ch
+	var ee *exec.ExitError
+	if errors.As(e.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	if e.err != nil {
+		return -1, e.err
+	}
+	return 0, nil
+}
+func (e *execed) kill()                 { killGroup(e.cmd) }
+func (e *execed) pid() int              { return e.cmd.Process.Pid }
+func (e *execed) done() <-chan struct{} { return e.ch }
