@@ -111,6 +111,12 @@ type Loop struct {
 	// the ladder (a supervised subagent is restarted and continues it)
 	// instead of recording it as interrupted.
 	KeepOpenOnError bool
+	// Redact, when set, removes secrets from what the model wrote before
+	// it is recorded: the answer, the reasoning and the strings of each
+	// tool call's arguments (the JSON stays valid). The tool itself runs
+	// with the arguments as the model wrote them. Tools redact their own
+	// output (see adapters/secrets).
+	Redact func(string) string
 }
 
 // Compressor shrinks a session's history. Compress may move the session to
@@ -285,6 +291,10 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		}
 		content, reasoning := splitThink(resp.Content)
 		reasoning = joinText(resp.Reasoning, reasoning)
+		// The transcript is the fold of the recorded events, so the model
+		// too reads its secrets redacted from here on, as it would after a
+		// restart.
+		content, reasoning = l.redact(content), l.redact(reasoning)
 		msg := schema.AssistantMessageAdded{Content: content, Reasoning: reasoning, FinishReason: resp.FinishReason,
 			Provider: l.Provider.Name(), Model: firstNonEmpty(resp.Model, cfg.Model), APIMode: l.Provider.APIMode(), Usage: resp.Usage}
 		if resp.Calls > 1 {
@@ -314,8 +324,11 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 
 		calls, bad := l.validate(cfg, resp.ToolCalls)
 		msg.ToolCalls = nil
-		for _, c := range calls {
-			msg.ToolCalls = append(msg.ToolCalls, c.call)
+		for i := range calls {
+			calls[i].shown = redactArgs(l.Redact, calls[i].call.Function.Arguments)
+			rec := calls[i].call
+			rec.Function.Arguments = calls[i].shown
+			msg.ToolCalls = append(msg.ToolCalls, rec)
 		}
 		started := []schema.Payload{msg}
 		for _, c := range calls {
@@ -323,7 +336,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			if c.tool != nil {
 				server = c.tool.Flags().Server
 			}
-			started = append(started, schema.ToolCallStarted{CallID: c.call.ID, Name: c.call.Function.Name, Arguments: c.call.Function.Arguments, Server: server})
+			started = append(started, schema.ToolCallStarted{CallID: c.call.ID, Name: c.call.Function.Name, Arguments: c.shown, Server: server})
 		}
 		if err := record(started...); err != nil {
 			return "", err
@@ -511,6 +524,9 @@ type validCall struct {
 	// errResult, when set, is returned instead of running the tool.
 	errResult string
 	badJSON   bool
+	// shown is the arguments as recorded and shown (redacted); the tool
+	// runs with call's.
+	shown string
 }
 
 // validate repairs names and arguments, drops identical duplicates and
@@ -607,6 +623,7 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 	}
 	var runnable []Call
 	var index []int
+	var shown []string
 	for i, c := range calls {
 		if c.errResult != "" {
 			finish(i, Result{Err: c.errResult})
@@ -614,6 +631,7 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 		}
 		runnable = append(runnable, Call{ID: c.call.ID, Name: c.call.Function.Name, Args: json.RawMessage(c.call.Function.Arguments), Tool: c.tool})
 		index = append(index, i)
+		shown = append(shown, c.shown)
 	}
 	type finished struct {
 		i int
@@ -623,14 +641,14 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 	for _, wave := range waves(runnable, cfg.MaxParallelTools) {
 		running := 0
 		for _, k := range wave {
-			c := runnable[k]
+			c, text := runnable[k], shown[k]
 			if ctx.Err() != nil {
 				finish(index[k], Result{Interrupted: true, Err: "cancelled"})
 				continue
 			}
 			running++
 			go func() {
-				obs(Observation{Kind: "tool_start", Tool: c.Name, ID: c.ID, Text: string(c.Args)})
+				obs(Observation{Kind: "tool_start", Tool: c.Name, ID: c.ID, Text: text})
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
 				if r.Duration == 0 {

@@ -147,6 +147,9 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 		}
 		summary = s
 	}
+	if a.deps.Redact != nil {
+		summary = a.deps.Redact(summary)
+	}
 	msgs := compress.Assemble(t.Messages[:head], summary, t.Messages[tail:])
 	next := &history.Transcript{System: t.System, Messages: msgs}
 	after := c.estimate(next)

@@ -166,6 +166,9 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 		// One process at a time runs a session: a chat holds the lease of
 		// its session until it ends or moves to another one.
 		Leases: a.leases(session.ThisProcess()),
+		// What the model writes is redacted as its tools' output is
+		// (registry): the log, search, export and the API serve it.
+		Redact: secretsOf(cfg).Redact,
 		DayCost: func() float64 {
 			d, _ := costs.Day(context.Background(), a.projDB.Reader(), time.Now().UTC().Format("2006-01-02"))
 			return d
