@@ -16,10 +16,11 @@ type apiError struct {
 
 // Error types clients branch on (OpenAI's names).
 const (
-	invalidRequest = "invalid_request_error"
-	authError      = "authentication_error"
-	notFoundError  = "not_found_error"
-	serverError    = "server_error"
+	invalidRequest  = "invalid_request_error"
+	authError       = "authentication_error"
+	permissionError = "permission_error"
+	notFoundError   = "not_found_error"
+	serverError     = "server_error"
 )
 
 func ptr(s string) *string {

@@ -326,7 +326,41 @@ func (s *Server) routes() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return s.cors(s.auth(routed))
+	return s.hosts(s.cors(s.auth(routed)))
+}
+
+// hosts refuses, when the server runs without a key, a request whose Host
+// is not a loopback name or address. A web page on another site can point
+// its own name at 127.0.0.1 (DNS rebinding) and then call the server from
+// the victim's browser as a same-origin page: the Host it sends is still
+// the page's name, and nothing else tells such a request from a local
+// client's. With a key, the key stops it.
+func (s *Server) hosts(next http.Handler) http.Handler {
+	if s.opts.Key != "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			fail(w, http.StatusForbidden, permissionError, "host_not_allowed", fmt.Sprintf(
+				"Host %q is not a loopback name: this API server runs without a key and answers only requests addressed to localhost, 127.0.0.1 or [::1]; set API_SERVER_KEY to serve other names",
+				r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header (name or address, with or
+// without a port) names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else if strings.HasPrefix(hostport, "[") != strings.HasSuffix(hostport, "]") {
+		return false
+	}
+	host = strings.TrimSuffix(host, ".")
+	return host != "" && loopback(host)
 }
 
 // only answers other methods with 405.
