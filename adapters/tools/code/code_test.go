@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/schema"
@@ -81,15 +82,10 @@ func TestScriptFailuresAndTimeout(t *testing.T) {
 func TestRPCNeedsTheToken(t *testing.T) {
 	tool, ctx, _ := setup(t)
 	out, err := run(t, tool, ctx, `
-import os, urllib.request, urllib.error
-req = urllib.request.Request(os.environ["HERMES_RPC_URL"], data=b'{"tool":"terminal","args":{"command":"id"}}', headers={"Authorization": "Bearer wrong"})
-try:
-    urllib.request.urlopen(req)
-    print("open")
-except urllib.error.HTTPError as e:
-    print("status", e.code)
+import os, hermes_tools
+print("reply", hermes_tools.post(os.environ["HERMES_RPC_ENDPOINT"], "/call", "wrong", {"tool": "terminal", "args": {"command": "touch ran"}}))
 `)
-	if err != nil || !strings.Contains(out, "status 401") {
+	if err != nil || !strings.Contains(out, "unauthorised") {
 		t.Fatalf("%q %v", out, err)
 	}
 }
@@ -249,5 +245,107 @@ print(subprocess.run("env", shell=True, capture_output=True, text=True).stdout)
 `)
 	if err != nil || strings.Contains(out, "sk-") || strings.Contains(out, "API_KEY") || !strings.Contains(out, "[]") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// A script's tool calls count toward the turn's budget: the first rides on
+// the response's iteration, each further one takes one.
+func TestScriptToolCallsSpendTheBudget(t *testing.T) {
+	tool, ctx, wd := setup(t)
+	b := agent.NewBudget(3)
+	b.Take() // the model call that asked for the script
+	agent.EnvFrom(ctx).Budget = b
+	out, err := run(t, tool, ctx, `
+import hermes_tools as h
+for i in range(5):
+    try:
+        h.write_file(path=f"b{i}.txt", content="x")
+        print("ok", i)
+    except h.ToolError as e:
+        print("refused", i, "budget" in str(e))
+`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"ok 0", "ok 1", "ok 2", "refused 3 True", "refused 4 True"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(wd, "b3.txt")); err == nil {
+		t.Fatal("a call past the budget ran")
+	}
+	if b.Remaining() != 0 {
+		t.Fatalf("budget left: %d", b.Remaining())
+	}
+}
+
+// In the session's sandbox a script reaches its tools through the socket
+// in the sandbox's /tmp, and cannot reach Hermes' home, the user's
+// start-up files or anything outside the workspace, whatever it runs.
+func TestSandboxedScript(t *testing.T) {
+	if !sandbox.Probe().Enforced() {
+		t.Fatalf("this machine cannot run the sandbox: %v", sandbox.Probe().Refusal())
+	}
+	root, err := os.MkdirTemp("/var/tmp", "hermes-code-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	agentHome, work, outside := filepath.Join(home, ".hermes"), filepath.Join(home, "project"), filepath.Join(root, "outside")
+	canaries := map[string]string{
+		filepath.Join(agentHome, "config.yaml"): "model: canary\n",
+		filepath.Join(agentHome, ".env"):        "OPENAI_API_KEY=sk-canary-key-1234567890\n",
+		filepath.Join(home, ".bashrc"):          "# canary rc\n",
+		filepath.Join(outside, "canary"):        "outside\n",
+	}
+	for p, c := range canaries {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(work, 0o755)
+	env := func() []string {
+		return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "OPENAI_API_KEY=sk-canary-env-0987654321"}
+	}
+	sbs := &terminal.Sandboxes{Policy: sandbox.Defaults(home, agentHome)}
+	term := terminal.Tools(terminal.Config{Sandboxes: sbs, Env: env})
+	t.Cleanup(func() { term[0].(interface{ Close() error }).Close() })
+	tool := &Tool{Toolbox: agent.NewTools(append(files.Tools(files.Roots{Home: agentHome}), term...)...), Timeout: 20 * time.Second, Sandboxes: sbs, Env: env}
+	ctx := agent.WithEnv(context.Background(), &agent.Env{WorkingDir: work, Values: agent.NewSessionValues(), Yolo: true})
+	out, err := run(t, tool, ctx, `
+import os, shutil, subprocess, hermes_tools as h
+print("tool:", h.terminal(command="echo via-rpc"))
+print("key:", os.environ.get("OPENAI_API_KEY"))
+for path in [os.path.expanduser("~/.hermes"), os.path.expanduser("~/.bashrc"), "`+outside+`"]:
+    try:
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    except OSError as e:
+        print("refused", path, e.errno)
+try:
+    print("read:", open(os.path.expanduser("~/.hermes/.env")).read())
+except OSError as e:
+    print("unreadable", e.errno)
+subprocess.run("cat ~/.hermes/config.yaml; echo x >> ~/.bashrc", shell=True)
+open("inside.txt", "w").write("ok")
+`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "via-rpc") || !strings.Contains(out, "key: None") {
+		t.Fatalf("output: %s", out)
+	}
+	if strings.Contains(out, "sk-canary") || strings.Contains(out, "model: canary") {
+		t.Fatalf("a secret leaked: %s", out)
+	}
+	for p, c := range canaries {
+		if b, err := os.ReadFile(p); err != nil || string(b) != c {
+			t.Errorf("%s: %q %v", p, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "inside.txt")); string(b) != "ok" {
+		t.Errorf("the workspace was not writable: %q", b)
 	}
 }
