@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
 
@@ -30,6 +31,9 @@ type Shell struct {
 	MaxOutput int
 	// Timeout bounds a script on its own (0: only the run's timeout).
 	Timeout time.Duration
+	// Sandboxes runs the local backend's scripts in a kernel sandbox (one
+	// per run), with the environment it allows; nil: unconfined.
+	Sandboxes *terminal.Sandboxes
 }
 
 // Run implements Scripts.
@@ -47,9 +51,11 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, sh.Timeout, fmt.Errorf("the script timed out after %s", sh.Timeout))
 		defer cancel()
 	}
+	env := &agent.Env{Values: agent.NewSessionValues(), WorkingDir: sh.Dir}
+	defer env.Values.Close()
+	ctx = agent.WithEnv(ctx, env)
 	if backend.Checked() {
-		env := &agent.Env{Values: agent.NewSessionValues(), WorkingDir: sh.Dir}
-		if err := approver.Approve(agent.WithEnv(ctx, env), command); err != nil {
+		if err := approver.Approve(ctx, command); err != nil {
 			return "", err
 		}
 	}
@@ -68,6 +74,9 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 	max := sh.MaxOutput
 	if max <= 0 {
 		max = 50_000
+	}
+	if _, local := backend.(terminal.Local); local && sh.Sandboxes != nil {
+		return sh.sandboxed(ctx, shell, command, max)
 	}
 	cmd := backend.Command(ctx, shell, sh.Dir, command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -92,6 +101,35 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 	}
 	if err != nil {
 		return out.String(), err
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// sandboxed runs command in the run's sandbox.
+func (sh Shell) sandboxed(ctx context.Context, shell, command string, max int) (string, error) {
+	sb, err := sh.Sandboxes.For(ctx)
+	if err != nil {
+		return "", err
+	}
+	out := &terminal.Capped{Max: max}
+	p, err := sb.Start(ctx, sandbox.Cmd{Args: []string{shell, "-c", command}, Dir: sh.Dir,
+		Env: sh.Sandboxes.Environ(os.Environ()), Stdout: out, Stderr: out})
+	if err != nil {
+		return "", fmt.Errorf("start %q: %w", command, err)
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		p.Kill()
+		p.Wait()
+		return out.String(), context.Cause(ctx)
+	}
+	code, err := p.Wait()
+	if err != nil {
+		return out.String(), err
+	}
+	if code != 0 {
+		return out.String(), fmt.Errorf("exit status %d", code)
 	}
 	return strings.TrimRight(out.String(), "\n"), nil
 }

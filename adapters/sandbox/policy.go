@@ -210,13 +210,17 @@ func (p Policy) resolved() (Policy, error) {
 	if p.Protected, err = canon(p.Protected); err != nil {
 		return p, err
 	}
-	// A hidden path that is a writable root, or above one, would hide
-	// the workspace; a visible or writable one is carved back out.
+	// A writable root inside a hidden path (a working directory in
+	// $HERMES_HOME) stays hidden, unless Visible shows it again.
 	for _, w := range p.Writable {
-		if slices.Contains(p.Hidden, w) {
+		if slices.Contains(p.Hidden, w) && !slices.Contains(p.Visible, w) {
 			return p, fmt.Errorf("writable root %s is hidden by the sandbox (it holds Hermes' own state or credentials)", w)
 		}
 	}
+	p.Writable = slices.DeleteFunc(p.Writable, func(w string) bool {
+		return slices.ContainsFunc(p.Hidden, func(h string) bool { return within(w, h) }) &&
+			!slices.ContainsFunc(p.Visible, func(v string) bool { return within(w, v) })
+	})
 	return p, nil
 }
 

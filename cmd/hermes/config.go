@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 )
@@ -46,6 +48,7 @@ type Config struct {
 	} `yaml:"budget"`
 	ContextWindow    int              `yaml:"context_window"`
 	Terminal         map[string]any   `yaml:"terminal"`
+	Sandbox          SandboxConfig    `yaml:"sandbox"`
 	Prices           map[string]Price `yaml:"prices"`
 	Tools            tools.Selection  `yaml:"tools"`
 	CommandAllowlist []string         `yaml:"command_allowlist"`
@@ -122,6 +125,25 @@ type AgentConfig struct {
 	ModelCallTimeout string   `yaml:"model_call_timeout"`
 }
 
+// SandboxConfig is the sandbox: section, the kernel sandbox of the local
+// terminal backend, execute_code and cron scripts (adapters/sandbox).
+type SandboxConfig struct {
+	// Mode is read-only, workspace-write (default) or full-access.
+	Mode string `yaml:"mode"`
+	// WritableRoots are writable beside the working directory.
+	WritableRoots []string `yaml:"writable_roots"`
+	// Readable are hidden places (credential stores) to show again,
+	// read-only.
+	Readable []string `yaml:"readable"`
+	// Network is on (default), off, or allow (with NetworkAllow).
+	Network      string   `yaml:"network"`
+	NetworkAllow []string `yaml:"network_allow"`
+	// Env names more variables commands receive (patterns such as GH_*).
+	Env          []string `yaml:"env"`
+	MaxProcesses int      `yaml:"max_processes"`
+	MaxMemoryMB  int      `yaml:"max_memory_mb"`
+}
+
 // Price is a prices: entry, US dollars per million tokens.
 type Price = agent.Price
 
@@ -165,6 +187,10 @@ type Resolved struct {
 	// MCPServers and Hooks are as config has them, validated.
 	MCPServers map[string]mcp.ServerConfig
 	Hooks      hooks.Config
+	// Sandbox is the policy of the local backend's sandbox (Mode
+	// full-access: none); SandboxEnv the variables sandbox.env adds.
+	Sandbox    sandbox.Policy
+	SandboxEnv []string
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -172,6 +198,8 @@ type Overrides struct {
 	Model, Provider, BaseURL, APIMode string
 	MaxTurns                          int
 	Yolo                              bool
+	// Sandbox is --sandbox: a mode over sandbox.mode.
+	Sandbox string
 }
 
 func loadConfig(home string) (Config, error) {
@@ -373,6 +401,10 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	r.MCPServers, r.Hooks = c.MCPServers, c.Hooks
+	if r.Sandbox, err = sandboxOf(home, c.Sandbox, o.Sandbox, path); err != nil {
+		return r, err
+	}
+	r.SandboxEnv = c.Sandbox.Env
 	r.Prices = agent.DefaultPrices()
 	for k, v := range c.Prices {
 		r.Prices[k] = v
@@ -415,4 +447,64 @@ func first(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// sandboxOf is the sandbox policy of config's sandbox: section (mode
+// over it: --sandbox): Hermes' home and the credential stores hidden,
+// the home's start-up files protected, and what the section adds.
+func sandboxOf(home string, c SandboxConfig, mode, path string) (sandbox.Policy, error) {
+	m, err := sandbox.ParseMode(first(mode, c.Mode))
+	if err != nil {
+		if mode != "" {
+			return sandbox.Policy{}, fmt.Errorf("--sandbox: %w", err)
+		}
+		return sandbox.Policy{}, fmt.Errorf("%s: sandbox.mode: %w", path, err)
+	}
+	userHome, _ := os.UserHomeDir()
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return sandbox.Policy{}, err
+	}
+	p := sandbox.Defaults(userHome, abs)
+	p.Mode = m
+	if p.Network, err = sandbox.ParseNet(c.Network, c.NetworkAllow); err != nil {
+		return p, fmt.Errorf("%s: %w", path, err)
+	}
+	p.Allow = c.NetworkAllow
+	for _, w := range c.WritableRoots {
+		w = expandHome(w, userHome)
+		if !filepath.IsAbs(w) {
+			return p, fmt.Errorf("%s: sandbox.writable_roots: %q is not an absolute path", path, w)
+		}
+		p.Writable = append(p.Writable, w)
+	}
+	for _, v := range c.Readable {
+		v = expandHome(v, userHome)
+		if !filepath.IsAbs(v) {
+			return p, fmt.Errorf("%s: sandbox.readable: %q is not an absolute path", path, v)
+		}
+		if within(v, abs) {
+			return p, fmt.Errorf("%s: sandbox.readable: %s is inside Hermes' home, which commands never see", path, v)
+		}
+		p.Hidden = slices.DeleteFunc(p.Hidden, func(h string) bool { return h == v })
+		p.Visible = append(p.Visible, v)
+	}
+	if c.MaxProcesses < 0 || c.MaxMemoryMB < 0 {
+		return p, fmt.Errorf("%s: sandbox.max_processes and sandbox.max_memory_mb must be positive (0: the default)", path)
+	}
+	p.Limits = sandbox.Limits{Procs: c.MaxProcesses, Memory: int64(c.MaxMemoryMB) << 20}
+	return p, nil
+}
+
+func expandHome(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+// within reports whether p is dir or beneath it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

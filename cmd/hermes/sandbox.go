@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/adapters/sandbox"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+)
+
+// sandboxes is the kernel sandbox of cfg's local backend: one per
+// session, shared by the terminal, execute_code and cron scripts. nil
+// where commands run elsewhere (ssh, docker) or unconfined
+// (sandbox.mode: full-access, said with a warning).
+func sandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxes {
+	if cfg.Backend != nil {
+		if _, local := cfg.Backend.(terminal.Local); !local {
+			return nil
+		}
+	}
+	p := cfg.Sandbox
+	if p.Mode == "" {
+		// A Resolved made without config: the defaults, never less.
+		var err error
+		if p, err = sandboxOf(home, SandboxConfig{}, "", "config.yaml"); err != nil {
+			log.Error().Err(err).Msg("sandbox")
+			return &terminal.Sandboxes{Policy: sandbox.Defaults("", home), Log: log}
+		}
+	}
+	if p.Mode == sandbox.FullAccess {
+		log.Warn().Msg("sandbox.mode is full-access: commands, scripts and cron scripts run unconfined, with your account's full power; the judge's questions are the only check")
+		return nil
+	}
+	env := append(append([]string(nil), cfg.EnvPassthrough...), cfg.SandboxEnv...)
+	return &terminal.Sandboxes{Policy: p, Env: env, Log: log}
+}
