@@ -12,13 +12,15 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
 )
 
 // markdown renders messages: CommonMark plus tables, strikethrough and
 // autolinks. Raw HTML in a message is never passed through (goldmark
-// leaves it out unless told otherwise), and fenced code is highlighted
+// leaves it out unless told otherwise), a link that could run code is
+// only its text (linkFilter), and fenced code is highlighted
 // with CSS classes, so the page needs no inline style.
 type markdown struct {
 	md  goldmark.Markdown
@@ -31,6 +33,7 @@ func newMarkdown() *markdown {
 	m := &markdown{fmt: chromahtml.New(chromahtml.WithClasses(true))}
 	m.md = goldmark.New(
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkFilter{}, 10000))),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(&codeRenderer{m: m}, 100))),
 	)
 	return m
@@ -43,7 +46,7 @@ func (m *markdown) render(s string) template.HTML {
 	if err := m.md.Convert([]byte(s), &b); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(s) + "</pre>")
 	}
-	return template.HTML(b.String()) // #nosec: goldmark escapes text and drops raw HTML
+	return template.HTML(b.String()) // #nosec: goldmark escapes text, raw HTML is shown as text, linkFilter drops scripting links
 }
 
 // css is the highlighter's style sheet.
