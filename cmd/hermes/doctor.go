@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/projections/search"
 )
@@ -145,6 +146,9 @@ func doctor(ctx context.Context, g *globals, offline bool) []check {
 	} else {
 		add(check{name: "execute_code", detail: "python3 found", ok: true})
 	}
+	if _, local := cfg.Backend.(terminal.Local); local || cfg.Backend == nil {
+		add(sandboxCheck(ctx, home, cfg))
+	}
 	switch b := cfg.Backend.(type) {
 	case terminal.SSH:
 		_, err := exec.LookPath("ssh")
@@ -217,4 +221,50 @@ func reach(ctx context.Context, cfg Resolved) check {
 		return check{name: "provider", detail: fmt.Sprintf("%s: %s", u, resp.Status), ok: true, warn: true, fix: "the server answered with an error"}
 	}
 	return check{name: "provider", detail: fmt.Sprintf("%s answers (%s)", u, resp.Status), ok: true}
+}
+
+// sandboxCheck says what the local backend's sandbox enforces here, after
+// starting one for real and running a command in it.
+func sandboxCheck(ctx context.Context, home string, cfg Resolved) check {
+	p := cfg.Sandbox
+	if p.Mode == "" {
+		p, _ = sandboxOf(home, SandboxConfig{}, "", "config.yaml")
+	}
+	if p.Mode == sandbox.FullAccess {
+		return check{name: "sandbox", detail: "full-access: commands run unconfined", ok: true, warn: true,
+			fix: "remove sandbox.mode: full-access from config.yaml to contain commands in the kernel sandbox"}
+	}
+	pr := sandbox.Probe()
+	if !pr.Enforced() {
+		return check{name: "sandbox", detail: pr.Refusal().Error(), fix: "the terminal refuses to run here until this is fixed"}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		p.Writable = append(p.Writable, wd)
+	}
+	c := check{name: "sandbox", ok: true}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	sb, err := sandbox.Start(tctx, p, sandbox.Options{})
+	if err == nil {
+		var proc *sandbox.Process
+		if proc, err = sb.Start(tctx, sandbox.Cmd{Args: []string{"/bin/sh", "-c", "true"}, Env: []string{"PATH=/usr/bin:/bin"}}); err == nil {
+			if code, werr := proc.Wait(); werr != nil || code != 0 {
+				err = fmt.Errorf("a command in it ended with %d %v", code, werr)
+			}
+		}
+		sb.Close()
+	}
+	if err != nil {
+		c.ok, c.detail, c.fix = false, "could not start: "+err.Error(), "see the error; sandbox.mode: full-access runs commands unconfined"
+		return c
+	}
+	net := string(p.Network)
+	if p.Network == sandbox.NetAllow {
+		net = "allow " + strings.Join(p.Allow, ", ")
+	}
+	c.detail = fmt.Sprintf("%s, network %s; %s", p.Mode, net, strings.Join(pr.Lines(), "; "))
+	if pr.Cgroup == "" && os.Getuid() == 0 {
+		c.warn, c.fix = true, "no cgroup could be made: the number of processes is not bounded for root"
+	}
+	return c
 }
