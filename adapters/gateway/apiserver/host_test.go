@@ -13,7 +13,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
 
-// get sends GET path to the rig's listener with the Host header host.
+// getAs sends GET path to the rig's listener with the Host header host.
 func (r *rig) getAs(t *testing.T, host, path string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, r.url+path, nil)
