@@ -46,7 +46,9 @@ func TestKeylessServerChecksHost(t *testing.T) {
 		"app.localhost:" + port, "192.168.1.10:" + port, "[fe80::1]:" + port, "[::1:" + port} {
 		for _, path := range []string{"/v1/models", "/health", "/api/sessions"} {
 			code, body := r.getAs(t, host, path)
-			var e struct{ Error struct{ Message, Type, Code string } }
+			var e struct {
+				Error struct{ Message, Type, Code string }
+			}
 			if code != http.StatusForbidden || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != "host_not_allowed" ||
 				!strings.Contains(e.Error.Message, "loopback") || !strings.Contains(e.Error.Message, "API_SERVER_KEY") {
 				t.Errorf("Host %s %s: %d %s", host, path, code, body)
