@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/adapters/sandbox"
@@ -32,4 +34,15 @@ func sandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxe
 	}
 	env := append(append([]string(nil), cfg.EnvPassthrough...), cfg.SandboxEnv...)
 	return &terminal.Sandboxes{Policy: p, Env: env, Log: log}
+}
+
+// cronSandboxes is the sandbox of cron's scripts: the local backend's,
+// with the scripts directory ($HERMES_HOME/scripts, their working
+// directory) shown again inside the hidden home; nil as sandboxes is.
+func cronSandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxes {
+	s := sandboxes(home, cfg, log)
+	if s != nil {
+		s.Policy.Visible = append(append([]string(nil), s.Policy.Visible...), filepath.Join(home, "scripts"))
+	}
+	return s
 }
