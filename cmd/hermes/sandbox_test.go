@@ -46,7 +46,7 @@ func newEscapeRig(t *testing.T) *escapeRig {
 		filepath.Join(r.agentHome, ".env"):                "OPENAI_API_KEY=" + canaryKey + "\n",
 		filepath.Join(r.home, ".bashrc"):                  "# the user's rc\n",
 		filepath.Join(r.home, ".ssh", "authorized_keys"):  "ssh-ed25519 AAAA user@host\n",
-		filepath.Join(r.home, ".aws", "credentials"):     "[default]\naws_secret_access_key=canary-aws\n",
+		filepath.Join(r.home, ".aws", "credentials"):      "[default]\naws_secret_access_key=canary-aws\n",
 		filepath.Join(root, "elsewhere", "important.txt"): "important\n",
 		filepath.Join(r.project, "keep.txt"):              "project file\n",
 	}
