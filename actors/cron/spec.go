@@ -18,8 +18,8 @@ import (
 type Rules struct {
 	// Toolsets are the toolsets a job may name (nil: not checked).
 	Toolsets []string
-	// Allowed reports whether a dangerous-command rule is on the
-	// command_allowlist (nil: none is). A script runs with nobody to ask,
+	// Allowed reports whether a dangerous-command rule is allowed for
+	// good: granted, or on config's command_allowlist (nil: none is). A script runs with nobody to ask,
 	// so a flagged one must be allowed beforehand.
 	Allowed func(pattern string) bool
 }
@@ -63,7 +63,7 @@ func normalize(spec schema.JobSpec, now time.Time, rules Rules, prev *schema.Job
 			return s, fmt.Errorf("blocked: the script %q is a %s, which is never allowed", s.Script, hard.Description)
 		}
 		if danger != nil && (rules.Allowed == nil || !rules.Allowed(danger.Description)) {
-			return s, fmt.Errorf("the script %q is flagged as %s and nobody can approve it when the job runs: change the command, or add %q to command_allowlist in config.yaml",
+			return s, fmt.Errorf("the script %q is flagged as %s and nobody can approve it when the job runs: change the command, or have the person grant it (hermes approvals add %q, or command_allowlist in config.yaml)",
 				s.Script, danger.Description, danger.Description)
 		}
 	}

@@ -86,7 +86,7 @@ func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
 	case <-p.gone:
 		what := "the question"
 		if q.Kind == "approval" {
-			what = "the command is denied; to allow it without a question, run with --yolo or add its rule to command_allowlist in config.yaml"
+			what = "the command is denied; to allow it without a question, run with --yolo or grant its rule (hermes approvals add RULE)"
 		}
 		fmt.Fprintf(c.errw, "\n? %s\n  no answer is possible: standard input is not a terminal and has ended: %s\n", q.Text, what)
 		return "", agent.ErrNoAsker

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
@@ -120,14 +121,16 @@ func resolveCron(c CronConfig) (cronSettings, error) {
 type cronTool struct {
 	*cronjob.Tool
 	Toolsets []string
+	allow    *grants.List
 }
 
 func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
 
 // bind gives the tool its store (nil when the registry is only listed)
-// and the command_allowlist its scripts are checked against.
-func (t *cronTool) bind(store events.Store, allow *configAllowList) {
-	t.Store, t.Toolsets = store, nil
+// and the allow-list (grants and command_allowlist) its scripts are
+// checked against.
+func (t *cronTool) bind(store events.Store, allow *grants.List) {
+	t.Store, t.Toolsets, t.allow = store, nil, allow
 	t.Rules = func() cron.Rules { return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has} }
 	if store != nil && t.Jobs == nil {
 		t.Jobs = cron.NewJobs(store, nil)
@@ -142,7 +145,7 @@ type cronWiring struct {
 	set   cronSettings
 	jobs  *cron.Jobs
 	tool  *cronTool
-	allow *configAllowList
+	allow *grants.List
 }
 
 func (c *chatter) cron() *cronWiring { return c.cronw }
@@ -155,7 +158,7 @@ func (c *chatter) wireCron(fileCfg Config, cj *cronTool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(c.a.home, "config.yaml"), err)
 	}
-	w := &cronWiring{set: set, allow: &configAllowList{path: filepath.Join(c.a.home, "config.yaml"), list: c.cfg.AllowList}}
+	w := &cronWiring{set: set, allow: cj.allow}
 	w.tool = cj
 	w.tool.AllowNested = set.allowNested
 	w.jobs = w.tool.Jobs
@@ -273,8 +276,7 @@ func (g *globals) cronHome() (*cronHome, error) {
 		return nil, err
 	}
 	rules := cj.Rules()
-	allow := &configAllowList{list: fileCfg.CommandAllowlist}
-	rules.Allowed = allow.Has
+	rules.Allowed = grants.New(a.store, fileCfg.CommandAllowlist, g.log).Has
 	return &cronHome{a: a, jobs: cron.NewJobs(a.store, nil), set: set, rules: rules}, nil
 }
 

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
@@ -57,10 +54,13 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		return nil, nil, err
 	}
 	wrap := func(ts ...agent.Tool) []agent.Tool { return hk.Tools(keep.Tools(ts...)...) }
-	allow := &configAllowList{path: filepath.Join(home, "config.yaml"), list: cfg.AllowList}
+	// "Always" answers are grants in the event store; config.yaml is
+	// only read (the person's command_allowlist), never written.
+	allow := grants.New(store, cfg.AllowList, log)
 	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
-	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env}
-	ex := &code.Tool{Approver: approver, Env: env}
+	sbs := sandboxes(home, cfg, log)
+	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env, Sandboxes: sbs}
+	ex := &code.Tool{Approver: approver, Env: env, Sandboxes: sbs}
 	if cj == nil {
 		cj = newCronTool()
 	}
@@ -192,66 +192,6 @@ func skillInstallCmd(lib func() (skills.Library, error)) *cobra.Command {
 	}
 	install.Flags().BoolVar(&force, "force", false, "replace an installed skill of the same name")
 	return install
-}
-
-// configAllowList is config.yaml's command_allowlist. Add rewrites the file
-// with the entry appended, keeping the rest of the document.
-type configAllowList struct {
-	mu   sync.Mutex
-	path string
-	list []string
-}
-
-func (a *configAllowList) Has(p string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Contains(a.list, p)
-}
-
-func (a *configAllowList) Add(p string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if slices.Contains(a.list, p) {
-		return nil
-	}
-	var doc yaml.Node
-	data, err := os.ReadFile(a.path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if len(data) > 0 {
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return fmt.Errorf("%s: %w", a.path, err)
-		}
-	}
-	if doc.Kind == 0 {
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
-	}
-	root := doc.Content[0]
-	var seq *yaml.Node
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "command_allowlist" {
-			seq = root.Content[i+1]
-		}
-	}
-	if seq == nil {
-		seq = &yaml.Node{Kind: yaml.SequenceNode}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "command_allowlist"}, seq)
-	}
-	seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p})
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return err
-	}
-	tmp := a.path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, a.path); err != nil {
-		return err
-	}
-	a.list = append(a.list, p)
-	return nil
 }
 
 func toolsCmd(g *globals) *cobra.Command {

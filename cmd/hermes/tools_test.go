@@ -17,9 +17,15 @@ func TestApprovalFromTheCLI(t *testing.T) {
 		llmtest.Reply{Content: "Deleted."},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t3", Name: "terminal", Args: `{"command":"rm -rf /"}`}}},
 		llmtest.Reply{Content: "Refused."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t4", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Deleted again."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t5", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Not allowed any more."},
 	)
 	defer srv.Close()
 	home, wd := t.TempDir(), t.TempDir()
+	cfgPath := filepath.Join(home, "config.yaml")
+	os.WriteFile(cfgPath, []byte(handConfig), 0o600)
 	os.MkdirAll(filepath.Join(wd, "build", "obj"), 0o755)
 	run := func(stdin string, args ...string) (string, string, int) {
 		cmd := append([]string{"--home", home, "chat", "--model", "m", "-q"}, args...)
@@ -43,9 +49,12 @@ func TestApprovalFromTheCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wd, "build")); err == nil {
 		t.Fatal("an approved command did not run")
 	}
-	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
-	if !strings.Contains(string(cfg), "command_allowlist:\n    - recursive delete") && !strings.Contains(string(cfg), "- recursive delete") {
+	// "always" is a grant in the event store: config.yaml is not written.
+	if cfg, _ := os.ReadFile(cfgPath); string(cfg) != handConfig {
 		t.Fatalf("config.yaml after always:\n%s", cfg)
+	}
+	if out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "approvals", "list"); code != 0 || !grantListed(out, "recursive delete", "user") {
+		t.Fatalf("approvals list: %d %s %s", code, out, errOut)
 	}
 	out, errOut, code = run("", "wipe the disk", "--yolo")
 	if code != 0 || out != "Refused.\n" {
@@ -58,6 +67,26 @@ func TestApprovalFromTheCLI(t *testing.T) {
 	ev, _, _ := hermes(t, chatEnv(srv), "", "--home", home, "sessions", "list", "--json")
 	if !strings.Contains(ev, "clean the build") {
 		t.Fatal(ev)
+	}
+	// A later process runs it without a question, until it is revoked.
+	os.MkdirAll(filepath.Join(wd, "build", "obj"), 0o755)
+	out, errOut, code = run("", "clean the build again")
+	if code != 0 || out != "Deleted again.\n" || strings.Contains(errOut, "flagged") {
+		t.Fatalf("granted: %d %q %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "build")); err == nil {
+		t.Fatal("a granted command did not run")
+	}
+	if _, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "approvals", "revoke", "recursive delete"); code != 0 {
+		t.Fatalf("revoke: %s", errOut)
+	}
+	os.MkdirAll(filepath.Join(wd, "build", "obj"), 0o755)
+	out, errOut, code = run("deny\n", "and once more")
+	if code != 0 || !strings.Contains(errOut, "flagged as recursive delete") || out != "Not allowed any more.\n" {
+		t.Fatalf("revoked: %d %q %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "build")); err != nil {
+		t.Fatal("a revoked grant still let the command run")
 	}
 }
 

@@ -109,11 +109,19 @@ func Check(command string) (hard, danger *Rule) {
 	return hard, danger
 }
 
-// AllowList is the config's command_allowlist: rule descriptions the user
-// approved for good.
+// AllowList holds the rule descriptions the user approved for good
+// (cmd/hermes hands in the grants of the event store with config's
+// command_allowlist).
 type AllowList interface {
 	Has(pattern string) bool
 	Add(pattern string) error
+}
+
+// Granter is an AllowList that keeps where a grant came from: Approver
+// grants "always" answers through it, naming the session and the command
+// the person was asked about.
+type Granter interface {
+	Grant(ctx context.Context, pattern, session, command string) error
 }
 
 // MemAllowList is an AllowList kept in memory (tests, sessions without a
@@ -271,8 +279,15 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 		return run(Session, "user")
 	case Always, "a":
 		if a.Allow != nil {
+			g, granter := a.Allow.(Granter)
 			for _, d := range pending {
-				if err := a.Allow.Add(d); err != nil {
+				var err error
+				if granter {
+					err = g.Grant(ctx, d, env.SessionID, command)
+				} else {
+					err = a.Allow.Add(d)
+				}
+				if err != nil {
 					return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
 				}
 			}
