@@ -21,6 +21,12 @@ const (
 	deny    = "deny"
 )
 
+// granter is an AllowList that keeps where a grant came from (the
+// session and the call the person was asked about).
+type granter interface {
+	Grant(ctx context.Context, pattern, session, command string) error
+}
+
 type approvals struct {
 	mu sync.Mutex
 	m  map[string]bool
@@ -82,7 +88,13 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 		return nil
 	case always, "a":
 		if s.opts.Allow != nil {
-			if err := s.opts.Allow.Add(tool); err != nil {
+			var err error
+			if g, ok := s.opts.Allow.(granter); ok {
+				err = g.Grant(ctx, tool, env.SessionID, command)
+			} else {
+				err = s.opts.Allow.Add(tool)
+			}
+			if err != nil {
 				return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
 			}
 		}
