@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
 // TestConfigKeysAndRanges: a misspelt key (in a section, or a section's key
@@ -35,6 +37,10 @@ func TestConfigKeysAndRanges(t *testing.T) {
 		{"max_turns zero", "model: m\nagent:\n  max_turns: 0\n", []string{"agent.max_turns must be at least 1, got 0"}},
 		{"every problem at once", "model: m\ncontext_window: -1\nbudget:\n  max_cost_per_day: -2\ndelegation:\n  max_depth: -1\n",
 			[]string{"context_window must be 0", "budget.max_cost_per_day must not be negative", "delegation.max_depth must not be negative"}},
+		{"typo in the sandbox", "model: m\nsandbox:\n  mdoe: read-only\n", []string{"did you mean sandbox.mode?"}},
+		{"unknown sandbox mode", "model: m\nsandbox:\n  mode: open\n", []string{`sandbox.mode: sandbox mode "open": use read-only, workspace-write or full-access`}},
+		{"allow without hosts", "model: m\nsandbox:\n  network: allow\n", []string{"sandbox.network is allow but sandbox.network_allow is empty"}},
+		{"a relative writable root", "model: m\nsandbox:\n  writable_roots: [build]\n", []string{`sandbox.writable_roots: "build" is not an absolute path`}},
 		{"a section of the Python agent", "model: m\ndisplay:\n  skin: mono\n", nil},
 	}
 	for _, c := range cases {
@@ -87,5 +93,35 @@ func TestNearestKey(t *testing.T) {
 		if got := levenshtein(c.a, c.b); got != c.d {
 			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
+	}
+}
+
+// The sandbox: section becomes one policy; YAML's on and off stay words.
+func TestSandboxConfig(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("sandbox:\n  mode: read-only\n  network: off\n  readable: [~/.ssh]\n  max_processes: 64\n"), 0o600)
+	c, err := loadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sandboxOf(home, c.Sandbox, "", "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userHome, _ := os.UserHomeDir()
+	if p.Mode != sandbox.ReadOnly || p.Network != sandbox.NetOff || p.Limits.Procs != 64 {
+		t.Fatalf("policy: %+v", p)
+	}
+	if !slices.Contains(p.Hidden, home) || slices.Contains(p.Hidden, filepath.Join(userHome, ".ssh")) || !slices.Contains(p.Visible, filepath.Join(userHome, ".ssh")) {
+		t.Fatalf("hidden %v visible %v", p.Hidden, p.Visible)
+	}
+	if p, _ := sandboxOf(home, c.Sandbox, "full-access", "config.yaml"); p.Mode != sandbox.FullAccess {
+		t.Fatalf("--sandbox full-access gave %s", p.Mode)
+	}
+	if _, err := sandboxOf(home, c.Sandbox, "everything", "config.yaml"); err == nil || !strings.Contains(err.Error(), "--sandbox") {
+		t.Fatalf("a bad --sandbox: %v", err)
+	}
+	if _, err := sandboxOf(home, SandboxConfig{Readable: []string{filepath.Join(home, "keys")}}, "", "config.yaml"); err == nil {
+		t.Fatal("a path in Hermes' home was made readable")
 	}
 }
