@@ -176,7 +176,8 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	cfg := cron.Config{
 		Agent: &cron.SessionAgent{Sys: c.sys, Deps: c.deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts:       cron.Shell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout},
+		Scripts: cron.Shell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout,
+			Sandboxes: cronSandboxes(c.a.home, c.cfg, c.a.log)},
 		Leases:        c.a.leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.maxParallel, Timeout: w.set.timeout, AckTimeout: w.set.ackTimeout,
