@@ -50,7 +50,11 @@ type spawnReq struct {
 }
 
 func runInit() int {
-	unix.CloseOnExec(3)
+	// Descriptors Hermes inherited without close-on-exec must not reach
+	// a command (an open file of the hidden home, a pipe); and the init's
+	// working directory (perhaps inside the hidden home) is not theirs.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	unix.Chdir("/")
 	f := os.NewFile(3, "sandbox-ctl")
 	c, err := net.FileConn(f)
 	f.Close()
@@ -60,7 +64,7 @@ func runInit() int {
 	}
 	st := &initState{ctl: c.(*net.UnixConn), pids: map[int]int{}}
 	buf := make([]byte, 1<<20)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*16))
 	n, _, _, _, err := st.ctl.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return 1
@@ -194,7 +198,7 @@ func (st *initState) run(r spawnReq) {
 	fail := func(err error) {
 		st.send(message{Op: "failed", ID: m.ID, Error: err.Error()}, nil)
 	}
-	if len(r.files) != m.Streams || m.Streams < 1 || m.Streams > 2 || len(m.Args) == 0 {
+	if len(r.files) != m.Streams+m.Extra || m.Streams < 1 || m.Streams > 2 || len(m.Args) == 0 {
 		fail(errors.New("bad run request"))
 		return
 	}
@@ -224,6 +228,7 @@ func (st *initState) run(r spawnReq) {
 		stderr = r.files[1]
 	}
 	cmd := &exec.Cmd{Path: path, Args: m.Args, Env: env, Dir: m.Dir, Stdin: st.devnul, Stdout: r.files[0], Stderr: stderr,
+		ExtraFiles:  r.files[m.Streams:],
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID, Setsid: true}}
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError

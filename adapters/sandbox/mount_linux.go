@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,10 @@ func buildMounts(p Policy) error {
 	// Places that a covering mount must carry over: the workspace and
 	// what configuration exposed again.
 	keep := append(slices.Clone(p.Writable), p.Visible...)
+	// The resolver's configuration may live in /run, which is hidden.
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && r != "/etc/resolv.conf" {
+		keep = append(keep, filepath.Dir(r))
+	}
 	if err := devices(); err != nil {
 		return fmt.Errorf("/dev: %w", err)
 	}
@@ -33,33 +38,123 @@ func buildMounts(p Policy) error {
 	}); err != nil {
 		return fmt.Errorf("private /tmp: %w", err)
 	}
-	if p.Home != "" && slices.ContainsFunc(p.Writable, func(w string) bool { return within(p.Home, w) }) {
-		if err := narrowHome(p.Home); err != nil {
-			return fmt.Errorf("home %s: %w", p.Home, err)
+	// Each writable root becomes a mount of its own: it stays writable
+	// when the rest is made read-only below, and cannot be renamed away.
+	for _, w := range p.Writable {
+		if st, err := os.Stat(w); err == nil && st.IsDir() {
+			if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return fmt.Errorf("writable root %s: %w", w, err)
+			}
+		}
+	}
+	inWritable := func(x string) (string, bool) {
+		for _, w := range p.Writable {
+			if within(x, w) {
+				return w, true
+			}
+		}
+		return "", false
+	}
+	if p.Home != "" {
+		if _, ok := inWritable(p.Home); ok {
+			if err := narrowHome(p.Home); err != nil {
+				return fmt.Errorf("home %s: %w", p.Home, err)
+			}
 		}
 	}
 	protected := slices.Clone(p.Protected)
 	for _, w := range p.Writable {
-		protected = append(protected, filepath.Join(w, ".git", "hooks"), filepath.Join(w, ".git", "config"), filepath.Join(w, ".hermes"))
+		// A repository's metadata runs code later (hooks, config,
+		// commondir), outside the sandbox: read-only unless configured
+		// writable itself.
+		if git := filepath.Join(w, ".git"); !slices.Contains(p.Writable, git) {
+			protected = append(protected, git)
+		}
+		protected = append(protected, filepath.Join(w, ".hermes"))
 	}
 	for _, x := range protected {
-		if !slices.ContainsFunc(p.Writable, func(w string) bool { return within(x, w) }) {
-			continue // Landlock keeps it read-only already
+		w, ok := inWritable(x)
+		if !ok || x == w {
+			continue // Landlock and the read-only mounts keep it read-only already
 		}
 		if _, err := os.Lstat(x); err != nil {
 			continue
+		}
+		if err := pin(x, w); err != nil {
+			return fmt.Errorf("protect %s: %w", x, err)
 		}
 		if err := readOnlyBind(x); err != nil {
 			return fmt.Errorf("protect %s: %w", x, err)
 		}
 	}
 	for _, h := range hidden {
+		if w, ok := inWritable(h); ok && h != w {
+			if _, err := os.Lstat(h); err == nil {
+				if err := pin(h, w); err != nil {
+					return fmt.Errorf("hide %s: %w", h, err)
+				}
+			}
+		}
 		if err := hide(h, keep); err != nil {
 			return fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := readOnlyRest(p.Writable); err != nil {
+		return err
+	}
+	return unix.Chdir("/")
+}
+
+// pin makes every directory between x and the writable root w a mount
+// point of its own, so that none of them can be renamed: a protected or
+// hidden place cannot be moved from under its mount.
+func pin(x, w string) error {
+	var dirs []string
+	for d := filepath.Dir(x); d != w && within(d, w); d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := unix.Mount(dirs[i], dirs[i], "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOnlyRest makes every mount outside the writable roots, the private
+// /tmp, /dev/shm, /dev/pts and /proc read-only: Landlock (before ABI 8)
+// does not cover changing a file's mode, times or extended attributes,
+// and the sandbox's user owns most of the system where Hermes runs as
+// root.
+func readOnlyRest(writable []string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	keep := append([]string{"/tmp", "/dev/shm", "/dev/pts", "/proc"}, writable...)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 6 {
+			continue
+		}
+		m := unescape(fs[4])
+		if seen[m] || slices.ContainsFunc(keep, func(k string) bool { return within(m, k) }) {
+			continue
+		}
+		seen[m] = true
+		if strings.Contains(","+fs[5]+",", ",ro,") {
+			continue
+		}
+		if err := unix.Mount("", m, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(m), ""); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) {
+				continue // shadowed or unreachable
+			}
+			return fmt.Errorf("make %s read-only: %w", m, err)
+		}
 	}
 	return nil
 }
@@ -149,7 +244,8 @@ func lockedFlags(x string) uintptr {
 	}
 	var f uintptr
 	for st, ms := range map[int64]uintptr{unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
-		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME,
+		0x2000: unix.MS_NOSYMFOLLOW} {
 		if s.Flags&st != 0 {
 			f |= ms
 		}
@@ -166,7 +262,9 @@ func narrowHome(home string) error {
 		return err
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || e.Type()&os.ModeSymlink != 0 {
+		// bin is on PATH in many profiles: a program planted there runs
+		// later in the person's own shell.
+		if strings.HasPrefix(e.Name(), ".") || e.Name() == "bin" || e.Type()&os.ModeSymlink != 0 {
 			continue
 		}
 		x := filepath.Join(home, e.Name())
@@ -272,10 +370,20 @@ func withAliases(hidden []string) []string {
 		}
 		rel := filepath.Join(holder.root, strings.TrimPrefix(h, holder.point))
 		for _, m := range ms {
-			if m.dev != dev || m.point == holder.point || !within(rel, m.root) {
+			if m.dev != dev || m.point == holder.point {
 				continue
 			}
-			alias := filepath.Join(m.point, strings.TrimPrefix(rel, m.root))
+			var alias string
+			switch {
+			case within(rel, m.root):
+				// A mount of a directory above it shows it beneath.
+				alias = filepath.Join(m.point, strings.TrimPrefix(rel, m.root))
+			case within(m.root, rel):
+				// A mount of something inside it shows a part of it.
+				alias = m.point
+			default:
+				continue
+			}
 			if !slices.Contains(out, alias) {
 				out = append(out, alias)
 			}

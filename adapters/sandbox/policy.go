@@ -135,9 +135,10 @@ var CredentialStores = []string{
 
 // daemonSockets are other programs' control sockets: a process that can
 // connect to them can ask their daemon (often root) to act for it.
+// /run is hidden whole (the resolver's configuration carried over): it is
+// where daemons keep the sockets through which a process asks them to act.
 var daemonSockets = []string{
-	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd", "/run/podman", "/run/dbus/system_bus_socket",
-	"/var/run/dbus/system_bus_socket", "/run/snapd.socket", "/run/libvirt", "/var/run/libvirt", "/etc/shadow", "/etc/gshadow",
+	"/run", "/var/run", "/var/lib/docker", "/var/lib/containerd", "/etc/shadow", "/etc/gshadow",
 }
 
 // startupFiles are read and run by a shell or a tool at a later start:
@@ -166,7 +167,6 @@ func Defaults(home, agentHome string) Policy {
 		}
 	}
 	p.Hidden = append(p.Hidden, daemonSockets...)
-	p.Hidden = append(p.Hidden, fmt.Sprintf("/run/user/%d", os.Getuid()))
 	return p
 }
 
@@ -197,8 +197,8 @@ func (p Policy) resolved() (Policy, error) {
 		}
 	}
 	for _, w := range p.Writable {
-		if w != p.Home && (w == "/" || isSystemDir(w)) {
-			return p, fmt.Errorf("writable root %s: %w; use a project directory", w, ErrTooBroad)
+		if err := checkWritable(w, p.Home); err != nil {
+			return p, err
 		}
 	}
 	if p.Hidden, err = canon(p.Hidden); err != nil {
@@ -266,6 +266,41 @@ func canonOne(p string) (string, error) {
 		dir = filepath.Dir(dir)
 	}
 	return p, nil
+}
+
+// CheckWritable tells whether path may be a writable root of a sandbox
+// for a user whose home is home: not the root, a system directory or a
+// place inside one.
+func CheckWritable(path, home string) error {
+	c, err := canonOne(path)
+	if err != nil {
+		return err
+	}
+	if home != "" {
+		if h, err := canonOne(home); err == nil {
+			home = h
+		}
+	}
+	return checkWritable(c, home)
+}
+
+func checkWritable(w, home string) error {
+	if w != home && (w == "/" || isSystemDir(w) || underSystemDir(w)) {
+		return fmt.Errorf("writable root %s: %w (the root, a system directory or a place inside one); work in a project directory", w, ErrTooBroad)
+	}
+	return nil
+}
+
+// underSystemDir: places beneath these hold what the system runs (cron
+// tables, units, programs on PATH, libraries), never a workspace.
+func underSystemDir(p string) bool {
+	for _, d := range []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/var/spool",
+		"/var/lib", "/proc", "/sys", "/dev", "/run", "/var/run"} {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func isSystemDir(p string) bool {

@@ -22,7 +22,7 @@ func (sb *Sandbox) proxy(f *os.File) {
 		return
 	}
 	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	req, err := http.ReadRequest(br)
 	if err != nil {
@@ -39,10 +39,10 @@ func (sb *Sandbox) proxy(f *os.File) {
 	} else if port == "" {
 		port = "80"
 	}
-	allowed := Allowed(sb.policy.Allow, host)
+	allowed := Allowed(sb.policy.Allow, host, port)
 	sb.opts.Log.Info().Str("host", host).Str("port", port).Bool("allowed", allowed).Msg("sandbox network request")
 	if !allowed {
-		msg := fmt.Sprintf("hermes sandbox: %s is not an allowed host (sandbox.network_allow)\n", host)
+		msg := fmt.Sprintf("hermes sandbox: %s port %s is not allowed (sandbox.network_allow)\n", host, port)
 		fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
 		return
 	}
@@ -84,15 +84,26 @@ func (sb *Sandbox) proxy(f *os.File) {
 	io.Copy(c, up)
 }
 
-// Allowed tells whether host matches one of the allowed names: equal
-// (case aside), or a subdomain of a "*.name" or ".name" entry.
-func Allowed(allow []string, host string) bool {
+// Allowed tells whether host and port match one of the allowed entries:
+// a name equal to host (case aside), or "*.name" / ".name" for it and its
+// subdomains; an entry without a port allows 80 and 443, "name:port"
+// that port only.
+func Allowed(allow []string, host, port string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
 		return false
 	}
 	for _, a := range allow {
-		a = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(a)), ".")
+		a = strings.ToLower(strings.TrimSpace(a))
+		if h, p, err := net.SplitHostPort(a); err == nil {
+			if p != port {
+				continue
+			}
+			a = h
+		} else if port != "80" && port != "443" {
+			continue
+		}
+		a = strings.TrimSuffix(a, ".")
 		switch {
 		case a == "":
 		case strings.HasPrefix(a, "*."):

@@ -34,7 +34,7 @@ func restrictThread(p Policy) error {
 	if err := landlock(p); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	if err := seccomp(); err != nil {
+	if err := seccomp(p.Network != NetOn); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
@@ -170,8 +170,8 @@ func landlock(p Policy) error {
 // with EPERM; clone3, whose flags a filter cannot read, fails with ENOSYS
 // so that the C library falls back to clone; another architecture's
 // system calls are killed.
-func seccomp() error {
-	prog := filter()
+func seccomp(noUnix bool) error {
+	prog := filter(noUnix)
 	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp))); errno != 0 {
 		return errno
@@ -197,8 +197,11 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 }
 
 // filter is the seccomp program. Offsets into struct seccomp_data: nr 0,
-// arch 4, args[i] at 16+8i (the low 32 bits first, little endian).
-func filter() []unix.SockFilter {
+// arch 4, args[i] at 16+8i (the low 32 bits first, little endian). With
+// noUnix (the network off or filtered) no Unix socket can be made either:
+// a daemon's socket anywhere on the file system would be a way out that
+// this kernel's Landlock cannot close (socketpair still works).
+func filter(noUnix bool) []unix.SockFilter {
 	f := []unix.SockFilter{
 		stmt(bpfLdW, 4),
 		jump(bpfJeq, auditArch, 1, 0),
@@ -210,6 +213,22 @@ func filter() []unix.SockFilter {
 	}
 	for _, nr := range denied {
 		f = append(f, jump(bpfJeq, uint32(nr), 0, 1), stmt(bpfRet, retErrno|uint32(unix.EPERM)))
+	}
+	for _, m := range modes {
+		f = append(f,
+			jump(bpfJeq, uint32(m.nr), 0, 3),
+			stmt(bpfLdW, 16+8*m.arg),
+			jump(bpfJset, unix.S_ISUID|unix.S_ISGID, 0, 1),
+			stmt(bpfRet, retErrno|uint32(unix.EPERM)),
+			stmt(bpfLdW, 0))
+	}
+	if noUnix {
+		f = append(f,
+			jump(bpfJeq, uint32(unix.SYS_SOCKET), 0, 3),
+			stmt(bpfLdW, 16),
+			jump(bpfJeq, unix.AF_UNIX, 0, 1),
+			stmt(bpfRet, retErrno|uint32(unix.EPERM)),
+			stmt(bpfLdW, 0))
 	}
 	f = append(f,
 		jump(bpfJeq, uint32(unix.SYS_CLONE3), 0, 1), stmt(bpfRet, retErrno|uint32(unix.ENOSYS)),

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,8 +35,10 @@ type message struct {
 	Args []string `json:"args,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
 	Env  []string `json:"env,omitempty"`
-	// Streams: 1 (stdout and stderr share the one descriptor) or 2.
+	// Streams: 1 (stdout and stderr share the one descriptor) or 2;
+	// Extra descriptors follow them (the command's 3, 4, …).
 	Streams int `json:"streams,omitempty"`
+	Extra   int `json:"extra,omitempty"`
 	// started / exited / kill
 	Pid    int `json:"pid,omitempty"`
 	Code   int `json:"code,omitempty"`
@@ -69,6 +72,11 @@ type Sandbox struct {
 	dead   chan struct{} // closed when the init is gone
 	err    error         // why, once dead is closed
 	closed bool
+	// proxies bounds the connections NetAllow's proxy serves at once.
+	proxies chan struct{}
+	// missing are hidden paths that did not exist when the sandbox
+	// started (nothing hides them until it starts again).
+	missing []string
 }
 
 // Process is a command running in a sandbox.
@@ -98,7 +106,12 @@ func Start(ctx context.Context, p Policy, o Options) (*Sandbox, error) {
 	if pr := Probe(); !pr.Enforced() {
 		return nil, pr.Refusal()
 	}
-	sb := &Sandbox{policy: p, opts: o, procs: map[int]*Process{}, dead: make(chan struct{})}
+	sb := &Sandbox{policy: p, opts: o, procs: map[int]*Process{}, dead: make(chan struct{}), proxies: make(chan struct{}, 64)}
+	for _, h := range p.Hidden {
+		if _, err := os.Lstat(h); err != nil {
+			sb.missing = append(sb.missing, h)
+		}
+	}
 	if p.Tmp == "" {
 		if sb.tmp, err = os.MkdirTemp("", "hermes-sandbox-"); err != nil {
 			return nil, err
@@ -195,6 +208,21 @@ func (sb *Sandbox) TmpDir() string { return sb.tmp }
 // Policy is the sandbox's policy, resolved.
 func (sb *Sandbox) Policy() Policy { return sb.policy }
 
+// ErrStale is returned by Start once a hidden path appeared after the
+// sandbox started: start a new sandbox, which hides it.
+var ErrStale = errors.New("a hidden path appeared after the sandbox started (a new credential store?); start a new sandbox")
+
+// Stale reports whether a hidden path appeared since the sandbox started
+// (a credential store made by a login): only a new sandbox hides it.
+func (sb *Sandbox) Stale() bool {
+	for _, h := range sb.missing {
+		if _, err := os.Lstat(h); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Alive reports whether the sandbox can still run commands.
 func (sb *Sandbox) Alive() bool {
 	select {
@@ -229,7 +257,7 @@ func (sb *Sandbox) send(m message, files []*os.File) error {
 // read dispatches the init's messages until the socket closes.
 func (sb *Sandbox) read(ready chan<- error) {
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*16))
 	first := true
 	for {
 		n, oobn, _, _, err := sb.ctl.ReadMsgUnix(buf, oob)
@@ -258,8 +286,15 @@ func (sb *Sandbox) read(ready chan<- error) {
 		switch m.Op {
 		case "conn":
 			if len(files) == 1 {
-				go sb.proxy(files[0])
-				continue
+				select {
+				case sb.proxies <- struct{}{}:
+					go func() {
+						defer func() { <-sb.proxies }()
+						sb.proxy(files[0])
+					}()
+					continue
+				default: // too many at once: refused by closing
+				}
 			}
 		case "started", "failed", "exited":
 			sb.mu.Lock()
@@ -367,6 +402,9 @@ type Cmd struct {
 	// Stdout and Stderr receive the output; the same writer gets both
 	// streams through one pipe, in order. Standard input is /dev/null.
 	Stdout, Stderr io.Writer
+	// ExtraFiles are the command's descriptors 3, 4, … (a socket to
+	// Hermes, say); the caller keeps and closes its own copies.
+	ExtraFiles []*os.File
 }
 
 // Start starts c in the sandbox, in a pid namespace of its own: when its
@@ -381,6 +419,10 @@ func (sb *Sandbox) Start(ctx context.Context, c Cmd) (*Process, error) {
 		sb.mu.Unlock()
 		return nil, sb.err
 	default:
+	}
+	if sb.Stale() {
+		sb.mu.Unlock()
+		return nil, ErrStale
 	}
 	sb.nextID++
 	p := &Process{sb: sb, id: sb.nextID, started: make(chan struct{}), exited: make(chan struct{})}
@@ -414,7 +456,8 @@ func (sb *Sandbox) Start(ctx context.Context, c Cmd) (*Process, error) {
 		err = pipe(c.Stderr)
 	}
 	if err == nil {
-		err = sb.send(message{Op: "run", ID: p.id, Args: c.Args, Dir: c.Dir, Env: c.Env, Streams: streams}, send)
+		err = sb.send(message{Op: "run", ID: p.id, Args: c.Args, Dir: c.Dir, Env: c.Env, Streams: streams, Extra: len(c.ExtraFiles)},
+			append(slices.Clip(send), c.ExtraFiles...))
 	}
 	closeAll(send)
 	if err != nil {
@@ -458,7 +501,7 @@ func (p *Process) event(m message) {
 	}
 }
 
-// Pid is the command's process id as this machine sees it.
+// Pid is the command's process id as the sandbox sees it (its /proc).
 func (p *Process) Pid() int { return p.pid }
 
 // Kill ends the command and everything it started.

@@ -17,3 +17,5 @@ const (
 var denied = append(deniedCommon, unix.SYS_IOPL, unix.SYS_IOPERM, unix.SYS_MODIFY_LDT, unix.SYS_USELIB,
 	unix.SYS_CREATE_MODULE, unix.SYS_GET_KERNEL_SYMS, unix.SYS_QUERY_MODULE, unix.SYS_NFSSERVCTL, unix.SYS_SYSFS,
 	unix.SYS__SYSCTL, unix.SYS_USTAT)
+
+var modes = append(modeCommon, modeArg{unix.SYS_CHMOD, 1})

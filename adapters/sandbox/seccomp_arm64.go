@@ -11,3 +11,5 @@ const (
 )
 
 var denied = deniedCommon
+
+var modes = modeCommon

@@ -13,4 +13,17 @@ var deniedCommon = []uintptr{
 	unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_SYSLOG, unix.SYS_ACCT, unix.SYS_QUOTACTL,
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_CLOCK_ADJTIME, unix.SYS_ADJTIMEX, unix.SYS_PIDFD_GETFD,
 	unix.SYS_KCMP, unix.SYS_LOOKUP_DCOOKIE, unix.SYS_FANOTIFY_INIT, unix.SYS_VHANGUP,
+	// io_uring runs file and socket operations the filter never sees.
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 }
+
+// modeArg is a system call that sets a file's mode, and which argument
+// holds the mode: a mode with the set-user-id or set-group-id bit fails,
+// so that no program made in the workspace can carry the sandbox's user
+// (root, where Hermes runs as root) to whoever runs it later.
+type modeArg struct {
+	nr  uintptr
+	arg uint32
+}
+
+var modeCommon = []modeArg{{unix.SYS_FCHMOD, 1}, {unix.SYS_FCHMODAT, 2}, {unix.SYS_FCHMODAT2, 2}}

@@ -9,3 +9,5 @@ const (
 )
 
 var denied []uintptr
+
+var modes []modeArg

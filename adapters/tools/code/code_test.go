@@ -310,7 +310,11 @@ func TestSandboxedScript(t *testing.T) {
 	env := func() []string {
 		return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "OPENAI_API_KEY=sk-canary-env-0987654321"}
 	}
-	sbs := &terminal.Sandboxes{Policy: sandbox.Defaults(home, agentHome)}
+	// The network off: no socket can be made, yet the tools answer
+	// through the descriptor Hermes hands over.
+	policy := sandbox.Defaults(home, agentHome)
+	policy.Network = sandbox.NetOff
+	sbs := &terminal.Sandboxes{Policy: policy}
 	term := terminal.Tools(terminal.Config{Sandboxes: sbs, Env: env})
 	t.Cleanup(func() { term[0].(interface{ Close() error }).Close() })
 	tool := &Tool{Toolbox: agent.NewTools(append(files.Tools(files.Roots{Home: agentHome}), term...)...), Timeout: 20 * time.Second, Sandboxes: sbs, Env: env}
@@ -319,6 +323,12 @@ func TestSandboxedScript(t *testing.T) {
 import os, shutil, subprocess, hermes_tools as h
 print("tool:", h.terminal(command="echo via-rpc"))
 print("key:", os.environ.get("OPENAI_API_KEY"))
+import socket
+try:
+    socket.socket(socket.AF_UNIX)
+    print("unix socket made")
+except OSError as e:
+    print("no unix socket", e.errno)
 for path in [os.path.expanduser("~/.hermes"), os.path.expanduser("~/.bashrc"), "`+outside+`"]:
     try:
         shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
@@ -334,7 +344,7 @@ open("inside.txt", "w").write("ok")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "via-rpc") || !strings.Contains(out, "key: None") {
+	if !strings.Contains(out, "via-rpc") || !strings.Contains(out, "key: None") || !strings.Contains(out, "no unix socket 1") {
 		t.Fatalf("output: %s", out)
 	}
 	if strings.Contains(out, "sk-canary") || strings.Contains(out, "model: canary") {

@@ -68,7 +68,10 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.sb != nil && ss.sb.Alive() && ss.dir == env.WorkingDir {
-		return ss.sb, nil
+		if !ss.sb.Stale() {
+			return ss.sb, nil
+		}
+		s.Log.Warn().Msg("sandbox: a hidden path appeared (a new credential store?); the session's sandbox starts again to hide it, ending its background processes")
 	}
 	if ss.sb != nil {
 		ss.sb.Close()
@@ -86,8 +89,15 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	s.mu.Unlock()
 	p := s.Policy
 	p.Writable = append([]string(nil), p.Writable...)
+	// A working directory that cannot be a workspace (/, a system
+	// directory: a service's default) stays read-only; commands still run
+	// there.
 	if env.WorkingDir != "" {
-		p.Writable = append(p.Writable, env.WorkingDir)
+		if err := sandbox.CheckWritable(env.WorkingDir, p.Home); err == nil {
+			p.Writable = append(p.Writable, env.WorkingDir)
+		} else {
+			s.Log.Warn().Str("dir", env.WorkingDir).Msg("sandbox: the working directory is not writable: " + err.Error())
+		}
 	}
 	sb, err := sandbox.Start(ctx, p, sandbox.Options{Log: s.Log})
 	if err != nil {
