@@ -230,3 +230,35 @@ func countProcs(s string) int {
 	}
 	return n
 }
+
+// BenchmarkToolTurnK20 is one `hermes chat -q` turn of the real binary in
+// which a scripted model makes 20 sequential terminal calls, in the
+// sandbox (the default) and unconfined (--sandbox full-access), in the same
+// run: the sandbox's price per turn (its start, once per session) and per
+// command.
+func BenchmarkToolTurnK20(b *testing.B) {
+	for _, mode := range []string{"workspace-write", "full-access"} {
+		b.Run(mode, func(b *testing.B) {
+			root := b.TempDir()
+			home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+			os.MkdirAll(work, 0o755)
+			srv := llmtest.New()
+			defer srv.Close()
+			srv.NoRecord = true
+			for i := 0; i < 20; i++ {
+				srv.Cycle = append(srv.Cycle, call("terminal", map[string]any{"command": fmt.Sprintf("echo step %d", i)}))
+			}
+			srv.Cycle = append(srv.Cycle, llmtest.Reply{Content: "done"})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(bin, "--home", home, "chat", "-q", "go", "--model", "gpt-test", "--yolo", "--sandbox", mode)
+				cmd.Dir = work
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-bench"}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/turn")
+		})
+	}
+}
