@@ -401,7 +401,11 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	r.MCPServers, r.Hooks = c.MCPServers, c.Hooks
-	if r.Sandbox, err = sandboxOf(home, c.Sandbox, o.Sandbox, path); err != nil {
+	sbMode := o.Sandbox
+	if sbMode == "" {
+		sbMode = os.Getenv("HERMES_SANDBOX")
+	}
+	if r.Sandbox, err = sandboxOf(home, c.Sandbox, sbMode, path); err != nil {
 		return r, err
 	}
 	r.SandboxEnv = c.Sandbox.Env
@@ -450,13 +454,13 @@ func first(vs ...string) string {
 }
 
 // sandboxOf is the sandbox policy of config's sandbox: section (mode
-// over it: --sandbox): Hermes' home and the credential stores hidden,
+// over it: --sandbox, else HERMES_SANDBOX): Hermes' home and the credential stores hidden,
 // the home's start-up files protected, and what the section adds.
 func sandboxOf(home string, c SandboxConfig, mode, path string) (sandbox.Policy, error) {
 	m, err := sandbox.ParseMode(first(mode, c.Mode))
 	if err != nil {
 		if mode != "" {
-			return sandbox.Policy{}, fmt.Errorf("--sandbox: %w", err)
+			return sandbox.Policy{}, fmt.Errorf("--sandbox (or HERMES_SANDBOX): %w", err)
 		}
 		return sandbox.Policy{}, fmt.Errorf("%s: sandbox.mode: %w", path, err)
 	}

@@ -118,6 +118,13 @@ func TestSandboxConfig(t *testing.T) {
 	if p, _ := sandboxOf(home, c.Sandbox, "full-access", "config.yaml"); p.Mode != sandbox.FullAccess {
 		t.Fatalf("--sandbox full-access gave %s", p.Mode)
 	}
+	t.Setenv("HERMES_SANDBOX", "full-access")
+	if r, err := resolve(home, c, Overrides{Model: "m"}); err != nil || r.Sandbox.Mode != sandbox.FullAccess {
+		t.Fatalf("HERMES_SANDBOX=full-access gave %s %v", r.Sandbox.Mode, err)
+	}
+	if r, err := resolve(home, c, Overrides{Model: "m", Sandbox: "workspace-write"}); err != nil || r.Sandbox.Mode != sandbox.WorkspaceWrite {
+		t.Fatalf("--sandbox over HERMES_SANDBOX gave %s %v", r.Sandbox.Mode, err)
+	}
 	if _, err := sandboxOf(home, c.Sandbox, "everything", "config.yaml"); err == nil || !strings.Contains(err.Error(), "--sandbox") {
 		t.Fatalf("a bad --sandbox: %v", err)
 	}
