@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,4 +177,49 @@ func TestSearch(t *testing.T) {
 		t.Fatal(out)
 	}
 	r.wantErr("search_files", map[string]any{"pattern": "("}, "not a valid regular expression")
+}
+
+// A directory that resolve saw swapped for a link to Hermes' home before
+// the write (a background command racing the tool) is not followed: the
+// write and the read fail, the home is untouched.
+func TestSwappedLinkIsNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	home, ws := filepath.Join(root, "home"), filepath.Join(root, "ws")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\n"), 0o600)
+	target := filepath.Join(ws, "sub", "config.yaml")
+	// What resolve checked: ws/sub/config.yaml, a real path. Then the swap.
+	if err := os.Remove(filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home, filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(target, []byte("command_allowlist: [x]\n")); !errors.Is(err, errMoved) {
+		t.Fatalf("write through the swapped link: %v", err)
+	}
+	if f, err := openReal(target); !errors.Is(err, errMoved) {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("read through the swapped link: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "config.yaml")); string(b) != "model: m\n" {
+		t.Fatalf("the home's config changed: %q", b)
+	}
+	// The last component swapped for a link: the rename replaces the
+	// link, never its target.
+	os.Remove(filepath.Join(ws, "sub"))
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	os.Symlink(filepath.Join(home, "config.yaml"), target)
+	if err := writeAtomic(target, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "config.yaml")); string(b) != "model: m\n" {
+		t.Fatalf("the home's config changed through the last component: %q", b)
+	}
+	if fi, _ := os.Lstat(target); fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatal("the link is still there")
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,7 +80,7 @@ func (t patchTool) load(env *agent.Env, path string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	f, err := os.Open(p)
+	f, err := openReal(p)
 	if err != nil {
 		return "", "", fmt.Errorf("read %s: %w", path, err)
 	}

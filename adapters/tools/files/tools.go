@@ -11,7 +11,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -98,7 +97,7 @@ func (t readFile) Run(ctx context.Context, args json.RawMessage) (string, error)
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(p)
+	f, err := openReal(p)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", a.Path, err)
 	}
@@ -252,38 +251,6 @@ func (t writeFile) Run(ctx context.Context, args json.RawMessage) (string, error
 	return fmt.Sprintf("wrote %d bytes to %s", len(*a.Content), a.Path), nil
 }
 
-// writeAtomic writes through a temporary file and a rename, so a crash
-// leaves either the old or the new file, never half of one.
-func writeAtomic(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	mode := os.FileMode(0o644)
-	if info, err := os.Stat(p); err == nil {
-		mode = info.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".hermes-write-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
-}
-
 // --- search_files ---
 
 type searchFiles struct{ roots Roots }
@@ -428,7 +395,7 @@ func (t searchFiles) Run(ctx context.Context, args json.RawMessage) (string, err
 // no more than maxSearchBytes of it: full is false when it turned out
 // larger (it grew since it was listed).
 func searchFile(ctx context.Context, p string, re *regexp.Regexp, hit func(int, []byte) bool) (full bool, err error) {
-	f, err := os.Open(p)
+	f, err := openReal(p)
 	if err != nil {
 		return true, err
 	}
