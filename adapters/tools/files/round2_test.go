@@ -1,0 +1,111 @@
+//go:build linux
+
+package files_test
+
+// Round 2 of the sandbox review: how what runs in the sandbox interplays
+// with what Hermes does outside it (the file tools, execute_code's files
+// in the sandbox's /tmp). Each test checks effects on the host.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/adapters/sandbox"
+	"github.com/hermes-go/hermes/adapters/tools/code"
+	"github.com/hermes-go/hermes/adapters/tools/files"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
+)
+
+type r2Rig struct {
+	root, home, agentHome, work, outside string
+	tools                                map[string]agent.Tool
+	ctx                                  context.Context
+}
+
+func newR2Rig(t *testing.T) *r2Rig {
+	t.Helper()
+	if !sandbox.Probe().Enforced() {
+		t.Skipf("no sandbox here: %v", sandbox.Probe().Refusal())
+	}
+	root, err := os.MkdirTemp("/var/tmp", "hermes-r2-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	root, _ = filepath.EvalSymlinks(root)
+	r := &r2Rig{root: root, home: filepath.Join(root, "home"), outside: filepath.Join(root, "outside"), tools: map[string]agent.Tool{}}
+	r.agentHome, r.work = filepath.Join(r.home, ".hermes"), filepath.Join(r.home, "project")
+	for _, d := range []string{r.agentHome, r.work, r.outside} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(r.agentHome, "config.yaml"), []byte("model: canary\ncommand_allowlist: []\n"), 0o600)
+	os.WriteFile(filepath.Join(r.home, ".bashrc"), []byte("# canary rc\n"), 0o644)
+	env := func() []string {
+		return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + r.home, "LANG=C"}
+	}
+	policy := sandbox.Defaults(r.home, r.agentHome)
+	policy.Network = sandbox.NetOff
+	sbs := &terminal.Sandboxes{Policy: policy}
+	term := terminal.Tools(terminal.Config{Sandboxes: sbs, Env: env})
+	t.Cleanup(func() { term[0].(interface{ Close() error }).Close(); sbs.Close() })
+	ft := files.Tools(files.Roots{Home: r.agentHome, Scratch: []string{"cache"}})
+	box := agent.NewTools(append(ft, term...)...)
+	ce := &code.Tool{Toolbox: box, Timeout: 20 * time.Second, Sandboxes: sbs, Env: env}
+	for _, x := range append(append(ft, term...), ce) {
+		r.tools[x.Spec().Name] = x
+	}
+	r.ctx = agent.WithEnv(context.Background(), &agent.Env{WorkingDir: r.work, Values: agent.NewSessionValues(), Yolo: true})
+	return r
+}
+
+func (r *r2Rig) call(t *testing.T, ctx context.Context, name string, args map[string]any) (string, error) {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	return r.tools[name].Run(ctx, b)
+}
+
+// TestRound2PlantedLinksAndHardLinks: a command plants in the workspace a
+// symbolic link to ~/.bashrc and to the agent's config, and tries a hard
+// link to them; write_file, patch and read_file through those names
+// change and show nothing outside the workspace.
+func TestRound2PlantedLinksAndHardLinks(t *testing.T) {
+	r := newR2Rig(t)
+	rc := filepath.Join(r.home, ".bashrc")
+	cfg := filepath.Join(r.agentHome, "config.yaml")
+	out, err := r.call(t, r.ctx, "terminal", map[string]any{"command": "ln -s " + rc + " rc; ln -s " + cfg + " cfg; mkdir d; ln -s " + r.home + " d/h; " +
+		"ln " + rc + " hard 2>&1; ln /etc/passwd hard2 2>&1; ls -la"})
+	if err != nil || !strings.Contains(out, "rc -> ") {
+		t.Fatalf("control: the links were not made: %v %s", err, out)
+	}
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"write_file", map[string]any{"path": "rc", "content": "PWNED\n"}},
+		{"write_file", map[string]any{"path": "cfg", "content": "PWNED\n"}},
+		{"write_file", map[string]any{"path": "d/h/.bashrc", "content": "PWNED\n"}},
+		{"write_file", map[string]any{"path": "hard", "content": "PWNED\n"}},
+		{"patch", map[string]any{"path": "rc", "old_string": "canary", "new_string": "PWNED"}},
+		{"patch", map[string]any{"path": "d/h/.bashrc", "old_string": "canary", "new_string": "PWNED"}},
+	} {
+		r.call(t, r.ctx, c.name, c.args)
+	}
+	if b, _ := os.ReadFile(rc); string(b) != "# canary rc\n" {
+		t.Errorf("host: %s is %q", rc, b)
+	}
+	if b, _ := os.ReadFile(cfg); !strings.HasPrefix(string(b), "model: canary") {
+		t.Errorf("host: %s is %q", cfg, b)
+	}
+	if out, err := r.call(t, r.ctx, "read_file", map[string]any{"path": "cfg"}); err == nil || strings.Contains(out, "model: canary") {
+		t.Errorf("read_file through a planted link showed the agent's config: %q %v", out, err)
+	}
+	if out, _ := r.call(t, r.ctx, "read_file", map[string]any{"path": "hard2"}); strings.Contains(out, "root:") {
+		t.Errorf("a hard link to /etc/passwd was made in the workspace")
+	}
+}
