@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -23,11 +24,18 @@ func (sb *Sandbox) proxy(f *os.File) {
 	}
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	// The request's head is read in Hermes' own memory: bounded, so that
+	// no command can grow it (the sandbox's ceilings do not reach here).
+	lr := &io.LimitedReader{R: c, N: 64 << 10}
+	br := bufio.NewReader(lr)
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		if lr.N <= 0 {
+			fmt.Fprint(c, "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n")
+		}
 		return
 	}
+	lr.N = math.MaxInt64 // a body or a tunnel is not the head
 	c.SetReadDeadline(time.Time{})
 	host, port := req.URL.Hostname(), req.URL.Port()
 	if req.Method == http.MethodConnect {

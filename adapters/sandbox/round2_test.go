@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -127,5 +129,55 @@ func TestRound2CgroupsOutOfReach(t *testing.T) {
 	if _, err := os.Stat("/sys/fs/cgroup/pids/r2"); err == nil {
 		os.Remove("/sys/fs/cgroup/pids/r2")
 		t.Errorf("host: a cgroup was made")
+	}
+}
+
+// TestRound2ProxyHeaderFlood: a request head without end sent to the
+// allow-list proxy does not grow Hermes' memory (it is read outside the
+// sandbox's ceilings): the head is bounded. (Round 2 grew the heap by
+// 542 MiB with 256 MiB sent.)
+func TestRound2ProxyHeaderFlood(t *testing.T) {
+	escNeed(t, "python3")
+	w := newEscWorld(t)
+	sb := escStart(t, Policy{Writable: []string{w.project}, Hidden: []string{w.agentHome}, Home: w.home, Network: NetAllow, Allow: []string{"allowed.test"}}, Options{})
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+		}
+	}()
+	out, _ := escRun(t, sb, w.project, w.env(), 30*time.Second, `python3 - <<'EOF'
+import socket, time
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\nX-Pad: ")
+chunk = b"a" * (1 << 20)
+sent = 0
+t0 = time.time()
+try:
+    while sent < (256 << 20) and time.time() - t0 < 8:
+        s.sendall(chunk); sent += len(chunk)
+except OSError as e:
+    print("stopped", e)
+print("sent MiB", sent >> 20)
+EOF`)
+	close(stop)
+	grew := int64(peak.Load()) - int64(base)
+	t.Logf("%s; Hermes' heap grew by %d MiB", strings.TrimSpace(out), grew>>20)
+	if grew > 32<<20 {
+		t.Errorf("host: one sandboxed connection to the proxy grew Hermes' heap by %d MiB", grew>>20)
 	}
 }

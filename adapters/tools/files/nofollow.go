@@ -51,19 +51,38 @@ func openDir(dir string, create bool) (int, error) {
 }
 
 // openReal opens the real path p for reading without following a
-// symbolic link anywhere in it.
+// symbolic link anywhere in it; anything but a regular file (a FIFO
+// that would block for ever, a device) is refused before it is read.
 func openReal(p string) (*os.File, error) {
 	dir, err := openDir(filepath.Dir(p), false)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(dir)
-	fd, err := unix.Openat(dir, filepath.Base(p), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dir, filepath.Base(p), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, fmt.Errorf("%s: %w", p, errMoved)
 	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "read", Path: p, Err: unix.EISDIR}
+	default:
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s is not a regular file (a FIFO, socket or device): not read", p)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), p), nil
 }

@@ -283,13 +283,16 @@ func (s *seen) check(path string, data []byte, mod time.Time) error {
 // checkFile is check for a file not loaded: its content is hashed as a
 // stream, and only when the size leaves a doubt.
 func (s *seen) checkFile(path string) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil // nothing there to overwrite
 	}
+	if !fi.Mode().IsRegular() {
+		return nil // replaced by the rename, never read
+	}
 	return s.compare(path, fi.Size(), fi.ModTime(), func() ([32]byte, error) {
 		var sum [32]byte
-		f, err := os.Open(path)
+		f, err := openReal(path)
 		if err != nil {
 			return sum, err
 		}

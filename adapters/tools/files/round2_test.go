@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,5 +108,59 @@ func TestRound2PlantedLinksAndHardLinks(t *testing.T) {
 	}
 	if out, _ := r.call(t, r.ctx, "read_file", map[string]any{"path": "hard2"}); strings.Contains(out, "root:") {
 		t.Errorf("a hard link to /etc/passwd was made in the workspace")
+	}
+}
+
+func r2Hangs(t *testing.T, r *r2Rig, name string, args map[string]any, unblock func()) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 3*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { r.call(t, ctx, name, args); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-time.After(5 * time.Second):
+		unblock()
+		<-done
+		return true
+	}
+}
+
+// TestRound2FifoInWorkspaceHangsFileTools: a FIFO a command made in the
+// workspace (or swapped in for a file read before) does not block
+// read_file, patch or write_file: they refuse anything but a regular
+// file before reading it. (Round 2 found all three hung for good.)
+func TestRound2FifoInWorkspaceHangsFileTools(t *testing.T) {
+	r := newR2Rig(t)
+	fifo := filepath.Join(r.work, "notes.txt")
+	empty := filepath.Join(r.work, "empty.txt")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := r.call(t, r.ctx, "read_file", map[string]any{"path": empty}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.call(t, r.ctx, "terminal", map[string]any{"command": "mkfifo notes.txt && rm empty.txt && mkfifo empty.txt && ls -l"})
+	if err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	unblock := func(p string) func() {
+		return func() {
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		p    string
+	}{
+		{"read_file", map[string]any{"path": fifo}, fifo},
+		{"patch", map[string]any{"path": fifo, "old_string": "a", "new_string": "b"}, fifo},
+		{"write_file", map[string]any{"path": empty, "content": "x"}, empty},
+	} {
+		if r2Hangs(t, r, c.name, c.args, unblock(c.p)) {
+			t.Errorf("%s on a FIFO the sandbox made hangs past its context", c.name)
+		}
 	}
 }
