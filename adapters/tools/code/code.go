@@ -45,12 +45,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/sandbox"
@@ -149,11 +150,20 @@ for _name in %s:
 `
 
 // boot runs the script after installing the audit hook that submits every
-// process launch to Hermes; the approval URL and token are written into it
-// so that the script cannot redirect them through its environment.
+// process launch to Hermes; the approval endpoint and token are written
+// into it so that the script cannot redirect them through its
+// environment. It and the script reach Python as descriptors (4 and 5;
+// loader reads the boot), never as files: nothing is written by name
+// where a sandboxed process could have planted a link.
 const boot = `"""Bootstrap of Hermes' execute_code (generated): every process the script
 launches is judged, and approved when flagged, by Hermes before it starts."""
-import sys
+import sys, types
+
+_m = types.ModuleType("hermes_tools")
+_m.__file__ = "hermes_tools.py"
+exec(compile(HERMES_TOOLS_SOURCE, "hermes_tools.py", "exec"), _m.__dict__)
+sys.modules["hermes_tools"] = _m
+del _m
 
 
 def _install(endpoint, token):
@@ -239,14 +249,19 @@ del _install
 
 
 def _run():
-    import os, types
-    path = sys.argv[1]
-    sys.argv = sys.argv[1:]
-    sys.path[0] = os.path.dirname(os.path.abspath(path))
-    with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec")
+    import os
+    src = b""
+    while True:
+        chunk = os.read(5, 1 << 16)
+        if not chunk:
+            break
+        src += chunk
+    os.close(5)
+    sys.argv = ["script.py"]
+    sys.path[0] = os.getcwd()
+    code = compile(src, "script.py", "exec")
     main = types.ModuleType("__main__")
-    main.__file__ = path
+    main.__file__ = "script.py"
     sys.modules["__main__"] = main
     exec(code, main.__dict__)
 
@@ -283,65 +298,43 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if python == "" {
 		python = "python3"
 	}
-	// The script's files, and the socket it calls Hermes through, live
-	// where the script can see them: the sandbox's /tmp when it has one.
 	var sb *sandbox.Sandbox
-	var dir, inside string
 	var err error
 	if t.Sandboxes != nil {
 		if sb, err = t.Sandboxes.For(ctx); err != nil {
 			return "", err
 		}
-		if dir, err = os.MkdirTemp(sb.TmpDir(), "code-"); err != nil {
-			return "", err
-		}
-		inside = "/tmp/" + filepath.Base(dir)
-	} else {
-		if dir, err = os.MkdirTemp("", "hermes-code-"); err != nil {
-			return "", err
-		}
-		inside = dir
 	}
-	defer os.RemoveAll(dir)
-	names, _ := json.Marshal(Callable)
-	if err := os.WriteFile(filepath.Join(dir, "hermes_tools.py"), []byte(fmt.Sprintf(stub, names)), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "script.py"), []byte(a.Code), 0o600); err != nil {
-		return "", err
-	}
-	var ln net.Listener
-	var endpoint string
-	var theirs *os.File
-	if sb != nil {
-		// One connection, handed over as descriptor 3: the sandbox
-		// needs no socket of its own (none can be made with the
-		// network off).
-		var mine net.Conn
-		if mine, theirs, err = connPair(); err != nil {
-			return "", err
-		}
-		defer theirs.Close()
-		ln, endpoint = &oneConn{c: mine, done: make(chan struct{})}, "fd:3"
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		if err == nil {
-			endpoint = ln.Addr().String()
-		}
-	}
+	// The script calls Hermes over one connection handed over as
+	// descriptor 3 (no socket to reach, none to make with the network
+	// off); boot and script follow as 4 and 5.
+	mine, rpcFile, err := connPair()
 	if err != nil {
 		return "", err
 	}
+	defer rpcFile.Close()
+	ln := &oneConn{c: mine, done: make(chan struct{})}
+	endpoint := "fd:3"
 	tok := token()
 	srv := &http.Server{Handler: t.rpc(ctx, tok)}
 	go srv.Serve(ln)
 	defer srv.Close()
+	names, _ := json.Marshal(Callable)
+	source, _ := json.Marshal(fmt.Sprintf(stub, names))
 	ep, _ := json.Marshal(endpoint)
 	tj, _ := json.Marshal(tok)
-	bootText := strings.NewReplacer("HERMES_APPROVE_ENDPOINT", string(ep), "HERMES_APPROVE_TOKEN", string(tj)).Replace(boot)
-	if err := os.WriteFile(filepath.Join(dir, "hermes_boot.py"), []byte(bootText), 0o600); err != nil {
+	bootText := strings.NewReplacer("HERMES_TOOLS_SOURCE", string(source), "HERMES_APPROVE_ENDPOINT", string(ep), "HERMES_APPROVE_TOKEN", string(tj)).Replace(boot)
+	bootFile, err := memFile("hermes-boot", bootText)
+	if err != nil {
 		return "", err
 	}
+	defer bootFile.Close()
+	scriptFile, err := memFile("hermes-script", a.Code)
+	if err != nil {
+		return "", err
+	}
+	defer scriptFile.Close()
+	files := []*os.File{rpcFile, bootFile, scriptFile}
 
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -350,16 +343,16 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		max = 50_000
 	}
 	out := &terminal.Capped{Max: max}
-	argv := []string{python, inside + "/hermes_boot.py", inside + "/script.py"}
-	extra := []string{"PYTHONPATH=" + inside, "PYTHONUNBUFFERED=1", "HERMES_RPC_ENDPOINT=" + endpoint, "HERMES_RPC_TOKEN=" + tok}
+	argv := []string{python, "-c", loader}
+	extra := []string{"PYTHONUNBUFFERED=1", "HERMES_RPC_ENDPOINT=" + endpoint, "HERMES_RPC_TOKEN=" + tok}
 	wd := agent.EnvFrom(ctx).WorkingDir
 	if sb != nil {
 		if wd == "" {
 			wd, _ = os.Getwd()
 		}
 		p, err := sb.Start(ctx, sandbox.Cmd{Args: argv, Dir: wd, Env: append(t.Sandboxes.Environ(t.env()), extra...), Stdout: out, Stderr: out,
-			ExtraFiles: []*os.File{theirs}})
-		theirs.Close()
+			ExtraFiles: files})
+		closeFiles(files)
 		if err != nil {
 			return "", fmt.Errorf("start %s: %w", python, err)
 		}
@@ -384,7 +377,10 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	cmd.Env = append(t.env(), extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	cmd.ExtraFiles = files
+	err = cmd.Start()
+	closeFiles(files)
+	if err != nil {
 		return "", fmt.Errorf("start %s: %w", python, err)
 	}
 	done := make(chan error, 1)
@@ -546,3 +542,40 @@ func (l *oneConn) Close() error {
 }
 
 func (l *oneConn) Addr() net.Addr { return l.c.LocalAddr() }
+
+// loader is the program python3 -c runs: it reads the boot from
+// descriptor 4 and runs it.
+const loader = `import os
+b = b""
+while True:
+    c = os.read(4, 1 << 16)
+    if not c:
+        break
+    b += c
+os.close(4)
+exec(compile(b, "hermes_boot.py", "exec"))
+`
+
+// memFile is text in an anonymous memory file, read from its start.
+func memFile(name, text string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}

@@ -164,3 +164,62 @@ func TestRound2FifoInWorkspaceHangsFileTools(t *testing.T) {
 		}
 	}
 }
+
+const r2Watcher = `cat > /tmp/w.c <<'EOF'
+#include <sys/inotify.h>
+#include <unistd.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+	const char *target = getenv("TARGET");
+	int fd = inotify_init();
+	inotify_add_watch(fd, "/tmp", IN_CREATE);
+	char buf[4096], p[512];
+	puts("watching"); fflush(stdout);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		for (char *q = buf; q < buf + n;) {
+			struct inotify_event *e = (struct inotify_event *)q;
+			if (e->len) {
+				snprintf(p, sizeof p, "/tmp/%s/script.py", e->name);
+				symlink(target, p);
+				snprintf(p, sizeof p, "/tmp/%s/hermes_tools.py", e->name);
+				symlink(target, p);
+			}
+			q += sizeof *e + e->len;
+		}
+	}
+}
+EOF
+gcc -O2 -o /tmp/w /tmp/w.c && exec /tmp/w`
+
+// TestRound2ExecuteCodeFollowsPlantedLink: a background command that
+// plants links in every directory appearing in the sandbox's /tmp cannot
+// make Hermes write the model's script into ~/.bashrc: execute_code's
+// boot and script reach Python as descriptors, never as files written by
+// name. (Round 2 won on the first call when they were files in /tmp.)
+func TestRound2ExecuteCodeFollowsPlantedLink(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/gcc"); err != nil {
+		t.Fatal("gcc is needed to build the attacker's watcher")
+	}
+	r := newR2Rig(t)
+	target := filepath.Join(r.home, ".bashrc")
+	out, err := r.call(t, r.ctx, "terminal", map[string]any{"command": "TARGET=" + target + " bash -c '" + strings.ReplaceAll(r2Watcher, "'", `'\''`) + "'", "background": true})
+	if err != nil {
+		t.Fatalf("background watcher: %v %s", err, out)
+	}
+	time.Sleep(1500 * time.Millisecond) // gcc
+	payload := "print('ran') # planted by the sandbox\n"
+	ran := false
+	for i := 0; i < 5; i++ {
+		out, _ := r.call(t, r.ctx, "execute_code", map[string]any{"code": payload})
+		ran = ran || strings.Contains(out, "ran")
+		if b, _ := os.ReadFile(target); strings.Contains(string(b), "planted by the sandbox") {
+			t.Fatalf("host: %s now holds the model's text after %d execute_code calls: %q", target, i+1, b)
+		}
+	}
+	if !ran {
+		t.Fatal("positive control: execute_code did not run the script")
+	}
+}
