@@ -318,3 +318,53 @@ func within(p, base string) bool {
 	}
 	return p == base || strings.HasPrefix(p, base+"/")
 }
+
+// FileGuard is the policy as a check for tools that touch files from
+// outside the sandbox (Hermes' own read_file, write_file, patch): what a
+// sandboxed command could not read or change, they may not either. The
+// returned function says why path (a real path) is refused for reading
+// (write false) or writing, or nil.
+func (p Policy) FileGuard() func(path string, write bool) error {
+	hidden, _ := canon(p.Hidden)
+	visible, _ := canon(p.Visible)
+	protected, _ := canon(p.Protected)
+	writable, _ := canon(p.Writable)
+	home := p.Home
+	if home != "" {
+		if h, err := canonOne(home); err == nil {
+			home = h
+		}
+	}
+	return func(path string, write bool) error {
+		under := func(list []string) bool {
+			return slices.ContainsFunc(list, func(x string) bool { return within(path, x) })
+		}
+		if under(hidden) && !under(visible) {
+			return fmt.Errorf("%s is hidden from the agent (Hermes' own state or a credential store); ask the person for what you need from it", path)
+		}
+		if !write {
+			return nil
+		}
+		if under(protected) {
+			return fmt.Errorf("%s is read-only to the agent (a shell start-up file or configuration that runs later outside the sandbox); ask the person to change it", path)
+		}
+		parts := strings.Split(path, "/")
+		for i, c := range parts {
+			switch c {
+			case ".git":
+				if git := strings.Join(parts[:i+1], "/"); !slices.Contains(writable, git) {
+					return fmt.Errorf("%s is in a repository's .git, read-only to the agent (hooks and config run code later, outside the sandbox); use git in the terminal, or ask the person", path)
+				}
+			case ".hermes":
+				return fmt.Errorf("%s is in a project's .hermes, read-only to the agent (its skills and settings reach later sessions)", path)
+			}
+		}
+		if home != "" && path != home && within(path, home) {
+			top, _, _ := strings.Cut(strings.TrimPrefix(path, home+"/"), "/")
+			if strings.HasPrefix(top, ".") || top == "bin" {
+				return fmt.Errorf("%s is among the home's dot files or ~/bin, read-only to the agent (they run later in the person's own shell)", path)
+			}
+		}
+		return nil
+	}
+}

@@ -46,3 +46,12 @@ func cronSandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sand
 	}
 	return s
 }
+
+// fileGuard is the sandbox's policy for the file tools, which run outside
+// it (nil without a sandbox).
+func fileGuard(s *terminal.Sandboxes) func(string, bool) error {
+	if s == nil {
+		return nil
+	}
+	return s.Policy.FileGuard()
+}

@@ -70,7 +70,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		tools []agent.Tool
 	}{
 		{"terminal", terminal.Tools(term)},
-		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}})},
+		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: fileGuard(sbs)})},
 		{"todo", []agent.Tool{todo.Tool{Store: store}}},
 		{"memory", []agent.Tool{memory.New(store, filepath.Join(home, "memories"))}},
 		{"clarify", []agent.Tool{clarify.Tool{}}},

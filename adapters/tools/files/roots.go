@@ -40,6 +40,11 @@ type Roots struct {
 	Home string
 	// Scratch are subdirectories of Home the tools may write (cache).
 	Scratch []string
+	// Sandbox, when set, refuses what the terminal's sandbox keeps from
+	// commands (hidden places; .git, start-up files and the home's dot
+	// files for writing): the tools run outside it and must not be the
+	// way around it (sandbox.Policy.FileGuard).
+	Sandbox func(path string, write bool) error
 }
 
 // access is what a tool does with a path.
@@ -186,6 +191,11 @@ func isSecret(fi fs.FileInfo, secrets []fs.FileInfo) bool {
 // protected file is cut, never written through; reads compare identities,
 // so a hard link to a secret is refused.
 func (r Roots) guard(asked, real string, how access) error {
+	if r.Sandbox != nil {
+		if err := r.Sandbox(real, how&writing != 0); err != nil {
+			return err
+		}
+	}
 	if rel, ok := r.inHome(real); ok {
 		top, _, _ := strings.Cut(rel, string(filepath.Separator))
 		if how&writing != 0 && !r.scratch(top) {
