@@ -20,8 +20,10 @@ type Problem struct {
 	// record that passes its checksum but whose payload does not decode),
 	// "stream" (a stream whose revisions do not follow on), "end" (a
 	// stream's recorded end disagrees with its rows), "index" (SQLite's
-	// index disagrees with the rows) or "file" (damage
-	// SQLite itself reports; records there cannot be read at all).
+	// index disagrees with the rows), "file" (damage
+	// SQLite itself reports; records there cannot be read at all) or
+	// "lost" (the log, or a session of it, that acknowledged appends went
+	// to is not in the file: see guard.go).
 	Kind     string `json:"kind"`
 	Stream   string `json:"stream,omitempty"`
 	Revision uint64 `json:"revision,omitempty"`
@@ -76,6 +78,10 @@ func (r *Report) Damaged() bool { return len(r.Problems) > 0 }
 // only when it cannot do that at all; damage goes in the report.
 func (s *Store) Verify(ctx context.Context) (*Report, error) {
 	rep := &Report{File: s.path, Log: s.ident, Problems: []Problem{}, Quarantined: []Moved{}}
+	if e := s.lost.Load(); e != nil {
+		rep.Problems = append(rep.Problems, Problem{Kind: "lost", Detail: e.Error()})
+		return rep, nil
+	}
 	if s.noLog {
 		return rep, nil
 	}

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	case "append-forever":
 		appendForever(os.Getenv("HERMES_DB"))
 		return
+	case "guarded":
+		guardedHelper(os.Getenv("HERMES_DB"), os.Getenv("HERMES_WITNESS"))
+		return
 	case "append-n":
 		n, _ := strconv.Atoi(os.Getenv("HERMES_N"))
 		if err := appendN(os.Getenv("HERMES_DB"), os.Getenv("HERMES_NAME"), n); err != nil {

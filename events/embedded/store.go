@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,6 +102,24 @@ type Store struct {
 	nextPos     int64
 	dataVersion int64
 	sums        summer
+
+	// The guard (guard.go): what the home remembers of the log, the files
+	// an open store watches, and the loss once it is found.
+	witnessPath  string
+	remembered   func(context.Context) ([]Remembered, error)
+	accept       bool
+	witness      *witness
+	others       []Remembered
+	guardEvery   time.Duration
+	witnessEvery time.Duration
+	witnessPos   uint64
+	witnessAt    time.Time
+	pin          *sql.Conn // kept open: it still reads the files Open found
+	gmu          sync.Mutex
+	guarded      []guarded     // guarded by gmu
+	acked        atomic.Uint64 // the highest position committed or seen
+	lost         atomic.Pointer[events.LogLostError]
+	watchDone    chan struct{}
 }
 
 // Option configures Open.
@@ -187,6 +206,33 @@ func Writable(path string) bool { return syscall.Access(path, 2 /* W_OK */) == n
 
 func dsn(path, txlock, sync string) string {
 	q := url.Values{}
+	return dsnWith(q, path, txlock, sync)
+}
+
+// openExisting is OpenSQLite for a file that must already exist: a
+// connection (re)opened after the file was deleted fails instead of
+// creating an empty database in its place.
+func openExisting(path string, writer bool) (*sql.DB, error) {
+	lock := ""
+	if writer {
+		lock = "immediate"
+	}
+	q := url.Values{}
+	q.Add("mode", "rw")
+	db, err := sql.Open("sqlite", dsnWith(q, path, lock, "FULL"))
+	if err != nil {
+		return nil, err
+	}
+	if writer {
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxIdleTime(0)
+	} else {
+		db.SetMaxOpenConns(5) // one is the guard's (see startGuard)
+	}
+	return db, nil
+}
+
+func dsnWith(q url.Values, path, txlock, sync string) string {
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
@@ -208,6 +254,9 @@ func newStore(path string, opts []Option) *Store {
 		changed: make(chan struct{}),
 		cache:   map[string]streamState{},
 		cols:    columns,
+
+		guardEvery:   2 * time.Second,
+		witnessEvery: 10 * time.Second,
 	}
 	for _, o := range opts {
 		o(s)
@@ -217,33 +266,53 @@ func newStore(path string, opts []Option) *Store {
 
 // Open opens (creating if needed) the store in the SQLite file at path.
 // The first writer to open a file made by an older Hermes gives it an
-// identity and upgrades its checksums (see meta.go).
+// identity and upgrades its checksums (see meta.go). With WithWitness or
+// WithRemembered, a log the home remembers that is missing, another or
+// shorter fails the open with an *events.LogLostError (see guard.go).
 func Open(path string, opts ...Option) (*Store, error) {
 	s := newStore(path, opts)
 	fail := func(err error) (*Store, error) {
+		if s.pin != nil {
+			s.pin.Close()
+		}
 		if s.rdb != nil {
 			s.rdb.Close()
 		}
 		if s.wdb != nil {
 			s.wdb.Close()
 		}
+		if errors.Is(err, events.ErrLogLost) {
+			return nil, err // it names the file
+		}
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
-	var err error
-	if s.wdb, err = OpenSQLite(path, true, true); err != nil {
+	ctx := context.Background()
+	if err := s.precheck(ctx); err != nil {
+		return fail(err)
+	}
+	// The file is created here, once: the connections open it only if it
+	// exists (see openExisting).
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	f.Close()
+	if s.wdb, err = openExisting(path, true); err != nil {
+		return fail(err)
+	}
+	if err = s.judgeOpen(ctx, s.wdb); err != nil {
 		return fail(err)
 	}
 	if _, err = s.wdb.Exec(ddl); err != nil {
 		return fail(err)
 	}
-	ctx := context.Background()
 	if err = s.initMeta(ctx); err != nil {
 		return fail(err)
 	}
 	if err = s.prepare(); err != nil {
 		return fail(err)
 	}
-	if s.rdb, err = OpenSQLite(path, false, true); err != nil {
+	if s.rdb, err = openExisting(path, false); err != nil {
 		return fail(err)
 	}
 	if err = s.loadMeta(ctx); err != nil {
@@ -258,6 +327,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err = s.rdb.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM events ORDER BY position DESC LIMIT 1)`).Scan(&n); err != nil {
 		return fail(err)
 	}
+	if err = s.startGuard(ctx); err != nil {
+		return fail(err)
+	}
 	s.w = group.Start(maxBatch, s.closing, s.commit, func(r *request) { r.reply <- reply{err: events.ErrClosed} })
 	return s, nil
 }
@@ -268,6 +340,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 // an empty one reads as an empty log.
 func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	s := newStore(path, opts)
+	if err := s.precheck(context.Background()); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open event store %s: %w", path, err)
 	}
@@ -279,6 +354,12 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	err = s.rdb.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'`).Scan(&n)
 	if err == nil && n == 0 {
 		s.noLog = true
+	}
+	if err == nil {
+		if err = s.judgeOpen(context.Background(), s.rdb); errors.Is(err, events.ErrLogLost) {
+			s.rdb.Close()
+			return nil, err
+		}
 	}
 	if err == nil && !s.noLog {
 		err = s.loadMeta(context.Background())
@@ -343,18 +424,29 @@ func (s *Store) prepare() (err error) {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close stops the writer (failing appends still queued) and closes the files.
+// Close stops the writer (failing appends still queued) and closes the
+// files. It looks at them a last time first: a log lost since the last
+// look is reported (and what this process still holds of it saved), and
+// one that is not has its witness brought up to date.
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	if s.w != nil {
 		<-s.w.Done()
+	}
+	var lost, werr error
+	if s.watchDone != nil {
+		<-s.watchDone
+		if lost = s.checkFiles(); lost == nil {
+			werr = s.recordWitness(true)
+		}
+		s.pin.Close()
 	}
 	var err1 error
 	if s.wdb != nil {
 		err1 = s.wdb.Close()
 	}
 	err2 := s.rdb.Close()
-	return errors.Join(err1, err2)
+	return errors.Join(lost, werr, err1, err2)
 }
 
 type request struct {
@@ -405,6 +497,9 @@ var ErrReadOnly = errors.New("the event store is open read-only")
 func (s *Store) submit(ctx context.Context, r *request) (events.AppendResult, error) {
 	if s.wdb == nil {
 		return events.AppendResult{}, fmt.Errorf("%s: %w", s.path, ErrReadOnly)
+	}
+	if e := s.lost.Load(); e != nil {
+		return events.AppendResult{}, e
 	}
 	r.reply = make(chan reply, 1)
 	if err := s.w.Queue(ctx, r); err != nil {
@@ -493,42 +588,24 @@ func (st streamState) String() string {
 func (s *Store) commit(batch []*request) {
 	replies := make([]reply, len(batch))
 	wrote := false
-	err := s.inTx(func(tx *sql.Tx) error {
-		if err := s.validateCache(tx); err != nil {
+	// The files are looked at before the transaction, so that nothing is
+	// written to a lost log, and after it, so that nothing written to a
+	// file that went meanwhile is acknowledged as safe.
+	err := s.checkFiles()
+	if err == nil {
+		err = s.inTx(func(tx *sql.Tx) (err error) {
+			wrote, err = s.write(tx, batch, replies)
 			return err
-		}
-		w := &txWriter{s: s, tx: tx, insert: tx.Stmt(s.insert), touched: map[string]streamState{}}
-		for i, r := range batch {
-			if err := r.ctx.Err(); err != nil {
-				replies[i] = reply{err: err}
-				continue
-			}
-			if r.fn != nil {
-				// What was queued before lands first; what fn changes
-				// is read back by the requests after it.
-				if err := w.flush(); err != nil {
-					return err
-				}
-				clear(w.touched)
-				if err := r.fn(tx); err != nil {
-					return err
-				}
-				clear(s.cache)
-				wrote = true
-				continue
-			}
-			err := w.apply(r, &replies[i].res)
-			if err != nil && !isVerdict(err) {
-				return err // a storage failure: abandon the whole batch
-			}
-			replies[i].err = err
-			wrote = wrote || err == nil
-		}
-		return w.flush()
-	})
+		})
+	}
 	if err != nil {
 		clear(s.cache) // the transaction rolled back: the cache may be ahead
 		s.nextPos = 0
+	} else {
+		if s.nextPos > 0 {
+			s.raiseAcked(uint64(s.nextPos - 1))
+		}
+		err = s.checkFiles()
 	}
 	for i, r := range batch {
 		if err != nil {
@@ -544,13 +621,60 @@ func (s *Store) commit(batch []*request) {
 	}
 }
 
+// write applies the batch in tx, answering each request in replies; it
+// reports whether anything was written. An error abandons the whole batch.
+func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, error) {
+	if err := s.validateCache(tx); err != nil {
+		return false, err
+	}
+	wrote := false
+	w := &txWriter{s: s, tx: tx, insert: tx.Stmt(s.insert), touched: map[string]streamState{}}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			replies[i] = reply{err: err}
+			continue
+		}
+		if r.fn != nil {
+			// What was queued before lands first; what fn changes
+			// is read back by the requests after it.
+			if err := w.flush(); err != nil {
+				return false, err
+			}
+			clear(w.touched)
+			if err := r.fn(tx); err != nil {
+				return false, err
+			}
+			clear(s.cache)
+			wrote = true
+			continue
+		}
+		err := w.apply(r, &replies[i].res)
+		if err != nil && !isVerdict(err) {
+			return false, err // a storage failure: abandon the whole batch
+		}
+		replies[i].err = err
+		wrote = wrote || err == nil
+	}
+	return wrote, w.flush()
+}
+
 // validateCache drops the stream cache when another process has committed
 // since our last transaction (PRAGMA data_version changes only for commits
-// made through other connections).
+// made through other connections). In the same read it checks that the
+// file still holds the log this store opened, no shorter than the highest
+// position it saw (see guard.go).
 func (s *Store) validateCache(tx *sql.Tx) error {
-	var v int64
-	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
+	var v, seq int64
+	var id sql.NullString
+	acked := s.acked.Load()
+	if err := tx.QueryRow(`SELECT (SELECT data_version FROM pragma_data_version()),
+		(SELECT value FROM meta WHERE key = 'log_id'),
+		max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+			coalesce((SELECT max(position) FROM events), 0))`).Scan(&v, &id, &seq); err != nil {
 		return fmt.Errorf("event store %s: %w", s.path, err)
+	}
+	if err := s.judgeContent(id.String, seq, acked); err != nil {
+		return err
 	}
 	if v != s.dataVersion {
 		clear(s.cache)
@@ -813,6 +937,9 @@ func lastPos(rs []events.Recorded) uint64 {
 // revision) index and the columns it holds are read from it, so damage to
 // the index shows as a checksum mismatch or a missing revision too.
 func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direction, from uint64, limit int) ([]events.Recorded, error) {
+	if e := s.lost.Load(); e != nil {
+		return nil, e
+	}
 	if s.noLog {
 		return nil, nil
 	}
@@ -917,6 +1044,9 @@ func (s *Store) readHead(ctx context.Context, tx *sql.Tx, stream string) (stream
 func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Recorded, error) {
 	if limit <= 0 {
 		limit = 1000
+	}
+	if e := s.lost.Load(); e != nil {
+		return nil, e
 	}
 	if s.noLog {
 		return nil, nil
@@ -1090,6 +1220,9 @@ func (s *Store) locate(ctx context.Context, q querier, p uint64) (string, uint64
 
 // Head implements events.Store.
 func (s *Store) Head(ctx context.Context) (uint64, error) {
+	if e := s.lost.Load(); e != nil {
+		return 0, e
+	}
 	if s.noLog {
 		return 0, nil
 	}
