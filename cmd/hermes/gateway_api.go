@@ -8,7 +8,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
-	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/costs"

@@ -33,7 +33,7 @@ import (
 	"github.com/rs/zerolog"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
-	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
 	"github.com/hermes-go/hermes/schema"
 )
 

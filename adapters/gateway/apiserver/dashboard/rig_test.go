@@ -29,7 +29,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
-	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/events"

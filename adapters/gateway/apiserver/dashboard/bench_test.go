@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
-	"github.com/hermes-go/hermes/adapters/gateway/dashboard"
+	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 )
