@@ -14,7 +14,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
-	"github.com/hermes-go/hermes/adapters/gateway/telegram"
+	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -124,7 +124,7 @@ func render(md string, msgType event.MessageType) *event.MessageEventContent {
 
 // Split cuts Markdown into the parts of a long answer: at most MaxMessage
 // UTF-16 code units each (at a paragraph, a line, the edge of a code
-// block, a space, as telegram.Split does), and cut again where a part's
+// block, a space, as markdown.Split does), and cut again where a part's
 // event would pass Matrix's event size limit after rendering.
 func Split(md string) []string {
 	return splitAt(md, MaxMessage)
@@ -132,7 +132,7 @@ func Split(md string) []string {
 
 func splitAt(md string, limit int) []string {
 	var out []string
-	for _, p := range telegram.Split(md, limit) {
+	for _, p := range markdown.Split(md, limit) {
 		if limit > 256 && eventSize(p) > maxEventBytes {
 			out = append(out, splitAt(p, limit/2)...)
 			continue

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 )
 
 // HTML renders the Markdown a model writes as the HTML subset of the Bot
@@ -19,13 +21,13 @@ func HTML(md string) string {
 	out := make([]string, 0, len(lines))
 	for i := 0; i < len(lines); {
 		line := lines[i]
-		if f, ok := openFence(line); ok {
+		if f, ok := markdown.OpenFence(line); ok {
 			j := i + 1
-			for j < len(lines) && !f.closes(lines[j]) {
+			for j < len(lines) && !f.Closes(lines[j]) {
 				j++
 			}
 			body := strings.Join(lines[i+1:j], "\n")
-			if lang := f.lang(); lang != "" {
+			if lang := f.Lang(); lang != "" {
 				out = append(out, `<pre><code class="language-`+lang+`">`+escape(body)+"</code></pre>")
 			} else {
 				out = append(out, "<pre>"+escape(body)+"</pre>")
@@ -35,7 +37,7 @@ func HTML(md string) string {
 		}
 		trimmed := strings.TrimLeft(line, " ")
 		switch {
-		case isHeading(trimmed):
+		case markdown.IsHeading(trimmed):
 			h := strings.TrimSpace(strings.TrimLeft(trimmed, "#"))
 			for _, d := range []string{"**", "__"} {
 				if len(h) > 4 && strings.HasPrefix(h, d) && strings.HasSuffix(h, d) && !strings.Contains(h[2:len(h)-2], d) {
@@ -52,7 +54,7 @@ func HTML(md string) string {
 			}
 			out = append(out, "<blockquote>"+strings.Join(quote, "\n")+"</blockquote>")
 			continue
-		case isBullet(trimmed):
+		case markdown.IsBullet(trimmed):
 			indent := line[:len(line)-len(trimmed)]
 			out = append(out, indent+"• "+inline(trimmed[2:], true))
 		default:
@@ -61,18 +63,6 @@ func HTML(md string) string {
 		i++
 	}
 	return strings.Join(out, "\n")
-}
-
-func isHeading(s string) bool {
-	n := 0
-	for n < len(s) && s[n] == '#' {
-		n++
-	}
-	return n >= 1 && n <= 6 && n < len(s) && s[n] == ' '
-}
-
-func isBullet(s string) bool {
-	return len(s) > 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && s[1] == ' '
 }
 
 // escape makes s text in Telegram HTML.
@@ -97,7 +87,7 @@ func inline(s string, links bool) string {
 			i += 2
 			continue
 		case c == '`':
-			n := run(s, i, '`')
+			n := markdown.Run(s, i, '`')
 			if end := findRun(s, i+n, '`', n); end >= 0 {
 				code := s[i+n : end]
 				if len(code) > 2 && code[0] == ' ' && code[len(code)-1] == ' ' {
@@ -126,7 +116,7 @@ func inline(s string, links bool) string {
 			}
 			// An unmatched run stays text as a whole, so that its
 			// markers cannot pair with later ones by halves.
-			n := run(s, i, c)
+			n := markdown.Run(s, i, c)
 			b.WriteString(s[i : i+n])
 			i += n
 			continue
@@ -142,15 +132,6 @@ func isPunct(c byte) bool {
 	return c < utf8.RuneSelf && unicode.IsPunct(rune(c)) || strings.IndexByte("$+<=>^`|~", c) >= 0
 }
 
-// run is the length of the run of c starting at i.
-func run(s string, i int, c byte) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == c {
-		n++
-	}
-	return n
-}
-
 // findRun finds, from i, a run of exactly n c's; -1 when there is none.
 func findRun(s string, i int, c byte, n int) int {
 	for i < len(s) {
@@ -159,7 +140,7 @@ func findRun(s string, i int, c byte, n int) int {
 			return -1
 		}
 		j += i
-		m := run(s, j, c)
+		m := markdown.Run(s, j, c)
 		if m == n {
 			return j
 		}
@@ -217,7 +198,7 @@ func allowedScheme(url string) bool {
 // emphasis parses a bold, italic or strikethrough span at i.
 func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 	c := s[i]
-	n := run(s, i, c)
+	n := markdown.Run(s, i, c)
 	var delim string
 	switch {
 	case n >= 2 && c != '~' || n == 2 && c == '~':
@@ -231,7 +212,7 @@ func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 	if open >= len(s) || isSpace(s[open]) {
 		return "", "", 0, false
 	}
-	if c == '_' && i > 0 && isWord(s[i-1]) {
+	if c == '_' && i > 0 && markdown.IsWord(s[i-1]) {
 		return "", "", 0, false // snake_case is not emphasis
 	}
 	for j := open; j < len(s); {
@@ -240,7 +221,7 @@ func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 			j += 2
 			continue
 		case s[j] == '`':
-			m := run(s, j, '`')
+			m := markdown.Run(s, j, '`')
 			if e := findRun(s, j+m, '`', m); e >= 0 {
 				j = e + m
 				continue
@@ -251,7 +232,7 @@ func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 			j++
 			continue
 		}
-		m := run(s, j, c)
+		m := markdown.Run(s, j, c)
 		if m != len(delim) && !(len(delim) == 2 && m == 3) || isSpace(s[j-1]) || j == open {
 			if len(delim) == 1 && m == 2 {
 				// **bold** inside *italic*: skip it whole.
@@ -263,7 +244,7 @@ func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 			j += m
 			continue
 		}
-		if c == '_' && j+len(delim) < len(s) && isWord(s[j+len(delim)]) {
+		if c == '_' && j+len(delim) < len(s) && markdown.IsWord(s[j+len(delim)]) {
 			j += m
 			continue
 		}
@@ -285,53 +266,3 @@ func emphasis(s string, i int) (tag, inner string, end int, ok bool) {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
-
-func isWord(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= utf8.RuneSelf
-}
-
-// fence is an opening code fence line: ``` or ~~~ and an info string.
-type fence struct {
-	marker string
-	info   string
-}
-
-func openFence(line string) (fence, bool) {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
-		return fence{}, false
-	}
-	n := run(t, 0, t[0])
-	if n < 3 {
-		return fence{}, false
-	}
-	info := strings.TrimSpace(t[n:])
-	if t[0] == '`' && strings.Contains(info, "`") {
-		return fence{}, false // an inline code span, not a fence
-	}
-	return fence{marker: t[:n], info: info}, true
-}
-
-func (f fence) closes(line string) bool {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 {
-		return false
-	}
-	t = strings.TrimRight(t, " \t")
-	return len(t) >= len(f.marker) && run(t, 0, f.marker[0]) == len(t)
-}
-
-// lang is the info string's first word when it is a plausible language
-// name ("" otherwise: it goes into an attribute).
-func (f fence) lang() string {
-	l, _, _ := strings.Cut(f.info, " ")
-	if l == "" || len(l) > 32 {
-		return ""
-	}
-	for i := 0; i < len(l); i++ {
-		if !isWord(l[i]) && strings.IndexByte("+#.-_", l[i]) < 0 || l[i] >= utf8.RuneSelf {
-			return ""
-		}
-	}
-	return l
-}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 )
 
 func TestHTML(t *testing.T) {
@@ -64,7 +66,7 @@ func TestHTMLAlwaysValid(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: HTML(%q) = %q: %v", i, md, h, err)
 		}
-		if utf16Len(text) > utf16Len(md) {
+		if markdown.UTF16Len(text) > markdown.UTF16Len(md) {
 			t.Fatalf("case %d: the visible text of HTML(%q) is longer than the Markdown: %q", i, md, text)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mymmrac/telego"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -127,7 +128,7 @@ func (a *Adapter) mentioned(m *telego.Message, text string, entities []telego.Me
 	low, at := strings.ToLower(text), "@"+strings.ToLower(name)
 	for i := strings.Index(low, at); i >= 0; {
 		end := i + len(at)
-		if end == len(low) || !isWord(low[end]) && low[end] != '_' {
+		if end == len(low) || !markdown.IsWord(low[end]) && low[end] != '_' {
 			return true
 		}
 		j := strings.Index(low[end:], at)

@@ -1,4 +1,4 @@
-package telegram
+package markdown
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,9 @@ import (
 	"testing"
 	"unicode/utf8"
 )
+
+// telegramMax is Telegram's limit on a message, in UTF-16 code units.
+const telegramMax = 4096
 
 func TestSplit(t *testing.T) {
 	para := func(c string, n int) string { return strings.Repeat(c, n) }
@@ -40,8 +43,8 @@ func TestSplit(t *testing.T) {
 				t.Fatalf("Split(%q, %d)\n got %q\nwant %q", tc.md, tc.limit, got, tc.want)
 			}
 			for _, p := range got {
-				if utf16Len(p) > tc.limit {
-					t.Fatalf("part of %d units over the limit %d: %q", utf16Len(p), tc.limit, p)
+				if UTF16Len(p) > tc.limit {
+					t.Fatalf("part of %d units over the limit %d: %q", UTF16Len(p), tc.limit, p)
 				}
 			}
 		})
@@ -52,20 +55,20 @@ func TestSplit(t *testing.T) {
 // with a code block become three messages, the block whole in one of them.
 func TestSplitLongAnswer(t *testing.T) {
 	md, block := longAnswer()
-	parts := Split(md, MaxMessage)
+	parts := Split(md, telegramMax)
 	if len(parts) != 3 {
 		t.Fatalf("%d parts (%v), want 3", len(parts), partLens(parts))
 	}
 	whole := 0
 	for _, p := range parts {
-		if utf16Len(p) > MaxMessage {
-			t.Fatalf("a part of %d units", utf16Len(p))
+		if UTF16Len(p) > telegramMax {
+			t.Fatalf("a part of %d units", UTF16Len(p))
 		}
 		if strings.Contains(p, block) {
 			whole++
 		}
 		if strings.Count(p, "```")%2 != 0 {
-			t.Fatalf("a part with an unbalanced fence: %q", p)
+			t.Fatalf("a part with an unbalanced Fence: %q", p)
 		}
 	}
 	if whole != 1 {
@@ -98,13 +101,13 @@ func longAnswer() (string, string) {
 func partLens(parts []string) []int {
 	n := make([]int, len(parts))
 	for i, p := range parts {
-		n[i] = utf16Len(p)
+		n[i] = UTF16Len(p)
 	}
 	return n
 }
 
 // TestSplitProperties cuts random Markdown: no part is over the limit or
-// broken UTF-8, every fence opened in a part is closed in it, and without
+// broken UTF-8, every Fence opened in a part is closed in it, and without
 // code blocks no character other than the whitespace at a cut is lost.
 func TestSplitProperties(t *testing.T) {
 	pieces := []string{"word ", "longerword", " ", "\n", "\n\n", "😀", "é", "```sh\n", "\n```\n", "echo hi\n", strings.Repeat("y", 30), "# ", "> ", "- "}
@@ -115,10 +118,10 @@ func TestSplitProperties(t *testing.T) {
 			b.WriteString(pieces[r.IntN(len(pieces))])
 		}
 		md := b.String()
-		limit := 30 + r.IntN(100) // fence lines stay under half of it, as under 4096
+		limit := 30 + r.IntN(100) // Fence lines stay under half of it, as under 4096
 		parts := Split(md, limit)
 		for _, p := range parts {
-			if utf16Len(p) > limit || !utf8.ValidString(p) || strings.TrimSpace(p) == "" {
+			if UTF16Len(p) > limit || !utf8.ValidString(p) || strings.TrimSpace(p) == "" {
 				t.Fatalf("case %d: Split(%q, %d) gave the part %q", i, md, limit, p)
 			}
 		}
@@ -145,13 +148,13 @@ func TestSplitProperties(t *testing.T) {
 
 // fencesOpenAtEnd says whether s ends inside a fenced code block.
 func fencesOpenAtEnd(s string) bool {
-	var open *fence
+	var open *Fence
 	for _, line := range strings.Split(s, "\n") {
 		if open != nil {
-			if open.closes(line) {
+			if open.Closes(line) {
 				open = nil
 			}
-		} else if f, ok := openFence(line); ok {
+		} else if f, ok := OpenFence(line); ok {
 			open = &f
 		}
 	}

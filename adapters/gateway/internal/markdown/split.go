@@ -1,4 +1,4 @@
-package telegram
+package markdown
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ import (
 func Split(md string, limit int) []string {
 	s := strings.Trim(md, "\n")
 	var parts []string
-	for utf16Len(s) > limit {
+	for UTF16Len(s) > limit {
 		part, rest, midLine := cut(s, limit)
 		if strings.TrimSpace(part) != "" {
 			parts = append(parts, strings.TrimRight(part, "\n"))
@@ -27,7 +27,7 @@ func Split(md string, limit int) []string {
 		s = strings.TrimLeft(rest, "\n")
 		if midLine && startsBlock(s) {
 			// The cut put text that was inside a line at the start of
-			// one, where it would read as a fence, heading, quote or
+			// one, where it would read as a Fence, heading, quote or
 			// bullet: keep it text.
 			s = "\\" + s
 		}
@@ -44,14 +44,14 @@ type openBlock struct {
 	bodyAt  int // the first byte after the opening line
 	opener  string
 	closeAt int // the end of the closing line, or len(s)
-	f       fence
+	f       Fence
 }
 
 // startsBlock says whether s starts with what Markdown reads as a block
 // marker at the start of a line.
 func startsBlock(s string) bool {
-	_, fenced := openFence(s[:lineEnd(s, 0)])
-	return fenced || isHeading(s) || isBullet(s) || strings.HasPrefix(s, ">")
+	_, fenced := OpenFence(s[:lineEnd(s, 0)])
+	return fenced || IsHeading(s) || IsBullet(s) || strings.HasPrefix(s, ">")
 }
 
 // cut returns the first part of s and the rest, and whether the cut fell
@@ -69,10 +69,10 @@ func cut(s string, limit int) (string, string, bool) {
 		line := s[pos:end]
 		cur := open // the block open where the line starts
 		if open != nil {
-			if open.f.closes(line) {
+			if open.f.Closes(line) {
 				open = nil
 			}
-		} else if f, ok := openFence(line); ok {
+		} else if f, ok := OpenFence(line); ok {
 			open = &openBlock{start: pos, bodyAt: min(end+1, len(s)), opener: line, f: f}
 		}
 		plain := cur == nil && open == nil
@@ -139,21 +139,21 @@ func cutBlock(s string, limit int, b *openBlock) (string, string, bool) {
 	b.closeAt = len(s)
 	for pos := b.bodyAt; pos < len(s); {
 		end := lineEnd(s, pos)
-		if b.f.closes(s[pos:end]) {
+		if b.f.Closes(s[pos:end]) {
 			b.closeAt = end
 			break
 		}
 		pos = end + 1
 	}
-	if b.start > 0 && utf16Len(s[b.start:b.closeAt]) <= limit {
+	if b.start > 0 && UTF16Len(s[b.start:b.closeAt]) <= limit {
 		return s[:b.start], s[b.start:], true // the whole block fits in the next part
 	}
-	closer := "\n" + b.f.marker
+	closer := "\n" + b.f.Marker
 	reopen := b.opener + "\n"
-	if utf16Len(closer)+utf16Len(reopen) > limit/2 {
-		return "", "", false // an absurd fence line: cut it like text
+	if UTF16Len(closer)+UTF16Len(reopen) > limit/2 {
+		return "", "", false // an absurd Fence line: cut it like text
 	}
-	w := prefix(s, limit-utf16Len(closer))
+	w := prefix(s, limit-UTF16Len(closer))
 	if w <= b.bodyAt {
 		return "", "", false
 	}
@@ -182,8 +182,8 @@ func prefix(s string, limit int) int {
 	return len(s)
 }
 
-// utf16Len is the length of s in UTF-16 code units.
-func utf16Len(s string) int {
+// UTF16Len is the length of s in UTF-16 code units.
+func UTF16Len(s string) int {
 	n := 0
 	for _, r := range s {
 		if r >= 0x10000 {
