@@ -376,8 +376,14 @@ func (s *Store) recordWitness(now bool) error {
 	if len(s.guarded) > 0 {
 		w.Device, w.Inode = s.guarded[0].id.dev, s.guarded[0].id.ino
 	}
-	if old := s.witness; old != nil && !s.accept && (old.Device != w.Device || old.Inode != w.Inode) && old.Log == w.Log {
-		s.log.Info().Str("file", s.path).Msg("event store: events.db is another file than last time, holding the same log and no less of it (a copy): carrying on")
+	if old := s.witness; old != nil && old.Log == w.Log && !s.accept {
+		if old.Device == w.Device && old.Inode == w.Inode && old.Position == w.Position {
+			s.witnessPos, s.witnessAt = pos, time.Now()
+			return nil // nothing new to record: no write
+		}
+		if old.Device != w.Device || old.Inode != w.Inode {
+			s.log.Info().Str("file", s.path).Msg("event store: events.db is another file than last time, holding the same log and no less of it (a copy): carrying on")
+		}
 	}
 	if err := writeWitness(s.witnessPath, w, !s.accept); err != nil {
 		return err
