@@ -31,6 +31,9 @@ type globals struct {
 	readOnly bool
 	store    string // --store: "" (config, then embedded), embedded, postgres://…, esdb://…
 	log      zerolog.Logger
+	// acceptLog opens the embedded store taking its log as it is (hermes
+	// store accept).
+	acceptLog bool
 }
 
 // app is what a command works with: the store, the projections and the
@@ -118,13 +121,15 @@ func (g *globals) openStore(home string) (events.Store, error) {
 }
 
 // openEmbedded opens home's embedded store: read-only when the home is.
+// A log the home remembers that is gone, replaced or shorter is an
+// *events.LogLostError (see storeguard.go).
 func (g *globals) openEmbedded(home string) (*embedded.Store, error) {
 	path := filepath.Join(home, "events.db")
 	if g.readOnlyHome(home) {
 		g.log.Debug().Str("home", home).Msg("home is read-only: opening the event log read-only")
-		return embedded.OpenReadOnly(path, embedded.WithLogger(g.log))
+		return embedded.OpenReadOnly(path, g.embeddedOptions(home)...)
 	}
-	return embedded.Open(path, embedded.WithLogger(g.log))
+	return embedded.Open(path, g.embeddedOptions(home)...)
 }
 
 // open opens the store and projections of $HERMES_HOME. In a read-only home

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -8,12 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 )
 
 func storeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Check, repair and copy the event log"}
-	cmd.AddCommand(storeVerify(g), storeRepair(g), storeCopyCmd(g))
+	cmd.AddCommand(storeVerify(g), storeRepair(g), storeCopyCmd(g), storeAccept(g))
 	return cmd
 }
 
@@ -34,14 +36,26 @@ func storeVerify(g *globals) *cobra.Command {
 			if err := g.embeddedOnly(home, "store verify"); err != nil {
 				return err
 			}
+			var rep *embedded.Report
 			s, err := g.openEmbedded(home)
-			if err != nil {
+			var lost *events.LogLostError
+			switch {
+			case errors.As(err, &lost):
+				// The loss is the finding: what the file holds now, and the
+				// sessions that went with the log, are reported with it.
+				if rep, err = g.lostReport(cmd.Context(), home, lost); err != nil {
+					return err
+				}
+			case err != nil:
 				return err
-			}
-			defer s.Close()
-			rep, err := s.Verify(cmd.Context())
-			if err != nil {
-				return err
+			default:
+				defer s.Close()
+				if rep, err = s.Verify(cmd.Context()); err != nil {
+					return err
+				}
+				if err := lostSessions(cmd.Context(), home, s, s.Identity().ID, rep); err != nil {
+					return err
+				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -50,7 +64,9 @@ func storeVerify(g *globals) *cobra.Command {
 				}
 			} else {
 				printReport(out, rep)
-				if rep.Damaged() {
+				if lost != nil {
+					fmt.Fprintln(out, "\nrestore events.db from a backup (or a copy a running hermes saved beside it, events-rescued-*.db), then verify again; `hermes store accept` takes the log as it is if the loss is deliberate")
+				} else if rep.Damaged() {
 					fmt.Fprintln(out, "\n`hermes store repair --quarantine` moves the damaged sessions out of the log (into a quarantine table of events.db)")
 				}
 			}
@@ -115,7 +131,7 @@ cannot be moved: it is reported, and the file must be restored from a copy.`,
 			if err := g.embeddedOnly(home, "store repair"); err != nil {
 				return err
 			}
-			s, err := embedded.Open(filepath.Join(home, "events.db"), embedded.WithLogger(g.log))
+			s, err := embedded.Open(filepath.Join(home, "events.db"), g.embeddedOptions(home)...)
 			if err != nil {
 				return err
 			}

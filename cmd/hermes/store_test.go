@@ -170,8 +170,10 @@ func TestDamagedEventCLI(t *testing.T) {
 }
 
 // TestReplacedEventsDBCLI replaces events.db by another home's, then
-// empties it: status and the session list show the new log's truth (they
-// showed the old sessions, "0 behind" at checkpoint 446 against head 8).
+// deletes it. Hermes used to carry on with the new log (and then with an
+// empty one) as if it were the home's: every command now refuses, naming
+// the loss, until the replacement is accepted on purpose; then status and
+// the session list show the new log's truth.
 func TestReplacedEventsDBCLI(t *testing.T) {
 	home := threeSessions(t)
 	other := t.TempDir()
@@ -186,19 +188,31 @@ func TestReplacedEventsDBCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(home, "events.db"), b, 0o600)
-	out, errOut, err := run(t, home, "projections", "status")
-	if err != nil || !hasLine(out, "sessions 0 4 4") || !strings.Contains(errOut, "the event log was replaced") {
-		t.Fatalf("status after events.db was replaced: %v\n%s\n%s", err, out, errOut)
+	for _, args := range [][]string{{"projections", "status"}, {"sessions", "list"}} {
+		if out, errOut, err := run(t, home, args...); err == nil || !strings.Contains(errOut, "holds another log") || !strings.Contains(errOut, "hermes store verify") {
+			t.Fatalf("%v after events.db was replaced: %v\n%s\n%s", args, err, out, errOut)
+		}
+	}
+	out := mustRun(t, home, "store", "accept")
+	if !strings.Contains(out, "giving up") || !strings.Contains(out, "accepted log") {
+		t.Fatalf("accept:\n%s", out)
+	}
+	if out := mustRun(t, home, "projections", "status"); !hasLine(out, "sessions 4 4 0") {
+		t.Fatalf("status after the replacement was accepted:\n%s", out)
 	}
 	if ids := listedIDs(t, home); len(ids) != 1 || ids[0] != "dddddddd-4444-4000-8000-000000000004" {
-		t.Fatalf("after events.db was replaced, listed %v", ids)
+		t.Fatalf("after the replacement was accepted, listed %v", ids)
 	}
 	os.Remove(filepath.Join(home, "events.db"))
+	if _, errOut, err := run(t, home, "sessions", "list"); err == nil || !strings.Contains(errOut, "is missing") {
+		t.Fatalf("list after events.db was deleted: %v\n%s", err, errOut)
+	}
+	mustRun(t, home, "store", "accept")
 	if out := mustRun(t, home, "sessions", "list"); !strings.Contains(out, "no sessions yet") {
-		t.Fatalf("after events.db was emptied:\n%s", out)
+		t.Fatalf("after events.db was deleted and that accepted:\n%s", out)
 	}
 	if out := mustRun(t, home, "projections", "status"); !hasLine(out, "sessions 0 0 0") {
-		t.Fatalf("status after events.db was emptied:\n%s", out)
+		t.Fatalf("status after events.db was deleted and that accepted:\n%s", out)
 	}
 }
 
