@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"

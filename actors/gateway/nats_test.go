@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/bus/bustest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
 

@@ -17,11 +17,11 @@ import (
 	"github.com/slack-go/slack/slacktest"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/email"
 	"github.com/hermes-go/hermes/adapters/gateway/email/emailtest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
 	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
 	"github.com/hermes-go/hermes/adapters/gateway/matrix"

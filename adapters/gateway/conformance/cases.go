@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
 

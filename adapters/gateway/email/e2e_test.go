@@ -18,10 +18,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/email"
 	"github.com/hermes-go/hermes/adapters/gateway/email/emailtest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/schema"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
 	"github.com/hermes-go/hermes/adapters/gateway/irc/irctest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"

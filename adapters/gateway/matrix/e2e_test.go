@@ -14,8 +14,8 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/matrix"
 	"github.com/hermes-go/hermes/adapters/gateway/matrix/matrixtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp"
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp/xmpptest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"

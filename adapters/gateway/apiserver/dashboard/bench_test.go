@@ -12,8 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 )
