@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -427,7 +428,7 @@ func TestSilentScriptsTimeoutsAndUndeliverableTargets(t *testing.T) {
 		}
 		return "answer of " + job.Spec.Name, nil
 	}}
-	r := startScheduler(t, dir, clock, cron.Config{Scripts: cron.Shell{Dir: filepath.Join(dir, "scripts")}}, stub(a))
+	r := startScheduler(t, dir, clock, cron.Config{Scripts: terminal.JobShell{Dir: filepath.Join(dir, "scripts")}}, stub(a))
 	ctx := context.Background()
 	create := func(s schema.JobSpec) string {
 		s.Schedule = "every 1h"

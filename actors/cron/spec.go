@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -22,6 +21,12 @@ type Rules struct {
 	// good: granted, or on config's command_allowlist (nil: none is). A script runs with nobody to ask,
 	// so a flagged one must be allowed beforehand.
 	Allowed func(pattern string) bool
+	// Judge judges a script before it is stored: the description of the
+	// hard-line rule it breaks (never allowed) and of the dangerous-command
+	// rule it trips (allowed only where Allowed says so), "" for none.
+	// cmd/hermes wires the terminal's judge (terminal.CheckDescriptions);
+	// nil: scripts are not judged.
+	Judge func(script string) (hard, danger string)
 }
 
 // MaxPromptBytes bounds a job's prompt and script.
@@ -58,13 +63,16 @@ func normalize(spec schema.JobSpec, now time.Time, rules Rules, prev *schema.Job
 		}
 	}
 	if s.Script != "" {
-		hard, danger := terminal.Check(s.Script)
-		if hard != nil {
-			return s, fmt.Errorf("blocked: the script %q is a %s, which is never allowed", s.Script, hard.Description)
+		var hard, danger string
+		if rules.Judge != nil {
+			hard, danger = rules.Judge(s.Script)
 		}
-		if danger != nil && (rules.Allowed == nil || !rules.Allowed(danger.Description)) {
+		if hard != "" {
+			return s, fmt.Errorf("blocked: the script %q is a %s, which is never allowed", s.Script, hard)
+		}
+		if danger != "" && (rules.Allowed == nil || !rules.Allowed(danger)) {
 			return s, fmt.Errorf("the script %q is flagged as %s and nobody can approve it when the job runs: change the command, or have the person grant it (hermes approvals add %q, or command_allowlist in config.yaml)",
-				s.Script, danger.Description, danger.Description)
+				s.Script, danger, danger)
 		}
 	}
 	if prev == nil || prev.Schedule != s.Schedule || prev.Timezone != s.Timezone {

@@ -131,7 +131,9 @@ func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
 // checked against.
 func (t *cronTool) bind(store events.Store, allow *grants.List) {
 	t.Store, t.Toolsets, t.allow = store, nil, allow
-	t.Rules = func() cron.Rules { return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has} }
+	t.Rules = func() cron.Rules {
+		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: terminal.CheckDescriptions}
+	}
 	if store != nil && t.Jobs == nil {
 		t.Jobs = cron.NewJobs(store, nil)
 		t.Origin = func(ctx context.Context, id string) (*schema.JobOrigin, error) {
@@ -176,7 +178,7 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	cfg := cron.Config{
 		Agent: &cron.SessionAgent{Sys: c.sys, Deps: c.deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts: cron.Shell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout,
+		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout,
 			Sandboxes: cronSandboxes(c.a.home, c.cfg, c.a.log)},
 		Leases:        c.a.leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -174,7 +175,7 @@ func (t *Tool) fromCron(ctx context.Context, id string) bool {
 
 func (t *Tool) rules() cron.Rules {
 	if t.Rules == nil {
-		return cron.Rules{}
+		return cron.Rules{Judge: terminal.CheckDescriptions}
 	}
 	return t.Rules()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
+	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -36,7 +37,9 @@ func setup(t *testing.T) (*cronjob.Tool, *embedded.Store) {
 	}
 	t.Cleanup(func() { store.Close() })
 	tool := &cronjob.Tool{Jobs: cron.NewJobs(store, func() time.Time { return now }), Store: store,
-		Rules: func() cron.Rules { return cron.Rules{Toolsets: []string{"web", "terminal"}} },
+		Rules: func() cron.Rules {
+			return cron.Rules{Toolsets: []string{"web", "terminal"}, Judge: terminal.CheckDescriptions}
+		},
 		Origin: func(ctx context.Context, id string) (*schema.JobOrigin, error) {
 			return gateway.OriginOf(ctx, store, id)
 		}}

@@ -109,6 +109,20 @@ func Check(command string) (hard, danger *Rule) {
 	return hard, danger
 }
 
+// CheckDescriptions is Check for a caller that knows rules by their
+// descriptions (the cron scheduler's Rules.Judge, which cmd/hermes wires to
+// it): "" where Check found no rule.
+func CheckDescriptions(command string) (hard, danger string) {
+	h, d := Check(command)
+	if h != nil {
+		hard = h.Description
+	}
+	if d != nil {
+		danger = d.Description
+	}
+	return hard, danger
+}
+
 // AllowList holds the rule descriptions the user approved for good
 // (cmd/hermes hands in the grants of the event store with config's
 // command_allowlist).

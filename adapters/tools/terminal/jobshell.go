@@ -1,4 +1,4 @@
-package cron
+package terminal
 
 import (
 	"context"
@@ -12,17 +12,17 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/adapters/sandbox"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
 
-// Shell runs job scripts on a terminal backend, each command judged by
+// JobShell runs scheduled jobs' scripts (it implements cron.Scripts; cmd/hermes
+// hands it to the scheduler) on a terminal backend, each command judged by
 // the terminal's approver first. Nobody can be asked during a run: a
 // dangerous command runs only when command_allowlist allows it, a
 // hard-line one never.
-type Shell struct {
-	Approver *terminal.Approver
+type JobShell struct {
+	Approver *Approver
 	// Backend runs the command (nil: this machine).
-	Backend terminal.Backend
+	Backend Backend
 	// Dir is the working directory ($HERMES_HOME/scripts).
 	Dir string
 	// Shell is the shell (default /bin/bash, else /bin/sh).
@@ -33,18 +33,18 @@ type Shell struct {
 	Timeout time.Duration
 	// Sandboxes runs the local backend's scripts in a kernel sandbox (one
 	// per run), with the environment it allows; nil: unconfined.
-	Sandboxes *terminal.Sandboxes
+	Sandboxes *Sandboxes
 }
 
-// Run implements Scripts.
-func (sh Shell) Run(ctx context.Context, command string) (string, error) {
+// Run implements cron.Scripts.
+func (sh JobShell) Run(ctx context.Context, command string) (string, error) {
 	approver := sh.Approver
 	if approver == nil {
-		approver = &terminal.Approver{}
+		approver = &Approver{}
 	}
 	backend := sh.Backend
 	if backend == nil {
-		backend = terminal.Local{}
+		backend = Local{}
 	}
 	if sh.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -75,12 +75,12 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 	if max <= 0 {
 		max = 50_000
 	}
-	if _, local := backend.(terminal.Local); local && sh.Sandboxes != nil {
+	if _, local := backend.(Local); local && sh.Sandboxes != nil {
 		return sh.sandboxed(ctx, shell, command, max)
 	}
 	cmd := backend.Command(ctx, shell, sh.Dir, command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &terminal.Capped{Max: max}
+	out := &Capped{Max: max}
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = out, out, nil
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %q: %w", command, err)
@@ -106,12 +106,12 @@ func (sh Shell) Run(ctx context.Context, command string) (string, error) {
 }
 
 // sandboxed runs command in the run's sandbox.
-func (sh Shell) sandboxed(ctx context.Context, shell, command string, max int) (string, error) {
+func (sh JobShell) sandboxed(ctx context.Context, shell, command string, max int) (string, error) {
 	sb, err := sh.Sandboxes.For(ctx)
 	if err != nil {
 		return "", err
 	}
-	out := &terminal.Capped{Max: max}
+	out := &Capped{Max: max}
 	p, err := sb.Start(ctx, sandbox.Cmd{Args: []string{shell, "-c", command}, Dir: sh.Dir,
 		Env: sh.Sandboxes.Environ(os.Environ()), Stdout: out, Stderr: out})
 	if err != nil {

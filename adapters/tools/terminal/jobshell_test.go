@@ -1,4 +1,4 @@
-package cron_test
+package terminal_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 )
@@ -31,7 +30,7 @@ func TestScriptRunsInTheSandbox(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-cron-canary-1234567890")
 	p := sandbox.Defaults("", home)
 	p.Visible = append(p.Visible, scripts)
-	sh := cron.Shell{Dir: scripts, Sandboxes: &terminal.Sandboxes{Policy: p}}
+	sh := terminal.JobShell{Dir: scripts, Sandboxes: &terminal.Sandboxes{Policy: p}}
 	out, err := sh.Run(context.Background(), "echo report > out.txt; cat out.txt; env; cat ../config.yaml; echo 'command_allowlist: [x]' >> ../config.yaml; true")
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
