@@ -153,15 +153,11 @@ func writeWitness(path string, w witness, keepHigher bool) error {
 type fileID struct{ dev, ino uint64 }
 
 func statFile(path string) (fileID, int64, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, 0, err
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}, 0, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	var id fileID
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		id = fileID{dev: uint64(st.Dev), ino: st.Ino} // Dev is not a uint64 everywhere
-	}
-	return id, info.Size(), nil
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, st.Size, nil // Dev is not a uint64 everywhere
 }
 
 // guarded is one file an open store watches.
@@ -458,9 +454,7 @@ func (s *Store) checkContent() error {
 	acked := s.acked.Load() // before the read, whose snapshot then holds it
 	var id sql.NullString
 	var seq int64
-	err := s.rdb.QueryRow(`SELECT (SELECT value FROM meta WHERE key = 'log_id'),
-		max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-			coalesce((SELECT max(position) FROM events), 0))`).Scan(&id, &seq)
+	err := s.rdb.QueryRow(`SELECT (SELECT value FROM meta WHERE key = 'log_id'), `+allocatedExpr).Scan(&id, &seq)
 	if err != nil {
 		return nil // a read that fails says so where it is made
 	}

@@ -537,3 +537,39 @@ func TestLogLostUnderTwoProcesses(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGuard measures what the guard adds to a write transaction,
+// beside baselines of the same run: the look at the files (before and
+// after every transaction), and the read of the head that follows a commit
+// of another process, now with the log's identity, against the read it
+// replaced; and one fsync, which every transaction pays.
+func BenchmarkGuard(b *testing.B) {
+	s := benchStore(b)
+	appendAcked(&testing.T{}, s, "session-bench", 100, acked{})
+	b.Run("files", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.checkFiles(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	read := func(q string, dest ...any) func(b *testing.B) {
+		return func(b *testing.B) {
+			for b.Loop() {
+				tx, err := s.wdb.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.QueryRow(q).Scan(dest...); err != nil {
+					b.Fatal(err)
+				}
+				tx.Rollback()
+			}
+		}
+	}
+	var head int64
+	var id sql.NullString
+	b.Run("head (before)", read(`SELECT `+allocatedExpr, &head))
+	b.Run("head and identity (now)", read(`SELECT (SELECT value FROM meta WHERE key = 'log_id'), `+allocatedExpr, &id, &head))
+	b.Run("fsync", BenchmarkRawFsync)
+}

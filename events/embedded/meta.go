@@ -249,11 +249,15 @@ func readMeta(ctx context.Context, q querier) (map[string]string, error) {
 // in sqlite_sequence even when the rows at the top were erased.
 func allocated(q querier) (int64, error) {
 	var n int64
-	err := q.QueryRowContext(context.Background(), `SELECT max(
-		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-		coalesce((SELECT max(position) FROM events), 0))`).Scan(&n)
+	err := q.QueryRowContext(context.Background(), `SELECT `+allocatedExpr).Scan(&n)
 	return n, err
 }
+
+// allocatedExpr is allocated's expression, for queries that read it with
+// something else.
+const allocatedExpr = `max(
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+		coalesce((SELECT max(position) FROM events), 0))`
 
 // loadMeta reads the identity and format into s. A database no writer has
 // opened since identities exist has none: its identity is empty, and its

@@ -660,21 +660,14 @@ func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, erro
 
 // validateCache drops the stream cache when another process has committed
 // since our last transaction (PRAGMA data_version changes only for commits
-// made through other connections). In the same read it checks that the
-// file still holds the log this store opened, no shorter than the highest
-// position it saw (see guard.go).
+// made through other connections). Whenever it reads the head again it
+// checks, in the same read, that the file still holds the log this store
+// opened, no shorter than the highest position it saw (see guard.go): a
+// change by anyone else, through SQLite, moves data_version.
 func (s *Store) validateCache(tx *sql.Tx) error {
-	var v, seq int64
-	var id sql.NullString
-	acked := s.acked.Load()
-	if err := tx.QueryRow(`SELECT (SELECT data_version FROM pragma_data_version()),
-		(SELECT value FROM meta WHERE key = 'log_id'),
-		max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-			coalesce((SELECT max(position) FROM events), 0))`).Scan(&v, &id, &seq); err != nil {
+	var v int64
+	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
 		return fmt.Errorf("event store %s: %w", s.path, err)
-	}
-	if err := s.judgeContent(id.String, seq, acked); err != nil {
-		return err
 	}
 	if v != s.dataVersion {
 		clear(s.cache)
@@ -682,9 +675,14 @@ func (s *Store) validateCache(tx *sql.Tx) error {
 		s.dataVersion = v
 	}
 	if s.nextPos == 0 {
-		head, err := allocated(tx)
-		if err != nil {
+		acked := s.acked.Load()
+		var id sql.NullString
+		var head int64
+		if err := tx.QueryRow(`SELECT (SELECT value FROM meta WHERE key = 'log_id'), `+allocatedExpr).Scan(&id, &head); err != nil {
 			return fmt.Errorf("event store %s: %w", s.path, err)
+		}
+		if err := s.judgeContent(id.String, head, acked); err != nil {
+			return err
 		}
 		s.nextPos = head + 1
 	}
