@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -236,12 +235,4 @@ func prune(dir string, keep int) {
 	for _, f := range fs[keep:] {
 		os.Remove(filepath.Join(dir, f.name))
 	}
-}
-
-// BusPublisher publishes on the gateway's bus.
-type BusPublisher struct{ Bus *bus.Bus }
-
-// Publish implements Publisher.
-func (p BusPublisher) Publish(_ context.Context, out schema.Outbound) error {
-	return bus.Publish(p.Bus.Publisher, bus.Out(out.Platform), out, "")
 }

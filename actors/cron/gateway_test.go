@@ -78,7 +78,7 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	clock := crontest.NewClock(t0)
 	jobs := cron.NewJobs(store, clock.Now)
 	plat := &chatPlatform{ready: make(chan struct{})}
-	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: cron.BusPublisher{Bus: b},
+	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: bus.OutboundPublisher{Bus: b},
 		Platforms: func() []string { return []string{"testchat"} }, Wrap: true,
 		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, _ string) (string, error) {
 			return "Stand-up in 10 minutes (" + job.Spec.Name + ")", nil

@@ -51,7 +51,7 @@ func TestJobDeliversToTelegramAndAFile(t *testing.T) {
 	clock := crontest.NewClock(t0) // Monday 06:00 UTC
 	jobs := cron.NewJobs(store, clock.Now)
 	out := filepath.Join(dir, "output")
-	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: out, Bus: cron.BusPublisher{Bus: b},
+	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: out, Bus: bus.OutboundPublisher{Bus: b},
 		Platforms: func() []string { return []string{"telegram"} }, Wrap: true,
 		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, prompt string) (string, error) {
 			return "The build is green: 3 of 3 checks passed (`main`).", nil

@@ -219,7 +219,7 @@ type gatewayCron struct {
 
 func (c *chatter) gatewayCron(b *bus.Bus) *gatewayCron {
 	g := &gatewayCron{c: c}
-	g.sched = c.scheduler(cron.BusPublisher{Bus: b}, func() []string {
+	g.sched = c.scheduler(bus.OutboundPublisher{Bus: b}, func() []string {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		return g.up
@@ -567,7 +567,7 @@ func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *globals, ov Overr
 			return err
 		}
 		defer b.Close()
-		pub, via = cron.BusPublisher{Bus: b}, "platform targets through "+gset.Bus
+		pub, via = bus.OutboundPublisher{Bus: b}, "platform targets through "+gset.Bus
 	}
 	s := c.scheduler(pub, nil)
 	c.cron().tool.SetRunner(s)

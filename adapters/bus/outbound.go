@@ -1,0 +1,17 @@
+package bus
+
+import (
+	"context"
+
+	"github.com/hermes-go/hermes/schema"
+)
+
+// OutboundPublisher publishes outbound messages on Bus, each on its
+// platform's topic: the cron scheduler's Publisher (cron.Config.Bus),
+// handed in by cmd/hermes.
+type OutboundPublisher struct{ Bus *Bus }
+
+// Publish implements cron.Publisher.
+func (p OutboundPublisher) Publish(_ context.Context, out schema.Outbound) error {
+	return Publish(p.Bus.Publisher, Out(out.Platform), out, "")
+}
