@@ -186,7 +186,9 @@ func TestHomeAndExecuteCodeThroughTheCLI(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(home, "config.yaml")); string(got) != cfg {
 		t.Fatalf("config.yaml written by the model:\n%s", got)
 	}
-	if results := toolResults(srv); strings.Count(results, "may not change") != 2 {
+	// Refused by the sandbox's rules (the home is hidden from the file
+	// tools), or, without a sandbox, by the home's own rule.
+	if results := toolResults(srv); strings.Count(results, "hidden from the agent")+strings.Count(results, "may not change") != 2 {
 		t.Fatalf("tool results:\n%s", results)
 	}
 	if info, err := os.Stat(filepath.Join(home, "events.db")); err != nil || info.Size() == 0 {
