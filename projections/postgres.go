@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/internal/connstr"
 )
 
 // Schema is the PostgreSQL schema that holds the projections' tables,
@@ -29,7 +29,7 @@ const lockSpace = 0x68707266
 // a cluster opens the same ones: a projection written by one is read by
 // all.
 func OpenPostgres(ctx context.Context, url string) (*DB, error) {
-	safe := postgres.Redact(url)
+	safe := connstr.Redact(url)
 	// pgxpool's parser, as the event store's: it takes (and drops) the
 	// pool_* settings a store URL may carry.
 	pcfg, err := pgxpool.ParseConfig(url)

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/eventstoredb"
 	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/internal/connstr"
 )
 
 // Which event store a command uses: --store, else $HERMES_STORE, else
@@ -41,7 +42,7 @@ type storeSpec struct {
 func (s storeSpec) String() string {
 	switch s.kind {
 	case storePostgres:
-		return postgres.Redact(s.dsn)
+		return connstr.Redact(s.dsn)
 	case storeESDB:
 		return eventstoredb.Redact(s.dsn)
 	}

@@ -33,8 +33,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +45,7 @@ import (
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/internal/group"
+	"github.com/hermes-go/hermes/internal/connstr"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -137,7 +136,7 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value connection string) and creates or migrates the tables.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: Redact(dsn),
+	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: connstr.Redact(dsn),
 		closing: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
@@ -200,25 +199,6 @@ func (s *Store) migrate(ctx context.Context) error {
 	s.channel = "hermes_events." + sch
 	return nil
 }
-
-// Redact returns dsn with any password replaced, for logs and messages.
-func Redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.Redacted()
-	}
-	dsn = userinfo.ReplaceAllString(dsn, "${1}xxxxx@")
-	return passwordKV.ReplaceAllString(dsn, "${1}xxxxx")
-}
-
-var (
-	passwordKV = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
-	userinfo   = regexp.MustCompile(`^([a-z]+://[^:/@]*:)[^@]*@`)
-)
 
 // Close releases the connections.
 func (s *Store) Close() error {
