@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/internal/sqlite"
 )
 
 // LogSeen is how far the projections of a home got in one log.
@@ -26,7 +26,7 @@ func LogsSeen(ctx context.Context, path string) ([]LogSeen, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	db, err := embedded.OpenSQLiteReadOnly(path)
+	db, err := sqlite.OpenReadOnly(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

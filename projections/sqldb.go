@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/internal/sqlite"
 )
 
 // DB is the database that holds the table-backed read models and their
@@ -43,11 +43,11 @@ func newDB(name string, kind dialect, w, r *sql.DB) *DB {
 // OpenDB opens (creating if needed) the SQLite projections database at
 // path.
 func OpenDB(path string) (*DB, error) {
-	w, err := embedded.OpenSQLite(path, true, false)
+	w, err := sqlite.Open(path, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
 	}
-	r, err := embedded.OpenSQLite(path, false, false)
+	r, err := sqlite.Open(path, false, false)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open projections %s: %w", path, err)
@@ -112,7 +112,7 @@ func OpenScratch(path string) (*DB, error) {
 	}
 	tmp := filepath.Join(dir, "projections.db")
 	if _, err := os.Stat(path); err == nil {
-		if src, err := embedded.OpenSQLiteReadOnly(path); err == nil {
+		if src, err := sqlite.OpenReadOnly(path); err == nil {
 			_, err = src.Exec(`VACUUM INTO ?`, tmp)
 			src.Close()
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/internal/sqlite"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
@@ -91,12 +92,12 @@ func (g *globals) setup() error {
 // for with --read-only, or its directory or database files cannot be
 // written by this process.
 func (g *globals) readOnlyHome(home string) bool {
-	if g.readOnly || !embedded.Writable(home) {
+	if g.readOnly || !sqlite.Writable(home) {
 		return true
 	}
 	for _, f := range []string{"events.db", "projections.db"} {
 		p := filepath.Join(home, f)
-		if _, err := os.Stat(p); err == nil && !embedded.Writable(p) {
+		if _, err := os.Stat(p); err == nil && !sqlite.Writable(p) {
 			return true
 		}
 	}

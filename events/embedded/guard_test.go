@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/storetest"
+	"github.com/hermes-go/hermes/internal/sqlite"
 )
 
 // acked is what a test saw acknowledged: each payload text by position.
@@ -235,7 +236,7 @@ func TestLogChangedInside(t *testing.T) {
 			}
 			defer s.Close()
 			appendAcked(t, s, "session-a", 10, acked{})
-			raw, err := sql.Open("sqlite", dsn(path, "", "FULL"))
+			raw, err := sql.Open("sqlite", sqlite.DSN(path, "", "FULL"))
 			if err != nil {
 				t.Fatal(err)
 			}

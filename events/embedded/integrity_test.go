@@ -14,11 +14,12 @@ import (
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/storetest"
+	"github.com/hermes-go/hermes/internal/sqlite"
 )
 
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", dsn(path, "", "FULL"))
+	db, err := sql.Open("sqlite", sqlite.DSN(path, "", "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ const oldDDL = `CREATE TABLE events (
 // whose payload was damaged before the upgrade.
 func oldHome(t *testing.T, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", dsn(path, "", "FULL"))
+	db, err := sql.Open("sqlite", sqlite.DSN(path, "", "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/storetest"
+	"github.com/hermes-go/hermes/internal/sqlite"
 )
 
 // TestMain lets the test binary act as a helper process: the crash and
@@ -292,7 +293,7 @@ func TestCorruptPayloadIsNamed(t *testing.T) {
 	for i := range 5 {
 		s.Append(ctx, "session-x", events.Any, storetest.Event("x", fmt.Sprint(i)))
 	}
-	db, _ := sql.Open("sqlite", dsn(path, "", "FULL"))
+	db, _ := sql.Open("sqlite", sqlite.DSN(path, "", "FULL"))
 	if _, err := db.Exec(`UPDATE events SET payload = '{"content": "3!"}' WHERE stream = 'session-x' AND revision = 3`); err != nil {
 		t.Fatal(err)
 	}
