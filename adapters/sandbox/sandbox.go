@@ -223,6 +223,20 @@ func (sb *Sandbox) Stale() bool {
 	return false
 }
 
+// Running is how many commands run in the sandbox now.
+func (sb *Sandbox) Running() int {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return len(sb.procs)
+}
+
+// Started is how many commands were started in the sandbox so far.
+func (sb *Sandbox) Started() uint64 {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return uint64(sb.nextID)
+}
+
 // Alive reports whether the sandbox can still run commands.
 func (sb *Sandbox) Alive() bool {
 	select {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -21,7 +22,10 @@ import (
 // every execute_code script and every cron script of the session runs in
 // it, so what they may touch is decided by the kernel, not by the judge.
 // The sandbox starts with a session's first command and ends with the
-// session (agent.SessionValues.Close) or with Close.
+// session (agent.SessionValues.Close), with Close, or after Idle without
+// a command running in it (its /tmp is kept for the session: the next
+// command starts a new sandbox over the same /tmp), so that a gateway
+// keeps an init only for sessions that are at work.
 type Sandboxes struct {
 	// Policy is the base policy; each session's working directory is
 	// added to its writable roots.
@@ -31,6 +35,9 @@ type Sandboxes struct {
 	// trailing * matches a prefix).
 	Env []string
 	Log zerolog.Logger
+	// Idle ends a session's sandbox after this long without a command
+	// running in it (0: 10 minutes; negative: never).
+	Idle time.Duration
 
 	mu     sync.Mutex
 	all    map[*sessionSandbox]struct{}
@@ -44,21 +51,54 @@ type sessionSandbox struct {
 	mu    sync.Mutex
 	sb    *sandbox.Sandbox
 	dir   string
+	// tmp is the session's /tmp, kept across sandboxes of the session.
+	tmp  string
+	idle *time.Timer
 }
 
 // Close implements io.Closer for agent.SessionValues.
 func (s *sessionSandbox) Close() error {
 	s.mu.Lock()
-	sb := s.sb
-	s.sb = nil
+	sb, tmp := s.sb, s.tmp
+	s.sb, s.tmp = nil, ""
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	s.mu.Unlock()
 	s.owner.mu.Lock()
 	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
+	var err error
 	if sb != nil {
-		return sb.Close()
+		err = sb.Close()
 	}
-	return nil
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
+	return err
+}
+
+// watch ends sb once it has been idle for d: checked every d, it ends
+// when nothing ran in it since the last look and nothing runs now.
+func (s *sessionSandbox) watch(sb *sandbox.Sandbox, d time.Duration) {
+	var last uint64
+	var check func()
+	check = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.sb != sb {
+			return
+		}
+		if n := sb.Started(); sb.Running() > 0 || n != last {
+			last = n
+			s.idle = time.AfterFunc(d, check)
+			return
+		}
+		s.sb = nil
+		go sb.Close()
+	}
+	last = sb.Started()
+	s.idle = time.AfterFunc(d, check)
 }
 
 // For returns the sandbox of ctx's session, starting it when needed.
@@ -87,7 +127,15 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	}
 	s.all[ss] = struct{}{}
 	s.mu.Unlock()
+	if ss.tmp == "" {
+		tmp, err := os.MkdirTemp("", "hermes-sandbox-")
+		if err != nil {
+			return nil, err
+		}
+		ss.tmp = tmp
+	}
 	p := s.Policy
+	p.Tmp = ss.tmp
 	p.Writable = append([]string(nil), p.Writable...)
 	// A working directory that cannot be a workspace (/, a system
 	// directory: a service's default) stays read-only; commands still run
@@ -104,6 +152,15 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 		return nil, err
 	}
 	ss.sb, ss.dir = sb, env.WorkingDir
+	if idle := s.Idle; idle >= 0 {
+		if idle == 0 {
+			idle = 10 * time.Minute
+		}
+		if ss.idle != nil {
+			ss.idle.Stop()
+		}
+		ss.watch(sb, idle)
+	}
 	return sb, nil
 }
 

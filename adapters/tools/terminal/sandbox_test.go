@@ -164,3 +164,39 @@ func countProcs(s string) int {
 	}
 	return n
 }
+
+// An idle session's sandbox ends (its init is not kept for sessions that
+// are not at work), unless a background command runs in it; its /tmp
+// outlives it, for the session.
+func TestIdleSandboxEnds(t *testing.T) {
+	r := newSandboxRig(t)
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	sbs.Idle = 300 * time.Millisecond
+	if out, err := r.run(t, map[string]any{"command": "echo kept > /tmp/note"}); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	first, err := sbs.For(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for first.Alive() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if first.Alive() {
+		t.Fatal("the idle sandbox still runs")
+	}
+	out, err := r.run(t, map[string]any{"command": "cat /tmp/note"})
+	if err != nil || !strings.Contains(out, "kept") {
+		t.Fatalf("the session's /tmp was lost: %q %v", out, err)
+	}
+	// A background command keeps it.
+	if _, err := r.run(t, map[string]any{"command": "sleep 30", "background": true}); err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := sbs.For(r.ctx)
+	time.Sleep(time.Second)
+	if !busy.Alive() {
+		t.Fatal("a sandbox with a background command was ended as idle")
+	}
+}
