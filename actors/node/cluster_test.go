@@ -67,7 +67,7 @@ func helperNode() error {
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
 		Tools:    agent.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
-		Leases: session.StoreLeases{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
+		Leases: session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
 	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask}, store, mgr, log)
 	if err != nil {

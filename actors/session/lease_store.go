@@ -6,24 +6,49 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
-
-	"github.com/hermes-go/hermes/events/postgres"
 )
 
-// StoreLeases are session leases held as locks in a PostgreSQL store
-// (events/postgres.Locks), for processes on several machines (cluster
-// nodes, a gateway, a chat) that run sessions against that one store: the
+// StoreLeases are session leases held as locks in a shared store (a
+// PostgreSQL store's *postgres.Locks, handed in by cmd/hermes), for
+// processes on several machines (cluster nodes, a gateway, a chat) that
+// run sessions against that one store: the
 // server drops a lock when its holder's connection ends, kill -9 included,
 // and a node that a session moves to while another still runs its turn is
 // refused with an *InUseError until that turn ends and the other node
 // lets the session go. The locks must carry OwnerRecord of their owner.
-type StoreLeases struct {
-	Locks *postgres.Locks
+type StoreLeases[L StoreLock] struct {
+	Locks StoreLocks[L]
 	// OnLost, when set, is called with the session whose lease ended
 	// without being released (the connection holding it broke: another
 	// process may run the session now). The session manager's Restart
 	// stops its actor, so that this process stops writing it.
 	OnLost func(session string)
+}
+
+// StoreLocks are the locks of a shared store that StoreLeases takes
+// (*postgres.Locks, whose locks are *postgres.Lock). A lock another process
+// holds is refused with an error that errors.As finds a HeldError in.
+type StoreLocks[L StoreLock] interface {
+	TryLock(ctx context.Context, name string) (L, error)
+}
+
+// StoreLock is a lock held in a shared store.
+type StoreLock interface {
+	// Previous is the owner record of a holder that ended without
+	// releasing the lock ("" when it was free and clean).
+	Previous() string
+	// Lost is closed when the lock is no longer held.
+	Lost() <-chan struct{}
+	// Release gives the lock up.
+	Release(ctx context.Context) error
+}
+
+// HeldError is the refusal of a lock another process holds
+// (*postgres.LockedError): HeldBy is the holder's owner record, "" when
+// it could not be read.
+type HeldError interface {
+	error
+	HeldBy() string
 }
 
 // OwnerRecord is the owner record a process's store locks carry: the JSON
@@ -42,14 +67,14 @@ func parseOwner(s string) (Owner, bool) {
 }
 
 // Lease implements Leaser.
-func (s StoreLeases) Lease(session string) (Lease, error) {
+func (s StoreLeases[L]) Lease(session string) (Lease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lk, err := s.Locks.TryLock(ctx, "session:"+session)
 	if err != nil {
-		var le *postgres.LockedError
-		if errors.As(err, &le) {
-			o, _ := parseOwner(le.Owner)
+		var held HeldError
+		if errors.As(err, &held) {
+			o, _ := parseOwner(held.HeldBy())
 			return nil, &InUseError{Session: session, Owner: o}
 		}
 		return nil, errors.Join(errors.New("lease session "+session), err)
@@ -70,7 +95,7 @@ func (s StoreLeases) Lease(session string) (Lease, error) {
 }
 
 type storeLease struct {
-	lk       *postgres.Lock
+	lk       StoreLock
 	prev     *Owner
 	released atomic.Bool
 }

@@ -41,7 +41,7 @@ func TestStoreLeases(t *testing.T) {
 	newMgr := func(o session.Owner) (*session.Manager, *postgres.Locks) {
 		sys := actors.NewSystem(zerolog.Nop())
 		locks := store.Locks(session.OwnerRecord(o))
-		leases := &session.StoreLeases{Locks: locks}
+		leases := &session.StoreLeases[*postgres.Lock]{Locks: locks}
 		m := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 			Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 5, Leases: leases})
 		leases.OnLost = m.Restart

@@ -53,14 +53,14 @@ func (a *app) leases(self session.Owner) session.Leaser {
 	if l == nil {
 		return session.NewFileLeases(filepath.Join(a.home, "locks"), self)
 	}
-	return &session.StoreLeases{Locks: l}
+	return &session.StoreLeases[*postgres.Lock]{Locks: l}
 }
 
 // stopOnLost makes a session whose store lease ends without being
 // released (its connection broke) stop in mgr: another process may run it
 // now.
 func stopOnLost(l session.Leaser, mgr *session.Manager) {
-	if sl, ok := l.(*session.StoreLeases); ok {
+	if sl, ok := l.(*session.StoreLeases[*postgres.Lock]); ok {
 		sl.OnLost = mgr.Restart
 	}
 }

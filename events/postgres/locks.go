@@ -88,6 +88,9 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("lock %s is held by %s", e.Name, e.Owner)
 }
 
+// HeldBy is Owner, for ports that cannot name this type (session.HeldError).
+func (e *LockedError) HeldBy() string { return e.Owner }
+
 // ErrLocksClosed is returned by a Locks that was closed.
 var ErrLocksClosed = errors.New("locks closed")
 
