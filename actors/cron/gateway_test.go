@@ -83,7 +83,7 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, _ string) (string, error) {
 			return "Stand-up in 10 minutes (" + job.Spec.Name + ")", nil
 		}}})
-	router := gateway.New(store, b, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
+	router := gateway.New(store, b.Transport, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
 	ctx, cancel := context.WithCancel(context.Background())

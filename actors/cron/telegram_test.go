@@ -56,7 +56,7 @@ func TestJobDeliversToTelegramAndAFile(t *testing.T) {
 		Agent: &stubAgent{reply: func(_ context.Context, job *cron.Job, prompt string) (string, error) {
 			return "The build is green: 3 of 3 checks passed (`main`).", nil
 		}}})
-	router := gateway.New(store, b, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
+	router := gateway.New(store, b.Transport, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
 	srv := llmtest.New()
 	defer srv.Close()
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),

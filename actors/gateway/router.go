@@ -26,8 +26,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/actors/session"
-	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -90,7 +90,7 @@ type Config struct {
 // Run it.
 type Router struct {
 	store    events.Store
-	bus      *bus.Bus
+	bus      wire.Transport
 	sys      *actor.ActorSystem
 	cfg      Config
 	log      zerolog.Logger
@@ -111,8 +111,9 @@ type queued struct {
 	corr string
 }
 
-// New returns a router on store and b, spawning its actors in sys.
-func New(store events.Store, b *bus.Bus, sys *actor.ActorSystem, cfg Config, log zerolog.Logger) *Router {
+// New returns a router on store and the bus transport b (an adapters/bus
+// Bus's Transport), spawning its actors in sys.
+func New(store events.Store, b wire.Transport, sys *actor.ActorSystem, cfg Config, log zerolog.Logger) *Router {
 	if cfg.Busy == "" {
 		cfg.Busy = "queue"
 	}
@@ -153,7 +154,7 @@ func (r *Router) Run(ctx context.Context) error {
 		middleware.Retry{MaxRetries: 5, InitialInterval: 100 * time.Millisecond, MaxInterval: 2 * time.Second, Multiplier: 2, Logger: r.bus.Logger}.Middleware,
 		middleware.Recoverer,
 	)
-	for _, topic := range bus.InTopics() {
+	for _, topic := range wire.InTopics() {
 		wr.AddConsumerHandler(topic, topic, r.bus.Subscriber, r.handle)
 	}
 
@@ -195,13 +196,13 @@ func (r *Router) Run(ctx context.Context) error {
 // recorded (or refused), so an acknowledged message is never lost.
 func (r *Router) handle(msg *message.Message) error {
 	var in schema.Inbound
-	if err := bus.Decode(msg, &in); err != nil {
+	if err := wire.Decode(msg, &in); err != nil {
 		r.log.Warn().Err(err).Msg("dropping a malformed bus message")
 		r.stats.err("", err)
 		return nil
 	}
 	done := make(chan error, 1)
-	r.sys.Root.Send(r.pid, &inbound{in: in, corr: bus.Correlation(msg), done: done})
+	r.sys.Root.Send(r.pid, &inbound{in: in, corr: wire.Correlation(msg), done: done})
 	select {
 	case err := <-done:
 		if err != nil {
@@ -243,7 +244,7 @@ func (r *Router) publish(out schema.Outbound, corr string) error {
 func (r *Router) pump(q chan queued) {
 	defer r.outWG.Done()
 	for m := range q {
-		err := bus.Publish(r.bus.Publisher, bus.Out(m.out.Platform), m.out, m.corr)
+		err := wire.Publish(r.bus.Publisher, wire.Out(m.out.Platform), m.out, m.corr)
 		if err != nil {
 			r.stats.err(m.out.Platform, err)
 			r.log.Warn().Err(err).Str("platform", m.out.Platform).Msg("publish")

@@ -139,7 +139,7 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 			return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
 		}
 	}
-	router := gateway.New(store, b, sys, cfg, log)
+	router := gateway.New(store, b.Transport, sys, cfg, log)
 	approver := &terminal.Approver{Timeout: 5 * time.Second}
 	term := gatewaytest.ApprovalTool(approver)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),

@@ -203,7 +203,7 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := gateway.New(store, rb, sys, gateway.Config{
+	router := gateway.New(store, rb.Transport, sys, gateway.Config{
 		Auth: gateway.Auth{Platform: map[string][]string{"testchat": {"111"}}},
 		NewSession: func(ctx context.Context, platform string) (string, error) {
 			id := uuid.NewString()

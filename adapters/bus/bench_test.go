@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/bus/bustest"
 )
@@ -52,7 +53,7 @@ func benchHop(b *testing.B, url string) {
 	hop := func() time.Duration {
 		t0 := time.Now()
 		go func() {
-			if err := bus.Publish(pub.Publisher, topic, note{1}, ""); err != nil {
+			if err := wire.Publish(pub.Publisher, topic, note{1}, ""); err != nil {
 				b.Error(err)
 			}
 		}()

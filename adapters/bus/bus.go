@@ -1,67 +1,25 @@
 // Package bus wires the watermill pub/sub that carries the gateway's
 // messages between platform adapters and the router: an in-process
 // GoChannel by default, NATS JetStream when adapters and agents run in
-// separate processes. Messages are JSON; their metadata carries the
-// correlation id that ends up in the events they cause.
+// separate processes. The topics and the messages' encoding (JSON, the
+// correlation id in their metadata) are actors/gateway/wire's.
 package bus
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"strconv"
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 )
 
-// Topics of the gateway. Topic names avoid dots: over NATS JetStream a
-// topic is also a stream name.
-const (
-	// inPrefix + shard carries schema.Inbound from adapters to the router.
-	inPrefix = "gateway_in_"
-	// outPrefix + platform carries schema.Outbound to one platform.
-	outPrefix = "gateway_out_"
-)
-
-// Shards is the number of inbound topics. A topic's messages are handled
-// one at a time, in order, each recorded durably before the next is taken;
-// a chat's messages always go to the same shard (so they stay in order)
-// and the router takes the shards side by side, so that the durable writes
-// of different chats share fsyncs.
-const Shards = 8
-
-// In is the inbound topic of a chat of platform.
-func In(platform, chat string) string {
-	h := fnv.New32a()
-	h.Write([]byte(platform))
-	h.Write([]byte{0})
-	h.Write([]byte(chat))
-	return inPrefix + strconv.Itoa(int(h.Sum32()%Shards))
-}
-
-// InTopics are every inbound topic.
-func InTopics() []string {
-	out := make([]string, Shards)
-	for i := range out {
-		out[i] = inPrefix + strconv.Itoa(i)
-	}
-	return out
-}
-
-// Out is the topic of platform's outbound messages.
-func Out(platform string) string { return outPrefix + platform }
-
-// Bus is a publisher and a subscriber on one transport.
+// Bus is a publisher and a subscriber on one transport: the router's
+// wire.Transport, with what opening it adds.
 type Bus struct {
-	Publisher  message.Publisher
-	Subscriber message.Subscriber
-	Logger     watermill.LoggerAdapter
+	wire.Transport
 	// Kind names the transport: gochannel or nats.
 	Kind  string
 	close func() error
@@ -90,43 +48,12 @@ func Open(url string, log zerolog.Logger) (*Bus, error) {
 		// message is recorded) and must not publish from inside a handler
 		// of the same chain; the router publishes from a queue of its own.
 		gc := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, BlockPublishUntilSubscriberAck: true}, wlog)
-		return &Bus{Publisher: gc, Subscriber: gc, Logger: wlog, Kind: "gochannel", close: gc.Close}, nil
+		return &Bus{Transport: wire.Transport{Publisher: gc, Subscriber: gc, Logger: wlog}, Kind: "gochannel", close: gc.Close}, nil
 	case strings.HasPrefix(url, "nats://"):
 		return OpenNATS(url, 0, log)
 	}
 	return nil, fmt.Errorf("gateway.bus %q: use gochannel (default) or nats://host:port", url)
 }
-
-// Publish sends v as JSON on topic. correlation, when set, travels in the
-// message's metadata.
-func Publish(pub message.Publisher, topic string, v any, correlation string) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode message for %s: %w", topic, err)
-	}
-	msg := message.NewMessage(watermill.NewUUID(), b)
-	if correlation != "" {
-		middleware.SetCorrelationID(correlation, msg)
-	}
-	if err := pub.Publish(topic, msg); err != nil {
-		return fmt.Errorf("publish to %s: %w", topic, err)
-	}
-	return nil
-}
-
-// Decode reads a JSON message into v.
-func Decode(msg *message.Message, v any) error {
-	if err := json.Unmarshal(msg.Payload, v); err != nil {
-		return fmt.Errorf("message %s: %w", msg.UUID, err)
-	}
-	return nil
-}
-
-// Correlation returns the correlation id of msg ("" when none).
-func Correlation(msg *message.Message) string { return middleware.MessageCorrelationID(msg) }
-
-// ContextWithMessage is the context a handler of msg should use.
-func ContextWithMessage(msg *message.Message) context.Context { return msg.Context() }
 
 // Logger adapts zerolog to watermill's logger.
 func Logger(log zerolog.Logger) watermill.LoggerAdapter {

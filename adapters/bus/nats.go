@@ -12,6 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 )
 
 // JetStream layout. Every topic is a stream of the same name holding that
@@ -77,7 +79,7 @@ func OpenNATS(url string, ackWait time.Duration, log zerolog.Logger) (*Bus, erro
 		return nil, fmt.Errorf("gateway.bus %s: %w", url, err)
 	}
 	sub := &jsSubscriber{js: js, streams: streams, log: wlog, ackWait: ackWait, closing: make(chan struct{})}
-	return &Bus{Publisher: &jsPublisher{pub: pub, streams: streams}, Subscriber: sub, Logger: wlog, Kind: "nats",
+	return &Bus{Transport: wire.Transport{Publisher: &jsPublisher{pub: pub, streams: streams}, Subscriber: sub, Logger: wlog}, Kind: "nats",
 		close: func() error {
 			err := sub.Close()
 			// The server has seen the unsubscriptions once a flush returns:

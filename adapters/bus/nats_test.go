@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/bus/bustest"
 )
@@ -28,7 +29,7 @@ type note struct{ N int }
 
 func publish(t *testing.T, b *bus.Bus, topic string, n int) {
 	t.Helper()
-	if err := bus.Publish(b.Publisher, topic, note{n}, ""); err != nil {
+	if err := wire.Publish(b.Publisher, topic, note{n}, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -42,7 +43,7 @@ func next(t *testing.T, ch <-chan *message.Message, within time.Duration) (*mess
 			t.Fatal("subscription closed")
 		}
 		var v note
-		if err := bus.Decode(m, &v); err != nil {
+		if err := wire.Decode(m, &v); err != nil {
 			t.Fatal(err)
 		}
 		return m, v.N
@@ -168,7 +169,7 @@ func TestNATSQueueGroupSharesMessages(t *testing.T) {
 			defer wg.Done()
 			for m := range ch {
 				var v note
-				_ = bus.Decode(m, &v)
+				_ = wire.Decode(m, &v)
 				mu.Lock()
 				seen[v.N]++
 				mu.Unlock()
@@ -224,7 +225,7 @@ func TestNATSSlowHandlerKeepsItsMessage(t *testing.T) {
 			defer wg.Done()
 			for m := range ch {
 				var v note
-				_ = bus.Decode(m, &v)
+				_ = wire.Decode(m, &v)
 				deliveries <- v.N
 				if v.N == 1 {
 					time.Sleep(2500 * time.Millisecond) // 2.5× the ack wait

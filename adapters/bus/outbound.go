@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -13,5 +14,5 @@ type OutboundPublisher struct{ Bus *Bus }
 
 // Publish implements cron.Publisher.
 func (p OutboundPublisher) Publish(_ context.Context, out schema.Outbound) error {
-	return Publish(p.Bus.Publisher, Out(out.Platform), out, "")
+	return wire.Publish(p.Bus.Publisher, wire.Out(out.Platform), out, "")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -135,7 +136,7 @@ func (s *Served) Serve(ctx context.Context) error {
 		return err
 	}
 	wr.AddMiddleware(middleware.CorrelationID, middleware.Recoverer)
-	wr.AddConsumerHandler("deliver_"+s.p.Name(), bus.Out(s.p.Name()), s.b.Subscriber, s.deliver)
+	wr.AddConsumerHandler("deliver_"+s.p.Name(), wire.Out(s.p.Name()), s.b.Subscriber, s.deliver)
 	routerDone := make(chan error, 1)
 	go func() { routerDone <- wr.Run(ctx) }()
 	select {
@@ -145,7 +146,7 @@ func (s *Served) Serve(ctx context.Context) error {
 	}
 	inbox := func(ctx context.Context, in schema.Inbound) error {
 		in.Platform = s.p.Name()
-		return bus.Publish(s.b.Publisher, bus.In(in.Platform, in.Chat), in, "")
+		return wire.Publish(s.b.Publisher, wire.In(in.Platform, in.Chat), in, "")
 	}
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -175,7 +176,7 @@ func (s *Served) Serve(ctx context.Context) error {
 // deliver is the handler of gateway_out_<platform>.
 func (s *Served) deliver(msg *message.Message) error {
 	var out schema.Outbound
-	if err := bus.Decode(msg, &out); err != nil {
+	if err := wire.Decode(msg, &out); err != nil {
 		s.log.Warn().Err(err).Msg("dropping a malformed outbound message")
 		return nil
 	}
@@ -198,7 +199,7 @@ func (s *Served) deliver(msg *message.Message) error {
 		}
 		ack.Kind, ack.Error = "failed", err.Error()
 	}
-	return bus.Publish(s.b.Publisher, bus.In(ack.Platform, ack.Chat), ack, bus.Correlation(msg))
+	return wire.Publish(s.b.Publisher, wire.In(ack.Platform, ack.Chat), ack, wire.Correlation(msg))
 }
 
 func (s *Served) sendWithRetry(ctx context.Context, out schema.Outbound) ([]string, error) {

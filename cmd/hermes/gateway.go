@@ -381,7 +381,7 @@ func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag, list
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}
-	router := gateway.New(c.a.store, b, c.sys, rcfg, g.log)
+	router := gateway.New(c.a.store, b.Transport, c.sys, rcfg, g.log)
 	router.Sessions = c.mgr
 	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
 		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/webhook"
 	"github.com/hermes-go/hermes/schema"
@@ -33,7 +33,7 @@ func webhookPlatform(env *gatewayEnv) (gw.Platform, error) {
 	b := env.bus
 	p, err := webhook.New(webhook.Config{Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Routes: routes, Log: env.chat.a.log,
 		Forward: func(ctx context.Context, out schema.Outbound) error {
-			return bus.Publish(b.Publisher, bus.Out(out.Platform), out, "")
+			return wire.Publish(b.Publisher, wire.Out(out.Platform), out, "")
 		}})
 	if err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 		id := uuid.NewString()
 		return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
 	}}
-	router := gateway.New(store, b, sys, cfg, log)
+	router := gateway.New(store, b.Transport, sys, cfg, log)
 	weather := &weatherTool{}
 	slow := &slowTool{started: make(chan struct{}, 1)}
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),

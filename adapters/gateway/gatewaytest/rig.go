@@ -154,7 +154,7 @@ func (r *Rig) StartRouter() {
 			r.tb.Fatal(err)
 		}
 	}
-	rt := gateway.New(r.Store, rb, r.Sys, r.opts.Config, r.log)
+	rt := gateway.New(r.Store, rb.Transport, r.Sys, r.opts.Config, r.log)
 	rt.Sessions = r.Sessions
 	if r.opts.WrapSessions != nil {
 		rt.Sessions = r.opts.WrapSessions(r.Sessions)

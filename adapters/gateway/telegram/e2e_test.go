@@ -70,7 +70,7 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 		}
 	}
 	cfg.TypingEvery = time.Hour
-	router := gateway.New(store, b, sys, cfg, log)
+	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 		Tools: agent.NewTools(gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/gateway"
-	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/webhook"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -113,7 +113,7 @@ func start(t *testing.T, cfg webhook.Config, script []llmtest.Reply, extra ...*g
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Forward == nil {
 		cfg.Forward = func(ctx context.Context, out schema.Outbound) error {
-			return bus.Publish(rig.Bus.Publisher, bus.Out(out.Platform), out, "")
+			return wire.Publish(rig.Bus.Publisher, wire.Out(out.Platform), out, "")
 		}
 	}
 	hook, err := webhook.New(cfg)

@@ -89,7 +89,7 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 		id := uuid.NewString()
 		return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o", System: "You are Hermes."})
 	}}
-	router := gateway.New(store, b, sys, cfg, log)
+	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 		Tools: agent.NewTools(probeTool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o"}, MaxTurns: 10, Asker: router.Asker()}
