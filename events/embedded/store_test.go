@@ -21,5 +21,3 @@ func openTemp(t *testing.T) *Store {
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) events.Store { return openTemp(t) })
 }
-
-func TestAppendsAfterClose(t *testing.T) { storetest.AppendsAfterClose(t, openTemp(t)) }

@@ -51,6 +51,7 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
@@ -67,6 +68,7 @@ type Store struct {
 	log    zerolog.Logger
 	prefix string
 	safe   string
+	closed atomic.Bool
 }
 
 // Option configures Open.
@@ -152,7 +154,12 @@ func (s *Store) LogID(ctx context.Context) (string, error) {
 }
 
 // Close closes the connection.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.client.Close()
+}
 
 // String names the store (password redacted).
 func (s *Store) String() string { return s.safe }
@@ -194,6 +201,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	}
 	if len(evs) == 0 {
 		return events.AppendResult{}, fmt.Errorf("append to %s: no events", stream)
+	}
+	if s.closed.Load() {
+		return events.AppendResult{}, fmt.Errorf("append to %s: %w", stream, events.ErrClosed)
 	}
 	data := make([]esdb.EventData, len(evs))
 	for i, e := range evs {

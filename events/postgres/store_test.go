@@ -51,8 +51,6 @@ func openTemp(t testing.TB, opts ...Option) *Store {
 	return s
 }
 
-func TestAppendsAfterClose(t *testing.T) { storetest.AppendsAfterClose(t, openTemp(t)) }
-
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) events.Store { return openTemp(t) })
 }

@@ -19,7 +19,8 @@ import (
 // Factory returns a new, empty store for one test; the suite closes it.
 type Factory func(t *testing.T) events.Store
 
-// Run runs every contract test against stores made by newStore.
+// Run runs every contract test against stores made by newStore (Close may
+// be called twice: AppendsAfterClose closes the store itself).
 func Run(t *testing.T, newStore Factory) {
 	tests := []struct {
 		name string
@@ -35,6 +36,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SubscribeResumesFromCheckpoint", testSubscribeResume},
 		{"DeleteStreamTombstones", testDelete},
 		{"BadInputWritesNothing", testBadInput},
+		{"AppendsAfterClose", AppendsAfterClose},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
