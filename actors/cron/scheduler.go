@@ -521,6 +521,10 @@ func (a *schedActor) Receive(c actor.Context) {
 		}
 		c.Respond(true)
 		return
+	case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		a.s.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("scheduler actor: message not handled")
 	}
 	a.arm(c)
 }

@@ -108,6 +108,10 @@ func (c *chat) Receive(ctx actor.Context) {
 		if c.running != nil && c.running.cancel != nil {
 			c.running.cancel()
 		}
+	case *actor.Restarting, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		c.r.log.Warn().Str("chat", c.key).Str("message_type", fmt.Sprintf("%T", m)).Msg("chat actor: message not handled")
 	}
 }
 

@@ -292,6 +292,10 @@ func (a *routerActor) Receive(c actor.Context) {
 		m.reply <- nil
 	case bound:
 		a.sessionChat[m.session] = m.key
+	case *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		a.r.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("router actor: message not handled")
 	}
 }
 

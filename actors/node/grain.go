@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -109,6 +110,10 @@ func (g *grain) Receive(c actor.Context) {
 			return
 		}
 		g.handle(c, req)
+	case *actor.Started, *actor.Stopping, *actor.Restarting, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		g.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("session grain: message not handled")
 	}
 }
 

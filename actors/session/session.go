@@ -341,6 +341,10 @@ func (a *Actor) Receive(c actor.Context) {
 			a.values.Close()
 		}
 		a.own.release()
+	case *actor.Restarting, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		a.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("session actor: message not handled")
 	}
 }
 

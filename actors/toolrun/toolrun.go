@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/agent"
 )
@@ -20,6 +21,10 @@ type Pool struct {
 	parent  *actor.Props // supervises one call's runner
 	slots   chan struct{}
 	timeout time.Duration
+
+	// Log is where ToolRunners report a message they do not handle; the
+	// zero Logger discards. Set it before the first Execute.
+	Log zerolog.Logger
 }
 
 // NewPool returns a pool that runs at most concurrency calls at once, each
@@ -29,7 +34,7 @@ func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) 
 		concurrency = 1
 	}
 	p := &Pool{system: system, slots: make(chan struct{}, concurrency), timeout: timeout}
-	runnerProps := actor.PropsFromProducer(func() actor.Actor { return &runner{} })
+	runnerProps := actor.PropsFromProducer(func() actor.Actor { return &runner{log: p.Log} })
 	p.parent = actor.PropsFromFunc(func(c actor.Context) {
 		if m, ok := c.Message().(*run); ok {
 			c.Send(c.Spawn(runnerProps), m)
@@ -48,13 +53,23 @@ type run struct {
 }
 
 // runner is the ToolRunner actor: it runs its one call and stops.
-type runner struct{}
+type runner struct {
+	log zerolog.Logger
+}
 
 func (r *runner) Receive(c actor.Context) {
-	m, ok := c.Message().(*run)
-	if !ok {
-		return
+	switch m := c.Message().(type) {
+	case *run:
+		r.run(c, m)
+	case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+		// Lifecycle messages protoactor delivers that need nothing here.
+	default:
+		r.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("tool runner: message not handled")
 	}
+}
+
+// run runs the call of m, answers it and stops the runner.
+func (r *runner) run(c actor.Context, m *run) {
 	ctx := m.ctx
 	if m.timeout > 0 {
 		var cancel context.CancelFunc

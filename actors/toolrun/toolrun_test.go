@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors"
@@ -78,5 +80,47 @@ func TestPool(t *testing.T) {
 	}}})
 	if !r.Interrupted {
 		t.Fatalf("cancel: %+v", r)
+	}
+}
+
+// syncBuffer is a log writer the runner's goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type unknownMessage struct{}
+
+// A message the runner does not know is logged with its type; its
+// lifecycle messages are not.
+func TestRunnerLogsUnhandled(t *testing.T) {
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	var buf syncBuffer
+	pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &runner{log: zerolog.New(&buf)} }))
+	sys.Root.Send(pid, &unknownMessage{})
+	if err := sys.Root.PoisonFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one warning, got %q", buf.String())
+	}
+	for _, want := range []string{`"level":"warn"`, `"message_type":"*toolrun.unknownMessage"`, "tool runner: message not handled"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("warning %s lacks %s", lines[0], want)
+		}
 	}
 }

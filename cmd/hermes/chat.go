@@ -150,9 +150,11 @@ func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption)
 	tools := reg.Select(cfg.Tools)
 	ex.Toolbox = tools
 	sys := actors.NewSystem(g.log)
+	pool := toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout)
+	pool.Log = g.log
 	deps := session.Deps{
 		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
-		Exec: toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout),
+		Exec: pool,
 		Cfg: agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens,
 			Prices: cfg.Prices, MaxDelegatesPerResponse: cfg.MaxDelegates},
 		MaxDepth:          cfg.MaxDepth,
