@@ -173,14 +173,30 @@ type JobDeliveryFailed struct {
 	Error  string `json:"error"`
 }
 
-func (JobCreated) EventType() string        { return "JobCreated" }
-func (JobListed) EventType() string         { return "JobListed" }
-func (JobUpdated) EventType() string        { return "JobUpdated" }
-func (JobPaused) EventType() string         { return "JobPaused" }
-func (JobResumed) EventType() string        { return "JobResumed" }
-func (JobRemoved) EventType() string        { return "JobRemoved" }
-func (JobRunStarted) EventType() string     { return "JobRunStarted" }
-func (JobRunFinished) EventType() string    { return "JobRunFinished" }
-func (JobRunMissed) EventType() string      { return "JobRunMissed" }
-func (JobDelivered) EventType() string      { return "JobDelivered" }
-func (JobDeliveryFailed) EventType() string { return "JobDeliveryFailed" }
+// Event type names, as EventType returns them and envelopes carry them:
+// compare with these, not with literals, so a renamed event breaks the build.
+const (
+	TypeJobCreated        = "JobCreated"
+	TypeJobListed         = "JobListed"
+	TypeJobUpdated        = "JobUpdated"
+	TypeJobPaused         = "JobPaused"
+	TypeJobResumed        = "JobResumed"
+	TypeJobRemoved        = "JobRemoved"
+	TypeJobRunStarted     = "JobRunStarted"
+	TypeJobRunFinished    = "JobRunFinished"
+	TypeJobRunMissed      = "JobRunMissed"
+	TypeJobDelivered      = "JobDelivered"
+	TypeJobDeliveryFailed = "JobDeliveryFailed"
+)
+
+func (JobCreated) EventType() string        { return TypeJobCreated }
+func (JobListed) EventType() string         { return TypeJobListed }
+func (JobUpdated) EventType() string        { return TypeJobUpdated }
+func (JobPaused) EventType() string         { return TypeJobPaused }
+func (JobResumed) EventType() string        { return TypeJobResumed }
+func (JobRemoved) EventType() string        { return TypeJobRemoved }
+func (JobRunStarted) EventType() string     { return TypeJobRunStarted }
+func (JobRunFinished) EventType() string    { return TypeJobRunFinished }
+func (JobRunMissed) EventType() string      { return TypeJobRunMissed }
+func (JobDelivered) EventType() string      { return TypeJobDelivered }
+func (JobDeliveryFailed) EventType() string { return TypeJobDeliveryFailed }

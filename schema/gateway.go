@@ -123,17 +123,33 @@ type PairingRevoked struct {
 	User     string `json:"user"`
 }
 
-func (GatewayChatOpened) EventType() string       { return "GatewayChatOpened" }
-func (GatewayMessageReceived) EventType() string  { return "GatewayMessageReceived" }
-func (GatewaySessionBound) EventType() string     { return "GatewaySessionBound" }
-func (GatewayReplyRequested) EventType() string   { return "GatewayReplyRequested" }
-func (GatewayMessageDelivered) EventType() string { return "GatewayMessageDelivered" }
-func (GatewayDeliveryFailed) EventType() string   { return "GatewayDeliveryFailed" }
-func (GatewayInboundRefused) EventType() string   { return "GatewayInboundRefused" }
-func (PairingRequested) EventType() string        { return "PairingRequested" }
-func (PairingApproved) EventType() string         { return "PairingApproved" }
-func (PairingRejected) EventType() string         { return "PairingRejected" }
-func (PairingRevoked) EventType() string          { return "PairingRevoked" }
+// Event type names, as EventType returns them and envelopes carry them:
+// compare with these, not with literals, so a renamed event breaks the build.
+const (
+	TypeGatewayChatOpened       = "GatewayChatOpened"
+	TypeGatewayMessageReceived  = "GatewayMessageReceived"
+	TypeGatewaySessionBound     = "GatewaySessionBound"
+	TypeGatewayReplyRequested   = "GatewayReplyRequested"
+	TypeGatewayMessageDelivered = "GatewayMessageDelivered"
+	TypeGatewayDeliveryFailed   = "GatewayDeliveryFailed"
+	TypeGatewayInboundRefused   = "GatewayInboundRefused"
+	TypePairingRequested        = "PairingRequested"
+	TypePairingApproved         = "PairingApproved"
+	TypePairingRejected         = "PairingRejected"
+	TypePairingRevoked          = "PairingRevoked"
+)
+
+func (GatewayChatOpened) EventType() string       { return TypeGatewayChatOpened }
+func (GatewayMessageReceived) EventType() string  { return TypeGatewayMessageReceived }
+func (GatewaySessionBound) EventType() string     { return TypeGatewaySessionBound }
+func (GatewayReplyRequested) EventType() string   { return TypeGatewayReplyRequested }
+func (GatewayMessageDelivered) EventType() string { return TypeGatewayMessageDelivered }
+func (GatewayDeliveryFailed) EventType() string   { return TypeGatewayDeliveryFailed }
+func (GatewayInboundRefused) EventType() string   { return TypeGatewayInboundRefused }
+func (PairingRequested) EventType() string        { return TypePairingRequested }
+func (PairingApproved) EventType() string         { return TypePairingApproved }
+func (PairingRejected) EventType() string         { return TypePairingRejected }
+func (PairingRevoked) EventType() string          { return TypePairingRevoked }
 
 // The bus messages below cross between platform adapters and the gateway
 // router (possibly between processes, over NATS): they are the gateway's

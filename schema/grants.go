@@ -31,5 +31,12 @@ type ApprovalRevoked struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func (ApprovalGranted) EventType() string { return "ApprovalGranted" }
-func (ApprovalRevoked) EventType() string { return "ApprovalRevoked" }
+// Event type names, as EventType returns them and envelopes carry them:
+// compare with these, not with literals, so a renamed event breaks the build.
+const (
+	TypeApprovalGranted = "ApprovalGranted"
+	TypeApprovalRevoked = "ApprovalRevoked"
+)
+
+func (ApprovalGranted) EventType() string { return TypeApprovalGranted }
+func (ApprovalRevoked) EventType() string { return TypeApprovalRevoked }

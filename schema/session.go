@@ -225,25 +225,51 @@ type AuxiliaryCallCompleted struct {
 	CostUSD  float64 `json:"cost_usd"`
 }
 
-func (AuxiliaryCallCompleted) EventType() string { return "AuxiliaryCallCompleted" }
-func (TodoUpdated) EventType() string            { return "TodoUpdated" }
-func (ApprovalDecided) EventType() string        { return "ApprovalDecided" }
-func (HookRan) EventType() string                { return "HookRan" }
+// Event type names, as EventType returns them and envelopes carry them:
+// compare with these, not with literals, so a renamed event breaks the build.
+const (
+	TypeAuxiliaryCallCompleted = "AuxiliaryCallCompleted"
+	TypeTodoUpdated            = "TodoUpdated"
+	TypeApprovalDecided        = "ApprovalDecided"
+	TypeHookRan                = "HookRan"
+	TypeSessionStarted         = "SessionStarted"
+	TypeSystemPromptBuilt      = "SystemPromptBuilt"
+	TypeUserMessageAdded       = "UserMessageAdded"
+	TypeAssistantMessageAdded  = "AssistantMessageAdded"
+	TypeToolCallStarted        = "ToolCallStarted"
+	TypeToolResultAdded        = "ToolResultAdded"
+	TypeTurnCompleted          = "TurnCompleted"
+	TypeTurnInterrupted        = "TurnInterrupted"
+	TypeProviderFallback       = "ProviderFallback"
+	TypeBudgetWarning          = "BudgetWarning"
+	TypeContextCompressed      = "ContextCompressed"
+	TypeSubagentSpawned        = "SubagentSpawned"
+	TypeSubagentFinished       = "SubagentFinished"
+	TypeMemoryUpdated          = "MemoryUpdated"
+	TypeSkillWritten           = "SkillWritten"
+	TypeSessionTitled          = "SessionTitled"
+	TypeSessionEnded           = "SessionEnded"
+)
 
-func (SessionStarted) EventType() string        { return "SessionStarted" }
-func (SystemPromptBuilt) EventType() string     { return "SystemPromptBuilt" }
-func (UserMessageAdded) EventType() string      { return "UserMessageAdded" }
-func (AssistantMessageAdded) EventType() string { return "AssistantMessageAdded" }
-func (ToolCallStarted) EventType() string       { return "ToolCallStarted" }
-func (ToolResultAdded) EventType() string       { return "ToolResultAdded" }
-func (TurnCompleted) EventType() string         { return "TurnCompleted" }
-func (TurnInterrupted) EventType() string       { return "TurnInterrupted" }
-func (ProviderFallback) EventType() string      { return "ProviderFallback" }
-func (BudgetWarning) EventType() string         { return "BudgetWarning" }
-func (ContextCompressed) EventType() string     { return "ContextCompressed" }
-func (SubagentSpawned) EventType() string       { return "SubagentSpawned" }
-func (SubagentFinished) EventType() string      { return "SubagentFinished" }
-func (MemoryUpdated) EventType() string         { return "MemoryUpdated" }
-func (SkillWritten) EventType() string          { return "SkillWritten" }
-func (SessionTitled) EventType() string         { return "SessionTitled" }
-func (SessionEnded) EventType() string          { return "SessionEnded" }
+func (AuxiliaryCallCompleted) EventType() string { return TypeAuxiliaryCallCompleted }
+func (TodoUpdated) EventType() string            { return TypeTodoUpdated }
+func (ApprovalDecided) EventType() string        { return TypeApprovalDecided }
+func (HookRan) EventType() string                { return TypeHookRan }
+
+func (SessionStarted) EventType() string        { return TypeSessionStarted }
+func (SystemPromptBuilt) EventType() string     { return TypeSystemPromptBuilt }
+func (UserMessageAdded) EventType() string      { return TypeUserMessageAdded }
+func (AssistantMessageAdded) EventType() string { return TypeAssistantMessageAdded }
+func (ToolCallStarted) EventType() string       { return TypeToolCallStarted }
+func (ToolResultAdded) EventType() string       { return TypeToolResultAdded }
+func (TurnCompleted) EventType() string         { return TypeTurnCompleted }
+func (TurnInterrupted) EventType() string       { return TypeTurnInterrupted }
+func (ProviderFallback) EventType() string      { return TypeProviderFallback }
+func (BudgetWarning) EventType() string         { return TypeBudgetWarning }
+func (ContextCompressed) EventType() string     { return TypeContextCompressed }
+func (SubagentSpawned) EventType() string       { return TypeSubagentSpawned }
+func (SubagentFinished) EventType() string      { return TypeSubagentFinished }
+func (MemoryUpdated) EventType() string         { return TypeMemoryUpdated }
+func (SkillWritten) EventType() string          { return TypeSkillWritten }
+func (SessionTitled) EventType() string         { return TypeSessionTitled }
+func (SessionEnded) EventType() string          { return TypeSessionEnded }

@@ -77,7 +77,7 @@ func SessionCost(ctx context.Context, store events.Store, id string) (float64, e
 		next := ""
 		for _, r := range rs {
 			switch r.Type {
-			case "AssistantMessageAdded", "AuxiliaryCallCompleted", "SubagentFinished", "ContextCompressed":
+			case schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted, schema.TypeSubagentFinished, schema.TypeContextCompressed:
 			default:
 				continue
 			}

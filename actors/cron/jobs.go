@@ -125,7 +125,7 @@ func (s *Jobs) readIndex(ctx context.Context) error {
 		}
 		for _, r := range rs {
 			from = r.Revision + 1
-			if r.Type != "JobListed" {
+			if r.Type != schema.TypeJobListed {
 				continue
 			}
 			p, err := schema.Decode(r.Envelope)

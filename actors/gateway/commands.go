@@ -120,7 +120,7 @@ func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Us
 		return u, 0, 0, err
 	}
 	for _, r := range rs {
-		if r.Type != "AssistantMessageAdded" && r.Type != "AuxiliaryCallCompleted" {
+		if r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted {
 			continue
 		}
 		p, err := schema.Decode(r.Envelope)
@@ -152,7 +152,7 @@ func turnUsage(ctx context.Context, store events.Store, turnID string, ids ...st
 			return u, err
 		}
 		for _, r := range rs {
-			if r.TurnID != turnID || (r.Type != "AssistantMessageAdded" && r.Type != "AuxiliaryCallCompleted") {
+			if r.TurnID != turnID || (r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted) {
 				continue
 			}
 			p, err := schema.Decode(r.Envelope)

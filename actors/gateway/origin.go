@@ -34,7 +34,7 @@ func OriginOf(ctx context.Context, store events.Store, id string) (*schema.JobOr
 			return nil, fmt.Errorf("read %s: %w", o.Stream, err)
 		}
 		for _, r := range rs {
-			if r.Type != "GatewaySessionBound" && r.Type != "GatewayMessageReceived" {
+			if r.Type != schema.TypeGatewaySessionBound && r.Type != schema.TypeGatewayMessageReceived {
 				continue
 			}
 			pl, err := schema.Decode(r.Envelope)

@@ -608,7 +608,7 @@ func (a *Actor) chainEnd(ctx context.Context) (string, []events.Recorded, error)
 		}
 		// A compressed session goes on in its child: follow the chain.
 		last := rs[len(rs)-1]
-		if last.Type != "ContextCompressed" {
+		if last.Type != schema.TypeContextCompressed {
 			return current, rs, nil
 		}
 		p, err := schema.Decode(last.Envelope)

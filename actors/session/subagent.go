@@ -216,7 +216,7 @@ func (a *Actor) usageSoFar(ctx context.Context) (schema.Usage, float64) {
 	var u schema.Usage
 	var cost float64
 	for _, r := range rs {
-		if r.Type != "AssistantMessageAdded" {
+		if r.Type != schema.TypeAssistantMessageAdded {
 			continue
 		}
 		if p, err := schema.Decode(r.Envelope); err == nil {

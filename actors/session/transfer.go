@@ -65,7 +65,7 @@ func Import(ctx context.Context, store events.Store, r io.Reader, newID string) 
 	if len(envs) == 0 {
 		return "", 0, errors.New("the file holds no events")
 	}
-	if envs[0].Type != "SessionStarted" {
+	if envs[0].Type != schema.TypeSessionStarted {
 		return "", 0, fmt.Errorf("line 1: a session starts with SessionStarted, not %s", envs[0].Type)
 	}
 	id := envs[0].SessionID

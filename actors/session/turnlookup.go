@@ -35,11 +35,11 @@ func LookupTurn(ctx context.Context, store events.Store, id, turnID string) (Tur
 		for _, r := range rs {
 			if r.TurnID == turnID {
 				switch r.Type {
-				case "UserMessageAdded":
+				case schema.TypeUserMessageAdded:
 					st.Started = true
-				case "TurnCompleted":
+				case schema.TypeTurnCompleted:
 					st.Completed = true
-				case "AssistantMessageAdded":
+				case schema.TypeAssistantMessageAdded:
 					if p, err := schema.Decode(r.Envelope); err == nil {
 						if a, ok := p.(schema.AssistantMessageAdded); ok && a.Content != "" {
 							st.Answer = a.Content
@@ -47,7 +47,7 @@ func LookupTurn(ctx context.Context, store events.Store, id, turnID string) (Tur
 					}
 				}
 			}
-			if r.Type == "ContextCompressed" {
+			if r.Type == schema.TypeContextCompressed {
 				if p, err := schema.Decode(r.Envelope); err == nil {
 					if cc, ok := p.(schema.ContextCompressed); ok {
 						next = cc.ChildSessionID

@@ -495,7 +495,7 @@ func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) 
 		return "", 0
 	}
 	for _, r := range rs {
-		if r.Type == "TurnCompleted" && r.TurnID == turnID {
+		if r.Type == schema.TypeTurnCompleted && r.TurnID == turnID {
 			if p, err := schema.Decode(r.Envelope); err == nil {
 				tc := p.(schema.TurnCompleted)
 				return tc.Outcome, tc.Iterations
@@ -741,7 +741,7 @@ func usageOf(ctx context.Context, store events.Store, id string, prices agent.Pr
 		next := ""
 		for _, r := range rs {
 			switch r.Type {
-			case "SessionStarted", "AssistantMessageAdded", "AuxiliaryCallCompleted":
+			case schema.TypeSessionStarted, schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted:
 			default:
 				continue
 			}

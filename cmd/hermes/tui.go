@@ -540,9 +540,9 @@ func (sc *screenChat) undo(n int) (string, error) {
 		var users []events.Recorded
 		for _, r := range rs {
 			switch r.Type {
-			case "UserMessageAdded":
+			case schema.TypeUserMessageAdded:
 				users = append(users, r)
-			case "SessionStarted":
+			case schema.TypeSessionStarted:
 				if p, err := schema.Decode(r.Envelope); err == nil && p.(schema.SessionStarted).Reason == schema.StartCompression {
 					parent = p.(schema.SessionStarted).ParentSessionID
 				}
@@ -705,7 +705,7 @@ func sessionTitle(ctx context.Context, store events.Store, id string) string {
 	}
 	title := ""
 	for _, r := range rs {
-		if r.Type != "SessionTitled" {
+		if r.Type != schema.TypeSessionTitled {
 			continue
 		}
 		if p, err := schema.Decode(r.Envelope); err == nil {

@@ -39,7 +39,7 @@ func (*Model) Version() int { return 2 }
 
 // PayloadTypes implements projections.Selective.
 func (*Model) PayloadTypes() []string {
-	return []string{"SessionStarted", "AssistantMessageAdded", "AuxiliaryCallCompleted"}
+	return []string{schema.TypeSessionStarted, schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted}
 }
 
 func (*Model) Create(tx *projections.Tx) error {

@@ -42,7 +42,7 @@ func (*Model) Version() int { return 2 }
 
 // PayloadTypes are the events whose payloads change history.
 func (*Model) PayloadTypes() []string {
-	return []string{"SessionStarted", "SystemPromptBuilt", "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded"}
+	return []string{schema.TypeSessionStarted, schema.TypeSystemPromptBuilt, schema.TypeUserMessageAdded, schema.TypeAssistantMessageAdded, schema.TypeToolResultAdded}
 }
 
 func (*Model) Create(tx *projections.Tx) error {

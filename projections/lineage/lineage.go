@@ -66,7 +66,7 @@ func (*Model) Name() string { return "lineage" }
 func (*Model) Version() int { return 1 }
 
 // PayloadTypes implements projections.Selective.
-func (*Model) PayloadTypes() []string { return []string{"SessionStarted"} }
+func (*Model) PayloadTypes() []string { return []string{schema.TypeSessionStarted} }
 
 func (*Model) Create(tx *projections.Tx) error {
 	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS lineage (

@@ -330,7 +330,7 @@ func (x *Index) Name() string { return "search" }
 
 // PayloadTypes implements projections.Selective.
 func (x *Index) PayloadTypes() []string {
-	return []string{"SessionStarted", "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded"}
+	return []string{schema.TypeSessionStarted, schema.TypeUserMessageAdded, schema.TypeAssistantMessageAdded, schema.TypeToolResultAdded}
 }
 
 // Checkpoint implements projections.Projection.

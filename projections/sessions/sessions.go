@@ -56,7 +56,7 @@ func (*Model) Name() string { return "sessions" }
 // PayloadTypes are the events whose payloads the list reads; of the others
 // it only looks at the type.
 func (*Model) PayloadTypes() []string {
-	return []string{"SessionStarted", "UserMessageAdded", "AssistantMessageAdded", "SessionTitled"}
+	return []string{schema.TypeSessionStarted, schema.TypeUserMessageAdded, schema.TypeAssistantMessageAdded, schema.TypeSessionTitled}
 }
 func (*Model) Version() int { return 2 }
 
@@ -156,15 +156,15 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	}
 	s.LastActive = ev.Time
 	switch ev.Type {
-	case "UserMessageAdded", "AssistantMessageAdded", "ToolResultAdded":
+	case schema.TypeUserMessageAdded, schema.TypeAssistantMessageAdded, schema.TypeToolResultAdded:
 		s.Messages++
-	case "TurnInterrupted":
+	case schema.TypeTurnInterrupted:
 		s.Status = StatusInterrupted
-	case "TurnCompleted":
+	case schema.TypeTurnCompleted:
 		s.Status = StatusActive
-	case "ContextCompressed":
+	case schema.TypeContextCompressed:
 		s.Status = StatusCompressed
-	case "SessionEnded":
+	case schema.TypeSessionEnded:
 		s.Status = StatusEnded
 	}
 	switch e := ev.Payload.(type) {

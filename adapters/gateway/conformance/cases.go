@@ -9,6 +9,7 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/schema"
 )
 
 const answer = "Paris is the capital of France."
@@ -28,7 +29,7 @@ func caseAnswer(e *env) {
 	if txt := e.lastUserText(); !strings.Contains(txt, "capital of France?") {
 		e.t.Fatalf("the model saw %q", txt)
 	}
-	e.waitCount("GatewayMessageDelivered", 1)
+	e.waitCount(schema.TypeGatewayMessageDelivered, 1)
 	e.quiet(alice, DM, 1)
 }
 
@@ -51,10 +52,10 @@ func casePairing(e *env) {
 	if n := len(e.llm.Requests()); n != 0 {
 		e.t.Fatalf("the model was called %d times for a stranger", n)
 	}
-	if n := e.count("GatewaySessionBound"); n != 0 {
+	if n := e.count(schema.TypeGatewaySessionBound); n != 0 {
 		e.t.Fatalf("a stranger got %d sessions", n)
 	}
-	if n := e.count("GatewayInboundRefused"); n != 1 {
+	if n := e.count(schema.TypeGatewayInboundRefused); n != 1 {
 		e.t.Fatalf("%d refusals recorded, want 1", n)
 	}
 	ctx := context.Background()
@@ -102,7 +103,7 @@ func caseSplit(e *env) {
 	e.start(gateway.Config{}, llmtest.Reply{Content: long})
 	alice := e.users.Alice
 	e.send(alice, DM, "tell me a long story")
-	e.waitCount("GatewayMessageDelivered", 1)
+	e.waitCount(schema.TypeGatewayMessageDelivered, 1)
 	want := strings.Fields(long)
 	// Wait for the whole answer, or for the messages to stop coming (a
 	// platform that loses text never gets there).
@@ -193,7 +194,7 @@ func caseNewAndStop(e *env) {
 		llmtest.Reply{Content: "fresh answer"})
 	alice := e.users.Alice
 	e.send(alice, DM, "something slow")
-	e.waitCount("ToolCallStarted", 1)
+	e.waitCount(schema.TypeToolCallStarted, 1)
 	e.send(alice, DM, "/stop")
 	got := e.waitMessages(alice, DM, 1)
 	if strings.TrimSpace(got[0].Text) != "Stopped." {
@@ -217,7 +218,7 @@ func caseNewAndStop(e *env) {
 	if txt := e.lastUserText(); strings.Contains(txt, "kiwi") || !strings.Contains(txt, "what was the word?") {
 		e.t.Fatalf("the conversation after /new carries the old one: %q", txt)
 	}
-	if n := e.count("GatewaySessionBound"); n != 2 {
+	if n := e.count(schema.TypeGatewaySessionBound); n != 2 {
 		e.t.Fatalf("%d sessions bound, want 2", n)
 	}
 }
@@ -275,7 +276,7 @@ func caseApproval(e *env) {
 		e.waitFor("the other user's answer to be refused", func() bool {
 			return strings.Contains(gatewaytest.Payloads(e.t, e.rig.Store), "approval answered by someone other than the session's user")
 		}, nil)
-		if n := e.count("ApprovalDecided"); n != 0 {
+		if n := e.count(schema.TypeApprovalDecided); n != 0 {
 			e.t.Fatal("another user's answer decided the approval")
 		}
 	} else {
@@ -312,7 +313,7 @@ func casePeerRestart(e *env) {
 	e.send(alice, DM, "hello")
 	e.waitMessages(alice, DM, 1)
 	e.send(alice, DM, "take your time")
-	e.waitCount("ToolCallStarted", 1)
+	e.waitCount(schema.TypeToolCallStarted, 1)
 	e.peer.Restart(e.t)
 	close(e.gate)
 	got := e.waitMessages(alice, DM, 2)
@@ -328,8 +329,8 @@ func casePeerRestart(e *env) {
 	if n := count(got, "after the restart"); n != 1 {
 		e.t.Fatalf("the answer in flight arrived %d times", n)
 	}
-	e.waitCount("GatewayMessageDelivered", 3)
-	if n := e.count("GatewayDeliveryFailed"); n != 0 {
+	e.waitCount(schema.TypeGatewayMessageDelivered, 3)
+	if n := e.count(schema.TypeGatewayDeliveryFailed); n != 0 {
 		e.t.Fatalf("%d deliveries failed", n)
 	}
 }
@@ -341,17 +342,17 @@ func caseCrash(e *env) {
 	e.start(gateway.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}})
 	alice := e.users.Alice
 	e.send(alice, DM, "long task")
-	e.waitCount("ToolCallStarted", 1)
+	e.waitCount(schema.TypeToolCallStarted, 1)
 	e.crash()
 	e.start(gateway.Config{}, llmtest.Reply{Content: "finished after the crash"})
 	got := e.waitMessages(alice, DM, 1)
 	if strings.TrimSpace(got[0].Text) != "finished after the crash" {
 		e.t.Fatalf("after the crash: %q", got[0].Text)
 	}
-	if n := e.count("UserMessageAdded"); n != 1 {
+	if n := e.count(schema.TypeUserMessageAdded); n != 1 {
 		e.t.Fatalf("the user's message entered the session %d times", n)
 	}
-	e.waitCount("GatewayMessageDelivered", 1)
+	e.waitCount(schema.TypeGatewayMessageDelivered, 1)
 	// Dead again after the delivery was recorded: nothing is sent twice,
 	// and the chat goes on.
 	e.crash()

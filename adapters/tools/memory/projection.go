@@ -20,7 +20,7 @@ type FilesProjection struct{ Dir string }
 func (FilesProjection) Name() string { return "memory_files" }
 
 // PayloadTypes implements projections.Selective.
-func (FilesProjection) PayloadTypes() []string { return []string{"MemoryUpdated"} }
+func (FilesProjection) PayloadTypes() []string { return []string{schema.TypeMemoryUpdated} }
 
 func (p FilesProjection) checkpointPath() string { return filepath.Join(p.Dir, ".checkpoint") }
 

@@ -51,7 +51,7 @@ func (t Tool) load(ctx context.Context, sid string) ([]schema.Todo, error) {
 			return nil, err
 		}
 		for _, r := range rs {
-			if r.Type == "TodoUpdated" {
+			if r.Type == schema.TypeTodoUpdated {
 				p, err := schema.Decode(r.Envelope)
 				if err != nil {
 					return nil, err
