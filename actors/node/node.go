@@ -122,11 +122,16 @@ func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.M
 	// The stopper stops a session's turn running here whichever member
 	// owns the session now (see Sessions.Stop).
 	if _, err := sys.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
-		if b, ok := c.Message().(*wrapperspb.BytesValue); ok {
+		switch b := c.Message().(type) {
+		case *wrapperspb.BytesValue:
 			var req request
 			if json.Unmarshal(b.Value, &req) == nil && req.ID != "" {
 				mgr.Stop(req.ID, req.Reason)
 			}
+		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+			// Lifecycle messages protoactor delivers that need nothing here.
+		default:
+			log.Warn().Str("message_type", fmt.Sprintf("%T", b)).Msg("session stopper: message not handled")
 		}
 	}), stopperName); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

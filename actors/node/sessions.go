@@ -153,8 +153,15 @@ func (s *Sessions) Compress(ctx context.Context, id, model string) (string, erro
 // answers the turn's questions to the person through s.Asker.
 func (s *Sessions) caller(observe agent.Observer) *actor.PID {
 	return s.c.c.ActorSystem.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		b, ok := c.Message().(*wrapperspb.BytesValue)
-		if !ok {
+		var b *wrapperspb.BytesValue
+		switch msg := c.Message().(type) {
+		case *wrapperspb.BytesValue:
+			b = msg
+		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+			// Lifecycle messages protoactor delivers that need nothing here.
+			return
+		default:
+			s.c.log.Warn().Str("message_type", fmt.Sprintf("%T", msg)).Msg("turn caller: message not handled")
 			return
 		}
 		var m callerMsg

@@ -38,13 +38,18 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	m := &Manager{sys: sys, deps: deps, pids: map[string]*actor.PID{}}
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if s, ok := c.Message().(spawn); ok {
+		switch s := c.Message().(type) {
+		case spawn:
 			pid, err := c.SpawnNamed(props(s.id, deps, s.ready), s.id)
 			if err != nil {
 				c.Respond(err)
 				return
 			}
 			c.Respond(pid)
+		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+			// Lifecycle messages protoactor delivers that need nothing here.
+		default:
+			deps.Log.Warn().Str("message_type", fmt.Sprintf("%T", s)).Msg("sessions supervisor: message not handled")
 		}
 	}, actor.WithSupervisor(strategy)))
 	return m

@@ -36,8 +36,13 @@ func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) 
 	p := &Pool{system: system, slots: make(chan struct{}, concurrency), timeout: timeout}
 	runnerProps := actor.PropsFromProducer(func() actor.Actor { return &runner{log: p.Log} })
 	p.parent = actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(*run); ok {
+		switch m := c.Message().(type) {
+		case *run:
 			c.Send(c.Spawn(runnerProps), m)
+		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+			// Lifecycle messages protoactor delivers that need nothing here.
+		default:
+			p.Log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("tool runner supervisor: message not handled")
 		}
 	}, actor.WithSupervisor(panicToResult{}))
 	return p
