@@ -257,7 +257,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	}
 
 	if in.MessageID != "" && c.seen[in.MessageID] {
-		c.r.log.Debug().Str("chat", c.key).Str("message", in.MessageID).Msg("platform message seen before: no second turn")
+		c.r.log.Debug().Str("chat", c.key).Str("message_id", in.MessageID).Msg("platform message seen before: no second turn")
 		return nil
 	}
 	if !c.exists && len(c.staged) == 0 {

@@ -103,7 +103,7 @@ func (a *Adapter) onSocketEvent(ctx context.Context, client *socketmode.Client, 
 func (a *Adapter) hand(ctx context.Context, in gw.Inbox, m schema.Inbound) bool {
 	if err := in(ctx, m); err != nil {
 		if ctx.Err() == nil {
-			a.log.Warn().Err(err).Str("message", m.MessageID).Msg("not accepted yet: left unacknowledged, Slack will send it again")
+			a.log.Warn().Err(err).Str("message_id", m.MessageID).Msg("not accepted yet: left unacknowledged, Slack will send it again")
 		}
 		return false
 	}
