@@ -636,9 +636,10 @@ func TestEscapeStartupFiles(t *testing.T) {
 	}
 }
 
-// TestEscapeGitMetadata: an existing repository's hooks and config stay
-// read-only inside the workspace, while the rest of it (and git itself)
-// works.
+// TestEscapeGitMetadata: an existing repository's .git (hooks, config
+// and all) stays read-only inside the workspace — git reads it, a commit
+// is refused — while the worktree stays writable; with .git named as a
+// writable root, git commits.
 func TestEscapeGitMetadata(t *testing.T) {
 	t.Parallel()
 	escNeed(t, "git")
