@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/projections/history"
 )
 
@@ -41,7 +42,7 @@ type TurnEnd struct {
 }
 
 // turnStart describes the turn of t about to start.
-func turnStart(env Env, cfg Config, t *history.Transcript) TurnStart {
+func turnStart(env tool.Env, cfg Config, t *history.Transcript) TurnStart {
 	ts := TurnStart{SessionID: env.SessionID, TurnID: env.TurnID, Model: cfg.Model}
 	users := 0
 	for i := len(t.Messages) - 1; i >= 0; i-- {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -23,7 +24,7 @@ func (h *turnHooks) TurnStarted(ctx context.Context, t agent.TurnStart) string {
 	h.starts = append(h.starts, t)
 	h.mu.Unlock()
 	// What a hook decides is recorded through the turn's Env.
-	agent.EnvFrom(ctx).Record(ctx, schema.HookRan{Event: "pre_llm_call", Command: "ctx.sh", Decision: "context", Reason: "[it is Friday]"})
+	tool.EnvFrom(ctx).Record(ctx, schema.HookRan{Event: "pre_llm_call", Command: "ctx.sh", Decision: "context", Reason: "[it is Friday]"})
 	return "[it is Friday]"
 }
 
@@ -35,8 +36,8 @@ func (h *turnHooks) TurnEnded(ctx context.Context, t agent.TurnEnd) {
 
 func TestTurnHooks(t *testing.T) {
 	mcpTool := echo("mcp_github_list_issues")
-	mcpTool.flags = agent.ToolFlags{Server: "github"}
-	r := newRig(t, []agent.Tool{mcpTool},
+	mcpTool.flags = tool.Flags{Server: "github"}
+	r := newRig(t, []tool.Tool{mcpTool},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "mcp_github_list_issues", Args: `{}`}}},
 		llmtest.Reply{Content: "Two issues."},
 		llmtest.Reply{Content: "Still two."})

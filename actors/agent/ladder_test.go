@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/projections/history"
@@ -27,16 +29,16 @@ func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
 	return nil
 }
 
-func endpoint(srv *llmtest.Server, name, model string, keys ...string) *agent.Endpoint {
-	return &agent.Endpoint{Name: name, Model: model, Keys: keys, Build: func(key string) agent.Provider {
+func endpoint(srv *llmtest.Server, name, modelName string, keys ...string) *model.Endpoint {
+	return &model.Endpoint{Name: name, Model: modelName, Keys: keys, Build: func(key string) model.Provider {
 		return openai.NewChat(openai.Options{Provider: name, BaseURL: srv.URL + "/v1", APIKey: key, StallTimeout: 300 * time.Millisecond})
 	}}
 }
 
-func ladderTurn(t *testing.T, lad *agent.Ladder) (string, []schema.Payload, error) {
+func ladderTurn(t *testing.T, lad *model.Ladder) (string, []schema.Payload, error) {
 	t.Helper()
 	rec := &memRecorder{}
-	loop := &agent.Loop{Provider: lad.ForTurn(), Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Rec: rec, Budget: agent.NewBudget(10), Cfg: agent.Config{Model: "main-model"}}
+	loop := &agent.Loop{Provider: lad.ForTurn(), Tools: tool.NewTools(), Exec: tool.DirectExecutor{}, Rec: rec, Budget: tool.NewBudget(10), Cfg: agent.Config{Model: "main-model"}}
 	out, err := loop.Turn(context.Background(), &history.Transcript{}, "t", "hello")
 	return out, rec.all(), err
 }
@@ -46,7 +48,7 @@ func TestLadder429ThenOK(t *testing.T) {
 		llmtest.Reply{Content: "fine now"})
 	defer srv.Close()
 	sl := &sleeps{}
-	out, _, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
+	out, _, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "")}, Backoff: model.Backoff{Sleep: sl.sleep}})
 	if err != nil || out != "fine now" {
 		t.Fatalf("%q %v", out, err)
 	}
@@ -62,8 +64,8 @@ func TestLadder500ThriceThenFallback(t *testing.T) {
 	defer primary.Close()
 	defer backup.Close()
 	sl := &sleeps{}
-	lad := &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(primary, "openai", ""), endpoint(backup, "openrouter", "backup-model")},
-		Backoff: agent.Backoff{Retries: 2, Base: time.Second, Sleep: sl.sleep}}
+	lad := &model.Ladder{Endpoints: []*model.Endpoint{endpoint(primary, "openai", ""), endpoint(backup, "openrouter", "backup-model")},
+		Backoff: model.Backoff{Retries: 2, Base: time.Second, Sleep: sl.sleep}}
 	out, evs, err := ladderTurn(t, lad)
 	if err != nil || out != "from the backup" {
 		t.Fatalf("%q %v", out, err)
@@ -102,7 +104,7 @@ func TestLadder401RefreshesKey(t *testing.T) {
 	defer srv.Close()
 	ep := endpoint(srv, "openai", "", "old-key")
 	ep.Refresh = func() string { return "new-key" }
-	out, _, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{ep}})
+	out, _, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{ep}})
 	if err != nil || out != "authorised" {
 		t.Fatalf("%q %v", out, err)
 	}
@@ -116,7 +118,7 @@ func TestLadderRotatesKeysOn429(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Status: 429, ErrorBody: `{"error":{"message":"quota per minute"}}`}, llmtest.Reply{Content: "second key works"})
 	defer srv.Close()
 	sl := &sleeps{}
-	out, _, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "", "k1", "k2")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
+	out, _, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "", "k1", "k2")}, Backoff: model.Backoff{Sleep: sl.sleep}})
 	if err != nil || out != "second key works" || len(sl.d) != 0 {
 		t.Fatalf("%q %v slept %v", out, err, sl.d)
 	}
@@ -129,9 +131,9 @@ func TestLadderBillingNeverRetriedOnSameProvider(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Status: 402, ErrorBody: `{"error":{"message":"insufficient credits"}}`}, llmtest.Reply{Content: "never"})
 	defer srv.Close()
 	sl := &sleeps{}
-	_, evs, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
-	var ab *agent.AbortError
-	if !errors.As(err, &ab) || ab.Class != agent.ClassBilling || !strings.Contains(err.Error(), "top it up") {
+	_, evs, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "")}, Backoff: model.Backoff{Sleep: sl.sleep}})
+	var ab *model.AbortError
+	if !errors.As(err, &ab) || ab.Class != model.ClassBilling || !strings.Contains(err.Error(), "top it up") {
 		t.Fatalf("%v", err)
 	}
 	if len(srv.Requests()) != 1 || len(sl.d) != 0 {
@@ -146,7 +148,7 @@ func TestLadderStalledStreamThenOK(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "never finishes", StallAfter: 10 * time.Second}, llmtest.Reply{Content: "after the stall"})
 	defer srv.Close()
 	start := time.Now()
-	out, _, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "")}})
+	out, _, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "")}})
 	if err != nil || out != "after the stall" || time.Since(start) > 5*time.Second {
 		t.Fatalf("%q %v after %s", out, err, time.Since(start))
 	}
@@ -156,8 +158,8 @@ func TestLadderLowersMaxTokens(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"max_tokens is too large: 100000. This model supports at most 16384 completion tokens.","type":"invalid_request_error"}}`},
 		llmtest.Reply{Content: "ok"})
 	defer srv.Close()
-	lad := (&agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "")}}).ForTurn()
-	_, err := lad.Complete(context.Background(), agent.Request{Model: "m", MaxTokens: 100000, Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(agent.Delta) {})
+	lad := (&model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "")}}).ForTurn()
+	_, err := lad.Complete(context.Background(), model.Request{Model: "m", MaxTokens: 100000, Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,25 +170,25 @@ func TestLadderLowersMaxTokens(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	pe := func(status int, msg string) error {
-		return &agent.ProviderError{Provider: "p", Status: status, Message: msg}
+		return &model.ProviderError{Provider: "p", Status: status, Message: msg}
 	}
-	cases := map[agent.ErrorClass]error{
-		agent.ClassRateLimit:         pe(429, "slow down"),
-		agent.ClassBilling:           pe(400, "You exceeded your current quota, please check your plan and billing details"),
-		agent.ClassAuth:              pe(401, "invalid x-api-key"),
-		agent.ClassOverloaded:        pe(529, "Overloaded"),
-		agent.ClassServer:            pe(502, "bad gateway"),
-		agent.ClassContextOverflow:   pe(400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."),
-		agent.ClassPayloadTooLarge:   pe(413, "request entity too large"),
-		agent.ClassModelNotFound:     pe(404, "The model `gpt-9` does not exist"),
-		agent.ClassContentPolicy:     pe(400, "Your request was rejected as a result of our safety system"),
-		agent.ClassThinkingSignature: pe(400, "messages.1.content.0: Invalid `signature` in `thinking` block"),
-		agent.ClassInvalidUnicode:    pe(400, "invalid unicode: lone surrogate"),
-		agent.ClassTimeout:           &agent.ProviderError{Provider: "p", Transport: true, Message: "connection reset"},
-		agent.ClassFormat:            pe(400, "messages: field required"),
+	cases := map[model.ErrorClass]error{
+		model.ClassRateLimit:         pe(429, "slow down"),
+		model.ClassBilling:           pe(400, "You exceeded your current quota, please check your plan and billing details"),
+		model.ClassAuth:              pe(401, "invalid x-api-key"),
+		model.ClassOverloaded:        pe(529, "Overloaded"),
+		model.ClassServer:            pe(502, "bad gateway"),
+		model.ClassContextOverflow:   pe(400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."),
+		model.ClassPayloadTooLarge:   pe(413, "request entity too large"),
+		model.ClassModelNotFound:     pe(404, "The model `gpt-9` does not exist"),
+		model.ClassContentPolicy:     pe(400, "Your request was rejected as a result of our safety system"),
+		model.ClassThinkingSignature: pe(400, "messages.1.content.0: Invalid `signature` in `thinking` block"),
+		model.ClassInvalidUnicode:    pe(400, "invalid unicode: lone surrogate"),
+		model.ClassTimeout:           &model.ProviderError{Provider: "p", Transport: true, Message: "connection reset"},
+		model.ClassFormat:            pe(400, "messages: field required"),
 	}
 	for want, err := range cases {
-		if got := agent.Classify(err); got != want {
+		if got := model.Classify(err); got != want {
 			t.Errorf("%v: %s, want %s", err, got, want)
 		}
 	}

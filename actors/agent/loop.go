@@ -1,3 +1,8 @@
+// Package agent is the Hermes turn loop as plain Go: build the messages
+// from the session's history, call the model, validate and repair its tool
+// calls, run them, record every step as events, and loop until a final
+// answer or the end of the iteration budget. The session actor drives it;
+// it needs no actor system to test.
 package agent
 
 import (
@@ -10,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -30,7 +37,7 @@ type Config struct {
 	// MaxDelegatesPerResponse bounds delegate_task calls kept per response.
 	MaxDelegatesPerResponse int
 	MaxTokens               int
-	Prices                  Prices
+	Prices                  model.Prices
 	// NoEstimate keeps a usage of zero as it is instead of estimating it
 	// (replay hands recorded usages back, estimates included).
 	NoEstimate bool
@@ -50,7 +57,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDelegatesPerResponse = 1
 	}
 	if c.Prices == nil {
-		c.Prices = DefaultPrices()
+		c.Prices = model.DefaultPrices()
 	}
 	return c
 }
@@ -83,12 +90,12 @@ type Observer func(Observation)
 
 // Loop runs turns of one session.
 type Loop struct {
-	Provider Provider
-	Tools    Toolbox
-	Exec     Executor
+	Provider model.Provider
+	Tools    tool.Toolbox
+	Exec     tool.Executor
 	Rec      Recorder
 	Observe  Observer
-	Budget   *Budget
+	Budget   *tool.Budget
 	Cfg      Config
 	// Ephemeral, when set, returns context to add to the latest user
 	// message at call time only (memory prefetch, plugin context).
@@ -100,7 +107,7 @@ type Loop struct {
 	NewID func() string
 	// Env is handed to tools (session id, working directory, asker, ...);
 	// the loop fills in TurnID and Record.
-	Env Env
+	Env tool.Env
 	// Compressor, when set, keeps the history within the model's context
 	// window: checked before each call, forced on a context overflow.
 	Compressor Compressor
@@ -205,15 +212,15 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		return l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...)
 	}
 	if env.Values == nil {
-		env.Values = NewSessionValues()
+		env.Values = tool.NewSessionValues()
 	}
 	env.Budget = l.Budget
-	toolCtx := WithEnv(ctx, &env)
+	toolCtx := tool.WithEnv(ctx, &env)
 	var hooked string
 	if l.Hooks != nil {
 		hooked = l.Hooks.TurnStarted(toolCtx, turnStart(env, cfg, t))
 		defer func() {
-			l.Hooks.TurnEnded(WithEnv(context.WithoutCancel(ctx), &env), TurnEnd{SessionID: env.SessionID, TurnID: turnID, Model: cfg.Model,
+			l.Hooks.TurnEnded(tool.WithEnv(context.WithoutCancel(ctx), &env), TurnEnd{SessionID: env.SessionID, TurnID: turnID, Model: cfg.Model,
 				Completed: err == nil, Interrupted: errors.Is(err, ErrInterrupted), Err: err})
 		}()
 	}
@@ -236,7 +243,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		grace := !l.Budget.Take()
 		iterations++
 		obs(Observation{Kind: "step", Step: iterations})
-		req := Request{Model: cfg.Model, System: t.System, Tools: l.Tools.Specs(), MaxTokens: cfg.MaxTokens, NoTools: grace}
+		req := model.Request{Model: cfg.Model, System: t.System, Tools: l.Tools.Specs(), MaxTokens: cfg.MaxTokens, NoTools: grace}
 		req.Messages = RepairHistory(t.Messages)
 		warn := cfg.BudgetWarningAt > 0 && !grace && float64(l.Budget.Used()) >= cfg.BudgetWarningAt*float64(l.Budget.Max())
 		if warn && !warned {
@@ -260,11 +267,11 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			return interrupted(interruptReason(ctx))
 		}
 		if cal, ok := l.Compressor.(interface {
-			Calibrate(Request, schema.Usage)
+			Calibrate(model.Request, schema.Usage)
 		}); ok && err == nil && !resp.Usage.Estimated {
 			cal.Calibrate(req, resp.Usage)
 		}
-		if errors.Is(err, ErrContextOverflow) && l.Compressor != nil && !compressedForOverflow {
+		if errors.Is(err, model.ErrContextOverflow) && l.Compressor != nil && !compressedForOverflow {
 			// Too long for the model: compress, then make the same call
 			// again without charging the budget twice.
 			compressedForOverflow = true
@@ -343,7 +350,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		}
 		// Each result is recorded as its call finishes: a kill while a
 		// slow call runs keeps the results of the calls that finished.
-		err = l.execute(toolCtx, cfg, calls, obs, func(c validCall, r Result) error {
+		err = l.execute(toolCtx, cfg, calls, obs, func(c validCall, r tool.Result) error {
 			content := r.Content
 			if r.Err != "" {
 				content = joinText(content, "Error: "+r.Err)
@@ -411,7 +418,7 @@ func interruptReason(ctx context.Context) string {
 
 // layer adds the ephemeral layers to a request: they are sent, never
 // recorded.
-func (l *Loop) layer(req *Request, warn, grace, nudged bool, hooked string) {
+func (l *Loop) layer(req *model.Request, warn, grace, nudged bool, hooked string) {
 	msgs := req.Messages
 	if warn && len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
 		last := &msgs[len(msgs)-1]
@@ -449,7 +456,7 @@ func appendUser(msgs []schema.Message, text string) []schema.Message {
 
 // estimateUsage counts tokens as about four characters each, for servers
 // that report no usage.
-func estimateUsage(req Request, resp Response) schema.Usage {
+func estimateUsage(req model.Request, resp model.Response) schema.Usage {
 	in := len(req.System)
 	for _, m := range req.Messages {
 		in += len(m.Content) + len(m.Reasoning)
@@ -472,14 +479,14 @@ func estimateUsage(req Request, resp Response) schema.Usage {
 // call makes one model call, continuing after finish_reason=length up to
 // MaxContinuations times and retrying a response whose tool call was cut
 // off. Each extra call is a model call and takes from the budget.
-func (l *Loop) call(ctx context.Context, cfg Config, req Request, obs Observer) (Response, error) {
-	onDelta := func(d Delta) {
+func (l *Loop) call(ctx context.Context, cfg Config, req model.Request, obs Observer) (model.Response, error) {
+	onDelta := func(d model.Delta) {
 		switch d.Kind {
-		case DeltaText:
+		case model.DeltaText:
 			obs(Observation{Kind: "delta", Text: d.Text})
-		case DeltaReasoning:
+		case model.DeltaReasoning:
 			obs(Observation{Kind: "reasoning", Text: d.Text})
-		case DeltaToolCall:
+		case model.DeltaToolCall:
 			obs(Observation{Kind: "status", Text: "calling " + d.Text, Tool: d.Text})
 		}
 	}
@@ -520,7 +527,7 @@ func (l *Loop) call(ctx context.Context, cfg Config, req Request, obs Observer) 
 
 type validCall struct {
 	call schema.ToolCall
-	tool Tool
+	tool tool.Tool
 	// errResult, when set, is returned instead of running the tool.
 	errResult string
 	badJSON   bool
@@ -614,36 +621,36 @@ func (l *Loop) newID() string {
 // soon as it is known: calls that cannot run first, in call order, then
 // the others as they finish. done runs on the caller's goroutine; its
 // first error is returned once every started call has finished.
-func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs Observer, done func(validCall, Result) error) error {
+func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs Observer, done func(validCall, tool.Result) error) error {
 	var first error
-	finish := func(i int, r Result) {
+	finish := func(i int, r tool.Result) {
 		if err := done(calls[i], r); err != nil && first == nil {
 			first = err
 		}
 	}
-	var runnable []Call
+	var runnable []tool.Call
 	var index []int
 	var shown []string
 	for i, c := range calls {
 		if c.errResult != "" {
-			finish(i, Result{Err: c.errResult})
+			finish(i, tool.Result{Err: c.errResult})
 			continue
 		}
-		runnable = append(runnable, Call{ID: c.call.ID, Name: c.call.Function.Name, Args: json.RawMessage(c.call.Function.Arguments), Tool: c.tool})
+		runnable = append(runnable, tool.Call{ID: c.call.ID, Name: c.call.Function.Name, Args: json.RawMessage(c.call.Function.Arguments), Tool: c.tool})
 		index = append(index, i)
 		shown = append(shown, c.shown)
 	}
 	type finished struct {
 		i int
-		r Result
+		r tool.Result
 	}
 	out := make(chan finished)
-	for _, wave := range waves(runnable, cfg.MaxParallelTools) {
+	for _, wave := range tool.Waves(runnable, cfg.MaxParallelTools) {
 		running := 0
 		for _, k := range wave {
 			c, text := runnable[k], shown[k]
 			if ctx.Err() != nil {
-				finish(index[k], Result{Interrupted: true, Err: "cancelled"})
+				finish(index[k], tool.Result{Interrupted: true, Err: "cancelled"})
 				continue
 			}
 			running++

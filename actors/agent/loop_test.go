@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/projections/history"
@@ -50,14 +52,14 @@ func (m *memRecorder) all() []schema.Payload {
 // fnTool is a tool made of a function.
 type fnTool struct {
 	name  string
-	flags agent.ToolFlags
+	flags tool.Flags
 	run   func(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-func (f fnTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: f.name, Description: "test tool " + f.name, Parameters: map[string]any{"type": "object"}}
+func (f fnTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: f.name, Description: "test tool " + f.name, Parameters: map[string]any{"type": "object"}}
 }
-func (f fnTool) Flags() agent.ToolFlags { return f.flags }
+func (f fnTool) Flags() tool.Flags { return f.flags }
 func (f fnTool) Run(ctx context.Context, a json.RawMessage) (string, error) {
 	return f.run(ctx, a)
 }
@@ -75,17 +77,17 @@ type rig struct {
 	mu   sync.Mutex
 }
 
-func newRig(t *testing.T, tools []agent.Tool, script ...llmtest.Reply) *rig {
+func newRig(t *testing.T, tools []tool.Tool, script ...llmtest.Reply) *rig {
 	t.Helper()
 	srv := llmtest.New(script...)
 	t.Cleanup(srv.Close)
 	r := &rig{srv: srv, rec: &memRecorder{}, tr: &history.Transcript{System: "You are Hermes."}}
 	r.loop = &agent.Loop{
 		Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "test-key"}),
-		Tools:    agent.NewTools(tools...),
-		Exec:     agent.DirectExecutor{Timeout: 2 * time.Second},
+		Tools:    tool.NewTools(tools...),
+		Exec:     tool.DirectExecutor{Timeout: 2 * time.Second},
 		Rec:      r.rec,
-		Budget:   agent.NewBudget(90),
+		Budget:   tool.NewBudget(90),
 		Cfg:      agent.Config{Model: "gpt-4o-mini", BudgetWarningAt: 0.7},
 		Observe: func(o agent.Observation) {
 			r.mu.Lock()
@@ -132,7 +134,7 @@ func TestSimpleAnswer(t *testing.T) {
 		t.Fatalf("request %v", msgs)
 	}
 	a := r.rec.all()[1].(schema.AssistantMessageAdded)
-	if a.Usage.PromptTokens != 1000 || a.Usage.CacheReadTokens != 600 || a.Provider != "openai" || a.APIMode != agent.ModeChatCompletions {
+	if a.Usage.PromptTokens != 1000 || a.Usage.CacheReadTokens != 600 || a.Provider != "openai" || a.APIMode != model.ModeChatCompletions {
 		t.Fatalf("assistant event %+v", a)
 	}
 	want := (400*0.15 + 10*0.60 + 600*0.075) / 1e6
@@ -166,7 +168,7 @@ func TestParallelToolCallsKeepOrder(t *testing.T) {
 			return name + " done", nil
 		}}
 	}
-	r := newRig(t, []agent.Tool{slow("alpha", 150*time.Millisecond), slow("beta", 10*time.Millisecond), slow("gamma", 80*time.Millisecond)},
+	r := newRig(t, []tool.Tool{slow("alpha", 150*time.Millisecond), slow("beta", 10*time.Millisecond), slow("gamma", 80*time.Millisecond)},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "alpha", Args: `{"x":1}`}, {ID: "c2", Name: "beta", Args: `{"y":"two"}`}, {ID: "c3", Name: "gamma", Args: `{}`}}},
 		llmtest.Reply{Content: "all done"})
 	if got := r.turn(t, "go"); got != "all done" {
@@ -197,7 +199,7 @@ func TestParallelToolCallsKeepOrder(t *testing.T) {
 
 func TestInteractiveAndOverlappingWritesRunSequentially(t *testing.T) {
 	var running, peak atomic.Int32
-	track := func(name string, flags agent.ToolFlags) fnTool {
+	track := func(name string, flags tool.Flags) fnTool {
 		return fnTool{name: name, flags: flags, run: func(context.Context, json.RawMessage) (string, error) {
 			n := running.Add(1)
 			if n > peak.Load() {
@@ -213,10 +215,10 @@ func TestInteractiveAndOverlappingWritesRunSequentially(t *testing.T) {
 		json.Unmarshal(a, &v)
 		return []string{v.Path}
 	}
-	write := track("write_file", agent.ToolFlags{WritesPaths: pathOf})
-	clarify := track("clarify", agent.ToolFlags{Interactive: true})
+	write := track("write_file", tool.Flags{WritesPaths: pathOf})
+	clarify := track("clarify", tool.Flags{Interactive: true})
 
-	r := newRig(t, []agent.Tool{write, clarify},
+	r := newRig(t, []tool.Tool{write, clarify},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Args: `{"path":"a/x.txt"}`}, {Name: "write_file", Args: `{"path":"a/x.txt","content":"2"}`}}},
 		llmtest.Reply{Content: "done"})
 	r.turn(t, "write twice")
@@ -224,7 +226,7 @@ func TestInteractiveAndOverlappingWritesRunSequentially(t *testing.T) {
 		t.Fatalf("overlapping writes ran %d at once", peak.Load())
 	}
 	peak.Store(0)
-	r2 := newRig(t, []agent.Tool{write, clarify},
+	r2 := newRig(t, []tool.Tool{write, clarify},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Args: `{"path":"a/x.txt"}`}, {Name: "write_file", Args: `{"path":"b/y.txt"}`}}},
 		llmtest.Reply{Content: "done"})
 	r2.turn(t, "write apart")
@@ -232,7 +234,7 @@ func TestInteractiveAndOverlappingWritesRunSequentially(t *testing.T) {
 		t.Fatalf("writes to different files ran %d at once, want 2", peak.Load())
 	}
 	peak.Store(0)
-	r3 := newRig(t, []agent.Tool{write, clarify},
+	r3 := newRig(t, []tool.Tool{write, clarify},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "clarify", Args: `{"question":"a?"}`}, {Name: "write_file", Args: `{"path":"c"}`}, {Name: "write_file", Args: `{"path":"d"}`}}},
 		llmtest.Reply{Content: "done"})
 	r3.turn(t, "ask")
@@ -247,7 +249,7 @@ func TestToolCallValidation(t *testing.T) {
 		todoRuns.Add(1)
 		return "todo " + string(a), nil
 	}}
-	r := newRig(t, []agent.Tool{echo("read_file"), echo("write_file"), todo, echo("delegate_task")},
+	r := newRig(t, []tool.Tool{echo("read_file"), echo("write_file"), todo, echo("delegate_task")},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{
 			{ID: "a", Name: "read_flie", Args: `{"path":"x",}`},
 			{ID: "b", Name: "TodoTool_tool", Args: ``},
@@ -295,7 +297,7 @@ func TestToolCallValidation(t *testing.T) {
 
 func TestInvalidJSONRecoveriesEndTheTurn(t *testing.T) {
 	bad := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "read_file", Args: `{"path": }`}}}
-	r := newRig(t, []agent.Tool{echo("read_file")}, bad, bad, bad, bad, llmtest.Reply{Content: "never"})
+	r := newRig(t, []tool.Tool{echo("read_file")}, bad, bad, bad, bad, llmtest.Reply{Content: "never"})
 	out := r.turn(t, "go")
 	if !strings.Contains(out, "could not produce valid tool arguments") {
 		t.Fatalf("answer %q", out)
@@ -343,8 +345,8 @@ func TestLengthContinuesAndJoins(t *testing.T) {
 
 func TestCutOffToolCallIsRetried(t *testing.T) {
 	var runs atomic.Int32
-	tool := fnTool{name: "write_file", run: func(context.Context, json.RawMessage) (string, error) { runs.Add(1); return "ok", nil }}
-	r := newRig(t, []agent.Tool{tool},
+	fake := fnTool{name: "write_file", run: func(context.Context, json.RawMessage) (string, error) { runs.Add(1); return "ok", nil }}
+	r := newRig(t, []tool.Tool{fake},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Args: `{"path":"a","content":"hal`}}, Finish: "length"},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Args: `{"path":"a","content":"whole"}`}}},
 		llmtest.Reply{Content: "written"})
@@ -365,8 +367,8 @@ func TestBudgetWarningAndGrace(t *testing.T) {
 		script = append(script, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "read_file", Args: `{"path":"x"}`}}})
 	}
 	script = append(script, llmtest.Reply{Content: "Summary: read x ten times."})
-	r := newRig(t, []agent.Tool{echo("read_file")}, script...)
-	r.loop.Budget = agent.NewBudget(10)
+	r := newRig(t, []tool.Tool{echo("read_file")}, script...)
+	r.loop.Budget = tool.NewBudget(10)
 	out := r.turn(t, "loop")
 	if out != "Summary: read x ten times." {
 		t.Fatalf("answer %q", out)
@@ -412,8 +414,8 @@ func TestBudgetWarningAndGrace(t *testing.T) {
 	}
 
 	// budget_warning_at 0 switches warnings off.
-	r2 := newRig(t, []agent.Tool{echo("read_file")}, script...)
-	r2.loop.Budget = agent.NewBudget(10)
+	r2 := newRig(t, []tool.Tool{echo("read_file")}, script...)
+	r2.loop.Budget = tool.NewBudget(10)
 	r2.loop.Cfg.BudgetWarningAt = 0
 	r2.turn(t, "loop")
 	for _, req := range r2.srv.Requests() {
@@ -487,7 +489,7 @@ func TestInterruptDuringToolsClosesCalls(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}}
-	r := newRig(t, []agent.Tool{block}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "k", Name: "terminal", Args: `{"command":"sleep 100"}`}}})
+	r := newRig(t, []tool.Tool{block}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "k", Name: "terminal", Args: `{"command":"sleep 100"}`}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-started // interrupt while the tool runs
@@ -508,10 +510,10 @@ func TestInterruptDuringToolsClosesCalls(t *testing.T) {
 func TestPanicAndTimeoutBecomeResults(t *testing.T) {
 	boom := fnTool{name: "boom", run: func(context.Context, json.RawMessage) (string, error) { panic("kaboom") }}
 	hang := fnTool{name: "hang", run: func(context.Context, json.RawMessage) (string, error) { select {} }}
-	r := newRig(t, []agent.Tool{boom, hang},
+	r := newRig(t, []tool.Tool{boom, hang},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "p", Name: "boom", Args: `{}`}, {ID: "h", Name: "hang", Args: `{}`}}},
 		llmtest.Reply{Content: "survived"})
-	r.loop.Exec = agent.DirectExecutor{Timeout: 300 * time.Millisecond}
+	r.loop.Exec = tool.DirectExecutor{Timeout: 300 * time.Millisecond}
 	if got := r.turn(t, "go"); got != "survived" {
 		t.Fatalf("answer %q", got)
 	}
@@ -538,11 +540,11 @@ func TestProviderErrorIsRecorded(t *testing.T) {
 }
 
 func TestCodeOnlyCallsRefundTheIteration(t *testing.T) {
-	code := fnTool{name: "execute_code", flags: agent.ToolFlags{RefundsIteration: true},
+	code := fnTool{name: "execute_code", flags: tool.Flags{RefundsIteration: true},
 		run: func(context.Context, json.RawMessage) (string, error) { return "ran", nil }}
 	step := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "execute_code", Args: `{"code":"print(1)"}`}}}
-	r := newRig(t, []agent.Tool{code, echo("read_file")}, step, step, step, llmtest.Reply{Content: "done"})
-	r.loop.Budget = agent.NewBudget(2)
+	r := newRig(t, []tool.Tool{code, echo("read_file")}, step, step, step, llmtest.Reply{Content: "done"})
+	r.loop.Budget = tool.NewBudget(2)
 	if got := r.turn(t, "go"); got != "done" {
 		t.Fatalf("answer %q", got)
 	}
@@ -552,8 +554,8 @@ func TestCodeOnlyCallsRefundTheIteration(t *testing.T) {
 	}
 	// Mixed with another tool, nothing is refunded.
 	mixed := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "execute_code", Args: `{"code":"1"}`}, {Name: "read_file", Args: `{"path":"x"}`}}}
-	r2 := newRig(t, []agent.Tool{code, echo("read_file")}, mixed, mixed, llmtest.Reply{Content: "summary"})
-	r2.loop.Budget = agent.NewBudget(2)
+	r2 := newRig(t, []tool.Tool{code, echo("read_file")}, mixed, mixed, llmtest.Reply{Content: "summary"})
+	r2.loop.Budget = tool.NewBudget(2)
 	r2.turn(t, "go")
 	ps = r2.rec.all()
 	if c := ps[len(ps)-1].(schema.TurnCompleted); c.Outcome != agent.OutcomeBudget {
@@ -574,7 +576,7 @@ func TestResultsAreRecordedAsCallsFinish(t *testing.T) {
 			return "", ctx.Err()
 		}
 	}}
-	r := newRig(t, []agent.Tool{slow, echo("fast")},
+	r := newRig(t, []tool.Tool{slow, echo("fast")},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "slow", Args: `{}`}, {ID: "c2", Name: "fast", Args: `{}`}}},
 		llmtest.Reply{Content: "both done"})
 	done := make(chan string, 1)
@@ -624,7 +626,7 @@ func TestResultsAreRecordedAsCallsFinish(t *testing.T) {
 // both named call_1 (and one already named call_1_2) is recorded with
 // unique ids, each result answering its own call.
 func TestDuplicateCallIDsAreMadeUnique(t *testing.T) {
-	r := newRig(t, []agent.Tool{echo("read_file")},
+	r := newRig(t, []tool.Tool{echo("read_file")},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "read_file", Args: `{"path":"a"}`}, {ID: "call_1", Name: "read_file", Args: `{"path":"b"}`},
 			{ID: "call_1_2", Name: "read_file", Args: `{"path":"c"}`}, {ID: "call_1", Name: "read_file", Args: `{"path":"d"}`}}},
 		llmtest.Reply{Content: "read"})

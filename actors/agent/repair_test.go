@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -128,7 +129,7 @@ func TestSplitThink(t *testing.T) {
 }
 
 func TestPricesLookup(t *testing.T) {
-	p := DefaultPrices()
+	p := model.DefaultPrices()
 	if pr, ok := p.Lookup("anthropic/claude-sonnet-4-20250514"); !ok || pr.Input != 3 {
 		t.Fatalf("prefix lookup %v %v", pr, ok)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -16,12 +16,12 @@ import (
 )
 
 // modeEndpoint is an endpoint speaking one API mode to srv.
-func modeEndpoint(srv *llmtest.Server, mode string, callTimeout time.Duration) *agent.Endpoint {
-	return &agent.Endpoint{Name: mode, Build: func(key string) agent.Provider {
+func modeEndpoint(srv *llmtest.Server, mode string, callTimeout time.Duration) *model.Endpoint {
+	return &model.Endpoint{Name: mode, Build: func(key string) model.Provider {
 		switch mode {
-		case agent.ModeAnthropic:
+		case model.ModeAnthropic:
 			return anthropic.New(anthropic.Options{Provider: mode, BaseURL: srv.URL, APIKey: key, StallTimeout: 300 * time.Millisecond, CallTimeout: callTimeout})
-		case agent.ModeResponses:
+		case model.ModeResponses:
 			return openai.NewResponses(openai.Options{Provider: mode, BaseURL: srv.URL + "/v1", APIKey: key, StallTimeout: 300 * time.Millisecond, CallTimeout: callTimeout})
 		}
 		return openai.NewChat(openai.Options{Provider: mode, BaseURL: srv.URL + "/v1", APIKey: key, StallTimeout: 300 * time.Millisecond, CallTimeout: callTimeout})
@@ -62,12 +62,12 @@ const paris = "The capital of France is Paris."
 // status says the partial text already shown is discarded. Before, the cut
 // text was recorded as the answer with finish_reason stop.
 func TestCutStreamRetried(t *testing.T) {
-	for _, mode := range []string{agent.ModeChatCompletions, agent.ModeResponses, agent.ModeAnthropic} {
+	for _, mode := range []string{model.ModeChatCompletions, model.ModeResponses, model.ModeAnthropic} {
 		t.Run(mode, func(t *testing.T) {
-			srv := llmtest.New(llmtest.Reply{Content: paris, CutAfter: 3, Reset: mode == agent.ModeAnthropic}, llmtest.Reply{Content: paris})
+			srv := llmtest.New(llmtest.Reply{Content: paris, CutAfter: 3, Reset: mode == model.ModeAnthropic}, llmtest.Reply{Content: paris})
 			defer srv.Close()
 			sl, st := &sleeps{}, &statuses{}
-			out, evs, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{modeEndpoint(srv, mode, 0)}, Backoff: agent.Backoff{Sleep: sl.sleep}, Status: st.add})
+			out, evs, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{modeEndpoint(srv, mode, 0)}, Backoff: model.Backoff{Sleep: sl.sleep}, Status: st.add})
 			if err != nil || out != paris {
 				t.Fatalf("%q %v", out, err)
 			}
@@ -92,9 +92,9 @@ func TestCutEveryTime(t *testing.T) {
 	srv.SetDefault(llmtest.Reply{Content: paris, CutAfter: 2})
 	defer srv.Close()
 	sl := &sleeps{}
-	_, evs, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(srv, "openai", "")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
-	var ab *agent.AbortError
-	if !errors.As(err, &ab) || ab.Class != agent.ClassStreamCut || !errors.Is(err, agent.ErrStreamCut) || !strings.Contains(err.Error(), "stream was cut") {
+	_, evs, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(srv, "openai", "")}, Backoff: model.Backoff{Sleep: sl.sleep}})
+	var ab *model.AbortError
+	if !errors.As(err, &ab) || ab.Class != model.ClassStreamCut || !errors.Is(err, model.ErrStreamCut) || !strings.Contains(err.Error(), "stream was cut") {
 		t.Fatalf("%v", err)
 	}
 	if len(srv.Requests()) != 4 || len(sl.d) != 3 {
@@ -118,7 +118,7 @@ func TestMalformedNotRetried(t *testing.T) {
 	defer primary.Close()
 	defer backup.Close()
 	sl := &sleeps{}
-	out, evs, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(primary, "openai", ""), endpoint(backup, "openrouter", "b")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
+	out, evs, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(primary, "openai", ""), endpoint(backup, "openrouter", "b")}, Backoff: model.Backoff{Sleep: sl.sleep}})
 	if err != nil || out != "from the backup" || len(primary.Requests()) != 1 || len(sl.d) != 0 {
 		t.Fatalf("%q %v: %d calls to the primary, slept %v", out, err, len(primary.Requests()), sl.d)
 	}
@@ -132,9 +132,9 @@ func TestMalformedNotRetried(t *testing.T) {
 		t.Fatalf("fallback %+v", fb)
 	}
 	// Alone, the ladder gives up with what to check.
-	_, _, err = ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{endpoint(primary, "openai", "")}, Backoff: agent.Backoff{Sleep: sl.sleep}})
-	var ab *agent.AbortError
-	if !errors.As(err, &ab) || ab.Class != agent.ClassMalformed || !strings.Contains(err.Error(), "check base_url and api_mode") || len(primary.Requests()) != 2 {
+	_, _, err = ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{endpoint(primary, "openai", "")}, Backoff: model.Backoff{Sleep: sl.sleep}})
+	var ab *model.AbortError
+	if !errors.As(err, &ab) || ab.Class != model.ClassMalformed || !strings.Contains(err.Error(), "check base_url and api_mode") || len(primary.Requests()) != 2 {
 		t.Fatalf("%v after %d calls", err, len(primary.Requests()))
 	}
 }
@@ -147,9 +147,9 @@ func TestEndlessStreamHitsCallTimeout(t *testing.T) {
 	srv.SetDefault(llmtest.Reply{TrickleEvery: 20 * time.Millisecond})
 	defer srv.Close()
 	start := time.Now()
-	_, evs, err := ladderTurn(t, &agent.Ladder{Endpoints: []*agent.Endpoint{modeEndpoint(srv, agent.ModeChatCompletions, 500*time.Millisecond)}, Backoff: agent.Backoff{Sleep: (&sleeps{}).sleep}})
-	var ab *agent.AbortError
-	if !errors.As(err, &ab) || ab.Class != agent.ClassCallTimeout || !strings.Contains(err.Error(), "agent.model_call_timeout") {
+	_, evs, err := ladderTurn(t, &model.Ladder{Endpoints: []*model.Endpoint{modeEndpoint(srv, model.ModeChatCompletions, 500*time.Millisecond)}, Backoff: model.Backoff{Sleep: (&sleeps{}).sleep}})
+	var ab *model.AbortError
+	if !errors.As(err, &ab) || ab.Class != model.ClassCallTimeout || !strings.Contains(err.Error(), "agent.model_call_timeout") {
 		t.Fatalf("%v", err)
 	}
 	if d := time.Since(start); d > 3*time.Second || len(srv.Requests()) != 1 {
@@ -162,18 +162,18 @@ func TestEndlessStreamHitsCallTimeout(t *testing.T) {
 
 func TestClassifyStreamErrors(t *testing.T) {
 	wrap := func(err error) error {
-		return &agent.ProviderError{Provider: "p", Transport: true, Message: err.Error(), Err: err}
+		return &model.ProviderError{Provider: "p", Transport: true, Message: err.Error(), Err: err}
 	}
-	cases := map[error]agent.ErrorClass{
-		wrap(agent.ErrStreamCut):                                agent.ClassStreamCut,
-		wrap(errors.Join(agent.ErrStreamCut, context.Canceled)): agent.ClassStreamCut,
-		wrap(agent.ErrMalformedStream):                          agent.ClassMalformed,
-		wrap(agent.ErrCallTimeout):                              agent.ClassCallTimeout,
-		wrap(agent.ErrStalled):                                  agent.ClassTimeout,
-		&agent.ProviderError{Provider: "p", Transport: true, Message: "connection refused"}: agent.ClassTimeout,
+	cases := map[error]model.ErrorClass{
+		wrap(model.ErrStreamCut):                                model.ClassStreamCut,
+		wrap(errors.Join(model.ErrStreamCut, context.Canceled)): model.ClassStreamCut,
+		wrap(model.ErrMalformedStream):                          model.ClassMalformed,
+		wrap(model.ErrCallTimeout):                              model.ClassCallTimeout,
+		wrap(model.ErrStalled):                                  model.ClassTimeout,
+		&model.ProviderError{Provider: "p", Transport: true, Message: "connection refused"}: model.ClassTimeout,
 	}
 	for err, want := range cases {
-		if got := agent.Classify(err); got != want {
+		if got := model.Classify(err); got != want {
 			t.Errorf("%v: %s, want %s", err, got, want)
 		}
 	}
@@ -181,7 +181,7 @@ func TestClassifyStreamErrors(t *testing.T) {
 
 func TestWatchdog(t *testing.T) {
 	// Touched often, the call still ends at its deadline.
-	ctx, wd := agent.NewWatchdog(context.Background(), 50*time.Millisecond, 200*time.Millisecond)
+	ctx, wd := model.NewWatchdog(context.Background(), 50*time.Millisecond, 200*time.Millisecond)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
@@ -190,18 +190,18 @@ func TestWatchdog(t *testing.T) {
 		wd.Touch()
 	}
 	wd.Stop()
-	if !errors.Is(wd.Cause(), agent.ErrCallTimeout) || !errors.Is(context.Cause(ctx), agent.ErrCallTimeout) || wd.Stalled() || time.Since(start) < 190*time.Millisecond {
+	if !errors.Is(wd.Cause(), model.ErrCallTimeout) || !errors.Is(context.Cause(ctx), model.ErrCallTimeout) || wd.Stalled() || time.Since(start) < 190*time.Millisecond {
 		t.Fatalf("cause %v after %s", wd.Cause(), time.Since(start))
 	}
 	// Left alone, it stalls first.
-	ctx, wd = agent.NewWatchdog(context.Background(), 30*time.Millisecond, time.Hour)
+	ctx, wd = model.NewWatchdog(context.Background(), 30*time.Millisecond, time.Hour)
 	<-ctx.Done()
 	wd.Stop()
-	if !wd.Stalled() || !errors.Is(wd.Cause(), agent.ErrStalled) {
+	if !wd.Stalled() || !errors.Is(wd.Cause(), model.ErrStalled) {
 		t.Fatalf("cause %v", wd.Cause())
 	}
 	// Stopped, it never fires.
-	ctx, wd = agent.NewWatchdog(context.Background(), 10*time.Millisecond, 10*time.Millisecond)
+	ctx, wd = model.NewWatchdog(context.Background(), 10*time.Millisecond, 10*time.Millisecond)
 	wd.Stop()
 	time.Sleep(30 * time.Millisecond)
 	if wd.Cause() != nil || !errors.Is(ctx.Err(), context.Canceled) {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -83,7 +83,7 @@ func clip(s string, n int) string {
 
 // Summarizer asks the auxiliary model for the structured summary.
 type Summarizer struct {
-	Provider agent.Provider
+	Provider model.Provider
 	Model    string
 	Now      func() time.Time
 	// MaxInput bounds the transcript sent, in characters.
@@ -91,7 +91,7 @@ type Summarizer struct {
 }
 
 // Summarize returns the summary of middle, updating previous when set.
-func (s Summarizer) Summarize(ctx context.Context, previous string, middle []schema.Message) (string, agent.Response, error) {
+func (s Summarizer) Summarize(ctx context.Context, previous string, middle []schema.Message) (string, model.Response, error) {
 	now := time.Now()
 	if s.Now != nil {
 		now = s.Now()
@@ -108,9 +108,9 @@ func (s Summarizer) Summarize(ctx context.Context, previous string, middle []sch
 	}
 	user.WriteString("Transcript to compress:\n\n")
 	user.WriteString(Render(middle, max))
-	req := agent.Request{Model: s.Model, System: fmt.Sprintf(summaryPrompt, now.Format("2 January 2006")),
+	req := model.Request{Model: s.Model, System: fmt.Sprintf(summaryPrompt, now.Format("2 January 2006")),
 		Messages: []schema.Message{{Role: "user", Content: user.String()}}, MaxTokens: 4000, NoTools: true}
-	resp, err := s.Provider.Complete(ctx, req, func(agent.Delta) {})
+	resp, err := s.Provider.Complete(ctx, req, func(model.Delta) {})
 	if err != nil {
 		return "", resp, err
 	}

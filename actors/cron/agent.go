@@ -6,8 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -25,7 +25,7 @@ type SessionAgent struct {
 	Create func(ctx context.Context, id string, job *Job) error
 	// Tools returns a job's toolbox and what its subagents may get (see
 	// session.Deps.Restrict); nil keeps Deps'.
-	Tools func(job *Job) (agent.Toolbox, func([]string, bool) agent.Toolbox)
+	Tools func(job *Job) (tool.Toolbox, func([]string, bool) tool.Toolbox)
 }
 
 // Run implements Agent.

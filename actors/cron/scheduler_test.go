@@ -18,7 +18,9 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/cron/crontest"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -155,7 +157,7 @@ func settled(t *testing.T, store events.Store, id string, n int) bool {
 func sessionAgent(srv *llmtest.Server) func(*embedded.Store, *actor.ActorSystem) cron.Agent {
 	return func(store *embedded.Store, sys *actor.ActorSystem) cron.Agent {
 		deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-			Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 4, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10}
+			Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 4, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10}
 		return &cron.SessionAgent{Sys: sys, Deps: deps, Create: func(ctx context.Context, id string, job *cron.Job) error {
 			return session.Create(ctx, store, id, session.Start{Source: "cron", Model: "gpt-4o-mini", System: "You are Hermes."})
 		}}
@@ -616,10 +618,10 @@ func TestPlatformDeliveryWaitsForTheAdapter(t *testing.T) {
 
 type noopTool struct{}
 
-func (noopTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "noop", Description: "does nothing", Parameters: map[string]any{"type": "object"}}
+func (noopTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "noop", Description: "does nothing", Parameters: map[string]any{"type": "object"}}
 }
-func (noopTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (noopTool) Flags() tool.Flags { return tool.Flags{} }
 func (noopTool) Run(context.Context, json.RawMessage) (string, error) {
 	return "nothing happened", nil
 }
@@ -634,8 +636,8 @@ func TestPerJobCostCap(t *testing.T) {
 	clock := crontest.NewClock(t0)
 	r := startScheduler(t, dir, clock, cron.Config{}, func(store *embedded.Store, sys *actor.ActorSystem) cron.Agent {
 		deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-			Tools: agent.NewTools(noopTool{}), Exec: toolrun.NewPool(sys, 4, 30*time.Second), MaxTurns: 50,
-			Cfg: agent.Config{Model: "pricey", Prices: agent.Prices{"pricey": {Input: 100, Output: 100}}}} // $0.11 a call
+			Tools: tool.NewTools(noopTool{}), Exec: toolrun.NewPool(sys, 4, 30*time.Second), MaxTurns: 50,
+			Cfg: agent.Config{Model: "pricey", Prices: model.Prices{"pricey": {Input: 100, Output: 100}}}} // $0.11 a call
 		return &cron.SessionAgent{Sys: sys, Deps: deps, Create: func(ctx context.Context, id string, job *cron.Job) error {
 			return session.Create(ctx, store, id, session.Start{Source: "cron", Model: "pricey", System: "s"})
 		}}

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/actors/cron/crontest"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -60,7 +61,7 @@ func TestJobDeliversToTelegramAndAFile(t *testing.T) {
 	srv := llmtest.New()
 	defer srv.Close()
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
+		Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
 	ad, err := telegram.New(telegram.Config{Token: telegramtest.Token, APIURL: emu.URL, CacheDir: filepath.Join(dir, "cache"), Log: log})
 	if err != nil {
 		t.Fatal(err)

@@ -6,26 +6,26 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Asker returns the agent.Asker of the gateway's sessions: a tool's
+// Asker returns the tool.Asker of the gateway's sessions: a tool's
 // question (a dangerous command's approval, a clarification) goes to the
 // chat whose message started the turn — for a subagent, the chat of the
 // session that delegated to it — and only that chat's user can answer.
-func (r *Router) Asker() agent.Asker { return asker{r} }
+func (r *Router) Asker() tool.Asker { return asker{r} }
 
 type asker struct{ r *Router }
 
-func (a asker) Ask(ctx context.Context, q agent.Question) (string, error) {
-	pid, err := a.r.chatFor(ctx, agent.EnvFrom(ctx).SessionID)
+func (a asker) Ask(ctx context.Context, q tool.Question) (string, error) {
+	pid, err := a.r.chatFor(ctx, tool.EnvFrom(ctx).SessionID)
 	if err != nil {
 		return "", err
 	}
 	if pid == nil {
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	reply := make(chan askAnswer, 1)
 	a.r.sys.Root.Send(pid, &ask{q: q, reply: reply})

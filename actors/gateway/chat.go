@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -65,7 +66,7 @@ type work struct {
 }
 
 type question struct {
-	q     agent.Question
+	q     tool.Question
 	owner string
 	reply chan askAnswer
 }
@@ -77,7 +78,7 @@ type askAnswer struct {
 
 // ask is a tool's question for this chat's user.
 type ask struct {
-	q     agent.Question
+	q     tool.Question
 	reply chan askAnswer
 }
 
@@ -570,7 +571,7 @@ func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, k
 // onAsk sends a tool's question to the chat and waits for its user.
 func (c *chat) onAsk(m *ask) {
 	if c.running == nil {
-		m.reply <- askAnswer{err: agent.ErrNoAsker}
+		m.reply <- askAnswer{err: tool.ErrNoAsker}
 		return
 	}
 	if c.question != nil {

@@ -15,7 +15,9 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -103,10 +105,10 @@ type gwRig struct {
 
 type slowTool struct{ started chan struct{} }
 
-func (slowTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "slow", Description: "waits", Parameters: map[string]any{"type": "object"}}
+func (slowTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "slow", Description: "waits", Parameters: map[string]any{"type": "object"}}
 }
-func (slowTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (slowTool) Flags() tool.Flags { return tool.Flags{} }
 func (s slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	select {
 	case s.started <- struct{}{}:
@@ -143,7 +145,7 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 	approver := &terminal.Approver{Timeout: 5 * time.Second}
 	term := gatewaytest.ApprovalTool(approver)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: agent.NewTools(slowTool{started: make(chan struct{}, 1)}, term), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools: tool.NewTools(slowTool{started: make(chan struct{}, 1)}, term), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr

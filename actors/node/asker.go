@@ -11,7 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -88,9 +88,9 @@ type answer struct {
 // askWait bounds a question without a timeout of its own.
 const askWait = 30 * time.Minute
 
-// Ask implements agent.Asker.
-func (a *Asker) Ask(ctx context.Context, q agent.Question) (string, error) {
-	id := agent.EnvFrom(ctx).SessionID
+// Ask implements tool.Asker.
+func (a *Asker) Ask(ctx context.Context, q tool.Question) (string, error) {
+	id := tool.EnvFrom(ctx).SessionID
 	var sys *actor.ActorSystem
 	var to *actor.PID
 	for range 16 {
@@ -107,7 +107,7 @@ func (a *Asker) Ask(ctx context.Context, q agent.Question) (string, error) {
 		id = parent
 	}
 	if to == nil {
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	wait := askWait
 	if q.Timeout > 0 {
@@ -116,7 +116,7 @@ func (a *Asker) Ask(ctx context.Context, q agent.Question) (string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d))
 	}
-	f := sys.Root.RequestFuture(to, encode(callerMsg{Ask: &question{Session: agent.EnvFrom(ctx).SessionID, Kind: q.Kind, Text: q.Text,
+	f := sys.Root.RequestFuture(to, encode(callerMsg{Ask: &question{Session: tool.EnvFrom(ctx).SessionID, Kind: q.Kind, Text: q.Text,
 		Choices: q.Choices, TimeoutMS: q.Timeout.Milliseconds()}}), wait)
 	type result struct {
 		res any
@@ -147,7 +147,7 @@ func (a *Asker) Ask(ctx context.Context, q agent.Question) (string, error) {
 	}
 	switch {
 	case ans.NoAsker:
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	case ans.Err != "":
 		return "", errors.New(ans.Err)
 	}
@@ -173,7 +173,7 @@ func parentOf(ctx context.Context, store events.Store, id string) (string, error
 
 // answerQuestion asks the caller's asker q and sends the answer to the
 // node waiting for it.
-func answerQuestion(asker agent.Asker, root *actor.RootContext, to *actor.PID, b []byte) {
+func answerQuestion(asker tool.Asker, root *actor.RootContext, to *actor.PID, b []byte) {
 	var q question
 	var ans answer
 	if err := json.Unmarshal(b, &q); err != nil {
@@ -181,10 +181,10 @@ func answerQuestion(asker agent.Asker, root *actor.RootContext, to *actor.PID, b
 	} else if asker == nil {
 		ans.NoAsker = true
 	} else {
-		ctx := agent.WithEnv(context.Background(), &agent.Env{SessionID: q.Session})
-		text, err := asker.Ask(ctx, agent.Question{Kind: q.Kind, Text: q.Text, Choices: q.Choices, Timeout: time.Duration(q.TimeoutMS) * time.Millisecond})
+		ctx := tool.WithEnv(context.Background(), &tool.Env{SessionID: q.Session})
+		text, err := asker.Ask(ctx, tool.Question{Kind: q.Kind, Text: q.Text, Choices: q.Choices, Timeout: time.Duration(q.TimeoutMS) * time.Millisecond})
 		switch {
-		case errors.Is(err, agent.ErrNoAsker):
+		case errors.Is(err, tool.ErrNoAsker):
 			ans.NoAsker = true
 		case err != nil:
 			ans.Err = err.Error()

@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/actors/node/nodetest"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/bus/bustest"
@@ -65,7 +66,7 @@ func helperNode() error {
 	ask := node.NewAsker(store)
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask,
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
-		Tools:    agent.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools:    tool.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
 		Leases: session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
@@ -664,10 +665,10 @@ func typeCounts(t *testing.T, store events.Store, sid string) map[string]int {
 	return count
 }
 
-// askerFunc is an agent.Asker made of a function.
-type askerFunc func(context.Context, agent.Question) (string, error)
+// askerFunc is an tool.Asker made of a function.
+type askerFunc func(context.Context, tool.Question) (string, error)
 
-func (f askerFunc) Ask(ctx context.Context, q agent.Question) (string, error) { return f(ctx, q) }
+func (f askerFunc) Ask(ctx context.Context, q tool.Question) (string, error) { return f(ctx, q) }
 
 // A turn running on a node asks the person (the clarify tool): the
 // question travels to the turn's caller, whose asker (a gateway's: the
@@ -707,13 +708,13 @@ func TestClusterQuestionsReachTheCaller(t *testing.T) {
 	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
 	sessions := node.NewSessions(client)
 	var mu sync.Mutex
-	var asked []agent.Question
+	var asked []tool.Question
 	var askedFor []string
-	sessions.Asker = askerFunc(func(ctx context.Context, q agent.Question) (string, error) {
+	sessions.Asker = askerFunc(func(ctx context.Context, q tool.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, q)
-		askedFor = append(askedFor, agent.EnvFrom(ctx).SessionID)
+		askedFor = append(askedFor, tool.EnvFrom(ctx).SessionID)
 		return "blue", nil
 	})
 	r := sessions.RunTurn(ctx, sid, &session.Turn{ID: "t1", Text: "paint it"})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // stopGrace bounds how long an interrupted turn's caller waits for the
@@ -35,7 +36,7 @@ type Sessions struct {
 	// Asker, when set, answers the questions a turn asks the person
 	// (clarify, approvals) wherever the turn runs: the gateway's asker,
 	// which asks in the chat.
-	Asker agent.Asker
+	Asker tool.Asker
 }
 
 // NewSessions returns the session port of cluster c.

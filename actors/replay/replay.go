@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -99,7 +101,7 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 			servers[s.Name] = s.Server
 		}
 	}
-	tools := make([]agent.Tool, 0, len(toolNames))
+	tools := make([]tool.Tool, 0, len(toolNames))
 	for _, n := range toolNames {
 		tools = append(tools, stubTool{n, servers[n]})
 	}
@@ -127,8 +129,8 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 		if ti, ok := turn[len(turn)-1].payload.(schema.TurnInterrupted); ok {
 			prov.interrupt = ti.Reason
 		}
-		loop := &agent.Loop{Provider: prov, Tools: agent.NewTools(tools...), Exec: &executor{results: results(turn)}, Rec: cmp,
-			Budget: agent.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns), NoEstimate: true},
+		loop := &agent.Loop{Provider: prov, Tools: tool.NewTools(tools...), Exec: &executor{results: results(turn)}, Rec: cmp,
+			Budget: tool.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns), NoEstimate: true},
 			NewID: func() string { return "" }}
 		_, err := loop.Turn(tctx, t, "replay", u.Content)
 		cancel(nil)
@@ -334,21 +336,21 @@ func (p *provider) APIMode() string {
 	return ""
 }
 
-func (p *provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (agent.Response, error) {
+func (p *provider) Complete(ctx context.Context, req model.Request, onDelta func(model.Delta)) (model.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.handled >= len(p.answers) {
 		if p.interrupt != "" {
 			p.cancel(agent.Cause(p.interrupt))
-			return agent.Response{}, context.Cause(ctx)
+			return model.Response{}, context.Cause(ctx)
 		}
-		return agent.Response{}, &agent.ProviderError{Provider: "replay", Status: 500, Message: "the record has no further model response"}
+		return model.Response{}, &model.ProviderError{Provider: "replay", Status: 500, Message: "the record has no further model response"}
 	}
 	a := p.answers[p.handled]
 	p.calls++
 	p.given++
 	if p.given < p.parts[p.handled] {
-		return agent.Response{FinishReason: "length", Model: a.Model}, nil
+		return model.Response{FinishReason: "length", Model: a.Model}, nil
 	}
 	p.given = 0
 	p.handled++
@@ -358,7 +360,7 @@ func (p *provider) Complete(ctx context.Context, req agent.Request, onDelta func
 	}
 	// Reasoning goes back as the provider's reasoning, exactly as recorded
 	// (through <think> tags it would be trimmed).
-	return agent.Response{Content: a.Content, Reasoning: a.Reasoning, ToolCalls: a.ToolCalls, FinishReason: finish, Usage: a.Usage, Model: a.Model}, nil
+	return model.Response{Content: a.Content, Reasoning: a.Reasoning, ToolCalls: a.ToolCalls, FinishReason: finish, Usage: a.Usage, Model: a.Model}, nil
 }
 
 // executor returns the recorded tool results by call id.
@@ -376,10 +378,10 @@ func results(turn []recorded) map[string]schema.ToolResultAdded {
 	return m
 }
 
-func (e *executor) Execute(_ context.Context, c agent.Call) agent.Result {
+func (e *executor) Execute(_ context.Context, c tool.Call) tool.Result {
 	r, ok := e.results[c.ID]
 	if !ok {
-		return agent.Result{Err: "replay: no recorded result for call " + c.ID}
+		return tool.Result{Err: "replay: no recorded result for call " + c.ID}
 	}
 	// The loop adds "Error: ..." to the content itself; give it back the
 	// parts it started from.
@@ -387,7 +389,7 @@ func (e *executor) Execute(_ context.Context, c agent.Call) agent.Result {
 	if r.Error != "" {
 		content = trimErr(content, r.Error)
 	}
-	return agent.Result{Content: content, Err: r.Error, Interrupted: r.Interrupted}
+	return tool.Result{Content: content, Err: r.Error, Interrupted: r.Interrupted}
 }
 
 func trimErr(content, errText string) string {
@@ -404,10 +406,10 @@ func trimErr(content, errText string) string {
 // stubTool stands for a registered tool; the executor never runs it.
 type stubTool struct{ name, server string }
 
-func (s stubTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: s.name, Parameters: map[string]any{"type": "object"}}
+func (s stubTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: s.name, Parameters: map[string]any{"type": "object"}}
 }
-func (s stubTool) Flags() agent.ToolFlags { return agent.ToolFlags{Server: s.server} }
+func (s stubTool) Flags() tool.Flags { return tool.Flags{Server: s.server} }
 func (stubTool) Run(context.Context, json.RawMessage) (string, error) {
 	return "", fmt.Errorf("replay never runs tools")
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -44,13 +46,13 @@ func benchServer(b *testing.B) *llmtest.Server {
 func BenchmarkHTTPBaseline(b *testing.B) {
 	srv := benchServer(b)
 	p := openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"})
-	req := agent.Request{Model: "m", System: "You are Hermes.", Messages: []schema.Message{{Role: "user", Content: "echo three times"}},
-		Tools: agent.NewTools(echoTool{}).Specs()}
+	req := model.Request{Model: "m", System: "You are Hermes.", Messages: []schema.Message{{Role: "user", Content: "echo three times"}},
+		Tools: tool.NewTools(echoTool{}).Specs()}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		for range 2 {
-			if _, err := p.Complete(ctx, req, func(agent.Delta) {}); err != nil {
+			if _, err := p.Complete(ctx, req, func(model.Delta) {}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -66,12 +68,12 @@ func (nopRecorder) Record(context.Context, string, ...schema.Payload) error { re
 // model calls) without actors or storage.
 func BenchmarkLoopTurn(b *testing.B) {
 	srv := benchServer(b)
-	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: agent.NewTools(echoTool{}),
-		Exec: agent.DirectExecutor{Timeout: time.Minute}, Rec: nopRecorder{}, Cfg: agent.Config{Model: "m"}}
+	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: tool.NewTools(echoTool{}),
+		Exec: tool.DirectExecutor{Timeout: time.Minute}, Rec: nopRecorder{}, Cfg: agent.Config{Model: "m"}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		loop.Budget = agent.NewBudget(90)
+		loop.Budget = tool.NewBudget(90)
 		tr := &history.Transcript{System: "You are Hermes."}
 		if _, err := loop.Turn(ctx, tr, "t", "echo three times"); err != nil {
 			b.Fatal(err)
@@ -93,7 +95,7 @@ func BenchmarkSessionTurn(b *testing.B) {
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: agent.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 90})
+		Tools: tool.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 90})
 	defer mgr.Shutdown()
 	ctx := context.Background()
 	b.ReportAllocs()

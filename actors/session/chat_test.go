@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/events"
@@ -59,7 +60,7 @@ func TestGeneratedTitles(t *testing.T) {
 	var seen []string
 	sys := actors.NewSystem(zerolog.Nop())
 	deps := session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
-		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 5,
+		Tools: tool.NewTools(), Exec: tool.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 5,
 		Title: func(ctx context.Context, _, user, answer string) (string, schema.AuxiliaryCallCompleted, error) {
 			n := asked.Add(1)
 			mu.Lock()

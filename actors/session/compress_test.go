@@ -16,7 +16,9 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
@@ -51,11 +53,11 @@ func newCompRigWith(t *testing.T, cfg compress.Config, window int, mod func(*ses
 	srv := llmtest.New(script...)
 	sys := actors.NewSystem(zerolog.Nop())
 	win := &compress.Windows{Path: filepath.Join(dir, "context_limits.json"), Override: window}
-	ladder := &agent.Ladder{Endpoints: []*agent.Endpoint{{Name: "openai", Build: func(string) agent.Provider {
+	ladder := &model.Ladder{Endpoints: []*model.Endpoint{{Name: "openai", Build: func(string) model.Provider {
 		return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"})
-	}}}, Backoff: agent.Backoff{Retries: -1}}
-	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: ladder, Tools: agent.NewTools(echoTool{}),
-		Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Compression: cfg, Windows: win}
+	}}}, Backoff: model.Backoff{Retries: -1}}
+	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: ladder, Tools: tool.NewTools(echoTool{}),
+		Exec: tool.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Compression: cfg, Windows: win}
 	if mod != nil {
 		mod(&deps, store, dir)
 	}
@@ -266,7 +268,7 @@ func TestAutomaticCompressionBeforeTheCall(t *testing.T) {
 // cost, the costs projection counts them, and so does the session's cap.
 func TestAuxiliaryCallsAreCosted(t *testing.T) {
 	r := newCompRigWith(t, compress.Config{Enabled: true}, 4000, func(d *session.Deps, store events.Store, dir string) {
-		d.Tools = agent.NewTools(echoTool{}, memory.New(store, filepath.Join(dir, "memories")))
+		d.Tools = tool.NewTools(echoTool{}, memory.New(store, filepath.Join(dir, "memories")))
 		d.FlushMemory = true
 	},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "m1", Name: "memory", Args: `{"action":"add","target":"memory","content":"The user edits files under src/."}`}},
@@ -279,7 +281,7 @@ func TestAuxiliaryCallsAreCosted(t *testing.T) {
 	if res.Err != nil || res.Answer != "fits now" {
 		t.Fatalf("%+v", res)
 	}
-	prices := agent.DefaultPrices()
+	prices := model.DefaultPrices()
 	var aux []schema.AuxiliaryCallCompleted
 	parent := r.stream(t, "aux")
 	for _, e := range parent {

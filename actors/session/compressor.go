@@ -12,6 +12,8 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -55,7 +57,7 @@ func (c *compressor) window() int {
 }
 
 // Calibrate learns how far the estimate is from the provider's count.
-func (c *compressor) Calibrate(req agent.Request, u schema.Usage) {
+func (c *compressor) Calibrate(req model.Request, u schema.Usage) {
 	if u.PromptTokens <= 0 {
 		return
 	}
@@ -126,16 +128,16 @@ func (c *compressor) Compress(ctx context.Context, t *history.Transcript, force 
 		summary = compress.Fallback(previous, middle)
 	} else {
 		prov := a.deps.AuxProvider
-		model := a.deps.AuxModel
+		aux := a.deps.AuxModel
 		if prov == nil {
 			prov = a.deps.Provider
 		}
-		if model == "" {
-			model = c.model
+		if aux == "" {
+			aux = c.model
 		}
-		s, resp, err := compress.Summarizer{Provider: prov, Model: model}.Summarize(ctx, previous, middle)
+		s, resp, err := compress.Summarizer{Provider: prov, Model: aux}.Summarize(ctx, previous, middle)
 		if err == nil {
-			c.recordAux(ctx, "compression", prov, model, resp)
+			c.recordAux(ctx, "compression", prov, aux, resp)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -208,7 +210,7 @@ func (c *compressor) Overflowed(err error) {
 // flushMemory gives the model one chance to save memories before the
 // middle of the history is summarised away.
 func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
-	tool, ok := c.a.deps.Tools.Get("memory")
+	mem, ok := c.a.deps.Tools.Get("memory")
 	if !ok || !c.a.deps.FlushMemory {
 		return
 	}
@@ -218,19 +220,19 @@ func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
 	} else {
 		msgs = append(msgs, schema.Message{Role: "user", Content: flushPrompt})
 	}
-	resp, err := c.a.deps.Provider.Complete(ctx, agent.Request{Model: c.model, System: t.System, Messages: msgs,
-		Tools: []agent.ToolSpec{tool.Spec()}}, func(agent.Delta) {})
+	resp, err := c.a.deps.Provider.Complete(ctx, model.Request{Model: c.model, System: t.System, Messages: msgs,
+		Tools: []model.ToolSpec{mem.Spec()}}, func(model.Delta) {})
 	if err != nil {
 		c.a.log.Warn().Err(err).Msg("memory flush before compression failed")
 		return
 	}
 	c.recordAux(ctx, "memory_flush", c.a.deps.Provider, c.model, resp)
-	env := &agent.Env{SessionID: c.a.rec.sessionID(), TurnID: c.turnID, Values: c.a.values}
+	env := &tool.Env{SessionID: c.a.rec.sessionID(), TurnID: c.turnID, Values: c.a.values}
 	for _, tc := range resp.ToolCalls {
 		if tc.Function.Name != "memory" {
 			continue
 		}
-		if _, err := tool.Run(agent.WithEnv(ctx, env), json.RawMessage(tc.Function.Arguments)); err != nil {
+		if _, err := mem.Run(tool.WithEnv(ctx, env), json.RawMessage(tc.Function.Arguments)); err != nil {
 			c.a.log.Info().Err(err).Msg("a memory flush call was refused")
 		}
 	}
@@ -238,8 +240,8 @@ func (c *compressor) flushMemory(ctx context.Context, t *history.Transcript) {
 
 // recordAux records a model call made for the session outside its
 // conversation, so that costs and the cost caps count it.
-func (c *compressor) recordAux(ctx context.Context, purpose string, prov agent.Provider, model string, resp agent.Response) {
-	ev := agent.AuxCall(purpose, prov, model, resp, c.a.deps.Cfg.Prices)
+func (c *compressor) recordAux(ctx context.Context, purpose string, prov model.Provider, modelName string, resp model.Response) {
+	ev := model.AuxCall(purpose, prov, modelName, resp, c.a.deps.Cfg.Prices)
 	if err := c.a.rec.Record(context.WithoutCancel(ctx), c.turnID, ev); err != nil {
 		c.a.log.Warn().Err(err).Str("purpose", purpose).Msg("could not record an auxiliary model call")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -43,7 +44,7 @@ func TestStoreLeases(t *testing.T) {
 		locks := store.Locks(session.OwnerRecord(o))
 		leases := &session.StoreLeases[*postgres.Lock]{Locks: locks}
 		m := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-			Tools: agent.NewTools(), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 5, Leases: leases})
+			Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 5, Leases: leases})
 		leases.OnLost = m.Restart
 		t.Cleanup(func() {
 			m.Shutdown()

@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -70,7 +71,7 @@ func TestManagerRefusesALeasedSession(t *testing.T) {
 	newMgr := func(pid int) *session.Manager {
 		sys := actors.NewSystem(zerolog.Nop())
 		deps := session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
-			Tools: agent.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20,
+			Tools: tool.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20,
 			Leases: session.NewFileLeases(locks, session.Owner{Host: "here", PID: pid})}
 		m := session.NewManager(sys, deps)
 		t.Cleanup(func() {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -31,10 +33,10 @@ type gotArgs struct {
 	args []string
 }
 
-func (*gotArgs) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "deploy", Description: "deploy", Parameters: map[string]any{"type": "object"}}
+func (*gotArgs) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "deploy", Description: "deploy", Parameters: map[string]any{"type": "object"}}
 }
-func (*gotArgs) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (*gotArgs) Flags() tool.Flags { return tool.Flags{} }
 func (g *gotArgs) Run(_ context.Context, a json.RawMessage) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -68,10 +70,10 @@ func TestModelWrittenSecretsAreRedactedInTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool := &gotArgs{}
+	got := &gotArgs{}
 	sys := actors.NewSystem(zerolog.Nop())
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: agent.NewTools(keep.Tools(tool)...), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
+		Tools: tool.NewTools(keep.Tools(got)...), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
 		Redact: keep.Redact})
 	t.Cleanup(func() {
 		mgr.Shutdown()
@@ -101,8 +103,8 @@ func TestModelWrittenSecretsAreRedactedInTheLog(t *testing.T) {
 	}
 
 	// The tool ran with the arguments as written.
-	if len(tool.args) != 1 || tool.args[0] != args {
-		t.Errorf("the tool got %q, want the model's arguments %q", tool.args, args)
+	if len(got.args) != 1 || got.args[0] != args {
+		t.Errorf("the tool got %q, want the model's arguments %q", got.args, args)
 	}
 
 	// Every event in the log, read back from the store.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -55,9 +57,9 @@ func Create(ctx context.Context, store events.Store, id string, s Start) error {
 type Deps struct {
 	Store    events.Store
 	Log      zerolog.Logger
-	Provider agent.Provider
-	Tools    agent.Toolbox
-	Exec     agent.Executor
+	Provider model.Provider
+	Tools    tool.Toolbox
+	Exec     tool.Executor
 	Cfg      agent.Config
 	// MaxTurns is the iteration budget of each turn.
 	MaxTurns int
@@ -66,7 +68,7 @@ type Deps struct {
 	// Hooks hear of every turn's start and end (shell hooks).
 	Hooks agent.TurnHooks
 	// Asker reaches the person for clarify and approvals (nil: nobody).
-	Asker agent.Asker
+	Asker tool.Asker
 	// Yolo approves dangerous commands that are not hard-line.
 	Yolo bool
 	// Compression keeps the history within the context window (Enabled
@@ -74,7 +76,7 @@ type Deps struct {
 	Compression compress.Config
 	Windows     *compress.Windows
 	// AuxProvider and AuxModel summarise (default: the main ones).
-	AuxProvider agent.Provider
+	AuxProvider model.Provider
 	AuxModel    string
 	// FlushMemory lets the model save memories before compression.
 	FlushMemory bool
@@ -86,7 +88,7 @@ type Deps struct {
 	MaxConcurrent int
 	// Restrict returns the toolbox of a subagent asking for toolsets (nil:
 	// the parent's); delegate says whether it may delegate further.
-	Restrict func(toolsets []string, delegate bool) agent.Toolbox
+	Restrict func(toolsets []string, delegate bool) tool.Toolbox
 	// ChildRestarts within ChildWindow bound a subagent's restarts.
 	ChildRestarts int
 	ChildWindow   time.Duration
@@ -188,7 +190,7 @@ type Actor struct {
 	rec     *recorder
 	tr      *history.Transcript
 	wd      string
-	values  *agent.SessionValues
+	values  *tool.SessionValues
 	started schema.SessionStarted
 	comp    compression
 
@@ -374,7 +376,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		}
 	}
 	provider := a.deps.Provider
-	if lad, ok := provider.(*agent.Ladder); ok {
+	if lad, ok := provider.(*model.Ladder); ok {
 		turn := lad.ForTurn()
 		if t.Observe != nil {
 			observe := t.Observe
@@ -383,14 +385,14 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		provider = turn
 	}
 	comp := &compressor{a: a, turnID: turnID, model: cfg.Model}
-	budget := agent.NewBudget(a.deps.MaxTurns)
+	budget := tool.NewBudget(a.deps.MaxTurns)
 	if a.task != nil {
 		budget = a.task.budget // one budget for the whole tree
 	}
 	self, root := c.Self(), c.ActorSystem().Root
 	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil, Redact: a.deps.Redact,
-		Env: agent.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
+		Env: tool.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
 			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr
 	go func() {
@@ -423,7 +425,7 @@ func (a *Actor) finishTask(c actor.Context, r TurnResult) {
 		status = "budget_exhausted"
 	}
 	u, cost := a.usageSoFar(context.Background())
-	a.task.finish(agent.DelegateResult{Status: status, Answer: r.Answer, Usage: u, Cost: cost})
+	a.task.finish(tool.DelegateResult{Status: status, Answer: r.Answer, Usage: u, Cost: cost})
 	c.Stop(c.Self())
 }
 
@@ -529,7 +531,7 @@ func (a *Actor) recover(ctx context.Context) error {
 	if a.values != nil {
 		a.values.Close()
 	}
-	a.values = agent.NewSessionValues()
+	a.values = tool.NewSessionValues()
 	open := ""
 	spent := 0.0
 	for _, r := range rs {

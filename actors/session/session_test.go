@@ -14,7 +14,9 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
@@ -28,10 +30,10 @@ import (
 
 type echoTool struct{}
 
-func (echoTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "echo", Description: "echo", Parameters: map[string]any{"type": "object"}}
+func (echoTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "echo", Description: "echo", Parameters: map[string]any{"type": "object"}}
 }
-func (echoTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (echoTool) Flags() tool.Flags { return tool.Flags{} }
 func (echoTool) Run(ctx context.Context, a json.RawMessage) (string, error) {
 	var v struct{ Sleep int }
 	json.Unmarshal(a, &v)
@@ -60,7 +62,7 @@ func newRig(t *testing.T, script ...llmtest.Reply) *rig {
 	srv := llmtest.New(script...)
 	sys := actors.NewSystem(zerolog.Nop())
 	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: agent.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20}
+		Tools: tool.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20}
 	mgr := session.NewManager(sys, deps)
 	t.Cleanup(func() {
 		mgr.Shutdown()
@@ -242,8 +244,8 @@ func TestUnknownSession(t *testing.T) {
 
 type skillManage struct{ echoTool }
 
-func (skillManage) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "skill_manage", Parameters: map[string]any{"type": "object"}}
+func (skillManage) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "skill_manage", Parameters: map[string]any{"type": "object"}}
 }
 
 func TestSkillNudgeAfterBusyTurn(t *testing.T) {
@@ -255,7 +257,7 @@ func TestSkillNudgeAfterBusyTurn(t *testing.T) {
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
 	mgr := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
-		Tools: agent.NewTools(echoTool{}, skillManage{}), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, SkillNudgeAfter: 5})
+		Tools: tool.NewTools(echoTool{}, skillManage{}), Exec: tool.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, SkillNudgeAfter: 5})
 	defer mgr.Shutdown()
 	r.create(t, "nudge")
 	ctx := context.Background()
@@ -282,7 +284,7 @@ func TestCostCapStopsTheNextCall(t *testing.T) {
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
 	mgr := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
-		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, MaxCostPerSession: 0.10})
+		Tools: tool.NewTools(), Exec: tool.DirectExecutor{}, Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, MaxCostPerSession: 0.10})
 	defer mgr.Shutdown()
 	r.create(t, "capped")
 	ctx := context.Background()
@@ -303,7 +305,7 @@ func TestCostCapStopsTheNextCall(t *testing.T) {
 	}
 	// The day cap reads the day's spending.
 	mgr2 := session.NewManager(sys, session.Deps{Store: r.store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
-		Tools: agent.NewTools(), Exec: agent.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, MaxCostPerDay: 5, DayCost: func() float64 { return 5.01 }})
+		Tools: tool.NewTools(), Exec: tool.DirectExecutor{}, Cfg: agent.Config{Model: "m"}, MaxTurns: 10, MaxCostPerDay: 5, DayCost: func() float64 { return 5.01 }})
 	defer mgr2.Shutdown()
 	r.create(t, "day")
 	if res := mgr2.Run(ctx, "day", "hi", nil); res.Err == nil || !strings.Contains(res.Err.Error(), "max_cost_per_day") {

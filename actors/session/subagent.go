@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -26,9 +27,9 @@ const (
 type childTask struct {
 	goal   string
 	depth  int
-	budget *agent.Budget
-	tools  agent.Toolbox
-	reply  chan agent.DelegateResult
+	budget *tool.Budget
+	tools  tool.Toolbox
+	reply  chan tool.DelegateResult
 	once   sync.Once
 	// observe and yolo come from the delegating turn: its observer sees
 	// what the subagent does (one level deeper), and /yolo holds for it.
@@ -36,7 +37,7 @@ type childTask struct {
 	yolo    bool
 }
 
-func (t *childTask) finish(r agent.DelegateResult) {
+func (t *childTask) finish(r tool.DelegateResult) {
 	t.once.Do(func() { t.reply <- r })
 }
 
@@ -78,7 +79,7 @@ func (s *childStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor
 	t := s.tasks[child.Id]
 	s.mu.Unlock()
 	if t != nil {
-		t.finish(agent.DelegateResult{Status: "failed", Answer: fmt.Sprintf("the subagent failed %d times and was given up: %v", rs.FailureCount(), reason)})
+		t.finish(tool.DelegateResult{Status: "failed", Answer: fmt.Sprintf("the subagent failed %d times and was given up: %v", rs.FailureCount(), reason)})
 	}
 	sup.StopChildren(child)
 }
@@ -103,20 +104,20 @@ type delegator struct {
 	observe agent.Observer
 }
 
-func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (agent.DelegateResult, error) {
+func (d *delegator) Delegate(ctx context.Context, req tool.DelegateRequest) (tool.DelegateResult, error) {
 	a := d.a
 	maxDepth := a.deps.MaxDepth
 	if maxDepth == 0 {
 		maxDepth = DefaultMaxDepth
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	if a.depth >= maxDepth {
-		return agent.DelegateResult{}, fmt.Errorf("delegation depth limit reached (delegation.max_depth = %d): do this part yourself", maxDepth)
+		return tool.DelegateResult{}, fmt.Errorf("delegation depth limit reached (delegation.max_depth = %d): do this part yourself", maxDepth)
 	}
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():
-		return agent.DelegateResult{}, ctx.Err()
+		return tool.DelegateResult{}, ctx.Err()
 	}
 	defer func() { <-a.slots }()
 
@@ -128,19 +129,19 @@ func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (ag
 	meta := schema.Meta{SessionID: childID, TurnID: d.turnID}
 	e1, err := schema.NewEnvelope(meta, start)
 	if err != nil {
-		return agent.DelegateResult{}, err
+		return tool.DelegateResult{}, err
 	}
 	meta.CausationID = e1.ID
 	e2, err := schema.NewEnvelope(meta, schema.SystemPromptBuilt{Content: system})
 	if err != nil {
-		return agent.DelegateResult{}, err
+		return tool.DelegateResult{}, err
 	}
 	if _, err := a.deps.Store.Append(context.WithoutCancel(ctx), events.SessionStream(childID), events.NoStream, e1, e2); err != nil {
-		return agent.DelegateResult{}, err
+		return tool.DelegateResult{}, err
 	}
 	if env.Record != nil {
 		if err := env.Record(ctx, schema.SubagentSpawned{ChildSessionID: childID, Goal: req.Goal, Toolsets: req.Toolsets, Depth: a.depth + 1}); err != nil {
-			return agent.DelegateResult{}, err
+			return tool.DelegateResult{}, err
 		}
 	}
 	tools := a.deps.Tools
@@ -151,7 +152,7 @@ func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (ag
 	if req.Context != "" {
 		goal += "\n\nContext:\n" + req.Context
 	}
-	task := &childTask{goal: goal, depth: a.depth + 1, budget: env.Budget, tools: tools, reply: make(chan agent.DelegateResult, 1), yolo: env.Yolo}
+	task := &childTask{goal: goal, depth: a.depth + 1, budget: env.Budget, tools: tools, reply: make(chan tool.DelegateResult, 1), yolo: env.Yolo}
 	if parent := d.observe; parent != nil {
 		task.observe = func(o agent.Observation) {
 			o.Depth++
@@ -161,9 +162,9 @@ func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (ag
 	spawned := make(chan error, 1)
 	d.root.Send(d.self, &spawnChild{id: childID, task: task, reply: spawned})
 	if err := <-spawned; err != nil {
-		return agent.DelegateResult{}, fmt.Errorf("start subagent: %w", err)
+		return tool.DelegateResult{}, fmt.Errorf("start subagent: %w", err)
 	}
-	var res agent.DelegateResult
+	var res tool.DelegateResult
 	select {
 	case res = <-task.reply:
 	case <-ctx.Done():
@@ -172,7 +173,7 @@ func (d *delegator) Delegate(ctx context.Context, req agent.DelegateRequest) (ag
 		select {
 		case res = <-task.reply:
 		case <-time.After(30 * time.Second):
-			res = agent.DelegateResult{Status: "interrupted"}
+			res = tool.DelegateResult{Status: "interrupted"}
 		}
 	}
 	res.SessionID = childID

@@ -17,7 +17,9 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/tools/delegate"
@@ -76,13 +78,13 @@ type sideEffect struct {
 	yolo chan bool
 }
 
-func (sideEffect) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "side_effect", Parameters: map[string]any{"type": "object"}}
+func (sideEffect) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "side_effect", Parameters: map[string]any{"type": "object"}}
 }
-func (sideEffect) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (sideEffect) Flags() tool.Flags { return tool.Flags{} }
 func (s sideEffect) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	if s.yolo != nil {
-		s.yolo <- agent.EnvFrom(ctx).Yolo
+		s.yolo <- tool.EnvFrom(ctx).Yolo
 	}
 	s.runs.Add(1)
 	n := s.running.Add(1)
@@ -110,11 +112,11 @@ func newTreeRig(t *testing.T, route func(llmtest.Request) *llmtest.Reply, se sid
 	srv := llmtest.New()
 	srv.SetRoute(route)
 	sys := actors.NewSystem(zerolog.Nop())
-	all := agent.NewTools(delegate.Tool{}, se)
-	noDelegate := agent.NewTools(se)
+	all := tool.NewTools(delegate.Tool{}, se)
+	noDelegate := tool.NewTools(se)
 	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: all,
-		Exec: agent.DirectExecutor{Timeout: 10 * time.Second}, Cfg: agent.Config{Model: "m", MaxDelegatesPerResponse: 3}, MaxTurns: 30,
-		Restrict: func(_ []string, canDelegate bool) agent.Toolbox {
+		Exec: tool.DirectExecutor{Timeout: 10 * time.Second}, Cfg: agent.Config{Model: "m", MaxDelegatesPerResponse: 3}, MaxTurns: 30,
+		Restrict: func(_ []string, canDelegate bool) tool.Toolbox {
 			if canDelegate {
 				return all
 			}

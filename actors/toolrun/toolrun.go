@@ -12,10 +12,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
-// Pool is an agent.Executor backed by ToolRunner actors.
+// Pool is an tool.Executor backed by ToolRunner actors.
 type Pool struct {
 	system  *actor.ActorSystem
 	parent  *actor.Props // supervises one call's runner
@@ -51,9 +51,9 @@ func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) 
 // run is the message a ToolRunner gets: one call and where to answer.
 type run struct {
 	ctx     context.Context
-	call    agent.Call
+	call    tool.Call
 	timeout time.Duration
-	reply   chan agent.Result
+	reply   chan tool.Result
 	start   time.Time
 }
 
@@ -84,7 +84,7 @@ func (r *runner) run(c actor.Context, m *run) {
 	// The tool runs in this actor's Receive: a panic here fails the actor
 	// and reaches the supervisor strategy below.
 	out, err := m.call.Tool.Run(ctx, m.call.Args)
-	res := agent.Result{Content: out, Duration: time.Since(m.start)}
+	res := tool.Result{Content: out, Duration: time.Since(m.start)}
 	if err != nil {
 		res.Err = err.Error()
 		if ctx.Err() == context.DeadlineExceeded {
@@ -105,27 +105,27 @@ type panicToResult struct{}
 func (panicToResult) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason interface{}, message interface{}) {
 	if m, ok := message.(*run); ok {
 		select {
-		case m.reply <- agent.Result{Err: fmt.Sprintf("tool %s panicked: %v", m.call.Name, reason), Duration: time.Since(m.start)}:
+		case m.reply <- tool.Result{Err: fmt.Sprintf("tool %s panicked: %v", m.call.Name, reason), Duration: time.Since(m.start)}:
 		default:
 		}
 	}
 	sup.StopChildren(child)
 }
 
-// Execute implements agent.Executor.
-func (p *Pool) Execute(ctx context.Context, c agent.Call) agent.Result {
+// Execute implements tool.Executor.
+func (p *Pool) Execute(ctx context.Context, c tool.Call) tool.Result {
 	start := time.Now()
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return agent.Result{Interrupted: true, Err: "cancelled before it started"}
+		return tool.Result{Interrupted: true, Err: "cancelled before it started"}
 	}
 	defer func() { <-p.slots }()
 	// A supervising parent per call: its strategy answers for a runner
 	// that panics, and stopping it stops the runner with it.
 	sup := p.system.Root.Spawn(p.parent)
 	defer p.system.Root.Stop(sup)
-	m := &run{ctx: ctx, call: c, timeout: p.timeout, reply: make(chan agent.Result, 1), start: start}
+	m := &run{ctx: ctx, call: c, timeout: p.timeout, reply: make(chan tool.Result, 1), start: start}
 	p.system.Root.Send(sup, m)
 	var deadline <-chan time.Time
 	if p.timeout > 0 {
@@ -138,13 +138,13 @@ func (p *Pool) Execute(ctx context.Context, c agent.Call) agent.Result {
 		return r
 	case <-deadline:
 		// The tool ignored its context: abandon it.
-		return agent.Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, p.timeout), Duration: time.Since(start)}
+		return tool.Result{Err: fmt.Sprintf("tool %s timed out after %s", c.Name, p.timeout), Duration: time.Since(start)}
 	case <-ctx.Done():
 		select {
 		case r := <-m.reply:
 			return r
 		case <-time.After(15 * time.Second):
-			return agent.Result{Interrupted: true, Err: "cancelled", Duration: time.Since(start)}
+			return tool.Result{Interrupted: true, Err: "cancelled", Duration: time.Since(start)}
 		}
 	}
 }

@@ -13,16 +13,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors"
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
-type tool struct {
+type fakeTool struct {
 	run func(ctx context.Context) (string, error)
 }
 
-func (t tool) Spec() agent.ToolSpec   { return agent.ToolSpec{Name: "t"} }
-func (t tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
-func (t tool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+func (t fakeTool) Spec() model.ToolSpec { return model.ToolSpec{Name: "t"} }
+func (t fakeTool) Flags() tool.Flags    { return tool.Flags{} }
+func (t fakeTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	return t.run(ctx)
 }
 
@@ -32,15 +33,15 @@ func TestPool(t *testing.T) {
 	p := NewPool(sys, 2, 300*time.Millisecond)
 	ctx := context.Background()
 
-	r := p.Execute(ctx, agent.Call{Name: "ok", Tool: tool{func(context.Context) (string, error) { return "fine", nil }}})
+	r := p.Execute(ctx, tool.Call{Name: "ok", Tool: fakeTool{func(context.Context) (string, error) { return "fine", nil }}})
 	if r.Content != "fine" || r.Err != "" {
 		t.Fatalf("ok: %+v", r)
 	}
-	r = p.Execute(ctx, agent.Call{Name: "boom", Tool: tool{func(context.Context) (string, error) { panic("kaboom") }}})
+	r = p.Execute(ctx, tool.Call{Name: "boom", Tool: fakeTool{func(context.Context) (string, error) { panic("kaboom") }}})
 	if !strings.Contains(r.Err, "tool boom panicked: kaboom") {
 		t.Fatalf("panic: %+v", r)
 	}
-	r = p.Execute(ctx, agent.Call{Name: "slow", Tool: tool{func(ctx context.Context) (string, error) {
+	r = p.Execute(ctx, tool.Call{Name: "slow", Tool: fakeTool{func(ctx context.Context) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}}})
@@ -49,10 +50,10 @@ func TestPool(t *testing.T) {
 	}
 	// Still serving after a panic and a timeout, at most 2 at once.
 	var running, peak atomic.Int32
-	done := make(chan agent.Result, 6)
+	done := make(chan tool.Result, 6)
 	for range 6 {
 		go func() {
-			done <- p.Execute(ctx, agent.Call{Name: "count", Tool: tool{func(context.Context) (string, error) {
+			done <- p.Execute(ctx, tool.Call{Name: "count", Tool: fakeTool{func(context.Context) (string, error) {
 				n := running.Add(1)
 				if n > peak.Load() {
 					peak.Store(n)
@@ -74,7 +75,7 @@ func TestPool(t *testing.T) {
 	// Cancellation interrupts.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	r = p.Execute(cctx, agent.Call{Name: "wait", Tool: tool{func(ctx context.Context) (string, error) {
+	r = p.Execute(cctx, tool.Call{Name: "wait", Tool: fakeTool{func(ctx context.Context) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}}})

@@ -25,7 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -228,7 +228,7 @@ func (r *Runner) run(ctx context.Context, event string, h *hook, p payload) answ
 	} else if code != 0 {
 		log.Warn().Int("exit_code", code).Msg("shell hook exited non-zero")
 	}
-	if env := agent.EnvFrom(ctx); env.Record != nil {
+	if env := tool.EnvFrom(ctx); env.Record != nil {
 		if err := env.Record(ctx, ev); err != nil {
 			log.Warn().Err(err).Msg("recording a hook decision failed")
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -32,8 +34,8 @@ type events struct {
 }
 
 func (e *events) ctx() context.Context {
-	return agent.WithEnv(context.Background(), &agent.Env{SessionID: "sess-1", TurnID: "turn-1", WorkingDir: "/work",
-		Values: agent.NewSessionValues(), Record: func(_ context.Context, ps ...schema.Payload) error {
+	return tool.WithEnv(context.Background(), &tool.Env{SessionID: "sess-1", TurnID: "turn-1", WorkingDir: "/work",
+		Values: tool.NewSessionValues(), Record: func(_ context.Context, ps ...schema.Payload) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			for _, p := range ps {
@@ -53,16 +55,16 @@ func (e *events) decisions() string {
 	return strings.Join(out, " ")
 }
 
-// tool is a tool that counts its runs.
-type tool struct {
+// fakeTool is a tool that counts its runs.
+type fakeTool struct {
 	name string
 	runs int
 	err  error
 }
 
-func (t *tool) Spec() agent.ToolSpec   { return agent.ToolSpec{Name: t.name} }
-func (t *tool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true, Server: "srv"} }
-func (t *tool) Run(_ context.Context, args json.RawMessage) (string, error) {
+func (t *fakeTool) Spec() model.ToolSpec { return model.ToolSpec{Name: t.name} }
+func (t *fakeTool) Flags() tool.Flags    { return tool.Flags{ReadOnly: true, Server: "srv"} }
+func (t *fakeTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 	t.runs++
 	return "ran with " + string(args), t.err
 }
@@ -81,8 +83,8 @@ func TestPreToolCallBlocks(t *testing.T) {
 		stdin := filepath.Join(t.TempDir(), "stdin.json")
 		guard := script(t, fmt.Sprintf("cat > %s\necho '%s'", stdin, answer))
 		r := newRunner(t, Config{PreToolCall: {{Command: guard, Matcher: "term.*"}}})
-		term, other := &tool{name: "terminal"}, &tool{name: "read_file"}
-		if r.Tool(other) != agent.Tool(other) {
+		term, other := &fakeTool{name: "terminal"}, &fakeTool{name: "read_file"}
+		if r.Tool(other) != tool.Tool(other) {
 			t.Fatal("a tool no matcher fits was wrapped")
 		}
 		wrapped := r.Tool(term)
@@ -113,7 +115,7 @@ func TestPreToolCallBlocks(t *testing.T) {
 func TestPostToolCallSeesTheResult(t *testing.T) {
 	stdin := filepath.Join(t.TempDir(), "stdin.json")
 	r := newRunner(t, Config{PostToolCall: {{Command: script(t, "cat > "+stdin)}}, PreToolCall: {{Command: script(t, "echo '{}'")}}})
-	tl := &tool{name: "web_search", err: errors.New("rate limited")}
+	tl := &fakeTool{name: "web_search", err: errors.New("rate limited")}
 	ev := &events{}
 	out, err := r.Tool(tl).Run(ev.ctx(), json.RawMessage(`{"q":"go"}`))
 	if out != `ran with {"q":"go"}` || err == nil || tl.runs != 1 {
@@ -148,7 +150,7 @@ func TestFailingHooksNeverBreakTheCall(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := newRunner(t, Config{PreToolCall: {c.hook}})
-		tl := &tool{name: "terminal"}
+		tl := &fakeTool{name: "terminal"}
 		ev := &events{}
 		if _, err := r.Tool(tl).Run(ev.ctx(), json.RawMessage(`{}`)); err != nil || tl.runs != 1 {
 			t.Fatalf("%s: %v, runs %d", c.hook.Command, err, tl.runs)
@@ -159,7 +161,7 @@ func TestFailingHooksNeverBreakTheCall(t *testing.T) {
 	}
 	// A non-zero exit that answers is taken at its word.
 	r := newRunner(t, Config{PreToolCall: {{Command: script(t, `echo '{"action":"block"}'; exit 1`)}}})
-	if _, err := r.Tool(&tool{name: "x"}).Run((&events{}).ctx(), nil); err == nil || !strings.Contains(err.Error(), "Blocked by shell hook.") {
+	if _, err := r.Tool(&fakeTool{name: "x"}).Run((&events{}).ctx(), nil); err == nil || !strings.Contains(err.Error(), "Blocked by shell hook.") {
 		t.Fatalf("exit 1 with a block: %v", err)
 	}
 }

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Tool returns t with the pre_tool_call and post_tool_call hooks whose
 // matcher fits its name around every call; t itself when none does.
-func (r *Runner) Tool(t agent.Tool) agent.Tool {
+func (r *Runner) Tool(t tool.Tool) tool.Tool {
 	if r == nil {
 		return t
 	}
@@ -35,8 +36,8 @@ func (r *Runner) Tool(t agent.Tool) agent.Tool {
 }
 
 // Tools wraps each of ts with Tool.
-func (r *Runner) Tools(ts ...agent.Tool) []agent.Tool {
-	out := make([]agent.Tool, len(ts))
+func (r *Runner) Tools(ts ...tool.Tool) []tool.Tool {
+	out := make([]tool.Tool, len(ts))
 	for i, t := range ts {
 		out[i] = r.Tool(t)
 	}
@@ -44,7 +45,7 @@ func (r *Runner) Tools(ts ...agent.Tool) []agent.Tool {
 }
 
 type hooked struct {
-	agent.Tool
+	tool.Tool
 	r         *Runner
 	pre, post []*hook
 }
@@ -52,7 +53,7 @@ type hooked struct {
 // Run runs the pre_tool_call hooks (the first that blocks stops the
 // call: the model reads why), the tool, then the post_tool_call hooks.
 func (h *hooked) Run(ctx context.Context, args json.RawMessage) (string, error) {
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	name := h.Spec().Name
 	var input any
 	if json.Unmarshal(args, &input) != nil {
@@ -100,7 +101,7 @@ func (r *Runner) TurnStarted(ctx context.Context, t agent.TurnStart) string {
 	if r == nil {
 		return ""
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	cwd := first(r.opts.Dir, env.WorkingDir)
 	if t.First {
 		for _, h := range r.hooks[OnSessionStart] {
@@ -125,7 +126,7 @@ func (r *Runner) TurnEnded(ctx context.Context, t agent.TurnEnd) {
 	if r == nil {
 		return
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	for _, h := range r.hooks[OnSessionEnd] {
 		r.run(ctx, OnSessionEnd, h, payload{SessionID: t.SessionID, Cwd: first(r.opts.Dir, env.WorkingDir), Extra: map[string]any{
 			"turn_id": t.TurnID, "completed": t.Completed, "interrupted": t.Interrupted, "model": t.Model, "platform": r.opts.Platform}})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -57,11 +59,11 @@ func startAimock(t *testing.T, fixtures string) string {
 
 type lsTool struct{ calls *int }
 
-func (lsTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "run a command", Parameters: map[string]any{"type": "object",
+func (lsTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "terminal", Description: "run a command", Parameters: map[string]any{"type": "object",
 		"properties": map[string]any{"command": map[string]any{"type": "string"}}, "required": []string{"command"}}}
 }
-func (lsTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (lsTool) Flags() tool.Flags { return tool.Flags{} }
 func (l lsTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 	*l.calls++
 	var a struct{ Command string }
@@ -89,10 +91,10 @@ const fixtures = `{"fixtures": [
 // TestProvidersAgainstAimock runs a tool-calling turn through each API
 // mode against aimock's implementation of the wire formats.
 func TestProvidersAgainstAimock(t *testing.T) {
-	for _, mode := range []string{agent.ModeChatCompletions, agent.ModeAnthropic, agent.ModeResponses} {
+	for _, mode := range []string{model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses} {
 		t.Run(mode, func(t *testing.T) {
 			base := startAimock(t, fixtures)
-			if mode != agent.ModeAnthropic {
+			if mode != model.ModeAnthropic {
 				base += "/v1"
 			}
 			p, err := llm.New(llm.Config{APIMode: mode, BaseURL: base, APIKey: "test-key"})
@@ -101,8 +103,8 @@ func TestProvidersAgainstAimock(t *testing.T) {
 			}
 			calls := 0
 			r := &rec{}
-			loop := &agent.Loop{Provider: p, Tools: agent.NewTools(lsTool{&calls}), Exec: agent.DirectExecutor{Timeout: 10 * time.Second}, Rec: r,
-				Budget: agent.NewBudget(5), Cfg: agent.Config{Model: "gpt-4o-mini"}}
+			loop := &agent.Loop{Provider: p, Tools: tool.NewTools(lsTool{&calls}), Exec: tool.DirectExecutor{Timeout: 10 * time.Second}, Rec: r,
+				Budget: tool.NewBudget(5), Cfg: agent.Config{Model: "gpt-4o-mini"}}
 			out, err := loop.Turn(context.Background(), &history.Transcript{System: "You are Hermes."}, "t", "list the files")
 			if err != nil {
 				t.Fatal(err)

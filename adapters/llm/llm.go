@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 )
@@ -24,7 +24,7 @@ type Config struct {
 	// after a 401.
 	KeyEnv string
 	// CallTimeout bounds each model call, stream included
-	// (agent.model_call_timeout; zero: agent.DefaultCallTimeout).
+	// (agent.model_call_timeout; zero: model.DefaultCallTimeout).
 	CallTimeout time.Duration
 }
 
@@ -32,21 +32,21 @@ type Config struct {
 // provider's name, then the base URL, then chat_completions.
 func ResolveMode(c Config) (string, error) {
 	switch c.APIMode {
-	case agent.ModeChatCompletions, agent.ModeAnthropic, agent.ModeResponses:
+	case model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses:
 		return c.APIMode, nil
 	case "":
 	default:
-		return "", fmt.Errorf("api_mode %q: use %s, %s or %s", c.APIMode, agent.ModeChatCompletions, agent.ModeAnthropic, agent.ModeResponses)
+		return "", fmt.Errorf("api_mode %q: use %s, %s or %s", c.APIMode, model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses)
 	}
 	switch strings.ToLower(c.Provider) {
 	case "anthropic", "claude":
-		return agent.ModeAnthropic, nil
+		return model.ModeAnthropic, nil
 	case "openai-codex", "codex":
-		return agent.ModeResponses, nil
+		return model.ModeResponses, nil
 	case "":
 	default:
 		if c.BaseURL == "" {
-			return agent.ModeChatCompletions, nil
+			return model.ModeChatCompletions, nil
 		}
 	}
 	if c.BaseURL != "" {
@@ -57,16 +57,16 @@ func ResolveMode(c Config) (string, error) {
 		host, path := strings.ToLower(u.Hostname()), strings.ToLower(u.Path)
 		switch {
 		case strings.HasSuffix(host, "anthropic.com") || strings.HasSuffix(strings.TrimSuffix(path, "/"), "/anthropic"):
-			return agent.ModeAnthropic, nil
+			return model.ModeAnthropic, nil
 		case strings.Contains(path, "/backend-api/codex"):
-			return agent.ModeResponses, nil
+			return model.ModeResponses, nil
 		}
 	}
-	return agent.ModeChatCompletions, nil
+	return model.ModeChatCompletions, nil
 }
 
 // New builds the provider for c.
-func New(c Config) (agent.Provider, error) {
+func New(c Config) (model.Provider, error) {
 	mode, err := ResolveMode(c)
 	if err != nil {
 		return nil, err
@@ -74,14 +74,14 @@ func New(c Config) (agent.Provider, error) {
 	name := c.Provider
 	if name == "" {
 		name = "openai"
-		if mode == agent.ModeAnthropic {
+		if mode == model.ModeAnthropic {
 			name = "anthropic"
 		}
 	}
 	switch mode {
-	case agent.ModeAnthropic:
+	case model.ModeAnthropic:
 		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
-	case agent.ModeResponses:
+	case model.ModeResponses:
 		return openai.NewResponses(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 	}
 	return openai.NewChat(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
@@ -99,11 +99,11 @@ type Known struct {
 // custom is any server speaking the OpenAI chat API at base_url.
 func Providers() []Known {
 	return []Known{
-		{Name: "openai", Mode: agent.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY"},
-		{Name: "anthropic", Mode: agent.ModeAnthropic, KeyEnv: "ANTHROPIC_API_KEY", Aliases: []string{"claude"}},
-		{Name: "openrouter", Mode: agent.ModeChatCompletions, BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY"},
-		{Name: "openai-codex", Mode: agent.ModeResponses, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"codex"}},
-		{Name: "custom", Mode: agent.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"local"}},
+		{Name: "openai", Mode: model.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY"},
+		{Name: "anthropic", Mode: model.ModeAnthropic, KeyEnv: "ANTHROPIC_API_KEY", Aliases: []string{"claude"}},
+		{Name: "openrouter", Mode: model.ModeChatCompletions, BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY"},
+		{Name: "openai-codex", Mode: model.ModeResponses, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"codex"}},
+		{Name: "custom", Mode: model.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"local"}},
 	}
 }
 

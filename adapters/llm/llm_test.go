@@ -3,7 +3,7 @@ package llm
 import (
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 func TestResolveMode(t *testing.T) {
@@ -11,16 +11,16 @@ func TestResolveMode(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{}, agent.ModeChatCompletions},
-		{Config{APIMode: agent.ModeResponses, Provider: "anthropic"}, agent.ModeResponses},
-		{Config{Provider: "anthropic"}, agent.ModeAnthropic},
-		{Config{Provider: "openai-codex"}, agent.ModeResponses},
-		{Config{Provider: "openrouter", BaseURL: "https://api.anthropic.com"}, agent.ModeAnthropic},
-		{Config{Provider: "openrouter"}, agent.ModeChatCompletions},
-		{Config{BaseURL: "https://api.anthropic.com/v1"}, agent.ModeAnthropic},
-		{Config{BaseURL: "https://api.minimax.io/anthropic"}, agent.ModeAnthropic},
-		{Config{BaseURL: "https://chatgpt.com/backend-api/codex"}, agent.ModeResponses},
-		{Config{BaseURL: "http://127.0.0.1:8080/v1"}, agent.ModeChatCompletions},
+		{Config{}, model.ModeChatCompletions},
+		{Config{APIMode: model.ModeResponses, Provider: "anthropic"}, model.ModeResponses},
+		{Config{Provider: "anthropic"}, model.ModeAnthropic},
+		{Config{Provider: "openai-codex"}, model.ModeResponses},
+		{Config{Provider: "openrouter", BaseURL: "https://api.anthropic.com"}, model.ModeAnthropic},
+		{Config{Provider: "openrouter"}, model.ModeChatCompletions},
+		{Config{BaseURL: "https://api.anthropic.com/v1"}, model.ModeAnthropic},
+		{Config{BaseURL: "https://api.minimax.io/anthropic"}, model.ModeAnthropic},
+		{Config{BaseURL: "https://chatgpt.com/backend-api/codex"}, model.ModeResponses},
+		{Config{BaseURL: "http://127.0.0.1:8080/v1"}, model.ModeChatCompletions},
 	}
 	for _, c := range cases {
 		got, err := ResolveMode(c.c)

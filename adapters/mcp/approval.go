@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -36,24 +36,24 @@ type approvals struct {
 // as the terminal does for dangerous commands: approved for the session,
 // in command_allowlist (the tool's name, or mcp_<server>_* for all of a
 // server's), --yolo, or asked. Every decision is an ApprovalDecided event.
-func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage) error {
-	env := agent.EnvFrom(ctx)
-	command := strings.TrimSpace(tool + " " + clip(string(args), 500))
+func (s *Server) approve(ctx context.Context, name string, args json.RawMessage) error {
+	env := tool.EnvFrom(ctx)
+	command := strings.TrimSpace(name + " " + clip(string(args), 500))
 	record := func(decision, by string) {
 		if env.Record != nil {
-			env.Record(ctx, schema.ApprovalDecided{Command: command, Pattern: tool, Decision: decision, By: by})
+			env.Record(ctx, schema.ApprovalDecided{Command: command, Pattern: name, Decision: decision, By: by})
 		}
 	}
 	all := "mcp_" + safeName(s.name, 1<<10) + "_*"
 	approved := env.Values.Get("mcp.approvals", func() any { return &approvals{m: map[string]bool{}} }).(*approvals)
 	approved.mu.Lock()
-	ok := approved.m[tool]
+	ok := approved.m[name]
 	approved.mu.Unlock()
 	switch {
 	case ok:
 		record(session, "session")
 		return nil
-	case s.opts.Allow != nil && (s.opts.Allow.Has(tool) || s.opts.Allow.Has(all)):
+	case s.opts.Allow != nil && (s.opts.Allow.Has(name) || s.opts.Allow.Has(all)):
 		record(always, "allowlist")
 		return nil
 	case env.Yolo:
@@ -61,7 +61,7 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 		return nil
 	case env.Asker == nil:
 		record(deny, "timeout")
-		return fmt.Errorf("denied: %s needs approval (mcp_servers.%s.approval) and nobody can be asked; run with --yolo or add %s to command_allowlist", tool, s.name, tool)
+		return fmt.Errorf("denied: %s needs approval (mcp_servers.%s.approval) and nobody can be asked; run with --yolo or add %s to command_allowlist", name, s.name, name)
 	}
 	timeout := s.opts.ApprovalTimeout
 	if timeout <= 0 {
@@ -69,12 +69,12 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	answer, err := env.Asker.Ask(actx, agent.Question{Kind: "approval", Timeout: timeout,
-		Text:    fmt.Sprintf("The agent wants to call %s, a tool of MCP server %s (mcp_servers.%s.approval is on), with:\n  %s\nAllow it?", tool, s.name, s.name, clip(string(args), 500)),
+	answer, err := env.Asker.Ask(actx, tool.Question{Kind: "approval", Timeout: timeout,
+		Text:    fmt.Sprintf("The agent wants to call %s, a tool of MCP server %s (mcp_servers.%s.approval is on), with:\n  %s\nAllow it?", name, s.name, s.name, clip(string(args), 500)),
 		Choices: []string{once, session, always, deny}})
 	if err != nil {
 		record(deny, "timeout")
-		return fmt.Errorf("denied: no approval for %s within %s", tool, timeout)
+		return fmt.Errorf("denied: no approval for %s within %s", name, timeout)
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case once, "o", "y", "yes":
@@ -82,7 +82,7 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 		return nil
 	case session, "s":
 		approved.mu.Lock()
-		approved.m[tool] = true
+		approved.m[name] = true
 		approved.mu.Unlock()
 		record(session, "user")
 		return nil
@@ -90,9 +90,9 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 		if s.opts.Allow != nil {
 			var err error
 			if g, ok := s.opts.Allow.(granter); ok {
-				err = g.Grant(ctx, tool, env.SessionID, command)
+				err = g.Grant(ctx, name, env.SessionID, command)
 			} else {
-				err = s.opts.Allow.Add(tool)
+				err = s.opts.Allow.Add(name)
 			}
 			if err != nil {
 				return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
@@ -102,7 +102,7 @@ func (s *Server) approve(ctx context.Context, tool string, args json.RawMessage)
 		return nil
 	}
 	record(deny, "user")
-	return fmt.Errorf("denied by the user: %s; do not retry it, ask the user or find another way", tool)
+	return fmt.Errorf("denied by the user: %s; do not retry it, ask the user or find another way", name)
 }
 
 func clip(s string, n int) string {

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 )
 
@@ -17,8 +18,8 @@ import (
 // baseline of a tool call with no transport at all.
 type builtin struct{}
 
-func (builtin) Spec() agent.ToolSpec   { return agent.ToolSpec{Name: "echo"} }
-func (builtin) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (builtin) Spec() model.ToolSpec { return model.ToolSpec{Name: "echo"} }
+func (builtin) Flags() tool.Flags    { return tool.Flags{ReadOnly: true} }
 func (builtin) Run(_ context.Context, args json.RawMessage) (string, error) {
 	var in struct {
 		Text string `json:"text"`
@@ -30,22 +31,22 @@ func (builtin) Run(_ context.Context, args json.RawMessage) (string, error) {
 }
 
 // BenchmarkToolCall compares one tool call through the path the agent
-// loop takes (agent.RunTool, with its timeout and goroutine) for a
+// loop takes (tool.RunTool, with its timeout and goroutine) for a
 // built-in tool and for MCP tools over stdio and streamable HTTP: our
 // fake server (Go SDK) and the reference server-everything (TypeScript
 // SDK on node, skipped without HERMES_NODE_MODULES).
 //
 //	go test -run '^$' -bench ToolCall -benchtime 2s ./adapters/mcp/
 func BenchmarkToolCall(b *testing.B) {
-	bench := func(b *testing.B, tool agent.Tool, args string) {
+	bench := func(b *testing.B, tl tool.Tool, args string) {
 		ctx := context.Background()
-		call := agent.Call{ID: "c", Name: tool.Spec().Name, Args: json.RawMessage(args), Tool: tool}
-		if r := agent.RunTool(ctx, call, time.Minute); r.Err != "" {
+		call := tool.Call{ID: "c", Name: tl.Spec().Name, Args: json.RawMessage(args), Tool: tl}
+		if r := tool.RunTool(ctx, call, time.Minute); r.Err != "" {
 			b.Fatal(r.Err)
 		}
 		b.ResetTimer()
 		for range b.N {
-			if r := agent.RunTool(ctx, call, time.Minute); r.Err != "" {
+			if r := tool.RunTool(ctx, call, time.Minute); r.Err != "" {
 				b.Fatal(r.Err)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -289,7 +289,7 @@ func TestApproval(t *testing.T) {
 	echo := toolOf(t, s, "mcp_guarded_echo")
 	rec := &recorder{answers: []string{"deny", "session"}}
 	env := rec.env()
-	ctx := agent.WithEnv(context.Background(), env)
+	ctx := tool.WithEnv(context.Background(), env)
 	if _, err := echo.Run(ctx, json.RawMessage(`{"text":"x"}`)); err == nil || !strings.Contains(err.Error(), "denied by the user") {
 		t.Fatalf("denied: %v", err)
 	}
@@ -320,14 +320,14 @@ func TestApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nobody to ask: denied; yolo: allowed; the allow-list: allowed.
-	if _, err := echo.Run(agent.WithEnv(context.Background(), &agent.Env{Values: agent.NewSessionValues()}), json.RawMessage(`{"text":"z"}`)); err == nil {
+	if _, err := echo.Run(tool.WithEnv(context.Background(), &tool.Env{Values: tool.NewSessionValues()}), json.RawMessage(`{"text":"z"}`)); err == nil {
 		t.Fatal("ran with nobody to ask")
 	}
-	if _, err := echo.Run(agent.WithEnv(context.Background(), &agent.Env{Values: agent.NewSessionValues(), Yolo: true}), json.RawMessage(`{"text":"z"}`)); err != nil {
+	if _, err := echo.Run(tool.WithEnv(context.Background(), &tool.Env{Values: tool.NewSessionValues(), Yolo: true}), json.RawMessage(`{"text":"z"}`)); err != nil {
 		t.Fatalf("yolo: %v", err)
 	}
 	allow.Add("mcp_guarded_*")
-	if _, err := echo.Run(agent.WithEnv(context.Background(), &agent.Env{Values: agent.NewSessionValues()}), json.RawMessage(`{"text":"z"}`)); err != nil {
+	if _, err := echo.Run(tool.WithEnv(context.Background(), &tool.Env{Values: tool.NewSessionValues()}), json.RawMessage(`{"text":"z"}`)); err != nil {
 		t.Fatalf("allow-listed server: %v", err)
 	}
 }

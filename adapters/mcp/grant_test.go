@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 )
 
@@ -31,14 +31,14 @@ func TestAlwaysGrantsWithItsSession(t *testing.T) {
 	s := start(t, "guarded", cfg, &Options{Allow: allow})
 	echo := toolOf(t, s, "mcp_guarded_echo")
 	rec := &recorder{answers: []string{"always"}}
-	if _, err := echo.Run(agent.WithEnv(context.Background(), rec.env()), json.RawMessage(`{"text":"x"}`)); err != nil {
+	if _, err := echo.Run(tool.WithEnv(context.Background(), rec.env()), json.RawMessage(`{"text":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if !allow.Has("mcp_guarded_echo") || allow.session != "s1" || !strings.HasPrefix(allow.command, `mcp_guarded_echo {"text":"x"}`) {
 		t.Fatalf("grant: %+v", allow)
 	}
 	// A fresh session is not asked.
-	if _, err := echo.Run(agent.WithEnv(context.Background(), (&recorder{}).env()), json.RawMessage(`{"text":"y"}`)); err != nil {
+	if _, err := echo.Run(tool.WithEnv(context.Background(), (&recorder{}).env()), json.RawMessage(`{"text":"y"}`)); err != nil {
 		t.Fatalf("granted tool in a new session: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -44,7 +44,7 @@ func start(t testing.TB, name string, cfg ServerConfig, opts *Options) *Server {
 	return s
 }
 
-func toolOf(t testing.TB, s *Server, name string) agent.Tool {
+func toolOf(t testing.TB, s *Server, name string) tool.Tool {
 	t.Helper()
 	for _, x := range s.Tools() {
 		if x.Spec().Name == name {
@@ -59,7 +59,7 @@ func toolOf(t testing.TB, s *Server, name string) agent.Tool {
 	return nil
 }
 
-func run(t testing.TB, tool agent.Tool, args string) (string, error) {
+func run(t testing.TB, tool tool.Tool, args string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -94,10 +94,10 @@ type recorder struct {
 	mu      sync.Mutex
 	events  []schema.Payload
 	answers []string
-	asked   []agent.Question
+	asked   []tool.Question
 }
 
-func (r *recorder) Ask(_ context.Context, q agent.Question) (string, error) {
+func (r *recorder) Ask(_ context.Context, q tool.Question) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked = append(r.asked, q)
@@ -109,8 +109,8 @@ func (r *recorder) Ask(_ context.Context, q agent.Question) (string, error) {
 	return a, nil
 }
 
-func (r *recorder) env() *agent.Env {
-	return &agent.Env{SessionID: "s1", TurnID: "t1", Values: agent.NewSessionValues(), Asker: r,
+func (r *recorder) env() *tool.Env {
+	return &tool.Env{SessionID: "s1", TurnID: "t1", Values: tool.NewSessionValues(), Asker: r,
 		Record: func(_ context.Context, ps ...schema.Payload) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -97,7 +97,7 @@ func exerciseEverything(t *testing.T, cfg ServerConfig) {
 	if _, err := call("get_sum", `{"a":"two"}`); err == nil || !strings.Contains(err.Error(), "Input validation error") {
 		t.Fatalf("bad arguments: %v", err)
 	}
-	ghost := &tool{s: s, raw: "no-such-tool"}
+	ghost := &serverTool{s: s, raw: "no-such-tool"}
 	if _, err := run(t, ghost, `{}`); err == nil {
 		t.Fatal("a tool the server does not have ran")
 	}

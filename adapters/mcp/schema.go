@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 // Dialect is the JSON-schema dialect of a provider's tool parameters. MCP
@@ -31,14 +31,14 @@ const (
 	Anthropic
 )
 
-// DialectsOf returns the dialects of API modes (agent.Mode*): the main
+// DialectsOf returns the dialects of API modes (model.Mode*): the main
 // provider's and its fallbacks', whose schemas one tool list must satisfy.
 func DialectsOf(modes ...string) []Dialect {
 	seen := map[Dialect]bool{}
 	var out []Dialect
 	for _, m := range modes {
 		d := OpenAI
-		if m == agent.ModeAnthropic {
+		if m == model.ModeAnthropic {
 			d = Anthropic
 		}
 		if !seen[d] {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 func js(t *testing.T, v any) string {
@@ -120,10 +120,10 @@ func checkDialects(t *testing.T, p map[string]any, ds []Dialect) {
 }
 
 func TestDialectsOf(t *testing.T) {
-	if d := DialectsOf(agent.ModeChatCompletions, agent.ModeResponses); len(d) != 1 || d[0] != OpenAI {
+	if d := DialectsOf(model.ModeChatCompletions, model.ModeResponses); len(d) != 1 || d[0] != OpenAI {
 		t.Fatalf("%v", d)
 	}
-	if d := DialectsOf(agent.ModeAnthropic, agent.ModeChatCompletions, agent.ModeAnthropic); len(d) != 2 {
+	if d := DialectsOf(model.ModeAnthropic, model.ModeChatCompletions, model.ModeAnthropic); len(d) != 2 {
 		t.Fatalf("%v", d)
 	}
 	if d := DialectsOf(); len(d) != 1 {

@@ -16,7 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Options are what the MCP servers of a Hermes process need from it.
@@ -29,7 +29,7 @@ type Options struct {
 	// main provider's and the fallbacks' API modes).
 	Dialects []Dialect
 	// Wrap wraps each tool once per tool list (redaction, hooks).
-	Wrap func(agent.Tool) agent.Tool
+	Wrap func(tool.Tool) tool.Tool
 	// Allow is config's command_allowlist: tools of approval: true
 	// servers approved "always" are added to it.
 	Allow AllowList
@@ -112,7 +112,7 @@ type Server struct {
 	st    Status
 	cur   *conn         // the last connection; its ended says whether it is live
 	next  chan struct{} // closed when a new connection is up
-	tools []agent.Tool
+	tools []tool.Tool
 }
 
 // conn is one connection to the peer.
@@ -184,10 +184,10 @@ func (s *Server) Wait() {
 // Tools returns the tools the server offers now (tools.Source). While it
 // reconnects, the last list stays: the model keeps seeing the same tools,
 // and a call waits for the connection.
-func (s *Server) Tools() []agent.Tool {
+func (s *Server) Tools() []tool.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]agent.Tool(nil), s.tools...)
+	return append([]tool.Tool(nil), s.tools...)
 }
 
 // Generation changes whenever Tools does (tools.Source).

@@ -11,7 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // refresh lists the peer's tools and rebuilds the server's toolset.
@@ -42,15 +43,15 @@ func (s *Server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 // mcp_<server>_<tool>, filtered by tools.include/exclude, with schemas
 // sanitised for the dialects, and the resource and prompt tools of a
 // server that has resources or prompts.
-func (s *Server) build(list []*sdk.Tool, caps *sdk.ServerCapabilities) []agent.Tool {
+func (s *Server) build(list []*sdk.Tool, caps *sdk.ServerCapabilities) []tool.Tool {
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	dialects := s.opts.Dialects
 	if len(dialects) == 0 {
 		dialects = []Dialect{OpenAI, Anthropic}
 	}
 	taken := map[string]bool{}
-	var out []agent.Tool
-	add := func(t agent.Tool) {
+	var out []tool.Tool
+	add := func(t tool.Tool) {
 		if s.opts.Wrap != nil {
 			t = s.opts.Wrap(t)
 		}
@@ -74,9 +75,9 @@ func (s *Server) build(list []*sdk.Tool, caps *sdk.ServerCapabilities) []agent.T
 			desc = fmt.Sprintf("%s (a tool of MCP server %s)", desc, s.name)
 		}
 		san := Sanitize(mt.InputSchema, dialects...)
-		add(&tool{s: s, raw: mt.Name, renames: san.Renames,
+		add(&serverTool{s: s, raw: mt.Name, renames: san.Renames,
 			readOnly: mt.Annotations != nil && mt.Annotations.ReadOnlyHint,
-			spec:     agent.ToolSpec{Name: name, Description: desc, Parameters: san.Params}})
+			spec:     model.ToolSpec{Name: name, Description: desc, Parameters: san.Params}})
 	}
 	if caps == nil {
 		return out
@@ -100,26 +101,26 @@ func (s *Server) build(list []*sdk.Tool, caps *sdk.ServerCapabilities) []agent.T
 	return out
 }
 
-// tool is one tool of an MCP server.
-type tool struct {
+// serverTool is one tool of an MCP server.
+type serverTool struct {
 	s        *Server
 	raw      string // the server's name for it
-	spec     agent.ToolSpec
+	spec     model.ToolSpec
 	renames  map[string]string
 	readOnly bool
 }
 
-func (t *tool) Spec() agent.ToolSpec { return t.spec }
+func (t *serverTool) Spec() model.ToolSpec { return t.spec }
 
 // Flags: a tool the server marks read-only is one; every call names the
 // server it went to.
-func (t *tool) Flags() agent.ToolFlags {
-	return agent.ToolFlags{ReadOnly: t.readOnly, Server: t.s.name}
+func (t *serverTool) Flags() tool.Flags {
+	return tool.Flags{ReadOnly: t.readOnly, Server: t.s.name}
 }
 
 // Run calls the tool on the server. A result the server marks isError
 // is returned as an error, so the loop records it as one.
-func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+func (t *serverTool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	in, err := object(args)
 	if err != nil {
 		return "", err
@@ -169,7 +170,7 @@ func object(args json.RawMessage) (map[string]any, error) {
 type utility struct {
 	s    *Server
 	kind string
-	spec agent.ToolSpec
+	spec model.ToolSpec
 }
 
 func utilityTool(s *Server, kind string) *utility {
@@ -188,16 +189,16 @@ func utilityTool(s *Server, kind string) *utility {
 	name := ToolName(s.name, kind)
 	switch kind {
 	case "list_resources":
-		u.spec = agent.ToolSpec{Name: name, Parameters: obj(map[string]any{}),
+		u.spec = model.ToolSpec{Name: name, Parameters: obj(map[string]any{}),
 			Description: fmt.Sprintf("List the resources (and resource templates) that MCP server %s offers.", s.name)}
 	case "read_resource":
-		u.spec = agent.ToolSpec{Name: name, Description: fmt.Sprintf("Read a resource of MCP server %s by its URI.", s.name),
+		u.spec = model.ToolSpec{Name: name, Description: fmt.Sprintf("Read a resource of MCP server %s by its URI.", s.name),
 			Parameters: obj(map[string]any{"uri": map[string]any{"type": "string", "description": "URI of the resource to read"}}, "uri")}
 	case "list_prompts":
-		u.spec = agent.ToolSpec{Name: name, Parameters: obj(map[string]any{}),
+		u.spec = model.ToolSpec{Name: name, Parameters: obj(map[string]any{}),
 			Description: fmt.Sprintf("List the prompts that MCP server %s offers, with their arguments.", s.name)}
 	case "get_prompt":
-		u.spec = agent.ToolSpec{Name: name, Description: fmt.Sprintf("Get a prompt of MCP server %s by name, filled in with arguments.", s.name),
+		u.spec = model.ToolSpec{Name: name, Description: fmt.Sprintf("Get a prompt of MCP server %s by name, filled in with arguments.", s.name),
 			Parameters: obj(map[string]any{
 				"name":      map[string]any{"type": "string", "description": "Name of the prompt"},
 				"arguments": map[string]any{"type": "object", "description": "The prompt's arguments, as strings", "properties": map[string]any{}, "additionalProperties": map[string]any{"type": "string"}},
@@ -206,9 +207,9 @@ func utilityTool(s *Server, kind string) *utility {
 	return u
 }
 
-func (u *utility) Spec() agent.ToolSpec { return u.spec }
+func (u *utility) Spec() model.ToolSpec { return u.spec }
 
-func (u *utility) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true, Server: u.s.name} }
+func (u *utility) Flags() tool.Flags { return tool.Flags{ReadOnly: true, Server: u.s.name} }
 
 func (u *utility) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	in, err := object(args)

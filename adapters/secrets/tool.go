@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Tool returns t with its output, its errors and its panics redacted.
@@ -14,11 +14,11 @@ import (
 // and sends to the model, so wrapping every tool of the registry is the
 // one place redaction has to happen: the event log, the projections, the
 // search index and exports are all built from those events.
-func (s *Set) Tool(t agent.Tool) agent.Tool { return redacting{Tool: t, s: s} }
+func (s *Set) Tool(t tool.Tool) tool.Tool { return redacting{Tool: t, s: s} }
 
 // Tools wraps each of ts with Tool.
-func (s *Set) Tools(ts ...agent.Tool) []agent.Tool {
-	out := make([]agent.Tool, len(ts))
+func (s *Set) Tools(ts ...tool.Tool) []tool.Tool {
+	out := make([]tool.Tool, len(ts))
 	for i, t := range ts {
 		out[i] = s.Tool(t)
 	}
@@ -26,11 +26,11 @@ func (s *Set) Tools(ts ...agent.Tool) []agent.Tool {
 }
 
 type redacting struct {
-	agent.Tool
+	tool.Tool
 	s *Set
 }
 
-// Run implements agent.Tool.
+// Run implements tool.Tool.
 func (r redacting) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/secrets"
@@ -47,9 +49,9 @@ func TestRecordedToolResultsAreRedacted(t *testing.T) {
 	keep := secrets.New(os.Environ(), []string{"OPENAI_API_KEY"}, nil)
 	term := terminal.Tools(terminal.Config{Env: func() []string { return keep.Env(os.Environ()) }})
 	rec := &events{}
-	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: agent.NewTools(keep.Tools(term...)...),
-		Exec: agent.DirectExecutor{Timeout: 5 * time.Second}, Rec: rec, Budget: agent.NewBudget(5), Cfg: agent.Config{Model: "m"},
-		Env: agent.Env{WorkingDir: t.TempDir()}}
+	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: tool.NewTools(keep.Tools(term...)...),
+		Exec: tool.DirectExecutor{Timeout: 5 * time.Second}, Rec: rec, Budget: tool.NewBudget(5), Cfg: agent.Config{Model: "m"},
+		Env: tool.Env{WorkingDir: t.TempDir()}}
 	if _, err := loop.Turn(context.Background(), &history.Transcript{}, "t", "show the key"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +73,8 @@ func TestRecordedToolResultsAreRedacted(t *testing.T) {
 
 type leaky struct{ err error }
 
-func (leaky) Spec() agent.ToolSpec   { return agent.ToolSpec{Name: "leaky"} }
-func (leaky) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (leaky) Spec() model.ToolSpec { return model.ToolSpec{Name: "leaky"} }
+func (leaky) Flags() tool.Flags    { return tool.Flags{ReadOnly: true} }
 func (l leaky) Run(context.Context, json.RawMessage) (string, error) {
 	if l.err == nil {
 		panic("token ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 in a panic")

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Source is a toolset whose tools change while Hermes runs: an MCP
@@ -12,7 +13,7 @@ import (
 // list changed. Implementations are safe for concurrent use.
 type Source interface {
 	// Tools returns the toolset's tools as they are now.
-	Tools() []agent.Tool
+	Tools() []tool.Tool
 	// Generation changes whenever Tools would return something else.
 	Generation() uint64
 }
@@ -73,7 +74,7 @@ func (r *Registry) Wait() {
 	}
 }
 
-// Toolbox is the agent.Toolbox of a selection. The agent loop asks it for
+// Toolbox is the tool.Toolbox of a selection. The agent loop asks it for
 // the tool specs before each model call and for a tool at each call, so a
 // toolbox that follows its registry's generation is all it takes for the
 // tools of a source to change mid-session: no loop, session or actor
@@ -84,10 +85,10 @@ type Toolbox struct {
 
 	mu  sync.Mutex
 	gen uint64
-	cur *agent.Tools
+	cur *tool.Tools
 }
 
-func (t *Toolbox) current() *agent.Tools {
+func (t *Toolbox) current() *tool.Tools {
 	g := t.r.generation() // read before building: a change during the build shows next time
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -97,16 +98,16 @@ func (t *Toolbox) current() *agent.Tools {
 	return t.cur
 }
 
-// Specs implements agent.Toolbox. It waits for sources still starting,
+// Specs implements tool.Toolbox. It waits for sources still starting,
 // each no longer than its own deadline.
-func (t *Toolbox) Specs() []agent.ToolSpec {
+func (t *Toolbox) Specs() []model.ToolSpec {
 	t.r.Wait()
 	return t.current().Specs()
 }
 
-// Get implements agent.Toolbox.
-func (t *Toolbox) Get(name string) (agent.Tool, bool) { return t.current().Get(name) }
+// Get implements tool.Toolbox.
+func (t *Toolbox) Get(name string) (tool.Tool, bool) { return t.current().Get(name) }
 
-// Names implements agent.Toolbox. It does not wait for sources still
+// Names implements tool.Toolbox. It does not wait for sources still
 // starting: it names the tools there are now.
 func (t *Toolbox) Names() []string { return t.current().Names() }

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // changing is a Source whose tools a test sets.
 type changing struct {
 	mu    sync.Mutex
-	tools []agent.Tool
+	tools []tool.Tool
 	gen   atomic.Uint64
 	ready chan struct{}
 	n     int // closes
@@ -29,10 +29,10 @@ func (c *changing) set(names ...string) {
 	c.gen.Add(1)
 }
 
-func (c *changing) Tools() []agent.Tool {
+func (c *changing) Tools() []tool.Tool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]agent.Tool(nil), c.tools...)
+	return append([]tool.Tool(nil), c.tools...)
 }
 func (c *changing) Generation() uint64 { return c.gen.Load() }
 func (c *changing) Wait() {

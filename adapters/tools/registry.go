@@ -12,12 +12,12 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Entry is one registered tool.
 type Entry struct {
-	Tool    agent.Tool
+	Tool    tool.Tool
 	Toolset string
 }
 
@@ -80,7 +80,7 @@ func (r *Registry) Close() error {
 
 // Register adds tools to a toolset; a name registered twice is an error
 // (two tools must never answer to one name).
-func (r *Registry) Register(toolset string, ts ...agent.Tool) error {
+func (r *Registry) Register(toolset string, ts ...tool.Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, t := range ts {
@@ -224,14 +224,14 @@ func (r *Registry) Select(sels ...Selection) *Toolbox {
 }
 
 // selectNow is the fixed toolbox of the tools On under sels right now.
-func (r *Registry) selectNow(sels []Selection) *agent.Tools {
+func (r *Registry) selectNow(sels []Selection) *tool.Tools {
 	all := r.All()
 	on := r.on(all, sels)
-	var ts []agent.Tool
+	var ts []tool.Tool
 	for _, e := range all {
 		if on[e.Tool.Spec().Name] {
 			ts = append(ts, e.Tool)
 		}
 	}
-	return agent.NewTools(ts...)
+	return tool.NewTools(ts...)
 }

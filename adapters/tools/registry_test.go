@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 type named string
 
-func (n named) Spec() agent.ToolSpec                                 { return agent.ToolSpec{Name: string(n)} }
-func (n named) Flags() agent.ToolFlags                               { return agent.ToolFlags{} }
+func (n named) Spec() model.ToolSpec                                 { return model.ToolSpec{Name: string(n)} }
+func (n named) Flags() tool.Flags                                    { return tool.Flags{} }
 func (n named) Run(context.Context, json.RawMessage) (string, error) { return "", nil }
 
 func TestSelection(t *testing.T) {

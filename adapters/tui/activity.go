@@ -97,7 +97,7 @@ func duration(d time.Duration) string {
 
 // discarded tells the ladder's status that the answer streamed so far is
 // thrown away (a stream cut mid-answer, retried): the display starts the
-// answer again. The wording is the ladder's (see agent.Ladder); the
+// answer again. The wording is the ladder's (see model.Ladder); the
 // package's tests check it against the real ladder.
 func discarded(status string) bool {
 	return strings.Contains(status, "partial answer is discarded")

@@ -27,6 +27,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // EventKind tells what the person did.
@@ -368,20 +369,20 @@ func (s *Screen) toolsMsg() toolsMsg {
 
 // question is one question waiting in the editor.
 type question struct {
-	q     agent.Question
+	q     tool.Question
 	reply chan string
 }
 
 // Ask puts q to the person in the editor, so that the question and the next
 // chat message never race for the same line; it is the chat's
-// agent.Asker.
-func (s *Screen) Ask(ctx context.Context, q agent.Question) (string, error) {
+// tool.Asker.
+func (s *Screen) Ask(ctx context.Context, q tool.Question) (string, error) {
 	s.mu.Lock()
 	s.flushAnswer()
 	s.mu.Unlock()
 	qq := &question{q: q, reply: make(chan string, 1)}
 	if s.closed.Load() {
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	s.send(questionMsg{qq})
 	select {
@@ -397,14 +398,14 @@ func (s *Screen) Ask(ctx context.Context, q agent.Question) (string, error) {
 		s.mu.Unlock()
 		return "", ctx.Err()
 	case <-s.done:
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 }
 
 // Understood reports whether answer answers q: an approval takes one of its
 // choices, its first letter, yes or no; anything else is asked again,
 // never taken as a refusal or a consent by accident.
-func Understood(q agent.Question, answer string) bool {
+func Understood(q tool.Question, answer string) bool {
 	if q.Kind != "approval" || len(q.Choices) == 0 {
 		return true
 	}

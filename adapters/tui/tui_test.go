@@ -13,7 +13,8 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	modelport "github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/schema"
@@ -159,8 +160,8 @@ func TestArgsPreview(t *testing.T) {
 func TestDiscardedMatchesTheLadder(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "The capital of France", CutAfter: 2}, llmtest.Reply{Content: "Paris."})
 	defer srv.Close()
-	lad := &agent.Ladder{Backoff: agent.Backoff{Base: time.Millisecond}, Endpoints: []*agent.Endpoint{{Name: "openai", Keys: []string{""},
-		Build: func(key string) agent.Provider { return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}) }}}}
+	lad := &modelport.Ladder{Backoff: modelport.Backoff{Base: time.Millisecond}, Endpoints: []*modelport.Endpoint{{Name: "openai", Keys: []string{""},
+		Build: func(key string) modelport.Provider { return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}) }}}}
 	turn := lad.ForTurn()
 	var mu sync.Mutex
 	var statuses []string
@@ -169,7 +170,7 @@ func TestDiscardedMatchesTheLadder(t *testing.T) {
 		statuses = append(statuses, s)
 		mu.Unlock()
 	}
-	resp, err := turn.Complete(context.Background(), agent.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "capital?"}}}, func(agent.Delta) {})
+	resp, err := turn.Complete(context.Background(), modelport.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "capital?"}}}, func(modelport.Delta) {})
 	if err != nil || resp.Content != "Paris." {
 		t.Fatalf("%q %v", resp.Content, err)
 	}
@@ -185,13 +186,13 @@ func TestDiscardedMatchesTheLadder(t *testing.T) {
 }
 
 func TestUnderstood(t *testing.T) {
-	q := agent.Question{Kind: "approval", Choices: []string{"once", "session", "always", "deny"}}
+	q := tool.Question{Kind: "approval", Choices: []string{"once", "session", "always", "deny"}}
 	for a, want := range map[string]bool{"once": true, "o": true, " Yes ": true, "n": true, "deny": true, "yse": false, "": false, "x": false} {
 		if Understood(q, a) != want {
 			t.Errorf("Understood(%q) = %v", a, !want)
 		}
 	}
-	if !Understood(agent.Question{Kind: "clarify"}, "anything") {
+	if !Understood(tool.Question{Kind: "clarify"}, "anything") {
 		t.Error("a clarify question takes any answer")
 	}
 }

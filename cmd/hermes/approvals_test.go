@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/grants"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
@@ -33,13 +33,13 @@ type answers struct {
 	asked int
 }
 
-func (a *answers) Ask(_ context.Context, q agent.Question) (string, error) {
+func (a *answers) Ask(_ context.Context, q tool.Question) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.asked++
 	if len(a.left) == 0 {
 		a.t.Errorf("asked without an answer left: %s", q.Text)
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	ans := a.left[0]
 	a.left = a.left[1:]
@@ -58,8 +58,8 @@ func approverOn(t *testing.T, home string, store events.Store) (*terminal.Approv
 	return &terminal.Approver{Allow: l}, l
 }
 
-func sessionCtx(id string, asker agent.Asker) context.Context {
-	return agent.WithEnv(context.Background(), &agent.Env{SessionID: id, Asker: asker, Values: agent.NewSessionValues()})
+func sessionCtx(id string, asker tool.Asker) context.Context {
+	return tool.WithEnv(context.Background(), &tool.Env{SessionID: id, Asker: asker, Values: tool.NewSessionValues()})
 }
 
 // TestAlwaysIsAGrantEvent: "always" appends a grant to the store and

@@ -21,8 +21,10 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
@@ -97,9 +99,9 @@ type chatter struct {
 
 // chatOption adjusts a chatter's session dependencies before its manager
 // starts; provider is the configured provider chain.
-type chatOption func(d *session.Deps, provider agent.Provider, cfg Resolved)
+type chatOption func(d *session.Deps, provider model.Provider, cfg Resolved)
 
-func newChatter(g *globals, ov Overrides, asker agent.Asker, opts ...chatOption) (*chatter, error) {
+func newChatter(g *globals, ov Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
 	a, err := g.open()
 	if err != nil {
 		return nil, err
@@ -244,24 +246,24 @@ func (c *chatter) startSession(ctx context.Context, id, source, model string, to
 
 // summarizer condenses long session_search results with the auxiliary
 // model (the main one unless auxiliary.compression names another).
-func summarizer(main agent.Provider, cfg Resolved) func(context.Context, string, string) (string, error) {
+func summarizer(main model.Provider, cfg Resolved) func(context.Context, string, string) (string, error) {
 	return func(ctx context.Context, query, results string) (string, error) {
-		prov, model := main, cfg.Model
+		prov, name := main, cfg.Model
 		if cfg.AuxModel != "" {
 			p, err := llm.New(cfg.Aux)
 			if err != nil {
 				return "", err
 			}
-			prov, model = p, cfg.AuxModel
+			prov, name = p, cfg.AuxModel
 		}
-		resp, err := prov.Complete(ctx, agent.Request{Model: model, System: sessionsearch.SummaryPrompt, NoTools: true, MaxTokens: 1500,
-			Messages: []schema.Message{{Role: "user", Content: "Query: " + query + "\n\nResults:\n" + results}}}, func(agent.Delta) {})
+		resp, err := prov.Complete(ctx, model.Request{Model: name, System: sessionsearch.SummaryPrompt, NoTools: true, MaxTokens: 1500,
+			Messages: []schema.Message{{Role: "user", Content: "Query: " + query + "\n\nResults:\n" + results}}}, func(model.Delta) {})
 		if err != nil {
 			return "", err
 		}
 		// the call is the session's: recorded so that costs count it
-		if env := agent.EnvFrom(ctx); env != nil && env.Record != nil {
-			if err := env.Record(ctx, agent.AuxCall("search_summary", prov, model, resp, cfg.Prices)); err != nil {
+		if env := tool.EnvFrom(ctx); env != nil && env.Record != nil {
+			if err := env.Record(ctx, model.AuxCall("search_summary", prov, name, resp, cfg.Prices)); err != nil {
 				return "", err
 			}
 		}
@@ -271,8 +273,8 @@ func summarizer(main agent.Provider, cfg Resolved) func(context.Context, string,
 
 // ladderOf builds the provider chain: the configured provider, then
 // fallback_providers in order, each with its credential pool.
-func ladderOf(cfg Resolved) (agent.Provider, error) {
-	var eps []*agent.Endpoint
+func ladderOf(cfg Resolved) (model.Provider, error) {
+	var eps []*model.Endpoint
 	for i, c := range append([]llm.Config{cfg.LLM}, cfg.Fallbacks...) {
 		c := c
 		if _, err := llm.New(c); err != nil {
@@ -281,11 +283,11 @@ func ladderOf(cfg Resolved) (agent.Provider, error) {
 		name := c.Provider
 		if name == "" {
 			name = "openai"
-			if m, _ := llm.ResolveMode(c); m == agent.ModeAnthropic {
+			if m, _ := llm.ResolveMode(c); m == model.ModeAnthropic {
 				name = "anthropic"
 			}
 		}
-		ep := &agent.Endpoint{Name: name, Build: func(key string) agent.Provider {
+		ep := &model.Endpoint{Name: name, Build: func(key string) model.Provider {
 			cc := c
 			cc.APIKey = key
 			p, _ := llm.New(cc)
@@ -307,7 +309,7 @@ func ladderOf(cfg Resolved) (agent.Provider, error) {
 		}
 		eps = append(eps, ep)
 	}
-	return &agent.Ladder{Endpoints: eps, Backoff: agent.Backoff{Base: cfg.BackoffBase}}, nil
+	return &model.Ladder{Endpoints: eps, Backoff: model.Backoff{Base: cfg.BackoffBase}}, nil
 }
 
 // keysOf splits a comma-separated credential pool.
@@ -426,7 +428,7 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		// A person typing plain lines gets titles as on the screen; a
 		// script (-q, or lines from a pipe) does not pay for the extra
 		// model call, as in Hermes' quiet single-query mode.
-		opts = append(opts, func(d *session.Deps, provider agent.Provider, cfg Resolved) {
+		opts = append(opts, func(d *session.Deps, provider model.Provider, cfg Resolved) {
 			if cfg.AutoTitle {
 				d.Title = titler(provider, cfg, nil)
 			}
@@ -728,7 +730,7 @@ type convUsage struct {
 // usageOf totals the usage of the conversation that session id ends: id
 // and, through compression, the sessions before it. HTTP calls count
 // continuations and auxiliary calls (summaries, memory flushes).
-func usageOf(ctx context.Context, store events.Store, id string, prices agent.Prices) (convUsage, error) {
+func usageOf(ctx context.Context, store events.Store, id string, prices model.Prices) (convUsage, error) {
 	var u convUsage
 	seen := map[string]bool{}
 	for id != "" && !seen[id] {

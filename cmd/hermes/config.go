@@ -11,8 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
@@ -145,7 +145,7 @@ type SandboxConfig struct {
 }
 
 // Price is a prices: entry, US dollars per million tokens.
-type Price = agent.Price
+type Price = model.Price
 
 // Resolved is the configuration after file, environment and flags.
 type Resolved struct {
@@ -157,7 +157,7 @@ type Resolved struct {
 	ToolTimeout     time.Duration
 	MaxParallel     int
 	MaxTokens       int
-	Prices          agent.Prices
+	Prices          model.Prices
 	Yolo            bool
 	Tools           tools.Selection
 	AllowList       []string
@@ -269,7 +269,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	keyEnv, urlEnv := "OPENAI_API_KEY", "OPENAI_BASE_URL"
-	if mode == agent.ModeAnthropic {
+	if mode == model.ModeAnthropic {
 		keyEnv, urlEnv = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
 	}
 	if isKnown {
@@ -364,7 +364,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 			return r, fmt.Errorf("%s: fallback_providers[%d] names no model", path, i)
 		}
 		fc.KeyEnv = "OPENAI_API_KEY"
-		if mode == agent.ModeAnthropic {
+		if mode == model.ModeAnthropic {
 			fc.KeyEnv = "ANTHROPIC_API_KEY"
 		}
 		if f.APIKeyEnv != "" {
@@ -409,7 +409,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, err
 	}
 	r.SandboxEnv = c.Sandbox.Env
-	r.Prices = agent.DefaultPrices()
+	r.Prices = model.DefaultPrices()
 	for k, v := range c.Prices {
 		r.Prices[k] = v
 	}

@@ -8,13 +8,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tui"
 )
 
 // console is the terminal side of a chat: it owns standard input, so that
 // a tool's question (clarify, approval) and the next chat message never
-// race for the same line. It is the CLI's agent.Asker.
+// race for the same line. It is the CLI's tool.Asker.
 type console struct {
 	errw      io.Writer
 	lines     chan string
@@ -23,7 +23,7 @@ type console struct {
 
 type pending struct {
 	ctx   context.Context
-	q     agent.Question
+	q     tool.Question
 	reply chan string
 	// gone is closed when nobody can answer (standard input ended).
 	gone chan struct{}
@@ -72,8 +72,8 @@ func (c *console) read(r *bufio.Reader) {
 	}
 }
 
-// Ask implements agent.Asker.
-func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
+// Ask implements tool.Asker.
+func (c *console) Ask(ctx context.Context, q tool.Question) (string, error) {
 	p := &pending{ctx: ctx, q: q, reply: make(chan string, 1), gone: make(chan struct{})}
 	select {
 	case c.questions <- p:
@@ -89,7 +89,7 @@ func (c *console) Ask(ctx context.Context, q agent.Question) (string, error) {
 			what = "the command is denied; to allow it without a question, run with --yolo or grant its rule (hermes approvals add RULE)"
 		}
 		fmt.Fprintf(c.errw, "\n? %s\n  no answer is possible: standard input is not a terminal and has ended: %s\n", q.Text, what)
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	case <-ctx.Done():
 		fmt.Fprintln(c.errw, "\n(no answer in time)")
 		return "", ctx.Err()

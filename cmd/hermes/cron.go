@@ -18,11 +18,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
@@ -199,7 +199,7 @@ func (c *chatter) createCronSession(ctx context.Context, id string, job *cron.Jo
 // cronTools is the toolbox of a job's runs: the configured tools narrowed
 // to the job's toolsets, without cronjob unless cron.allow_nested; and
 // the same narrowing for its subagents.
-func (c *chatter) cronTools(job *cron.Job) (agent.Toolbox, func([]string, bool) agent.Toolbox) {
+func (c *chatter) cronTools(job *cron.Job) (tool.Toolbox, func([]string, bool) tool.Toolbox) {
 	sel := c.cfg.Tools
 	if !c.cron().set.allowNested {
 		sel.DisabledToolsets = append(slices.Clone(sel.DisabledToolsets), "cronjob")

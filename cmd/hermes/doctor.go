@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/projections/search"
@@ -189,12 +189,12 @@ func reach(ctx context.Context, cfg Resolved) check {
 	base := cfg.LLM.BaseURL
 	if base == "" {
 		base = "https://api.openai.com/v1"
-		if cfg.Mode == agent.ModeAnthropic {
+		if cfg.Mode == model.ModeAnthropic {
 			base = "https://api.anthropic.com/v1"
 		}
 	}
 	u := strings.TrimRight(base, "/") + "/models"
-	if cfg.Mode == agent.ModeAnthropic && !strings.HasSuffix(strings.TrimRight(base, "/"), "/v1") {
+	if cfg.Mode == model.ModeAnthropic && !strings.HasSuffix(strings.TrimRight(base, "/"), "/v1") {
 		u = strings.TrimRight(base, "/") + "/v1/models"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -203,7 +203,7 @@ func reach(ctx context.Context, cfg Resolved) check {
 	if err != nil {
 		return check{name: "provider", detail: err.Error(), fix: "check base_url"}
 	}
-	if cfg.Mode == agent.ModeAnthropic {
+	if cfg.Mode == model.ModeAnthropic {
 		req.Header.Set("x-api-key", cfg.LLM.APIKey)
 		req.Header.Set("anthropic-version", "2023-06-01")
 	} else if cfg.LLM.APIKey != "" {

@@ -19,9 +19,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
@@ -253,21 +253,21 @@ type gatewayEnv struct {
 // asker it uses.
 type lateAsker struct {
 	mu sync.Mutex
-	a  agent.Asker
+	a  tool.Asker
 }
 
-func (l *lateAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
+func (l *lateAsker) Ask(ctx context.Context, q tool.Question) (string, error) {
 	l.mu.Lock()
 	a := l.a
 	l.mu.Unlock()
 	if a == nil {
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	return a.Ask(ctx, q)
 }
 
 // set makes a the asker.
-func (l *lateAsker) set(a agent.Asker) {
+func (l *lateAsker) set(a tool.Asker) {
 	l.mu.Lock()
 	l.a = a
 	l.mu.Unlock()

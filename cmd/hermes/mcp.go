@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
@@ -25,7 +26,7 @@ import (
 // mcpOptions are the MCP servers' options in this process: the
 // environment without Hermes' secrets, the dialects of the providers in
 // use, the cache for images, command_allowlist for approvals.
-func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(agent.Tool) agent.Tool, log zerolog.Logger) *mcp.Options {
+func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) *mcp.Options {
 	modes := []string{cfg.Mode}
 	for _, f := range cfg.Fallbacks {
 		if m, err := llm.ResolveMode(f); err == nil {
@@ -38,7 +39,7 @@ func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowL
 
 // addMCP adds a toolset per enabled MCP server to r and starts them all
 // connecting at once, in the background. Registry.Close stops them.
-func addMCP(r *tools.Registry, home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(agent.Tool) agent.Tool, log zerolog.Logger) error {
+func addMCP(r *tools.Registry, home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) error {
 	if len(cfg.MCPServers) == 0 {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
@@ -37,8 +38,8 @@ func writeJSON(w io.Writer, v any) error {
 
 // knownPrices is the built-in price table with config.yaml's prices over
 // it (the table alone when the file cannot be read).
-func knownPrices(home string) agent.Prices {
-	p := agent.DefaultPrices()
+func knownPrices(home string) model.Prices {
+	p := model.DefaultPrices()
 	if c, err := loadConfig(home); err == nil {
 		for k, v := range c.Prices {
 			p[k] = v

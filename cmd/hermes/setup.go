@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -150,15 +150,15 @@ func setupCmd(g *globals) *cobra.Command {
 
 // testCall asks the model for one word: it proves the address, the key
 // and the model name.
-func testCall(ctx context.Context, c llm.Config, model string) error {
+func testCall(ctx context.Context, c llm.Config, name string) error {
 	p, err := llm.New(c)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	_, err = p.Complete(ctx, agent.Request{Model: model, NoTools: true, MaxTokens: 16,
-		Messages: []schema.Message{{Role: "user", Content: "Reply with the single word OK."}}}, func(agent.Delta) {})
+	_, err = p.Complete(ctx, model.Request{Model: name, NoTools: true, MaxTokens: 16,
+		Messages: []schema.Message{{Role: "user", Content: "Reply with the single word OK."}}}, func(model.Delta) {})
 	return err
 }
 

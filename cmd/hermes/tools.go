@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/grants"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
@@ -53,7 +53,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 	if err != nil {
 		return nil, nil, err
 	}
-	wrap := func(ts ...agent.Tool) []agent.Tool { return hk.Tools(keep.Tools(ts...)...) }
+	wrap := func(ts ...tool.Tool) []tool.Tool { return hk.Tools(keep.Tools(ts...)...) }
 	// "Always" answers are grants in the event store; config.yaml is
 	// only read (the person's command_allowlist), never written.
 	allow := grants.New(store, cfg.AllowList, log)
@@ -67,19 +67,19 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 	cj.bind(store, allow)
 	for _, set := range []struct {
 		name  string
-		tools []agent.Tool
+		tools []tool.Tool
 	}{
 		{"terminal", terminal.Tools(term)},
 		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: fileGuard(sbs)})},
-		{"todo", []agent.Tool{todo.Tool{Store: store}}},
-		{"memory", []agent.Tool{memory.New(store, filepath.Join(home, "memories"))}},
-		{"clarify", []agent.Tool{clarify.Tool{}}},
+		{"todo", []tool.Tool{todo.Tool{Store: store}}},
+		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
+		{"clarify", []tool.Tool{clarify.Tool{}}},
 		{"skills", skills.Tools(library(home, wd))},
-		{"code_execution", []agent.Tool{ex}},
-		{"delegation", []agent.Tool{delegate.Tool{}}},
-		{"session_search", []agent.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
+		{"code_execution", []tool.Tool{ex}},
+		{"delegation", []tool.Tool{delegate.Tool{}}},
+		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
-		{"cronjob", []agent.Tool{cj}},
+		{"cronjob", []tool.Tool{cj}},
 	} {
 		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
 			return nil, nil, err
@@ -87,7 +87,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 		cj.Toolsets = append(cj.Toolsets, set.name)
 	}
 	r.Require("execute_code", "terminal")
-	if err := addMCP(r, home, cfg, env, allow, func(t agent.Tool) agent.Tool { return wrap(t)[0] }, log); err != nil {
+	if err := addMCP(r, home, cfg, env, allow, func(t tool.Tool) tool.Tool { return wrap(t)[0] }, log); err != nil {
 		r.Close()
 		return nil, nil, err
 	}
@@ -245,8 +245,8 @@ func toolsCmd(g *globals) *cobra.Command {
 // restrictor returns the toolbox of a subagent: the session's selection,
 // narrowed to the toolsets it asked for, without delegate_task past the
 // depth limit.
-func restrictor(r *tools.Registry, sel tools.Selection) func([]string, bool) agent.Toolbox {
-	return func(toolsets []string, canDelegate bool) agent.Toolbox {
+func restrictor(r *tools.Registry, sel tools.Selection) func([]string, bool) tool.Toolbox {
+	return func(toolsets []string, canDelegate bool) tool.Toolbox {
 		s := sel
 		if len(toolsets) > 0 {
 			s.Toolsets = append([]string(nil), toolsets...)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tui"
@@ -116,7 +117,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	sc := &screenChat{scr: scr, results: make(chan session.TurnResult, 8), bg: make(chan bgResult, 8), titles: make(chan [2]string, 8)}
 	ov := f.ov
 	sc.yolo, ov.Yolo = ov.Yolo, false // per turn: /yolo switches it
-	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider agent.Provider, cfg Resolved) {
+	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider model.Provider, cfg Resolved) {
 		if cfg.AutoTitle {
 			d.Title = titler(provider, cfg, func(id, title string) { sc.titles <- [2]string{id, title} })
 		}
@@ -741,18 +742,18 @@ var thinkBlock = regexp.MustCompile(`(?s)<think(ing)?>.*?(</think(ing)?>|$)`)
 // titler generates session titles with the auxiliary model (the main one
 // unless auxiliary.compression names another), as Hermes does after a
 // session's first exchange; told reports each title made.
-func titler(main agent.Provider, cfg Resolved, told func(session, title string)) func(context.Context, string, string, string) (string, schema.AuxiliaryCallCompleted, error) {
+func titler(main model.Provider, cfg Resolved, told func(session, title string)) func(context.Context, string, string, string) (string, schema.AuxiliaryCallCompleted, error) {
 	return func(ctx context.Context, id, user, answer string) (string, schema.AuxiliaryCallCompleted, error) {
-		prov, model := main, cfg.Model
+		prov, name := main, cfg.Model
 		if cfg.AuxModel != "" {
 			p, err := llm.New(cfg.Aux)
 			if err != nil {
 				return "", schema.AuxiliaryCallCompleted{}, err
 			}
-			prov, model = p, cfg.AuxModel
+			prov, name = p, cfg.AuxModel
 		}
-		resp, err := prov.Complete(ctx, agent.Request{Model: model, System: titlePrompt, NoTools: true, MaxTokens: 500,
-			Messages: []schema.Message{{Role: "user", Content: "User: " + clip(user, 500) + "\n\nAssistant: " + clip(answer, 500)}}}, func(agent.Delta) {})
+		resp, err := prov.Complete(ctx, model.Request{Model: name, System: titlePrompt, NoTools: true, MaxTokens: 500,
+			Messages: []schema.Message{{Role: "user", Content: "User: " + clip(user, 500) + "\n\nAssistant: " + clip(answer, 500)}}}, func(model.Delta) {})
 		if err != nil {
 			return "", schema.AuxiliaryCallCompleted{}, err
 		}
@@ -760,7 +761,7 @@ func titler(main agent.Provider, cfg Resolved, told func(session, title string))
 		if title != "" && told != nil {
 			told(id, title)
 		}
-		return title, agent.AuxCall("title_generation", prov, model, resp, cfg.Prices), nil
+		return title, model.AuxCall("title_generation", prov, name, resp, cfg.Prices), nil
 	}
 }
 

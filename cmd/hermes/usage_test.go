@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -37,7 +37,7 @@ func TestUsageOfAConversation(t *testing.T) {
 		schema.AuxiliaryCallCompleted{Purpose: "compression", Model: "gpt-4o-mini", Usage: schema.Usage{PromptTokens: 500}, CostUSD: 0.001})
 	app("child", schema.SessionStarted{Source: "cli", Reason: schema.StartCompression, ParentSessionID: "parent"},
 		schema.AssistantMessageAdded{Model: "local-llm", Usage: schema.Usage{PromptTokens: 40, CompletionTokens: 4, Estimated: true}})
-	u, err := usageOf(ctx, s, "child", agent.DefaultPrices())
+	u, err := usageOf(ctx, s, "child", model.DefaultPrices())
 	if err != nil {
 		t.Fatal(err)
 	}

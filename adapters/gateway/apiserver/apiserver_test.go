@@ -19,7 +19,9 @@ import (
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -51,11 +53,11 @@ type rig struct {
 // weatherTool is a tool that runs on our side: the client never sees it.
 type weatherTool struct{ calls atomic.Int64 }
 
-func (*weatherTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "weather", Description: "current weather in a city",
+func (*weatherTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "weather", Description: "current weather in a city",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
 }
-func (*weatherTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (*weatherTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 func (w *weatherTool) Run(_ context.Context, raw json.RawMessage) (string, error) {
 	w.calls.Add(1)
 	var v struct{ City string }
@@ -66,10 +68,10 @@ func (w *weatherTool) Run(_ context.Context, raw json.RawMessage) (string, error
 // slowTool waits until its context ends (a turn stopped) or 20 s.
 type slowTool struct{ started chan struct{} }
 
-func (*slowTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "slow", Description: "waits", Parameters: map[string]any{"type": "object"}}
+func (*slowTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "slow", Description: "waits", Parameters: map[string]any{"type": "object"}}
 }
-func (*slowTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (*slowTool) Flags() tool.Flags { return tool.Flags{} }
 func (s *slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	select {
 	case s.started <- struct{}{}:
@@ -107,7 +109,7 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 	weather := &weatherTool{}
 	slow := &slowTool{started: make(chan struct{}, 1)}
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: agent.NewTools(weather, slow, gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 10 * time.Second})),
+		Tools: tool.NewTools(weather, slow, gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 10 * time.Second})),
 		Exec:  toolrun.NewPool(sys, 8, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/tool"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -84,7 +84,7 @@ func (e *env) start(cfg gateway.Config, script ...llmtest.Reply) {
 	if e.gate == nil {
 		e.gate, e.started = make(chan struct{}), make(chan struct{}, 4)
 	}
-	tools := []agent.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: Wait}), gateTool{e.gate, e.started}, slowTool{e.started}}
+	tools := []tool.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: Wait}), gateTool{e.gate, e.started}, slowTool{e.started}}
 	e.rig = gatewaytest.Start(t, gatewaytest.Options{Dir: e.dir, LLM: e.llm, Config: cfg, Tools: tools})
 	p := e.peer.NewPlatform(t)
 	if p.Name() != e.peer.Name() {

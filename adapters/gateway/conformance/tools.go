@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // gateTool holds a turn until the suite opens the gate (or the turn ends):
@@ -14,10 +15,10 @@ type gateTool struct {
 	started chan struct{}
 }
 
-func (gateTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "wait", Description: "wait", Parameters: map[string]any{"type": "object"}}
+func (gateTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "wait", Description: "wait", Parameters: map[string]any{"type": "object"}}
 }
-func (gateTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (gateTool) Flags() tool.Flags { return tool.Flags{} }
 func (g gateTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	select {
 	case g.started <- struct{}{}:
@@ -34,10 +35,10 @@ func (g gateTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 // slowTool runs until its turn ends.
 type slowTool struct{ started chan struct{} }
 
-func (slowTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "slow", Description: "works for a long time", Parameters: map[string]any{"type": "object"}}
+func (slowTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "slow", Description: "works for a long time", Parameters: map[string]any{"type": "object"}}
 }
-func (slowTool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (slowTool) Flags() tool.Flags { return tool.Flags{} }
 func (s slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	select {
 	case s.started <- struct{}{}:

@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -45,7 +46,7 @@ type Options struct {
 	LLM    *llmtest.Server
 	Script []llmtest.Reply
 	// Tools the sessions may call.
-	Tools []agent.Tool
+	Tools []tool.Tool
 	// Log defaults to zerolog.Nop().
 	Log *zerolog.Logger
 	// WrapSessions, when set, wraps the session manager the router uses
@@ -110,7 +111,7 @@ func Start(tb testing.TB, o Options) *Rig {
 	r.Sys = actors.NewSystem(log)
 	r.Sessions = session.NewManager(r.Sys, session.Deps{Store: store, Log: log,
 		Provider: openai.NewChat(openai.Options{BaseURL: r.LLM.URL + "/v1"}),
-		Tools:    agent.NewTools(o.Tools...), Exec: toolrun.NewPool(r.Sys, 8, 30*time.Second),
+		Tools:    tool.NewTools(o.Tools...), Exec: toolrun.NewPool(r.Sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: r})
 	tb.Cleanup(r.Stop)
 	r.StartRouter()
@@ -120,12 +121,12 @@ func Start(tb testing.TB, o Options) *Rig {
 // Ask reaches the chat of the session asking, through the current router
 // (a router restarted by the test replaces the one the sessions started
 // with).
-func (r *Rig) Ask(ctx context.Context, q agent.Question) (string, error) {
+func (r *Rig) Ask(ctx context.Context, q tool.Question) (string, error) {
 	r.mu.Lock()
 	rt := r.router
 	r.mu.Unlock()
 	if rt == nil {
-		return "", agent.ErrNoAsker
+		return "", tool.ErrNoAsker
 	}
 	return rt.Asker().Ask(ctx, q)
 }

@@ -17,8 +17,8 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slacktest"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/tool"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/slack"
@@ -47,7 +47,7 @@ func start(t *testing.T, p *peer, m mode, script ...llmtest.Reply) *setup {
 	t.Helper()
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: script,
 		Config: gateway.Config{Auth: gateway.Auth{Pairing: true, Platform: map[string][]string{"slack": {alice}}}, TypingEvery: time.Hour},
-		Tools:  []agent.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})}})
+		Tools:  []tool.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})}})
 	cfg := slack.Config{BotToken: botToken, APIURL: p.url(), HTTPClient: p.client(), PingInterval: time.Hour, Log: zerolog.Nop()}
 	if m == socketMode {
 		cfg.AppToken = appToken

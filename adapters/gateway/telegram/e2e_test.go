@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -72,7 +73,7 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 	cfg.TypingEvery = time.Hour
 	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: agent.NewTools(gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools: tool.NewTools(gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr

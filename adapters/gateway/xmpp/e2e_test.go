@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/tool"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp"
@@ -46,7 +46,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) bot(t *testing.T, rooms []string, script ...llmtest.Reply) (*gatewaytest.Rig, *watched, *gw.Served) {
 	t.Helper()
 	rig := gatewaytest.Start(t, gatewaytest.Options{Script: script,
-		Tools: []agent.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})},
+		Tools: []tool.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})},
 		Config: gateway.Config{TypingEvery: time.Hour, Auth: gateway.Auth{Pairing: true,
 			Platform: map[string][]string{"xmpp": {"alice@localhost", "bob@localhost"}}}}})
 	ad, err := xmpp.New(xmpp.Config{JID: botJID, Password: "bot-secret", Server: w.srv.Addr, Rooms: rooms,

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -29,10 +29,10 @@ type Options struct {
 	BaseURL  string
 	APIKey   string
 	// StallTimeout cancels a stream silent for this long (default
-	// agent.DefaultStallTimeout; negative disables).
+	// model.DefaultStallTimeout; negative disables).
 	StallTimeout time.Duration
 	// CallTimeout bounds a whole call, however lively its stream
-	// (default agent.DefaultCallTimeout; negative disables).
+	// (default model.DefaultCallTimeout; negative disables).
 	CallTimeout time.Duration
 }
 
@@ -58,19 +58,19 @@ func New(o Options) *Provider {
 	}
 	stall, total := o.StallTimeout, o.CallTimeout
 	if stall == 0 {
-		stall = agent.DefaultStallTimeout
+		stall = model.DefaultStallTimeout
 	}
 	if total == 0 {
-		total = agent.DefaultCallTimeout
+		total = model.DefaultCallTimeout
 	}
 	return &Provider{name: name, client: sdk.NewClient(opts...), stall: stall, total: total}
 }
 
 func (p *Provider) Name() string    { return p.name }
-func (p *Provider) APIMode() string { return agent.ModeAnthropic }
+func (p *Provider) APIMode() string { return model.ModeAnthropic }
 
 // Params builds the request; exported for tests of the wire shape.
-func Params(req agent.Request) sdk.MessageNewParams {
+func Params(req model.Request) sdk.MessageNewParams {
 	params := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: int64(req.MaxTokens)}
 	if params.MaxTokens <= 0 {
 		params.MaxTokens = DefaultMaxTokens
@@ -164,16 +164,16 @@ func messages(msgs []schema.Message) []sdk.MessageParam {
 	return out
 }
 
-// Complete implements agent.Provider. The events are accumulated here,
+// Complete implements model.Provider. The events are accumulated here,
 // within the bounds of package stream, and a stream that ends without
 // message_stop is an error, not an answer.
-func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func(model.Delta)) (resp model.Response, err error) {
 	defer func() {
 		if e := stream.Recovered(p.name, recover()); e != nil {
-			resp, err = agent.Response{}, e
+			resp, err = model.Response{}, e
 		}
 	}()
-	sctx, wd := agent.NewWatchdog(ctx, p.stall, p.total)
+	sctx, wd := model.NewWatchdog(ctx, p.stall, p.total)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx)
 	s := p.client.Messages.NewStreaming(sctx, Params(req))
@@ -182,20 +182,20 @@ func (p *Provider) Complete(ctx context.Context, req agent.Request, onDelta func
 	for s.Next() {
 		wd.Touch()
 		if err := acc.add(s.Current(), onDelta); err != nil {
-			return agent.Response{}, stream.Fail(p.name, err)
+			return model.Response{}, stream.Fail(p.name, err)
 		}
 		if acc.stopped {
 			break
 		}
 	}
 	if err := s.Err(); err != nil {
-		return agent.Response{}, p.wrap(ctx, wd, watch, err)
+		return model.Response{}, p.wrap(ctx, wd, watch, err)
 	}
 	if err := stream.Interrupted(ctx, p.name, wd); err != nil {
-		return agent.Response{}, err
+		return model.Response{}, err
 	}
 	if !acc.stopped {
-		return agent.Response{}, stream.Fail(p.name, stream.Cut("no message_stop"))
+		return model.Response{}, stream.Fail(p.name, stream.Cut("no message_stop"))
 	}
 	return acc.response(), nil
 }
@@ -227,7 +227,7 @@ func (a *messageAcc) block(typ string, i int64) (*contentBlock, error) {
 	return a.blocks[i], nil
 }
 
-func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delta)) error {
+func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(model.Delta)) error {
 	if !a.started && ev.Type != "message_start" {
 		return stream.Malformed("%s before message_start", ev.Type)
 	}
@@ -271,7 +271,7 @@ func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delt
 				return err
 			}
 			b.id, b.name, b.input = cb.ID, cb.Name, cb.JSON.Input.Raw()
-			onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: cb.Name})
+			onDelta(model.Delta{Kind: model.DeltaToolCall, Text: cb.Name})
 		}
 		if err := a.budget.Text(b.text.Len() + len(b.input)); err != nil {
 			return err
@@ -284,14 +284,14 @@ func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delt
 		}
 		d := ev.Delta
 		var piece string
-		var kind agent.DeltaKind
+		var kind model.DeltaKind
 		switch {
 		case d.Type == "text_delta" && b.typ == "text":
-			piece, kind = d.Text, agent.DeltaText
+			piece, kind = d.Text, model.DeltaText
 		case d.Type == "thinking_delta" && b.typ == "thinking":
-			piece, kind = d.Thinking, agent.DeltaReasoning
+			piece, kind = d.Thinking, model.DeltaReasoning
 		case d.Type == "input_json_delta" && b.typ == "tool_use":
-			piece, kind = d.PartialJSON, agent.DeltaToolCall
+			piece, kind = d.PartialJSON, model.DeltaToolCall
 		case d.Type == "text_delta" || d.Type == "thinking_delta" || d.Type == "input_json_delta":
 			return stream.Malformed("a %s for a %s block", d.Type, b.typ)
 		default:
@@ -301,8 +301,8 @@ func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delt
 			return err
 		}
 		b.text.WriteString(piece)
-		if kind != agent.DeltaToolCall && piece != "" {
-			onDelta(agent.Delta{Kind: kind, Text: piece})
+		if kind != model.DeltaToolCall && piece != "" {
+			onDelta(model.Delta{Kind: kind, Text: piece})
 		}
 	case "content_block_stop":
 		if _, err := a.block("content_block_stop", ev.Index); err != nil {
@@ -327,8 +327,8 @@ func (a *messageAcc) add(ev sdk.MessageStreamEventUnion, onDelta func(agent.Delt
 	return nil
 }
 
-func (a *messageAcc) response() agent.Response {
-	resp := agent.Response{Model: a.model}
+func (a *messageAcc) response() model.Response {
+	resp := model.Response{Model: a.model}
 	var text, thinking strings.Builder
 	for _, b := range a.blocks {
 		switch b.typ {
@@ -365,13 +365,13 @@ func (a *messageAcc) response() agent.Response {
 	return resp
 }
 
-func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, w *stream.Watch, err error) error {
+func (p *Provider) wrap(ctx context.Context, wd *model.Watchdog, w *stream.Watch, err error) error {
 	if e := stream.Interrupted(ctx, p.name, wd); e != nil {
 		return e
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
-		pe := &agent.ProviderError{Provider: p.name, Status: apierr.StatusCode, Message: apierr.RawJSON(), Err: err}
+		pe := &model.ProviderError{Provider: p.name, Status: apierr.StatusCode, Message: apierr.RawJSON(), Err: err}
 		var body struct {
 			Error struct{ Message string } `json:"error"`
 		}
@@ -379,7 +379,7 @@ func (p *Provider) wrap(ctx context.Context, wd *agent.Watchdog, w *stream.Watch
 			pe.Message = body.Error.Message
 		}
 		if apierr.Response != nil {
-			pe.RetryAfter = agent.ParseRetryAfter(apierr.Response.Header.Get("Retry-After"), time.Now())
+			pe.RetryAfter = model.ParseRetryAfter(apierr.Response.Header.Get("Retry-After"), time.Now())
 		}
 		return pe
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/schema"
@@ -18,18 +18,18 @@ func TestStreamingWithToolsAndCache(t *testing.T) {
 	defer srv.Close()
 	p := anthropic.New(anthropic.Options{BaseURL: srv.URL, APIKey: "sk-ant-test"})
 	var streamed strings.Builder
-	resp, err := p.Complete(context.Background(), agent.Request{
+	resp, err := p.Complete(context.Background(), model.Request{
 		Model:  "claude-sonnet-4-5",
 		System: "You are Hermes.",
-		Tools:  []agent.ToolSpec{{Name: "read_file", Description: "read", Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}}},
+		Tools:  []model.ToolSpec{{Name: "read_file", Description: "read", Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}}},
 		Messages: []schema.Message{
 			{Role: "user", Content: "what is in go.mod?"},
 			{Role: "assistant", ToolCalls: []schema.ToolCall{{ID: "toolu_0", Type: "function", Function: schema.FunctionCall{Name: "read_file", Arguments: `{"path":"README.md"}`}}}},
 			{Role: "tool", ToolCallID: "toolu_0", Name: "read_file", Content: "# Hermes"},
 			{Role: "user", Content: "and go.mod?"},
 		},
-	}, func(d agent.Delta) {
-		if d.Kind == agent.DeltaText {
+	}, func(d model.Delta) {
+		if d.Kind == model.DeltaText {
 			streamed.WriteString(d.Text)
 		}
 	})
@@ -82,14 +82,14 @@ func TestLoopOverAnthropic(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "cut ", Finish: "length"}, llmtest.Reply{Content: "off"})
 	defer srv.Close()
 	p := anthropic.New(anthropic.Options{BaseURL: srv.URL, APIKey: "k"})
-	resp, err := p.Complete(context.Background(), agent.Request{Model: "claude-haiku-4-5", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(agent.Delta) {})
+	resp, err := p.Complete(context.Background(), model.Request{Model: "claude-haiku-4-5", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
 	if err != nil || resp.FinishReason != "length" || resp.Content != "cut " {
 		t.Fatalf("%+v %v", resp, err)
 	}
 	srv.Add(llmtest.Reply{Status: 529, ErrorBody: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
 	srv.Remaining()
-	p.Complete(context.Background(), agent.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(agent.Delta) {})
-	_, err = p.Complete(context.Background(), agent.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(agent.Delta) {})
+	p.Complete(context.Background(), model.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
+	_, err = p.Complete(context.Background(), model.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
 	if err == nil || !strings.Contains(err.Error(), "529") {
 		t.Fatalf("an error status was not reported: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
@@ -50,13 +50,13 @@ func raw(t *testing.T, ct, body string) string {
 	return srv.URL
 }
 
-func complete(t *testing.T, o anthropic.Options) (agent.Response, error, string, uint64) {
+func complete(t *testing.T, o anthropic.Options) (model.Response, error, string, uint64) {
 	t.Helper()
 	var streamed strings.Builder
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	resp, err := anthropic.New(o).Complete(context.Background(), agent.Request{Model: "claude", Messages: hi}, func(d agent.Delta) {
-		if d.Kind == agent.DeltaText {
+	resp, err := anthropic.New(o).Complete(context.Background(), model.Request{Model: "claude", Messages: hi}, func(d model.Delta) {
+		if d.Kind == model.DeltaText {
 			streamed.WriteString(d.Text)
 		}
 	})
@@ -64,9 +64,9 @@ func complete(t *testing.T, o anthropic.Options) (agent.Response, error, string,
 	return resp, err, streamed.String(), after.TotalAlloc - before.TotalAlloc
 }
 
-func wantClass(t *testing.T, err error, class agent.ErrorClass, text string) {
+func wantClass(t *testing.T, err error, class model.ErrorClass, text string) {
 	t.Helper()
-	if got := agent.Classify(err); got != class || !strings.Contains(fmt.Sprint(err), text) {
+	if got := model.Classify(err); got != class || !strings.Contains(fmt.Sprint(err), text) {
 		t.Fatalf("error %v classified %s, want %s mentioning %q", err, got, class, text)
 	}
 }
@@ -84,7 +84,7 @@ func TestCutStream(t *testing.T) {
 			srv := llmtest.New(r)
 			defer srv.Close()
 			resp, err, streamed, _ := complete(t, anthropic.Options{BaseURL: srv.URL})
-			wantClass(t, err, agent.ClassStreamCut, "stream was cut")
+			wantClass(t, err, model.ClassStreamCut, "stream was cut")
 			if resp.Content != "" || streamed == "" {
 				t.Fatalf("response %+v streamed %q", resp, streamed)
 			}
@@ -121,7 +121,7 @@ func TestHostileIndexesAndCounts(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			resp, err, _, alloc := complete(t, anthropic.Options{BaseURL: raw(t, "text/event-stream", c.body)})
-			wantClass(t, err, agent.ClassMalformed, c.text)
+			wantClass(t, err, model.ClassMalformed, c.text)
 			if resp.Content != "" || alloc > 256<<20 {
 				t.Fatalf("response %+v after %d MB", resp, alloc>>20)
 			}
@@ -148,16 +148,16 @@ func TestWholeAnswerFromRawEvents(t *testing.T) {
 
 func TestNotAStream(t *testing.T) {
 	_, err, _, _ := complete(t, anthropic.Options{BaseURL: raw(t, "text/html", "<html><title>Bad gateway</title></html>")})
-	wantClass(t, err, agent.ClassMalformed, "Bad gateway")
+	wantClass(t, err, model.ClassMalformed, "Bad gateway")
 }
 
 func TestEndlessStreams(t *testing.T) {
 	cases := map[string]struct {
 		r     llmtest.Reply
-		class agent.ErrorClass
+		class model.ErrorClass
 	}{
-		"ping events":  {llmtest.Reply{PingEvery: 10 * time.Millisecond}, agent.ClassTimeout},
-		"empty deltas": {llmtest.Reply{TrickleEvery: 10 * time.Millisecond}, agent.ClassCallTimeout},
+		"ping events":  {llmtest.Reply{PingEvery: 10 * time.Millisecond}, model.ClassTimeout},
+		"empty deltas": {llmtest.Reply{TrickleEvery: 10 * time.Millisecond}, model.ClassCallTimeout},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
@@ -33,7 +33,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		streamed := 0
-		resp, err := p.Complete(context.Background(), agent.Request{Model: "claude", Messages: hi}, func(d agent.Delta) { streamed += len(d.Text) })
+		resp, err := p.Complete(context.Background(), model.Request{Model: "claude", Messages: hi}, func(d model.Delta) { streamed += len(d.Text) })
 		runtime.ReadMemStats(&after)
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20+2048*uint64(len(body)) {
 			t.Fatalf("%d bytes allocated for %d bytes of input", alloc, len(body))
@@ -42,9 +42,9 @@ func FuzzAnthropicStream(f *testing.F) {
 			t.Fatalf("%d bytes streamed", streamed)
 		}
 		if err != nil {
-			var pe *agent.ProviderError
-			class := agent.Classify(err)
-			if !errors.As(err, &pe) || strings.Contains(err.Error(), "panicked") || class == agent.ClassTimeout || class == agent.ClassCallTimeout {
+			var pe *model.ProviderError
+			class := model.Classify(err)
+			if !errors.As(err, &pe) || strings.Contains(err.Error(), "panicked") || class == model.ClassTimeout || class == model.ClassCallTimeout {
 				t.Fatalf("error %T %v classified %s", err, err, class)
 			}
 			return

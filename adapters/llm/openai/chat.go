@@ -15,7 +15,7 @@ import (
 	"github.com/openai/openai-go/packages/respjson"
 	"github.com/openai/openai-go/shared"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -29,23 +29,23 @@ type Options struct {
 	// Headers are extra request headers.
 	Headers map[string]string
 	// StallTimeout cancels a stream that sends no chunk for this long
-	// (default agent.DefaultStallTimeout; negative disables).
+	// (default model.DefaultStallTimeout; negative disables).
 	StallTimeout time.Duration
 	// CallTimeout bounds a whole call, however lively its stream
-	// (default agent.DefaultCallTimeout; negative disables).
+	// (default model.DefaultCallTimeout; negative disables).
 	CallTimeout time.Duration
 }
 
 func (o Options) stall() time.Duration {
 	if o.StallTimeout == 0 {
-		return agent.DefaultStallTimeout
+		return model.DefaultStallTimeout
 	}
 	return o.StallTimeout
 }
 
 func (o Options) total() time.Duration {
 	if o.CallTimeout == 0 {
-		return agent.DefaultCallTimeout
+		return model.DefaultCallTimeout
 	}
 	return o.CallTimeout
 }
@@ -85,7 +85,7 @@ func NewChat(o Options) *Chat {
 }
 
 func (c *Chat) Name() string    { return c.name }
-func (c *Chat) APIMode() string { return agent.ModeChatCompletions }
+func (c *Chat) APIMode() string { return model.ModeChatCompletions }
 
 // Messages converts history to the SDK's message params.
 func Messages(system string, msgs []schema.Message) []openai.ChatCompletionMessageParamUnion {
@@ -118,7 +118,7 @@ func Messages(system string, msgs []schema.Message) []openai.ChatCompletionMessa
 	return out
 }
 
-func tools(specs []agent.ToolSpec) []openai.ChatCompletionToolParam {
+func tools(specs []model.ToolSpec) []openai.ChatCompletionToolParam {
 	var out []openai.ChatCompletionToolParam
 	for _, s := range specs {
 		out = append(out, openai.ChatCompletionToolParam{Function: shared.FunctionDefinitionParam{
@@ -127,13 +127,13 @@ func tools(specs []agent.ToolSpec) []openai.ChatCompletionToolParam {
 	return out
 }
 
-// Complete implements agent.Provider. Everything taken from the stream is
+// Complete implements model.Provider. Everything taken from the stream is
 // bounded (package stream), and a stream that ends without finish_reason
 // or [DONE] is an error, not an answer.
-func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+func (c *Chat) Complete(ctx context.Context, req model.Request, onDelta func(model.Delta)) (resp model.Response, err error) {
 	defer func() {
 		if e := stream.Recovered(c.name, recover()); e != nil {
-			resp, err = agent.Response{}, e
+			resp, err = model.Response{}, e
 		}
 	}()
 	params := openai.ChatCompletionNewParams{
@@ -147,7 +147,7 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 	if req.MaxTokens > 0 {
 		params.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	sctx, wd := agent.NewWatchdog(ctx, c.stall, c.total)
+	sctx, wd := model.NewWatchdog(ctx, c.stall, c.total)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx)
 	s := c.client.Chat.Completions.NewStreaming(sctx, params)
@@ -156,17 +156,17 @@ func (c *Chat) Complete(ctx context.Context, req agent.Request, onDelta func(age
 	for s.Next() {
 		wd.Touch()
 		if err := acc.add(s.Current(), onDelta); err != nil {
-			return agent.Response{}, stream.Fail(c.name, err)
+			return model.Response{}, stream.Fail(c.name, err)
 		}
 	}
 	if err := s.Err(); err != nil {
-		return agent.Response{}, wrapErr(ctx, c.name, wd, watch, err)
+		return model.Response{}, wrapErr(ctx, c.name, wd, watch, err)
 	}
 	if err := stream.Interrupted(ctx, c.name, wd); err != nil {
-		return agent.Response{}, err
+		return model.Response{}, err
 	}
 	if acc.finish == "" && !watch.Done() {
-		return agent.Response{}, stream.Fail(c.name, stream.Cut("no finish_reason and no [DONE]"))
+		return model.Response{}, stream.Fail(c.name, stream.Cut("no finish_reason and no [DONE]"))
 	}
 	return acc.response(), nil
 }
@@ -185,7 +185,7 @@ type partialCall struct {
 	name, args strings.Builder
 }
 
-func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(agent.Delta)) error {
+func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(model.Delta)) error {
 	if ch.Model != "" {
 		if err := stream.Name("model name", ch.Model); err != nil {
 			return err
@@ -203,14 +203,14 @@ func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(agent.Delta)) 
 				return err
 			}
 			a.content.WriteString(d.Content)
-			onDelta(agent.Delta{Kind: agent.DeltaText, Text: d.Content})
+			onDelta(model.Delta{Kind: model.DeltaText, Text: d.Content})
 		}
 		if r := extraString(d.JSON.ExtraFields, "reasoning_content", "reasoning"); r != "" {
 			if err := a.budget.Text(len(r)); err != nil {
 				return err
 			}
 			a.reasoning.WriteString(r)
-			onDelta(agent.Delta{Kind: agent.DeltaReasoning, Text: r})
+			onDelta(model.Delta{Kind: model.DeltaReasoning, Text: r})
 		}
 		for _, tc := range d.ToolCalls {
 			// The index addresses the call a fragment belongs to: it
@@ -234,7 +234,7 @@ func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(agent.Delta)) 
 					return stream.Malformed("a tool name over %d bytes", stream.MaxNameBytes)
 				}
 				p.name.WriteString(tc.Function.Name)
-				onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: p.name.String()})
+				onDelta(model.Delta{Kind: model.DeltaToolCall, Text: p.name.String()})
 			}
 			if err := a.budget.Text(len(tc.Function.Arguments)); err != nil {
 				return err
@@ -248,8 +248,8 @@ func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(agent.Delta)) 
 	return nil
 }
 
-func (a *chatAcc) response() agent.Response {
-	resp := agent.Response{Model: a.model, Usage: a.usage, FinishReason: a.finish, Content: a.content.String(), Reasoning: a.reasoning.String()}
+func (a *chatAcc) response() model.Response {
+	resp := model.Response{Model: a.model, Usage: a.usage, FinishReason: a.finish, Content: a.content.String(), Reasoning: a.reasoning.String()}
 	for _, p := range a.calls {
 		if p.name.Len() == 0 && p.args.Len() == 0 {
 			continue

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
@@ -38,13 +38,13 @@ func chunk(delta string, finish string) string {
 
 // call makes one chat call and returns what it gave, the text streamed, and
 // the bytes allocated meanwhile.
-func call(t *testing.T, p agent.Provider) (agent.Response, error, string, uint64) {
+func call(t *testing.T, p model.Provider) (model.Response, error, string, uint64) {
 	t.Helper()
 	var streamed strings.Builder
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	resp, err := p.Complete(context.Background(), agent.Request{Model: "m", Messages: history}, func(d agent.Delta) {
-		if d.Kind == agent.DeltaText {
+	resp, err := p.Complete(context.Background(), model.Request{Model: "m", Messages: history}, func(d model.Delta) {
+		if d.Kind == model.DeltaText {
 			streamed.WriteString(d.Text)
 		}
 	})
@@ -52,9 +52,9 @@ func call(t *testing.T, p agent.Provider) (agent.Response, error, string, uint64
 	return resp, err, streamed.String(), after.TotalAlloc - before.TotalAlloc
 }
 
-func wantClass(t *testing.T, err error, class agent.ErrorClass, text string) {
+func wantClass(t *testing.T, err error, class model.ErrorClass, text string) {
 	t.Helper()
-	if got := agent.Classify(err); got != class || !strings.Contains(fmt.Sprint(err), text) {
+	if got := model.Classify(err); got != class || !strings.Contains(fmt.Sprint(err), text) {
 		t.Fatalf("error %v classified %s, want %s mentioning %q", err, got, class, text)
 	}
 }
@@ -68,7 +68,7 @@ func TestChatHostileToolIndex(t *testing.T) {
 				chunk(`{"tool_calls":[{"index":`+idx+`,"id":"call_x","type":"function","function":{"name":"terminal","arguments":"{}"}}]}`, "") +
 				chunk(`{}`, "tool_calls") + "data: [DONE]\n\n"
 			resp, err, _, alloc := call(t, openai.NewChat(openai.Options{BaseURL: rawServer(t, body)}))
-			wantClass(t, err, agent.ClassMalformed, "tool-call index "+idx)
+			wantClass(t, err, model.ClassMalformed, "tool-call index "+idx)
 			if resp.ToolCalls != nil || alloc > 32<<20 {
 				t.Fatalf("response %+v after %d MB allocated", resp, alloc>>20)
 			}
@@ -99,7 +99,7 @@ func TestChatCutStream(t *testing.T) {
 			srv := llmtest.New(r)
 			defer srv.Close()
 			resp, err, streamed, _ := call(t, openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}))
-			wantClass(t, err, agent.ClassStreamCut, "stream was cut")
+			wantClass(t, err, model.ClassStreamCut, "stream was cut")
 			if resp.Content != "" || resp.FinishReason != "" {
 				t.Fatalf("a cut stream gave %+v", resp)
 			}
@@ -137,12 +137,12 @@ func TestChatNotAStream(t *testing.T) {
 	defer srv.Close()
 	p := openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"})
 	_, err, _, _ := call(t, p)
-	wantClass(t, err, agent.ClassMalformed, "text/html; charset=utf-8 instead of an event stream")
+	wantClass(t, err, model.ClassMalformed, "text/html; charset=utf-8 instead of an event stream")
 	if !strings.Contains(err.Error(), "Corporate proxy: sign in") {
 		t.Fatalf("the page is not quoted: %v", err)
 	}
 	_, err, _, _ = call(t, p)
-	wantClass(t, err, agent.ClassMalformed, "application/json instead of an event stream")
+	wantClass(t, err, model.ClassMalformed, "application/json instead of an event stream")
 }
 
 // TestChatEndlessStreams: keep-alives alone, or a byte now and then, trip
@@ -151,12 +151,12 @@ func TestChatNotAStream(t *testing.T) {
 func TestChatEndlessStreams(t *testing.T) {
 	cases := map[string]struct {
 		r     llmtest.Reply
-		class agent.ErrorClass
+		class model.ErrorClass
 		text  string
 	}{
-		"pings":        {llmtest.Reply{PingEvery: 10 * time.Millisecond}, agent.ClassTimeout, "stalled"},
-		"byte trickle": {llmtest.Reply{Content: "slow", ByteEvery: 5 * time.Millisecond}, agent.ClassTimeout, "stalled"},
-		"empty chunks": {llmtest.Reply{TrickleEvery: 10 * time.Millisecond}, agent.ClassCallTimeout, "deadline (400ms)"},
+		"pings":        {llmtest.Reply{PingEvery: 10 * time.Millisecond}, model.ClassTimeout, "stalled"},
+		"byte trickle": {llmtest.Reply{Content: "slow", ByteEvery: 5 * time.Millisecond}, model.ClassTimeout, "stalled"},
+		"empty chunks": {llmtest.Reply{TrickleEvery: 10 * time.Millisecond}, model.ClassCallTimeout, "deadline (400ms)"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestChatBounds(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err, _, alloc := call(t, openai.NewChat(openai.Options{BaseURL: rawServer(t, c.body)}))
-			wantClass(t, err, agent.ClassMalformed, c.text)
+			wantClass(t, err, model.ClassMalformed, c.text)
 			if alloc > 256<<20 {
 				t.Fatalf("%d MB allocated", alloc>>20)
 			}
@@ -200,9 +200,9 @@ func TestChatBounds(t *testing.T) {
 func TestPanicBecomesError(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "boom"}, llmtest.Reply{Content: "boom"})
 	defer srv.Close()
-	for _, p := range []agent.Provider{openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), openai.NewResponses(openai.Options{BaseURL: srv.URL + "/v1"})} {
-		resp, err := p.Complete(context.Background(), agent.Request{Model: "m", Messages: history}, func(agent.Delta) { panic("decoder exploded") })
-		wantClass(t, err, agent.ClassMalformed, "decoder exploded")
+	for _, p := range []model.Provider{openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), openai.NewResponses(openai.Options{BaseURL: srv.URL + "/v1"})} {
+		resp, err := p.Complete(context.Background(), model.Request{Model: "m", Messages: history}, func(model.Delta) { panic("decoder exploded") })
+		wantClass(t, err, model.ClassMalformed, "decoder exploded")
 		if resp.Content != "" {
 			t.Fatalf("%+v", resp)
 		}
@@ -222,7 +222,7 @@ func TestResponsesCutStream(t *testing.T) {
 			srv := llmtest.New(r)
 			defer srv.Close()
 			resp, err, streamed, _ := call(t, openai.NewResponses(openai.Options{BaseURL: srv.URL + "/v1"}))
-			wantClass(t, err, agent.ClassStreamCut, "stream was cut")
+			wantClass(t, err, model.ClassStreamCut, "stream was cut")
 			if resp.Content != "" || streamed == "" {
 				t.Fatalf("response %+v, streamed %q", resp, streamed)
 			}
@@ -255,7 +255,7 @@ func TestResponsesBounds(t *testing.T) {
 			}))
 			defer srv.Close()
 			_, err, _, _ := call(t, openai.NewResponses(openai.Options{BaseURL: srv.URL + "/v1"}))
-			wantClass(t, err, agent.ClassMalformed, c.text)
+			wantClass(t, err, model.ClassMalformed, c.text)
 		})
 	}
 	// At the bound, the answer goes through.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
@@ -19,7 +19,7 @@ import (
 // decoding and checks what comes out: an error the ladder can classify,
 // or a well-formed response; never a panic, and never an allocation
 // out of proportion to the input.
-func fuzzStream(t *testing.T, srv *llmtest.RawServer, p agent.Provider, body []byte, sse bool, terminators ...string) {
+func fuzzStream(t *testing.T, srv *llmtest.RawServer, p model.Provider, body []byte, sse bool, terminators ...string) {
 	ct := "text/plain"
 	if sse {
 		ct = "text/event-stream"
@@ -28,7 +28,7 @@ func fuzzStream(t *testing.T, srv *llmtest.RawServer, p agent.Provider, body []b
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	streamed := 0
-	resp, err := p.Complete(context.Background(), agent.Request{Model: "m", Messages: history}, func(d agent.Delta) { streamed += len(d.Text) })
+	resp, err := p.Complete(context.Background(), model.Request{Model: "m", Messages: history}, func(d model.Delta) { streamed += len(d.Text) })
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20+2048*uint64(len(body)) {
 		t.Fatalf("%d bytes allocated for %d bytes of input", alloc, len(body))
@@ -37,12 +37,12 @@ func fuzzStream(t *testing.T, srv *llmtest.RawServer, p agent.Provider, body []b
 		t.Fatalf("%d bytes streamed", streamed)
 	}
 	if err != nil {
-		var pe *agent.ProviderError
+		var pe *model.ProviderError
 		// The server answered at once and in full: nothing may look like a
 		// stall or an unreachable server.
-		class := agent.Classify(err)
-		if !errors.As(err, &pe) || strings.Contains(err.Error(), "panicked") || class == agent.ClassTimeout || class == agent.ClassCallTimeout {
-			t.Fatalf("error %T %v classified %s", err, err, agent.Classify(err))
+		class := model.Classify(err)
+		if !errors.As(err, &pe) || strings.Contains(err.Error(), "panicked") || class == model.ClassTimeout || class == model.ClassCallTimeout {
+			t.Fatalf("error %T %v classified %s", err, err, model.Classify(err))
 		}
 		return
 	}
@@ -59,7 +59,7 @@ func fuzzStream(t *testing.T, srv *llmtest.RawServer, p agent.Provider, body []b
 }
 
 // wellFormed says what is wrong with a response, or "".
-func wellFormed(r agent.Response) string {
+func wellFormed(r model.Response) string {
 	switch r.FinishReason {
 	case "stop", "tool_calls", "length", "content_filter":
 	default:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/schema"
@@ -24,10 +24,10 @@ func TestResponsesAPI(t *testing.T) {
 	defer srv.Close()
 	p := openai.NewResponses(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k"})
 	var text strings.Builder
-	resp, err := p.Complete(context.Background(), agent.Request{Model: "gpt-5", System: "You are Hermes.", Messages: history,
-		Tools: []agent.ToolSpec{{Name: "read_file", Description: "read", Parameters: map[string]any{"type": "object"}}}},
-		func(d agent.Delta) {
-			if d.Kind == agent.DeltaText {
+	resp, err := p.Complete(context.Background(), model.Request{Model: "gpt-5", System: "You are Hermes.", Messages: history,
+		Tools: []model.ToolSpec{{Name: "read_file", Description: "read", Parameters: map[string]any{"type": "object"}}}},
+		func(d model.Delta) {
+			if d.Kind == model.DeltaText {
 				text.WriteString(d.Text)
 			}
 		})
@@ -66,11 +66,11 @@ func TestChatJSONFinishReasonsAndErrors(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "partial", Finish: "length"}, llmtest.Reply{Status: 401, ErrorBody: `{"error":{"message":"bad key","type":"invalid_request_error"}}`})
 	defer srv.Close()
 	p := openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k", Provider: "openrouter"})
-	resp, err := p.Complete(context.Background(), agent.Request{Model: "m", Messages: history}, func(agent.Delta) {})
+	resp, err := p.Complete(context.Background(), model.Request{Model: "m", Messages: history}, func(model.Delta) {})
 	if err != nil || resp.FinishReason != "length" || resp.Content != "partial" {
 		t.Fatalf("%+v %v", resp, err)
 	}
-	_, err = p.Complete(context.Background(), agent.Request{Model: "m", Messages: history}, func(agent.Delta) {})
+	_, err = p.Complete(context.Background(), model.Request{Model: "m", Messages: history}, func(model.Delta) {})
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "openrouter") {
 		t.Fatalf("error %v", err)
 	}
@@ -90,7 +90,7 @@ func TestSSECommentsIgnored(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "still here", Ping: true})
 	defer srv.Close()
 	resp, err := openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}).Complete(context.Background(),
-		agent.Request{Model: "m", Messages: history}, func(agent.Delta) {})
+		model.Request{Model: "m", Messages: history}, func(model.Delta) {})
 	if err != nil || resp.Content != "still here" {
 		t.Fatalf("%+v %v", resp, err)
 	}

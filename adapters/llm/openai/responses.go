@@ -8,7 +8,7 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/responses"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -32,7 +32,7 @@ func NewResponses(o Options) *Responses {
 }
 
 func (r *Responses) Name() string    { return r.name }
-func (r *Responses) APIMode() string { return agent.ModeResponses }
+func (r *Responses) APIMode() string { return model.ModeResponses }
 
 func responsesInput(msgs []schema.Message) responses.ResponseInputParam {
 	var in responses.ResponseInputParam
@@ -58,13 +58,13 @@ func responsesInput(msgs []schema.Message) responses.ResponseInputParam {
 	return in
 }
 
-// Complete implements agent.Provider. The answer is read from
+// Complete implements model.Provider. The answer is read from
 // response.completed (or response.incomplete); a stream that ends without
 // either is an error, whatever deltas came before.
-func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta func(agent.Delta)) (resp agent.Response, err error) {
+func (r *Responses) Complete(ctx context.Context, req model.Request, onDelta func(model.Delta)) (resp model.Response, err error) {
 	defer func() {
 		if e := stream.Recovered(r.name, recover()); e != nil {
-			resp, err = agent.Response{}, e
+			resp, err = model.Response{}, e
 		}
 	}()
 	params := responses.ResponseNewParams{
@@ -84,7 +84,7 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 				Name: s.Name, Description: openai.String(s.Description), Parameters: s.Parameters, Strict: openai.Bool(false)}})
 		}
 	}
-	sctx, wd := agent.NewWatchdog(ctx, r.stall, r.total)
+	sctx, wd := model.NewWatchdog(ctx, r.stall, r.total)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx)
 	s := r.client.Responses.NewStreaming(sctx, params)
@@ -93,11 +93,11 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 	// streamed bounds the deltas handed on, which nothing accumulates
 	// here: the final event carries the whole output.
 	var streamed stream.Budget
-	delta := func(kind agent.DeltaKind, text string) error {
+	delta := func(kind model.DeltaKind, text string) error {
 		if err := streamed.Text(len(text)); err != nil {
 			return err
 		}
-		onDelta(agent.Delta{Kind: kind, Text: text})
+		onDelta(model.Delta{Kind: kind, Text: text})
 		return nil
 	}
 	for s.Next() {
@@ -106,13 +106,13 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 		var derr error
 		switch ev.Type {
 		case "response.output_text.delta":
-			derr = delta(agent.DeltaText, ev.Delta.OfString)
+			derr = delta(model.DeltaText, ev.Delta.OfString)
 		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-			derr = delta(agent.DeltaReasoning, ev.Delta.OfString)
+			derr = delta(model.DeltaReasoning, ev.Delta.OfString)
 		case "response.output_item.added":
 			if ev.Item.Type == "function_call" {
 				if derr = stream.Name("tool name", ev.Item.Name); derr == nil {
-					onDelta(agent.Delta{Kind: agent.DeltaToolCall, Text: ev.Item.Name})
+					onDelta(model.Delta{Kind: model.DeltaToolCall, Text: ev.Item.Name})
 				}
 			}
 		case "response.completed", "response.incomplete":
@@ -123,34 +123,34 @@ func (r *Responses) Complete(ctx context.Context, req agent.Request, onDelta fun
 			if msg == "" {
 				msg = ev.Response.Error.Message
 			}
-			return agent.Response{}, &agent.ProviderError{Provider: r.name, Status: 500, Message: msg}
+			return model.Response{}, &model.ProviderError{Provider: r.name, Status: 500, Message: msg}
 		}
 		if derr != nil {
-			return agent.Response{}, stream.Fail(r.name, derr)
+			return model.Response{}, stream.Fail(r.name, derr)
 		}
 	}
 	if err := s.Err(); err != nil {
-		return agent.Response{}, wrapErr(ctx, r.name, wd, watch, err)
+		return model.Response{}, wrapErr(ctx, r.name, wd, watch, err)
 	}
 	if err := stream.Interrupted(ctx, r.name, wd); err != nil {
-		return agent.Response{}, err
+		return model.Response{}, err
 	}
 	if final == nil {
-		return agent.Response{}, stream.Fail(r.name, stream.Cut("no response.completed"))
+		return model.Response{}, stream.Fail(r.name, stream.Cut("no response.completed"))
 	}
 	out, err := responseOf(final)
 	if err != nil {
-		return agent.Response{}, stream.Fail(r.name, err)
+		return model.Response{}, stream.Fail(r.name, err)
 	}
 	return out, nil
 }
 
 // responseOf reads the answer out of a final response, within the bounds.
-func responseOf(final *responses.Response) (agent.Response, error) {
+func responseOf(final *responses.Response) (model.Response, error) {
 	if err := stream.Name("model name", string(final.Model)); err != nil {
-		return agent.Response{}, err
+		return model.Response{}, err
 	}
-	out := agent.Response{Model: string(final.Model), FinishReason: "stop"}
+	out := model.Response{Model: string(final.Model), FinishReason: "stop"}
 	var budget stream.Budget
 	var text, reasoning strings.Builder
 	for _, item := range final.Output {
@@ -159,7 +159,7 @@ func responseOf(final *responses.Response) (agent.Response, error) {
 			for _, c := range item.Content {
 				if c.Type == "output_text" {
 					if err := budget.Text(len(c.Text)); err != nil {
-						return agent.Response{}, err
+						return model.Response{}, err
 					}
 					text.WriteString(c.Text)
 				}
@@ -167,22 +167,22 @@ func responseOf(final *responses.Response) (agent.Response, error) {
 		case "reasoning":
 			for _, s := range item.Summary {
 				if err := budget.Text(len(s.Text)); err != nil {
-					return agent.Response{}, err
+					return model.Response{}, err
 				}
 				reasoning.WriteString(s.Text)
 			}
 		case "function_call":
 			if err := budget.Call(); err != nil {
-				return agent.Response{}, err
+				return model.Response{}, err
 			}
 			if err := stream.Name("tool name", item.Name); err != nil {
-				return agent.Response{}, err
+				return model.Response{}, err
 			}
 			if err := stream.Name("tool-call id", item.CallID); err != nil {
-				return agent.Response{}, err
+				return model.Response{}, err
 			}
 			if err := budget.Text(len(item.Arguments)); err != nil {
-				return agent.Response{}, err
+				return model.Response{}, err
 			}
 			out.ToolCalls = append(out.ToolCalls, schema.ToolCall{ID: item.CallID, Type: "function",
 				Function: schema.FunctionCall{Name: item.Name, Arguments: item.Arguments}})

@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 // Bounds on one response. They are far above what any model produces
@@ -45,15 +45,15 @@ const (
 	MaxErrorBodyBytes = 1 << 20
 )
 
-// Malformed returns an error wrapping agent.ErrMalformedStream.
+// Malformed returns an error wrapping model.ErrMalformedStream.
 func Malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", agent.ErrMalformedStream, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", model.ErrMalformedStream, fmt.Sprintf(format, args...))
 }
 
-// Cut returns an error wrapping agent.ErrStreamCut; what names what was
+// Cut returns an error wrapping model.ErrStreamCut; what names what was
 // missing ("no finish_reason and no [DONE]").
 func Cut(what string) error {
-	return fmt.Errorf("%w (%s)", agent.ErrStreamCut, what)
+	return fmt.Errorf("%w (%s)", model.ErrStreamCut, what)
 }
 
 // Index checks an index taken from the wire against [0, n).
@@ -98,34 +98,34 @@ func (b *Budget) Call() error {
 // Fail wraps an error found by an adapter itself (a bound, a missing
 // terminator) for the ladder.
 func Fail(provider string, err error) error {
-	return &agent.ProviderError{Provider: provider, Message: err.Error(), Err: err}
+	return &model.ProviderError{Provider: provider, Message: err.Error(), Err: err}
 }
 
 // Interrupted is the error of a call that its watchdog or its caller
 // cancelled, or nil.
-func Interrupted(ctx context.Context, provider string, wd *agent.Watchdog) error {
+func Interrupted(ctx context.Context, provider string, wd *model.Watchdog) error {
 	if c := wd.Cause(); c != nil {
-		return &agent.ProviderError{Provider: provider, Transport: true, Message: c.Error(), Err: c}
+		return &model.ProviderError{Provider: provider, Transport: true, Message: c.Error(), Err: c}
 	}
 	return ctx.Err()
 }
 
 // Wrap turns a non-HTTP error of a streaming call into an
-// agent.ProviderError: a malformed body as such, a broken connection after
+// model.ProviderError: a malformed body as such, a broken connection after
 // the response began as a cut stream, anything earlier as a transport
 // failure. Errors the server reported with a status are the adapters'.
 func Wrap(provider string, w *Watch, err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, agent.ErrMalformedStream):
+	case errors.Is(err, model.ErrMalformedStream):
 		return Fail(provider, err)
 	case errors.As(err, &syn) || errors.As(err, &typ):
-		return Fail(provider, fmt.Errorf("%w: an event is not valid JSON: %w", agent.ErrMalformedStream, err))
+		return Fail(provider, fmt.Errorf("%w: an event is not valid JSON: %w", model.ErrMalformedStream, err))
 	case w.Opened():
-		return Fail(provider, fmt.Errorf("%w: %w", agent.ErrStreamCut, err))
+		return Fail(provider, fmt.Errorf("%w: %w", model.ErrStreamCut, err))
 	}
-	return &agent.ProviderError{Provider: provider, Transport: true, Message: err.Error(), Err: err}
+	return &model.ProviderError{Provider: provider, Transport: true, Message: err.Error(), Err: err}
 }
 
 // Recovered turns the value of recover() into an error: the SDKs decode
@@ -135,5 +135,5 @@ func Recovered(provider string, r any) error {
 	if r == nil {
 		return nil
 	}
-	return Fail(provider, fmt.Errorf("%w: decoding the stream panicked: %v", agent.ErrMalformedStream, r))
+	return Fail(provider, fmt.Errorf("%w: decoding the stream panicked: %v", model.ErrMalformedStream, r))
 }

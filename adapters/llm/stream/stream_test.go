@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm/stream"
 )
 
@@ -69,7 +69,7 @@ func TestGuardRejectsWhatIsNotAStream(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, w, err := get(t, body(c.ct, c.body), false)
-			if !errors.Is(err, agent.ErrMalformedStream) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "instead of an event stream") {
+			if !errors.Is(err, model.ErrMalformedStream) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "instead of an event stream") {
 				t.Fatalf("error %v", err)
 			}
 			if w.Opened() {
@@ -106,7 +106,7 @@ func TestGuardBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = io.Copy(io.Discard, resp.Body)
-			if !errors.Is(err, agent.ErrMalformedStream) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, model.ErrMalformedStream) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v", err)
 			}
 		})
@@ -156,7 +156,7 @@ func TestBudgetAndIndex(t *testing.T) {
 	if err := b.Text(stream.MaxResponseBytes); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Text(1); !errors.Is(err, agent.ErrMalformedStream) {
+	if err := b.Text(1); !errors.Is(err, model.ErrMalformedStream) {
 		t.Fatalf("over the byte budget: %v", err)
 	}
 	for range stream.MaxToolCalls {
@@ -164,11 +164,11 @@ func TestBudgetAndIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Call(); !errors.Is(err, agent.ErrMalformedStream) {
+	if err := b.Call(); !errors.Is(err, model.ErrMalformedStream) {
 		t.Fatalf("over the call budget: %v", err)
 	}
 	for _, i := range []int64{-1, 128, 999999999, 1 << 62} {
-		if err := stream.Index("tool-call index", i, stream.MaxToolCalls); !errors.Is(err, agent.ErrMalformedStream) {
+		if err := stream.Index("tool-call index", i, stream.MaxToolCalls); !errors.Is(err, model.ErrMalformedStream) {
 			t.Errorf("index %d: %v", i, err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestRecovered(t *testing.T) {
 		t.Fatal("no panic, yet an error")
 	}
 	err := stream.Recovered("p", "index out of range [-1]")
-	if agent.Classify(err) != agent.ClassMalformed || !strings.Contains(err.Error(), "index out of range") {
-		t.Fatalf("%v classified %s", err, agent.Classify(err))
+	if model.Classify(err) != model.ClassMalformed || !strings.Contains(err.Error(), "index out of range") {
+		t.Fatalf("%v classified %s", err, model.Classify(err))
 	}
 }

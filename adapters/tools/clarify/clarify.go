@@ -9,14 +9,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Tool is the clarify tool.
 type Tool struct{ Timeout time.Duration }
 
-func (Tool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "clarify", Description: "Ask the user a question when the task is ambiguous and you cannot proceed without their answer. Offer choices when there are a few clear options.",
+func (Tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "clarify", Description: "Ask the user a question when the task is ambiguous and you cannot proceed without their answer. Offer choices when there are a few clear options.",
 		Parameters: map[string]any{"type": "object", "required": []string{"question"}, "properties": map[string]any{
 			"question": map[string]any{"type": "string"},
 			"choices":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
@@ -25,7 +26,7 @@ func (Tool) Spec() agent.ToolSpec {
 
 // Flags: interactive, so a response holding a clarify runs its calls one
 // by one.
-func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{Interactive: true, ReadOnly: true} }
+func (Tool) Flags() tool.Flags { return tool.Flags{Interactive: true, ReadOnly: true} }
 
 func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -38,9 +39,9 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if a.Question == "" {
 		return "", errors.New("question is empty")
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	if env.Asker == nil {
-		return "", fmt.Errorf("%w; decide yourself and say what you assumed", agent.ErrNoAsker)
+		return "", fmt.Errorf("%w; decide yourself and say what you assumed", tool.ErrNoAsker)
 	}
 	timeout := t.Timeout
 	if timeout <= 0 {
@@ -48,15 +49,15 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ans, err := env.Asker.Ask(actx, agent.Question{Kind: "clarify", Text: a.Question, Choices: a.Choices, Timeout: timeout})
+	ans, err := env.Asker.Ask(actx, tool.Question{Kind: "clarify", Text: a.Question, Choices: a.Choices, Timeout: timeout})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		if errors.Is(err, agent.ErrNoAsker) {
+		if errors.Is(err, tool.ErrNoAsker) {
 			// An asker that finds nobody to ask (a turn whose caller
 			// cannot ask): said as when there is no asker at all.
-			return "", fmt.Errorf("%w; decide yourself and say what you assumed", agent.ErrNoAsker)
+			return "", fmt.Errorf("%w; decide yourself and say what you assumed", tool.ErrNoAsker)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return "", fmt.Errorf("the user did not answer within %s; decide yourself and say what you assumed", timeout)

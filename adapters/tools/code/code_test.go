@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	toolport "github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/files"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
@@ -21,8 +21,8 @@ import (
 func setup(t *testing.T) (*Tool, context.Context, string) {
 	wd := t.TempDir()
 	ts := append(files.Tools(files.Roots{}), terminal.Tools(terminal.Config{})...)
-	tool := &Tool{Toolbox: agent.NewTools(ts...), Timeout: 20 * time.Second}
-	ctx := agent.WithEnv(context.Background(), &agent.Env{WorkingDir: wd, Values: agent.NewSessionValues()})
+	tool := &Tool{Toolbox: toolport.NewTools(ts...), Timeout: 20 * time.Second}
+	ctx := toolport.WithEnv(context.Background(), &toolport.Env{WorkingDir: wd, Values: toolport.NewSessionValues()})
 	return tool, ctx, wd
 }
 
@@ -125,7 +125,7 @@ func launchScript(root string) (string, map[string]string) {
 
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
 
-func recorder(env *agent.Env) func() []schema.ApprovalDecided {
+func recorder(env *toolport.Env) func() []schema.ApprovalDecided {
 	var mu sync.Mutex
 	var got []schema.ApprovalDecided
 	env.Record = func(_ context.Context, ps ...schema.Payload) error {
@@ -150,14 +150,14 @@ func recorder(env *agent.Env) func() []schema.ApprovalDecided {
 // answer is a person who always gives the same answer.
 type answer string
 
-func (a answer) Ask(context.Context, agent.Question) (string, error) { return string(a), nil }
+func (a answer) Ask(context.Context, toolport.Question) (string, error) { return string(a), nil }
 
 // TestLaunchesNeedApproval: with terminal disabled the red team ran
 // os.system("rm -rf …") from execute_code unasked. Every launcher now
 // goes through the terminal's approval.
 func TestLaunchesNeedApproval(t *testing.T) {
 	tool, ctx, _ := setup(t)
-	env := agent.EnvFrom(ctx)
+	env := toolport.EnvFrom(ctx)
 	env.Asker = answer("deny")
 	decisions := recorder(env)
 	root := t.TempDir()
@@ -252,9 +252,9 @@ print(subprocess.run("env", shell=True, capture_output=True, text=True).stdout)
 // the response's iteration, each further one takes one.
 func TestScriptToolCallsSpendTheBudget(t *testing.T) {
 	tool, ctx, wd := setup(t)
-	b := agent.NewBudget(3)
+	b := toolport.NewBudget(3)
 	b.Take() // the model call that asked for the script
-	agent.EnvFrom(ctx).Budget = b
+	toolport.EnvFrom(ctx).Budget = b
 	out, err := run(t, tool, ctx, `
 import hermes_tools as h
 for i in range(5):
@@ -317,8 +317,8 @@ func TestSandboxedScript(t *testing.T) {
 	sbs := &terminal.Sandboxes{Policy: policy}
 	term := terminal.Tools(terminal.Config{Sandboxes: sbs, Env: env})
 	t.Cleanup(func() { term[0].(interface{ Close() error }).Close() })
-	tool := &Tool{Toolbox: agent.NewTools(append(files.Tools(files.Roots{Home: agentHome}), term...)...), Timeout: 20 * time.Second, Sandboxes: sbs, Env: env}
-	ctx := agent.WithEnv(context.Background(), &agent.Env{WorkingDir: work, Values: agent.NewSessionValues(), Yolo: true})
+	tool := &Tool{Toolbox: toolport.NewTools(append(files.Tools(files.Roots{Home: agentHome}), term...)...), Timeout: 20 * time.Second, Sandboxes: sbs, Env: env}
+	ctx := toolport.WithEnv(context.Background(), &toolport.Env{WorkingDir: work, Values: toolport.NewSessionValues(), Yolo: true})
 	out, err := run(t, tool, ctx, `
 import os, shutil, subprocess, hermes_tools as h
 print("tool:", h.terminal(command="echo via-rpc"))

@@ -14,8 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -51,10 +52,10 @@ func (t *Tool) SetRunner(r Runner) {
 	t.mu.Unlock()
 }
 
-// Spec implements agent.Tool.
-func (t *Tool) Spec() agent.ToolSpec {
+// Spec implements tool.Tool.
+func (t *Tool) Spec() model.ToolSpec {
 	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
-	return agent.ToolSpec{Name: "cronjob", Description: `Manage scheduled jobs: work that runs later or on a schedule in a fresh session, with its answer delivered to a chat or a file.
+	return model.ToolSpec{Name: "cronjob", Description: `Manage scheduled jobs: work that runs later or on a schedule in a fresh session, with its answer delivered to a chat or a file.
 action=create needs schedule and prompt (or script); action=list shows the jobs; update, pause, resume, remove and run take job_id (list first: never guess an id).
 A job runs with nobody present: its prompt must say everything needed, and it cannot ask questions. Its final answer is delivered automatically; answering exactly [SILENT] delivers nothing.
 Jobs cannot create more jobs.`,
@@ -80,8 +81,8 @@ Jobs cannot create more jobs.`,
 		}}}
 }
 
-// Flags implements agent.Tool.
-func (t *Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+// Flags implements tool.Tool.
+func (t *Tool) Flags() tool.Flags { return tool.Flags{} }
 
 type args struct {
 	Action          string    `json:"action"`
@@ -94,7 +95,7 @@ type args struct {
 	Script          *string   `json:"script"`
 	NoAgent         *bool     `json:"no_agent"`
 	Toolsets        *[]string `json:"enabled_toolsets"`
-	Model           model     `json:"model"`
+	Model           modelArg  `json:"model"`
 	CatchUp         *string   `json:"catch_up"`
 	OnCrash         *string   `json:"on_crash"`
 	Timeout         *int      `json:"timeout"`
@@ -103,10 +104,10 @@ type args struct {
 	IncludeDisabled bool      `json:"include_disabled"`
 }
 
-// model accepts Hermes' {"model": "…"} form as well as a plain name.
-type model struct{ v *string }
+// modelArg accepts Hermes' {"model": "…"} form as well as a plain name.
+type modelArg struct{ v *string }
 
-func (m *model) UnmarshalJSON(b []byte) error {
+func (m *modelArg) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		m.v = &s
@@ -122,7 +123,7 @@ func (m *model) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Run implements agent.Tool.
+// Run implements tool.Tool.
 func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -131,7 +132,7 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	if t.Jobs == nil {
 		return "", errors.New("scheduled jobs are not available in this process")
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	action := strings.ToLower(strings.TrimSpace(a.Action))
 	if action != "list" && !t.AllowNested && t.fromCron(ctx, env.SessionID) {
 		return "", errors.New("a scheduled job's run cannot create or change jobs (cron.allow_nested is off)")
@@ -209,7 +210,7 @@ func apply(s *schema.JobSpec, a args) {
 	}
 }
 
-func (t *Tool) create(ctx context.Context, env *agent.Env, a args) (string, error) {
+func (t *Tool) create(ctx context.Context, env *tool.Env, a args) (string, error) {
 	if a.Schedule == nil || strings.TrimSpace(*a.Schedule) == "" {
 		return "", errors.New(`schedule is required for create: such as "0 9 * * 1-5", "every 2h" or "in 30m"`)
 	}

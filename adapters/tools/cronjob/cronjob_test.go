@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/session"
+	toolport "github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
@@ -49,7 +49,7 @@ func setup(t *testing.T) (*cronjob.Tool, *embedded.Store) {
 func call(t *testing.T, tool *cronjob.Tool, sid string, args map[string]any) (map[string]any, error) {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	ctx := agent.WithEnv(context.Background(), &agent.Env{SessionID: sid, Values: agent.NewSessionValues()})
+	ctx := toolport.WithEnv(context.Background(), &toolport.Env{SessionID: sid, Values: toolport.NewSessionValues()})
 	out, err := tool.Run(ctx, raw)
 	if err != nil {
 		return nil, err

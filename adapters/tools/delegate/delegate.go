@@ -11,14 +11,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Tool is delegate_task.
 type Tool struct{}
 
-func (Tool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "delegate_task", Description: "Hand a self-contained task to a subagent that works with its own context and tools and reports back. Give it the goal, the context it needs (it cannot see this conversation), and optionally the toolsets it may use. It shares your iteration budget.",
+func (Tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "delegate_task", Description: "Hand a self-contained task to a subagent that works with its own context and tools and reports back. Give it the goal, the context it needs (it cannot see this conversation), and optionally the toolsets it may use. It shares your iteration budget.",
 		Parameters: map[string]any{"type": "object", "required": []string{"goal"}, "properties": map[string]any{
 			"goal":     map[string]any{"type": "string"},
 			"context":  map[string]any{"type": "string"},
@@ -27,7 +28,7 @@ func (Tool) Spec() agent.ToolSpec {
 }
 
 // Flags: none; the loop keeps at most one delegate_task per response.
-func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (Tool) Flags() tool.Flags { return tool.Flags{} }
 
 func (Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -41,11 +42,11 @@ func (Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if strings.TrimSpace(a.Goal) == "" {
 		return "", errors.New("goal is empty")
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	if env.Delegate == nil {
 		return "", errors.New("delegation is not available in this session")
 	}
-	res, err := env.Delegate.Delegate(ctx, agent.DelegateRequest{Goal: a.Goal, Context: a.Context, Toolsets: a.Toolsets})
+	res, err := env.Delegate.Delegate(ctx, tool.DelegateRequest{Goal: a.Goal, Context: a.Context, Toolsets: a.Toolsets})
 	if err != nil {
 		return "", err
 	}

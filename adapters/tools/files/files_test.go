@@ -9,20 +9,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 type rig struct {
 	t     *testing.T
 	wd    string
 	ctx   context.Context
-	tools map[string]agent.Tool
+	tools map[string]tool.Tool
 }
 
 func newRig(t *testing.T) *rig {
 	wd := t.TempDir()
-	env := &agent.Env{WorkingDir: wd, Values: agent.NewSessionValues()}
-	r := &rig{t: t, wd: wd, ctx: agent.WithEnv(context.Background(), env), tools: map[string]agent.Tool{}}
+	env := &tool.Env{WorkingDir: wd, Values: tool.NewSessionValues()}
+	r := &rig{t: t, wd: wd, ctx: tool.WithEnv(context.Background(), env), tools: map[string]tool.Tool{}}
 	for _, tool := range Tools(Roots{}) {
 		r.tools[tool.Spec().Name] = tool
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/tools/files"
@@ -29,9 +30,9 @@ func TestParallelWritesBothLand(t *testing.T) {
 		llmtest.Reply{Content: "written"})
 	defer srv.Close()
 	wd := t.TempDir()
-	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: agent.NewTools(files.Tools(files.Roots{})...),
-		Exec: agent.DirectExecutor{Timeout: 5 * time.Second}, Rec: nopRec{}, Budget: agent.NewBudget(5), Cfg: agent.Config{Model: "m"},
-		Env: agent.Env{WorkingDir: wd}}
+	loop := &agent.Loop{Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}), Tools: tool.NewTools(files.Tools(files.Roots{})...),
+		Exec: tool.DirectExecutor{Timeout: 5 * time.Second}, Rec: nopRec{}, Budget: tool.NewBudget(5), Cfg: agent.Config{Model: "m"},
+		Env: tool.Env{WorkingDir: wd}}
 	if _, err := loop.Turn(context.Background(), &history.Transcript{}, "t", "write both"); err != nil {
 		t.Fatal(err)
 	}

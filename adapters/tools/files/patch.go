@@ -9,13 +9,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 type patchTool struct{ roots Roots }
 
-func (patchTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "patch", Description: "Edit files. mode=replace: replace old_string with new_string in path (whitespace differences in indentation are tolerated; the match must be unique unless replace_all). mode=patch: apply a unified diff (--- a/file, +++ b/file, @@ hunks).",
+func (patchTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "patch", Description: "Edit files. mode=replace: replace old_string with new_string in path (whitespace differences in indentation are tolerated; the match must be unique unless replace_all). mode=patch: apply a unified diff (--- a/file, +++ b/file, @@ hunks).",
 		Parameters: obj(map[string]any{
 			"mode":        map[string]any{"type": "string", "enum": []string{"replace", "patch"}},
 			"path":        map[string]any{"type": "string"},
@@ -26,8 +27,8 @@ func (patchTool) Spec() agent.ToolSpec {
 		})}
 }
 
-func (patchTool) Flags() agent.ToolFlags {
-	return agent.ToolFlags{WritesPaths: func(args json.RawMessage) []string {
+func (patchTool) Flags() tool.Flags {
+	return tool.Flags{WritesPaths: func(args json.RawMessage) []string {
 		var v struct {
 			Path  string `json:"path"`
 			Patch string `json:"patch"`
@@ -65,7 +66,7 @@ func (t patchTool) Run(ctx context.Context, args json.RawMessage) (string, error
 			a.Mode = "patch"
 		}
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	switch a.Mode {
 	case "replace":
 		return t.replace(env, a.Path, a.OldString, a.NewString, a.ReplaceAll)
@@ -75,7 +76,7 @@ func (t patchTool) Run(ctx context.Context, args json.RawMessage) (string, error
 	return "", fmt.Errorf("mode must be replace or patch, got %q", a.Mode)
 }
 
-func (t patchTool) load(env *agent.Env, path string) (string, string, error) {
+func (t patchTool) load(env *tool.Env, path string) (string, string, error) {
 	p, err := t.roots.resolve(env, path, reading|writing)
 	if err != nil {
 		return "", "", err
@@ -114,7 +115,7 @@ func (t patchTool) load(env *agent.Env, path string) (string, string, error) {
 	return p, string(data), nil
 }
 
-func (t patchTool) replace(env *agent.Env, path, old, repl string, all bool) (string, error) {
+func (t patchTool) replace(env *tool.Env, path, old, repl string, all bool) (string, error) {
 	if old == "" {
 		return "", fmt.Errorf("old_string is empty; use write_file to create a file")
 	}
@@ -219,7 +220,7 @@ func parseDiff(diff string) []filePatch {
 	return out
 }
 
-func (t patchTool) applyDiff(env *agent.Env, diff string) (string, error) {
+func (t patchTool) applyDiff(env *tool.Env, diff string) (string, error) {
 	fps := parseDiff(diff)
 	if len(fps) == 0 {
 		return "", fmt.Errorf("patch holds no file (expected --- a/FILE and +++ b/FILE lines)")

@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Roots are the directories file tools may touch.
@@ -75,7 +75,7 @@ func realOrClean(p string) string {
 	return filepath.Clean(p)
 }
 
-func (r Roots) list(env *agent.Env) []string {
+func (r Roots) list(env *tool.Env) []string {
 	var out []string
 	if !r.NoWorkingDir && env.WorkingDir != "" {
 		out = append(out, env.WorkingDir)
@@ -92,7 +92,7 @@ func (r Roots) list(env *agent.Env) []string {
 
 // resolve turns a path argument into a real absolute path inside a root
 // that may be accessed as asked.
-func (r Roots) resolve(env *agent.Env, p string, how access) (string, error) {
+func (r Roots) resolve(env *tool.Env, p string, how access) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("path is empty")
 	}
@@ -265,7 +265,7 @@ type mark struct {
 	summed bool
 }
 
-func seenOf(env *agent.Env) *seen {
+func seenOf(env *tool.Env) *seen {
 	return env.Values.Get("files.seen", func() any { return &seen{m: map[string]mark{}} }).(*seen)
 }
 

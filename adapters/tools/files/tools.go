@@ -17,7 +17,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Limits bound what the tools return and what they read to get there: no
@@ -43,8 +44,8 @@ const (
 )
 
 // Tools returns the file tools confined to roots.
-func Tools(roots Roots) []agent.Tool {
-	return []agent.Tool{readFile{roots}, writeFile{roots}, patchTool{roots}, searchFiles{roots}}
+func Tools(roots Roots) []tool.Tool {
+	return []tool.Tool{readFile{roots}, writeFile{roots}, patchTool{roots}, searchFiles{roots}}
 }
 
 func obj(props map[string]any, required ...string) map[string]any {
@@ -73,15 +74,15 @@ func pathsArg(args json.RawMessage) []string {
 
 type readFile struct{ roots Roots }
 
-func (readFile) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "read_file", Description: "Read a text file with line numbers. Use offset (1-based first line) and limit (number of lines) for large files.",
+func (readFile) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "read_file", Description: "Read a text file with line numbers. Use offset (1-based first line) and limit (number of lines) for large files.",
 		Parameters: obj(map[string]any{
 			"path":   map[string]any{"type": "string", "description": "file path, absolute or relative to the working directory"},
 			"offset": map[string]any{"type": "integer", "description": "first line to read, 1-based (default 1)"},
 			"limit":  map[string]any{"type": "integer", "description": "number of lines to read (default 2000)"},
 		}, "path")}
 }
-func (readFile) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (readFile) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 
 func (t readFile) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -92,7 +93,7 @@ func (t readFile) Run(ctx context.Context, args json.RawMessage) (string, error)
 	if err := decode(args, &a); err != nil {
 		return "", err
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	p, err := t.roots.resolve(env, a.Path, reading)
 	if err != nil {
 		return "", err
@@ -214,14 +215,14 @@ func isBinary(data []byte) bool {
 
 type writeFile struct{ roots Roots }
 
-func (writeFile) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "write_file", Description: "Write a whole file, creating parent directories. Overwrites an existing file.",
+func (writeFile) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "write_file", Description: "Write a whole file, creating parent directories. Overwrites an existing file.",
 		Parameters: obj(map[string]any{
 			"path":    map[string]any{"type": "string"},
 			"content": map[string]any{"type": "string"},
 		}, "path", "content")}
 }
-func (writeFile) Flags() agent.ToolFlags { return agent.ToolFlags{WritesPaths: pathsArg} }
+func (writeFile) Flags() tool.Flags { return tool.Flags{WritesPaths: pathsArg} }
 
 func (t writeFile) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -234,7 +235,7 @@ func (t writeFile) Run(ctx context.Context, args json.RawMessage) (string, error
 	if a.Content == nil {
 		return "", fmt.Errorf("content is required (use an empty string for an empty file)")
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	p, err := t.roots.resolve(env, a.Path, writing)
 	if err != nil {
 		return "", err
@@ -255,8 +256,8 @@ func (t writeFile) Run(ctx context.Context, args json.RawMessage) (string, error
 
 type searchFiles struct{ roots Roots }
 
-func (searchFiles) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "search_files", Description: "Search file contents with a regular expression (target=content), or find files whose names match a glob (target=files).",
+func (searchFiles) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "search_files", Description: "Search file contents with a regular expression (target=content), or find files whose names match a glob (target=files).",
 		Parameters: obj(map[string]any{
 			"pattern":   map[string]any{"type": "string", "description": "regex for content, glob such as *.go for files"},
 			"target":    map[string]any{"type": "string", "enum": []string{"content", "files"}},
@@ -265,7 +266,7 @@ func (searchFiles) Spec() agent.ToolSpec {
 			"limit":     map[string]any{"type": "integer", "description": "maximum results (default 50)"},
 		}, "pattern")}
 }
-func (searchFiles) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (searchFiles) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 
 var skipDirs = map[string]bool{".git": true, "node_modules": true, "__pycache__": true, ".venv": true, "vendor": true}
 
@@ -289,7 +290,7 @@ func (t searchFiles) Run(ctx context.Context, args json.RawMessage) (string, err
 	if a.Path == "" {
 		a.Path = "."
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	root, err := t.roots.resolve(env, a.Path, reading)
 	if err != nil {
 		return "", err

@@ -16,7 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -45,8 +46,8 @@ type Tool struct {
 // New returns the memory tool over store, writing files into dir.
 func New(store events.Store, dir string) *Tool { return &Tool{Store: store, Dir: dir} }
 
-func (*Tool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "memory", Description: "Save durable facts across sessions. target=memory for your own notes (environment, conventions, lessons), target=user for facts about the user (preferences, style). action=add with content; action=replace or remove select an entry by old_text, a unique substring of it. Keep entries short: the files have character limits.",
+func (*Tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "memory", Description: "Save durable facts across sessions. target=memory for your own notes (environment, conventions, lessons), target=user for facts about the user (preferences, style). action=add with content; action=replace or remove select an entry by old_text, a unique substring of it. Keep entries short: the files have character limits.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action", "target"}, "properties": map[string]any{
 			"action":   map[string]any{"type": "string", "enum": []string{"add", "replace", "remove"}},
 			"target":   map[string]any{"type": "string", "enum": []string{"memory", "user"}},
@@ -54,7 +55,7 @@ func (*Tool) Spec() agent.ToolSpec {
 			"old_text": map[string]any{"type": "string"},
 		}}}
 }
-func (*Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (*Tool) Flags() tool.Flags { return tool.Flags{} }
 
 // Current returns target's entries and the stream revision they are at.
 func Current(ctx context.Context, store events.Store, target string) ([]string, events.Expected, error) {
@@ -105,7 +106,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 			return "", err
 		}
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Optimistic concurrency: retry when another process changed memory

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
 )
@@ -23,7 +23,7 @@ func setup(t *testing.T) (*Tool, context.Context, *embedded.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	ctx := agent.WithEnv(context.Background(), &agent.Env{SessionID: "s1", Values: agent.NewSessionValues()})
+	ctx := tool.WithEnv(context.Background(), &tool.Env{SessionID: "s1", Values: tool.NewSessionValues()})
 	return New(store, filepath.Join(dir, "memories")), ctx, store
 }
 

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/projections/search"
 )
 
@@ -24,8 +25,8 @@ type Tool struct {
 	SummarizeOver int
 }
 
-func (Tool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "session_search", Description: `Search past conversations (yours and the user's, every session). Query syntax: words (every word must match; put OR between alternatives), "exact phrases", prefix*, fuzzy~, -excluded, and field filters such as source:telegram or role:user.`,
+func (Tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "session_search", Description: `Search past conversations (yours and the user's, every session). Query syntax: words (every word must match; put OR between alternatives), "exact phrases", prefix*, fuzzy~, -excluded, and field filters such as source:telegram or role:user.`,
 		Parameters: map[string]any{"type": "object", "required": []string{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string"},
 			"limit": map[string]any{"type": "integer", "description": "sessions to return (default 5)"},
@@ -33,7 +34,7 @@ func (Tool) Spec() agent.ToolSpec {
 			"until": map[string]any{"type": "string", "description": "only messages on or before this day, YYYY-MM-DD"},
 		}}}
 }
-func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (Tool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 
 func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {

@@ -20,7 +20,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -173,16 +174,16 @@ func (l Library) install(src string, replace bool) (Skill, error) {
 }
 
 // Tools returns skills_list, skill_view and skill_manage.
-func Tools(l Library) []agent.Tool {
-	return []agent.Tool{listTool{l}, viewTool{l}, manageTool{l}}
+func Tools(l Library) []tool.Tool {
+	return []tool.Tool{listTool{l}, viewTool{l}, manageTool{l}}
 }
 
 type listTool struct{ l Library }
 
-func (listTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "skills_list", Description: "List the available skills (name and description).", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+func (listTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "skills_list", Description: "List the available skills (name and description).", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
 }
-func (listTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (listTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 func (t listTool) Run(context.Context, json.RawMessage) (string, error) {
 	all, _ := t.l.All()
 	if len(all) == 0 {
@@ -197,11 +198,11 @@ func (t listTool) Run(context.Context, json.RawMessage) (string, error) {
 
 type viewTool struct{ l Library }
 
-func (viewTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "skill_view", Description: "Read a skill's full instructions before following it.",
+func (viewTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "skill_view", Description: "Read a skill's full instructions before following it.",
 		Parameters: map[string]any{"type": "object", "required": []string{"name"}, "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
 }
-func (viewTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (viewTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 	var a struct{ Name string }
 	if err := json.Unmarshal(args, &a); err != nil {
@@ -220,8 +221,8 @@ func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 
 type manageTool struct{ l Library }
 
-func (manageTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=patch with old_string and new_string; action=delete.",
+func (manageTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=patch with old_string and new_string; action=delete.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action", "name"}, "properties": map[string]any{
 			"action":     map[string]any{"type": "string", "enum": []string{"create", "patch", "delete"}},
 			"name":       map[string]any{"type": "string"},
@@ -231,8 +232,8 @@ func (manageTool) Spec() agent.ToolSpec {
 		}}}
 }
 
-func (t manageTool) Flags() agent.ToolFlags {
-	return agent.ToolFlags{WritesPaths: func(args json.RawMessage) []string {
+func (t manageTool) Flags() tool.Flags {
+	return tool.Flags{WritesPaths: func(args json.RawMessage) []string {
 		var a struct{ Name string }
 		json.Unmarshal(args, &a)
 		return []string{filepath.Join(t.l.home(), a.Name)}
@@ -288,7 +289,7 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 	default:
 		return "", fmt.Errorf("action must be create, patch or delete, not %q", a.Action)
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	if env.Record != nil {
 		if err := env.Record(ctx, schema.SkillWritten{Name: a.Name, Action: a.Action, Content: content}); err != nil {
 			return "", err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -18,12 +18,12 @@ func TestSkillsLifecycle(t *testing.T) {
 	project, home := t.TempDir(), t.TempDir()
 	lib := Library{Dirs: []string{project, home}}
 	var recorded []schema.Payload
-	env := &agent.Env{Values: agent.NewSessionValues(), Record: func(_ context.Context, ps ...schema.Payload) error {
+	env := &tool.Env{Values: tool.NewSessionValues(), Record: func(_ context.Context, ps ...schema.Payload) error {
 		recorded = append(recorded, ps...)
 		return nil
 	}}
-	ctx := agent.WithEnv(context.Background(), env)
-	tools := map[string]agent.Tool{}
+	ctx := tool.WithEnv(context.Background(), env)
+	tools := map[string]tool.Tool{}
 	for _, tl := range Tools(lib) {
 		tools[tl.Spec().Name] = tl
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -203,7 +203,7 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 	if len(findings) == 0 {
 		return nil
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	record := func(pattern, decision, by string) {
 		if env.Record != nil {
 			env.Record(ctx, schema.ApprovalDecided{Command: command, Pattern: pattern, Decision: decision, By: by})
@@ -273,7 +273,7 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 	if len(findings) > 1 || len(pending) > 1 {
 		text += strings.Join(details, "\n") + "\n"
 	}
-	answer, err := env.Asker.Ask(actx, agent.Question{Kind: "approval", Timeout: timeout, Text: text + "Allow it?",
+	answer, err := env.Asker.Ask(actx, tool.Question{Kind: "approval", Timeout: timeout, Text: text + "Allow it?",
 		Choices: []string{Once, Session, Always, Deny}})
 	if err != nil {
 		for _, d := range pending {

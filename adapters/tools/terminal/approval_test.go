@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // allowEverything is an allow-list holding every rule of the judge.
@@ -24,8 +24,8 @@ func allowEverything() *MemAllowList {
 // Every hard-line spelling of the corpus is refused by the Approver, even
 // with --yolo and an allow-list that holds every rule.
 func TestApproveRefusesEveryHardLineSpelling(t *testing.T) {
-	env := &agent.Env{Yolo: true, Values: agent.NewSessionValues(), Asker: &scriptedAsker{answers: []string{Always}}}
-	ctx := agent.WithEnv(context.Background(), env)
+	env := &tool.Env{Yolo: true, Values: tool.NewSessionValues(), Asker: &scriptedAsker{answers: []string{Always}}}
+	ctx := tool.WithEnv(context.Background(), env)
 	a := &Approver{Allow: allowEverything(), Judge: testJudge}
 	n := 0
 	for _, l := range readCorpus(t) {
@@ -142,8 +142,8 @@ func TestApproveNeedsEveryPart(t *testing.T) {
 // A hard-line part anywhere refuses the whole command, whatever else it
 // holds and whatever was approved.
 func TestApproveHardLinePartRefusesAll(t *testing.T) {
-	env := &agent.Env{Yolo: true, Values: agent.NewSessionValues()}
-	ctx := agent.WithEnv(context.Background(), env)
+	env := &tool.Env{Yolo: true, Values: tool.NewSessionValues()}
+	ctx := tool.WithEnv(context.Background(), env)
 	a := &Approver{Allow: allowEverything(), Judge: testJudge, Timeout: time.Second}
 	for _, cmd := range []string{"ls; echo ok && (cd /tmp; sudo bash -c 'rm -rf /*')", "git push -f; kill -9 -1", "rm -rf build; :(){ :|:& };:"} {
 		if err := a.Approve(ctx, cmd); err == nil || !strings.Contains(err.Error(), "never allowed") {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // TestDockerBackend needs a Docker engine: run with `go test -tags docker`.
@@ -23,7 +23,7 @@ func TestDockerBackend(t *testing.T) {
 	d := &Docker{Image: "alpine:3", Container: "hermes-test-" + time.Now().Format("150405")}
 	defer d.Close()
 	term := Tools(Config{Backend: d})[0]
-	ctx := agent.WithEnv(context.Background(), &agent.Env{Values: agent.NewSessionValues()})
+	ctx := tool.WithEnv(context.Background(), &tool.Env{Values: tool.NewSessionValues()})
 	b, _ := json.Marshal(map[string]any{"command": "rm -rf /tmp/x && cat /etc/os-release | head -1"})
 	out, err := term.Run(ctx, b)
 	if err != nil || !strings.Contains(out, "Alpine") {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
@@ -51,9 +51,9 @@ func (sh JobShell) Run(ctx context.Context, command string) (string, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, sh.Timeout, fmt.Errorf("the script timed out after %s", sh.Timeout))
 		defer cancel()
 	}
-	env := &agent.Env{Values: agent.NewSessionValues(), WorkingDir: sh.Dir}
+	env := &tool.Env{Values: tool.NewSessionValues(), WorkingDir: sh.Dir}
 	defer env.Values.Close()
-	ctx = agent.WithEnv(ctx, env)
+	ctx = tool.WithEnv(ctx, env)
 	if backend.Checked() {
 		if err := approver.Approve(ctx, command); err != nil {
 			return "", err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
@@ -22,7 +22,7 @@ import (
 // every execute_code script and every cron script of the session runs in
 // it, so what they may touch is decided by the kernel, not by the judge.
 // The sandbox starts with a session's first command and ends with the
-// session (agent.SessionValues.Close), with Close, or after Idle without
+// session (tool.SessionValues.Close), with Close, or after Idle without
 // a command running in it (its /tmp is kept for the session: the next
 // command starts a new sandbox over the same /tmp), so that a gateway
 // keeps an init only for sessions that are at work.
@@ -56,7 +56,7 @@ type sessionSandbox struct {
 	idle *time.Timer
 }
 
-// Close implements io.Closer for agent.SessionValues.
+// Close implements io.Closer for tool.SessionValues.
 func (s *sessionSandbox) Close() error {
 	s.mu.Lock()
 	sb, tmp := s.sb, s.tmp
@@ -103,7 +103,7 @@ func (s *sessionSandbox) watch(sb *sandbox.Sandbox, d time.Duration) {
 
 // For returns the sandbox of ctx's session, starting it when needed.
 func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	ss := env.Values.Get("terminal.sandbox", func() any { return &sessionSandbox{owner: s} }).(*sessionSandbox)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
@@ -18,9 +18,9 @@ import (
 // agent home full of canaries and a user home holding the workspace.
 type sandboxRig struct {
 	home, agentHome, work, outside string
-	env                            *agent.Env
+	env                            *tool.Env
 	ctx                            context.Context
-	term, proc                     agent.Tool
+	term, proc                     tool.Tool
 	closer                         interface{ Close() error }
 }
 
@@ -55,8 +55,8 @@ func newSandboxRig(t *testing.T) *sandboxRig {
 	}
 	p := sandbox.Defaults(r.home, r.agentHome)
 	sbs := &Sandboxes{Policy: p}
-	r.env = &agent.Env{WorkingDir: r.work, Values: agent.NewSessionValues(), Yolo: true}
-	r.ctx = agent.WithEnv(context.Background(), r.env)
+	r.env = &tool.Env{WorkingDir: r.work, Values: tool.NewSessionValues(), Yolo: true}
+	r.ctx = tool.WithEnv(context.Background(), r.env)
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + r.home, "OPENAI_API_KEY=sk-canary-env-0987654321"}
 	tools := Tools(Config{Sandboxes: sbs, Timeout: 20 * time.Second, Env: func() []string { return env }})
 	r.term, r.proc = tools[0], tools[1]

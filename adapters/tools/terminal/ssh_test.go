@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // startSSHD runs a real OpenSSH server (Debian's openssh-server) on a free
@@ -68,8 +68,8 @@ func startSSHD(t *testing.T) SSH {
 func TestSSHBackend(t *testing.T) {
 	backend := startSSHD(t)
 	asker := &scriptedAsker{answers: []string{"deny"}}
-	env := &agent.Env{WorkingDir: "/nonexistent-locally", Values: agent.NewSessionValues(), Asker: asker}
-	ctx := agent.WithEnv(context.Background(), env)
+	env := &tool.Env{WorkingDir: "/nonexistent-locally", Values: tool.NewSessionValues(), Asker: asker}
+	ctx := tool.WithEnv(context.Background(), env)
 	term := Tools(Config{Backend: backend, Timeout: 20 * time.Second, Approver: &Approver{Timeout: time.Second}})[0]
 	run := func(cmd string) (string, error) {
 		b, _ := json.Marshal(map[string]any{"command": cmd})

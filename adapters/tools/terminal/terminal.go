@@ -24,7 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/secrets"
 )
 
@@ -113,10 +114,10 @@ func (c Config) command(ctx context.Context, dir, command string) *exec.Cmd {
 
 // Tools returns terminal and process. They share the table of background
 // processes: Close on the terminal ends them all.
-func Tools(c Config) []agent.Tool {
+func Tools(c Config) []tool.Tool {
 	c = c.withDefaults()
 	j := &jobs{procs: map[*proc]struct{}{}}
-	return []agent.Tool{&Terminal{cfg: c, jobs: j}, &Process{cfg: c}}
+	return []tool.Tool{&Terminal{cfg: c, jobs: j}, &Process{cfg: c}}
 }
 
 // Terminal is the terminal tool.
@@ -125,8 +126,8 @@ type Terminal struct {
 	jobs *jobs
 }
 
-func (t *Terminal) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "terminal", Description: "Run a shell command in the working directory and return its output and exit code. Set background=true for long-running programs (servers, watchers) and manage them with the process tool.",
+func (t *Terminal) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "terminal", Description: "Run a shell command in the working directory and return its output and exit code. Set background=true for long-running programs (servers, watchers) and manage them with the process tool.",
 		Parameters: map[string]any{"type": "object", "required": []string{"command"}, "properties": map[string]any{
 			"command":    map[string]any{"type": "string"},
 			"background": map[string]any{"type": "boolean"},
@@ -134,9 +135,9 @@ func (t *Terminal) Spec() agent.ToolSpec {
 			"workdir":    map[string]any{"type": "string", "description": "directory to run in (default: the working directory)"},
 		}}}
 }
-func (t *Terminal) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (t *Terminal) Flags() tool.Flags { return tool.Flags{} }
 
-// Run implements agent.Tool.
+// Run implements tool.Tool.
 func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		Command    string `json:"command"`
@@ -150,7 +151,7 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 	if strings.TrimSpace(a.Command) == "" {
 		return "", errors.New("command is empty")
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	if t.cfg.Backend.Checked() {
 		if err := t.cfg.Approver.Approve(ctx, a.Command); err != nil {
 			return "", err
@@ -278,7 +279,7 @@ func (t *procTable) Close() error {
 	return nil
 }
 
-func procsOf(env *agent.Env) *procTable {
+func procsOf(env *tool.Env) *procTable {
 	return env.Values.Get("terminal.procs", func() any { return &procTable{procs: map[string]*proc{}} }).(*procTable)
 }
 
@@ -305,7 +306,7 @@ type jobs struct {
 }
 
 func startBackground(ctx context.Context, cfg Config, j *jobs, dir, command string) (string, error) {
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	table := procsOf(env)
 	// Background processes outlive the call, not Hermes.
 	p := &proc{command: command, done: make(chan struct{}), started: time.Now(), buf: &bytes.Buffer{}}
@@ -340,15 +341,15 @@ func startBackground(ctx context.Context, cfg Config, j *jobs, dir, command stri
 // Process manages background commands.
 type Process struct{ cfg Config }
 
-func (p *Process) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "process", Description: "Manage background commands started with terminal(background=true): list them, poll new output, wait for one to end, or kill one.",
+func (p *Process) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "process", Description: "Manage background commands started with terminal(background=true): list them, poll new output, wait for one to end, or kill one.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{
 			"action":  map[string]any{"type": "string", "enum": []string{"list", "poll", "wait", "kill"}},
 			"id":      map[string]any{"type": "string"},
 			"timeout": map[string]any{"type": "integer", "description": "seconds to wait (action=wait)"},
 		}}}
 }
-func (p *Process) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (p *Process) Flags() tool.Flags { return tool.Flags{} }
 
 func (p *Process) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -359,7 +360,7 @@ func (p *Process) Run(ctx context.Context, args json.RawMessage) (string, error)
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
 	}
-	table := procsOf(agent.EnvFrom(ctx))
+	table := procsOf(tool.EnvFrom(ctx))
 	table.mu.Lock()
 	if a.Action == "list" {
 		var ids []string
@@ -463,7 +464,7 @@ func (t *Terminal) Close() error {
 }
 
 // KillAll stops every background process of a session (session end).
-func KillAll(env *agent.Env) {
+func KillAll(env *tool.Env) {
 	table := procsOf(env)
 	table.mu.Lock()
 	defer table.mu.Unlock()

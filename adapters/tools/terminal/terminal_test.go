@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -20,11 +20,11 @@ import (
 type scriptedAsker struct {
 	mu      sync.Mutex
 	answers []string
-	asked   []agent.Question
+	asked   []tool.Question
 	block   bool
 }
 
-func (s *scriptedAsker) Ask(ctx context.Context, q agent.Question) (string, error) {
+func (s *scriptedAsker) Ask(ctx context.Context, q tool.Question) (string, error) {
 	s.mu.Lock()
 	s.asked = append(s.asked, q)
 	if s.block || len(s.answers) == 0 {
@@ -40,32 +40,32 @@ func (s *scriptedAsker) Ask(ctx context.Context, q agent.Question) (string, erro
 
 type rig struct {
 	t      *testing.T
-	env    *agent.Env
+	env    *tool.Env
 	ctx    context.Context
-	term   agent.Tool
-	proc   agent.Tool
+	term   tool.Tool
+	proc   tool.Tool
 	events []schema.Payload
 	mu     sync.Mutex
 	allow  *MemAllowList
 }
 
-func newRig(t *testing.T, asker agent.Asker) *rig {
+func newRig(t *testing.T, asker tool.Asker) *rig {
 	r := &rig{t: t, allow: &MemAllowList{}}
-	r.env = &agent.Env{WorkingDir: t.TempDir(), Values: agent.NewSessionValues(), Asker: asker,
+	r.env = &tool.Env{WorkingDir: t.TempDir(), Values: tool.NewSessionValues(), Asker: asker,
 		Record: func(_ context.Context, ps ...schema.Payload) error {
 			r.mu.Lock()
 			r.events = append(r.events, ps...)
 			r.mu.Unlock()
 			return nil
 		}}
-	r.ctx = agent.WithEnv(context.Background(), r.env)
+	r.ctx = tool.WithEnv(context.Background(), r.env)
 	ts := Tools(Config{Timeout: 5 * time.Second, MaxOutput: 2000, Approver: &Approver{Allow: r.allow, Timeout: 300 * time.Millisecond}})
 	r.term, r.proc = ts[0], ts[1]
 	t.Cleanup(func() { KillAll(r.env) })
 	return r
 }
 
-func (r *rig) run(tool agent.Tool, args map[string]any) (string, error) {
+func (r *rig) run(tool tool.Tool, args map[string]any) (string, error) {
 	b, _ := json.Marshal(args)
 	return tool.Run(r.ctx, b)
 }

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -18,17 +19,17 @@ import (
 // Tool is the todo tool.
 type Tool struct{ Store events.Store }
 
-func (Tool) Spec() agent.ToolSpec {
+func (Tool) Spec() model.ToolSpec {
 	item := map[string]any{"type": "object", "required": []string{"id", "content", "status"}, "properties": map[string]any{
 		"id": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"},
 		"status": map[string]any{"type": "string", "enum": []string{"pending", "in_progress", "completed", "cancelled"}}}}
-	return agent.ToolSpec{Name: "todo", Description: "Keep a task list for multi-step work. Call with no arguments to read it; pass todos to replace it, or todos with merge=true to update items by id.",
+	return model.ToolSpec{Name: "todo", Description: "Keep a task list for multi-step work. Call with no arguments to read it; pass todos to replace it, or todos with merge=true to update items by id.",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{
 			"todos": map[string]any{"type": "array", "items": item},
 			"merge": map[string]any{"type": "boolean"},
 		}}}
 }
-func (Tool) Flags() agent.ToolFlags { return agent.ToolFlags{} }
+func (Tool) Flags() tool.Flags { return tool.Flags{} }
 
 type state struct {
 	mu     sync.Mutex
@@ -74,7 +75,7 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
 	}
-	env := agent.EnvFrom(ctx)
+	env := tool.EnvFrom(ctx)
 	st := env.Values.Get("todo", func() any { return &state{} }).(*state)
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -28,7 +28,7 @@ func TestTodoStateComesFromEvents(t *testing.T) {
 		return err
 	}
 	newCtx := func() context.Context {
-		return agent.WithEnv(context.Background(), &agent.Env{SessionID: "s", Record: record, Values: agent.NewSessionValues()})
+		return tool.WithEnv(context.Background(), &tool.Env{SessionID: "s", Record: record, Values: tool.NewSessionValues()})
 	}
 	tool := Tool{Store: store}
 	run := func(ctx context.Context, args string) string {

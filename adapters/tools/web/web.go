@@ -16,7 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 )
 
 // Config is the web: section of config.yaml.
@@ -31,14 +32,14 @@ type Config struct {
 const HowToEnable = "web tools are off: set web.search_url in config.yaml to a SearxNG-compatible JSON search endpoint"
 
 // Tools returns web_search and web_extract, or nil without a provider.
-func Tools(c Config, client *http.Client) []agent.Tool {
+func Tools(c Config, client *http.Client) []tool.Tool {
 	if c.SearchURL == "" {
 		return nil
 	}
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
 	}
-	return []agent.Tool{search{c, client}, extract{client}}
+	return []tool.Tool{search{c, client}, extract{client}}
 }
 
 type search struct {
@@ -46,14 +47,14 @@ type search struct {
 	client *http.Client
 }
 
-func (search) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "web_search", Description: "Search the web. Returns titles, URLs and snippets; use web_extract to read a page.",
+func (search) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "web_search", Description: "Search the web. Returns titles, URLs and snippets; use web_extract to read a page.",
 		Parameters: map[string]any{"type": "object", "required": []string{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string"},
 			"limit": map[string]any{"type": "integer", "description": "results (default 5, at most 20)"},
 		}}}
 }
-func (search) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (search) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 
 func (s search) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -116,13 +117,13 @@ func (s search) Run(ctx context.Context, args json.RawMessage) (string, error) {
 
 type extract struct{ client *http.Client }
 
-func (extract) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "web_extract", Description: "Fetch web pages and return their readable text.",
+func (extract) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "web_extract", Description: "Fetch web pages and return their readable text.",
 		Parameters: map[string]any{"type": "object", "required": []string{"urls"}, "properties": map[string]any{
 			"urls": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
 		}}}
 }
-func (extract) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (extract) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 
 var (
 	dropBlocks = regexp.MustCompile(`(?is)<(script|style|noscript|svg|head)[^>]*>.*?</(script|style|noscript|svg|head)>`)

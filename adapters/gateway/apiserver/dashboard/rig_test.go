@@ -23,7 +23,9 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -43,11 +45,11 @@ const testKey = "sk-dashboard-test-key"
 // three calls of one answer overlap and run in parallel lanes.
 type probeTool struct{}
 
-func (probeTool) Spec() agent.ToolSpec {
-	return agent.ToolSpec{Name: "probe", Description: "probe a city's weather station",
+func (probeTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "probe", Description: "probe a city's weather station",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
 }
-func (probeTool) Flags() agent.ToolFlags { return agent.ToolFlags{ReadOnly: true} }
+func (probeTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 func (probeTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	var v struct{ City string }
 	_ = json.Unmarshal(raw, &v)
@@ -91,7 +93,7 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 	}}
 	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: agent.NewTools(probeTool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools: tool.NewTools(probeTool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr

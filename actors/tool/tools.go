@@ -1,4 +1,10 @@
-package agent
+// Package tool is the port to the tools a model calls, named for its noun:
+// the Tool interface and its Flags, the Toolbox a turn offers, a Call and
+// its Result, the Executor that runs calls (in place, or on the tool
+// runners of actors/toolrun), and the Env a call runs in (session, the
+// person to ask, subagents, the iteration Budget, per-session Values).
+// adapters/tools implements tools; actors/agent calls them.
+package tool
 
 import (
 	"context"
@@ -7,19 +13,21 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 // Tool is one tool the model may call.
 type Tool interface {
-	Spec() ToolSpec
-	Flags() ToolFlags
+	Spec() model.ToolSpec
+	Flags() Flags
 	// Run executes one call with JSON object arguments and returns what the
 	// model will read.
 	Run(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-// ToolFlags describe how a tool may be scheduled.
-type ToolFlags struct {
+// Flags describe how a tool may be scheduled.
+type Flags struct {
 	// ReadOnly tools change nothing.
 	ReadOnly bool
 	// Interactive tools ask the person something: a response holding one
@@ -39,7 +47,7 @@ type ToolFlags struct {
 
 // Toolbox is the set of tools a session may use.
 type Toolbox interface {
-	Specs() []ToolSpec
+	Specs() []model.ToolSpec
 	Get(name string) (Tool, bool)
 	Names() []string
 }
@@ -67,8 +75,8 @@ func (t *Tools) Names() []string {
 	return out
 }
 
-func (t *Tools) Specs() []ToolSpec {
-	var out []ToolSpec
+func (t *Tools) Specs() []model.ToolSpec {
+	var out []model.ToolSpec
 	for _, n := range t.Names() {
 		out = append(out, t.byName[n].Spec())
 	}
@@ -164,10 +172,10 @@ func (d DirectExecutor) Execute(ctx context.Context, c Call) Result {
 	return RunTool(ctx, c, d.Timeout)
 }
 
-// waves splits calls into groups that may run at the same time: all calls
+// Waves splits calls into groups that may run at the same time: all calls
 // one by one when any is interactive; otherwise a call waits for a later
 // wave when a path it writes overlaps one written in the current wave.
-func waves(calls []Call, maxParallel int) [][]int {
+func Waves(calls []Call, maxParallel int) [][]int {
 	if maxParallel < 1 {
 		maxParallel = 1
 	}

@@ -1,9 +1,10 @@
-// Package agent is the Hermes turn loop as plain Go: build the messages
-// from the session's history, call the model, validate and repair its tool
-// calls, run them, record every step as events, and loop until a final
-// answer or the end of the iteration budget. The session actor drives it;
-// it needs no actor system to test.
-package agent
+// Package model is the port to language models, named for its noun: the
+// Provider a turn calls, the Request it sends, the Response and stream
+// Deltas it gets back, the errors providers return and how they are
+// classified, the Ladder of endpoints (retries, key rotation, fallbacks),
+// the stall watchdog and prices. adapters/llm implements Provider once per
+// API mode; actors/agent drives it.
+package model
 
 import (
 	"context"

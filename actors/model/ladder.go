@@ -1,4 +1,4 @@
-package agent
+package model
 
 import (
 	"context"
@@ -331,4 +331,12 @@ func stripReasoning(req Request) Request {
 	}
 	req.Messages = msgs
 	return req
+}
+
+// clipText cuts s to n bytes for a fallback event's reason.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
