@@ -176,7 +176,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for i, j := range all {
 		ids[i] = j.ID
 	}
-	s.sys.Root.Send(s.pid, evaluate{ids: ids})
+	s.sys.Root.Send(s.pid, &evaluate{ids: ids})
 
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
@@ -188,7 +188,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				return err
 			}
 			if id != "" {
-				s.sys.Root.Send(s.pid, evaluate{ids: []string{id}})
+				s.sys.Root.Send(s.pid, &evaluate{ids: []string{id}})
 				s.signal(id)
 			}
 			return nil
@@ -204,7 +204,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			runErr = fmt.Errorf("cron scheduler stopped following the store: %w", err)
 		}
 	}
-	s.sys.Root.RequestFuture(s.pid, stopping{}, 10*time.Second).Wait()
+	s.sys.Root.RequestFuture(s.pid, &stopping{}, 10*time.Second).Wait()
 	stopRuns()
 	s.runs.Wait()
 	stopSub()
@@ -235,7 +235,7 @@ func (s *Scheduler) Stats() (Stats, error) {
 	if !on {
 		return Stats{}, errors.New("the scheduler is not running")
 	}
-	res, err := s.sys.Root.RequestFuture(s.pid, statsReq{}, 10*time.Second).Result()
+	res, err := s.sys.Root.RequestFuture(s.pid, &statsReq{}, 10*time.Second).Result()
 	if err != nil {
 		return Stats{}, err
 	}
@@ -292,7 +292,7 @@ func (s *Scheduler) hold(id string, delta int) {
 	on := s.running
 	s.mu.Unlock()
 	if on {
-		s.sys.Root.Send(s.pid, hold{id: id, delta: delta})
+		s.sys.Root.Send(s.pid, &hold{id: id, delta: delta})
 	}
 }
 
@@ -448,23 +448,6 @@ func (s *Scheduler) signal(id string) {
 	}
 }
 
-// The actor's messages.
-type (
-	evaluate struct{ ids []string }
-	wake     struct{}
-	workDone struct {
-		id      string
-		claimed bool
-		held    bool
-	}
-	hold struct {
-		id    string
-		delta int
-	}
-	stopping struct{}
-	statsReq struct{}
-)
-
 // schedActor owns the timer: which job is due when, which run here, and
 // which wait for a free slot under MaxConcurrent.
 type schedActor struct {
@@ -484,16 +467,16 @@ type schedActor struct {
 
 func (a *schedActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
-	case evaluate:
+	case *evaluate:
 		for _, id := range m.ids {
 			a.eval(c, id)
 		}
-	case wake:
+	case *wake:
 		a.timerAt = time.Time{}
 		for _, id := range a.timers.popDue(a.s.cfg.Clock.Now()) {
 			a.eval(c, id)
 		}
-	case workDone:
+	case *workDone:
 		if a.running[m.id]--; a.running[m.id] <= 0 {
 			delete(a.running, m.id)
 		}
@@ -506,15 +489,15 @@ func (a *schedActor) Receive(c actor.Context) {
 			a.eval(c, m.id)
 		}
 		a.drain(c)
-	case hold:
+	case *hold:
 		if a.running[m.id] += m.delta; a.running[m.id] <= 0 {
 			delete(a.running, m.id)
 			a.eval(c, m.id)
 		}
-	case statsReq:
+	case *statsReq:
 		c.Respond(Stats{Timed: a.timers.len(), Running: len(a.running), Waiting: len(a.queue), Next: a.timers.next()})
 		return
-	case stopping:
+	case *stopping:
 		a.stopping = true
 		if a.timer != nil {
 			a.timer.Stop()
@@ -543,8 +526,8 @@ func (a *schedActor) eval(c actor.Context, id string) {
 	if len(j.Open) > 0 {
 		a.timers.drop(id)
 		a.running[id]++
-		a.work(c, func(ctx context.Context) workDone {
-			return workDone{id: id, held: a.s.recoverOpen(ctx, id)}
+		a.work(c, func(ctx context.Context) *workDone {
+			return &workDone{id: id, held: a.s.recoverOpen(ctx, id)}
 		})
 		return
 	}
@@ -575,9 +558,9 @@ func (a *schedActor) eval(c actor.Context, id string) {
 	}
 	a.active++
 	a.running[id]++
-	a.work(c, func(ctx context.Context) workDone {
+	a.work(c, func(ctx context.Context) *workDone {
 		a.s.claimAndRun(ctx, id)
-		return workDone{id: id, claimed: true}
+		return &workDone{id: id, claimed: true}
 	})
 }
 
@@ -591,7 +574,7 @@ func (a *schedActor) drain(c actor.Context) {
 	}
 }
 
-func (a *schedActor) work(c actor.Context, f func(context.Context) workDone) {
+func (a *schedActor) work(c actor.Context, f func(context.Context) *workDone) {
 	self, root := c.Self(), c.ActorSystem().Root
 	a.s.runs.Add(1)
 	go func() {
@@ -618,7 +601,7 @@ func (a *schedActor) arm(c actor.Context) {
 	}
 	self, root := c.Self(), c.ActorSystem().Root
 	a.timerAt = next
-	a.timer = a.s.cfg.Clock.AfterFunc(next.Sub(a.s.cfg.Clock.Now()), func() { root.Send(self, wake{}) })
+	a.timer = a.s.cfg.Clock.AfterFunc(next.Sub(a.s.cfg.Clock.Now()), func() { root.Send(self, &wake{}) })
 }
 
 // NewMemLeases returns run leases kept in this process's memory: enough

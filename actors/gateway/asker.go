@@ -33,7 +33,7 @@ func (a asker) Ask(ctx context.Context, q tool.Question) (string, error) {
 	case ans := <-reply:
 		return ans.text, ans.err
 	case <-ctx.Done():
-		a.r.sys.Root.Send(pid, askDone{reply: reply})
+		a.r.sys.Root.Send(pid, &askDone{reply: reply})
 		return "", ctx.Err()
 	}
 }

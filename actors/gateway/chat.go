@@ -71,24 +71,6 @@ type question struct {
 	reply chan askAnswer
 }
 
-type askAnswer struct {
-	text string
-	err  error
-}
-
-// ask is a tool's question for this chat's user.
-type ask struct {
-	q     tool.Question
-	reply chan askAnswer
-}
-
-type askDone struct{ reply chan askAnswer }
-
-type turnFinished struct {
-	w   *work
-	res session.TurnResult
-}
-
 func (c *chat) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
@@ -101,7 +83,7 @@ func (c *chat) Receive(ctx actor.Context) {
 		c.finish(ctx, m)
 	case *ask:
 		c.onAsk(m)
-	case askDone:
+	case *askDone:
 		if c.question != nil && c.question.reply == m.reply {
 			c.question = nil
 		}
@@ -159,7 +141,7 @@ func (c *chat) recover(ctx actor.Context) error {
 		}
 	}
 	if c.session != "" {
-		ctx.Send(ctx.Parent(), bound{session: c.session, key: c.key})
+		ctx.Send(ctx.Parent(), &bound{session: c.session, key: c.key})
 	}
 	for _, id := range order {
 		if rep, ok := c.pending[id]; ok && rep.Kind != "approval" {
@@ -408,7 +390,7 @@ func (c *chat) bind(ctx actor.Context, id, reason string) error {
 	} else if err := c.record(b); err != nil {
 		return err
 	}
-	ctx.Send(ctx.Parent(), bound{session: id, key: c.key})
+	ctx.Send(ctx.Parent(), &bound{session: id, key: c.key})
 	return nil
 }
 

@@ -254,22 +254,6 @@ func (r *Router) pump(q chan queued) {
 	}
 }
 
-// inbound carries a bus message to the router actor and then to its chat.
-type inbound struct {
-	in   schema.Inbound
-	corr string
-	done chan error
-}
-
-// chatOf asks which chat a session belongs to.
-type chatOf struct {
-	session string
-	reply   chan *actor.PID
-}
-
-// bound tells the router a chat now talks to a session.
-type bound struct{ session, key string }
-
 type routerActor struct {
 	r           *Router
 	pairings    *Pairings
@@ -290,7 +274,7 @@ func (a *routerActor) Receive(c actor.Context) {
 			return
 		}
 		m.reply <- nil
-	case bound:
+	case *bound:
 		a.sessionChat[m.session] = m.key
 	case *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
 		// Lifecycle messages protoactor delivers that need nothing here.

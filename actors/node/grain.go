@@ -51,8 +51,6 @@ type turnRun struct {
 	res  reply
 }
 
-type turnEnded struct{ key string }
-
 // Receive implements actor.Actor.
 func (g *grain) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
@@ -91,7 +89,7 @@ func (g *grain) Receive(c actor.Context) {
 				log.Info().Msg("session moved to another member: let go of it here")
 			}
 		}()
-	case turnEnded:
+	case *turnEnded:
 		if r := g.turns[m.key]; r != nil && r.res.Pending {
 			// Refused for now (another member still runs the
 			// session): the next request tries again.
@@ -133,7 +131,7 @@ func (g *grain) handle(c actor.Context, req request) {
 				r.res = g.run(g.ctx, req)
 				r.res.Node = g.node
 				close(r.done)
-				root.Send(self, turnEnded{key: req.ID})
+				root.Send(self, &turnEnded{key: req.ID})
 			}()
 		}
 		sender, root, poll := c.Sender(), c.ActorSystem().Root, g.poll

@@ -25,11 +25,6 @@ type Manager struct {
 	pids   map[string]*actor.PID
 }
 
-type spawn struct {
-	id    string
-	ready chan<- error
-}
-
 // NewManager starts the sessions supervisor.
 func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	if deps.AuxCooldown == nil {
@@ -39,7 +34,7 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch s := c.Message().(type) {
-		case spawn:
+		case *spawn:
 			pid, err := c.SpawnNamed(props(s.id, deps, s.ready), s.id)
 			if err != nil {
 				c.Respond(err)
@@ -72,7 +67,7 @@ func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 		return nil, fmt.Errorf("no session %s", id)
 	}
 	ready := make(chan error, 1)
-	res, err := m.sys.Root.RequestFuture(m.parent, spawn{id, ready}, 30*time.Second).Result()
+	res, err := m.sys.Root.RequestFuture(m.parent, &spawn{id, ready}, 30*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start session %s: %w", id, err)
 	}

@@ -118,69 +118,6 @@ type Deps struct {
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
 
-// Turn asks the session to run one turn. Reply receives the outcome.
-// Observe is called from the turn's goroutine (in-process only).
-type Turn struct {
-	Text    string
-	Observe agent.Observer
-	Reply   chan<- TurnResult
-	// Model, when set, overrides the configured model for this turn.
-	Model string
-	// ID, when set, is the turn's id (the gateway picks it before the
-	// turn starts, so that after a crash it can tell whether the turn's
-	// user message was recorded).
-	ID string
-	// Continue answers the history as it is instead of adding Text: the
-	// gateway finishes a turn a crash cut short this way.
-	Continue bool
-	// Yolo approves dangerous commands in this turn and its subagents'
-	// (as Deps.Yolo does in every turn): the chat's /yolo.
-	Yolo bool
-}
-
-// TurnResult is how a turn ended.
-type TurnResult struct {
-	// SessionID is the session the turn ended in: a compression moves the
-	// conversation to a child session.
-	SessionID string
-	TurnID    string
-	Answer    string
-	Err       error
-}
-
-// Stop interrupts the turn in flight (and drops queued ones).
-type Stop struct{ Reason string }
-
-// CompressNow compresses the session now (/compress); it is refused while a
-// turn runs. Reply receives the session the conversation continues in.
-type CompressNow struct {
-	Model string
-	Reply chan<- TurnResult
-	// Force compresses a history whose protected head and tail
-	// (compression.protect_first_n, protect_last_n) cover it all, keeping
-	// only the first message and the last exchange verbatim.
-	Force bool
-}
-
-// Retitle records a title the person gave the session (/title); Reply
-// receives the outcome.
-type Retitle struct {
-	Title string
-	Reply chan<- error
-}
-
-// titled is the outcome of Deps.Title, back in the actor.
-type titled struct {
-	turnID string
-	title  string
-	call   schema.AuxiliaryCallCompleted
-}
-
-type turnDone struct {
-	turn   *Turn
-	result TurnResult
-}
-
 // Actor is the session actor.
 type Actor struct {
 	id   string
@@ -269,7 +206,7 @@ func (a *Actor) Receive(c actor.Context) {
 		if pid, ok := a.children[m.id]; ok {
 			c.Send(pid, &Stop{Reason: "the parent's turn was interrupted"})
 		}
-	case childFailed:
+	case *childFailed:
 		panic(m.err)
 	case *Turn:
 		if a.cancel != nil {
@@ -306,9 +243,9 @@ func (a *Actor) Receive(c actor.Context) {
 		go func() {
 			err := comp.Compress(ctx, tr, true)
 			cancel(nil)
-			root.Send(self, turnDone{turn: &Turn{Reply: m.Reply}, result: TurnResult{SessionID: a.rec.sessionID(), Err: err}})
+			root.Send(self, &turnDone{turn: &Turn{Reply: m.Reply}, result: TurnResult{SessionID: a.rec.sessionID(), Err: err}})
 		}()
-	case turnDone:
+	case *turnDone:
 		a.cancel = nil
 		if a.task != nil {
 			a.finishTask(c, m.result)
@@ -326,7 +263,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *Retitle:
 		a.hasTitle, a.userTitle = true, true
 		m.Reply <- a.rec.Record(context.Background(), "", schema.SessionTitled{Title: m.Title})
-	case titled:
+	case *titled:
 		ps := []schema.Payload{m.call}
 		if !a.userTitle {
 			ps = append(ps, schema.SessionTitled{Title: m.title})
@@ -404,7 +341,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 			answer, err = loop.Turn(ctx, tr, turnID, t.Text)
 		}
 		cancel(nil)
-		root.Send(self, turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
+		root.Send(self, &turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
 	}()
 }
 
@@ -414,7 +351,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 func (a *Actor) finishTask(c actor.Context, r TurnResult) {
 	if r.Err != nil && !errors.Is(r.Err, agent.ErrInterrupted) {
 		a.log.Warn().Err(r.Err).Msg("subagent turn failed; letting its supervisor decide")
-		c.Send(c.Self(), childFailed{err: r.Err})
+		c.Send(c.Self(), &childFailed{err: r.Err})
 		return
 	}
 	status := "completed"
@@ -463,7 +400,7 @@ func (a *Actor) maybeTitle(c actor.Context, r TurnResult) {
 			log.Debug().Err(err).Msg("no title generated")
 			return
 		}
-		root.Send(self, titled{turnID: r.TurnID, title: t, call: call})
+		root.Send(self, &titled{turnID: r.TurnID, title: t, call: call})
 	}()
 }
 

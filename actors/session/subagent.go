@@ -84,16 +84,6 @@ func (s *childStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor
 	sup.StopChildren(child)
 }
 
-// spawnChild asks a session actor to start a subagent as its child.
-type spawnChild struct {
-	id    string
-	task  *childTask
-	reply chan error
-}
-
-// childFailed makes a subagent's actor fail, so its supervisor decides.
-type childFailed struct{ err error }
-
 // delegator is the Delegator a turn's tools use: it creates the child's
 // stream, has the session actor spawn it under its supervision, and waits.
 type delegator struct {
@@ -188,8 +178,6 @@ func (d *delegator) Delegate(ctx context.Context, req tool.DelegateRequest) (too
 	}
 	return res, nil
 }
-
-type stopChild struct{ id string }
 
 func clipString(s string, n int) string {
 	if len(s) <= n {

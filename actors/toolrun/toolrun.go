@@ -48,15 +48,6 @@ func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) 
 	return p
 }
 
-// run is the message a ToolRunner gets: one call and where to answer.
-type run struct {
-	ctx     context.Context
-	call    tool.Call
-	timeout time.Duration
-	reply   chan tool.Result
-	start   time.Time
-}
-
 // runner is the ToolRunner actor: it runs its one call and stops.
 type runner struct {
 	log zerolog.Logger

@@ -1,0 +1,95 @@
+package session
+
+import (
+	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// Messages the session actor and its supervisor handle. Every message is
+// sent as a pointer; Receive switches on the pointer types, and a message
+// of any other type is logged (message_type) and dropped.
+
+// Turn asks the session to run one turn. Reply receives the outcome.
+// Observe is called from the turn's goroutine (in-process only).
+type Turn struct {
+	Text    string
+	Observe agent.Observer
+	Reply   chan<- TurnResult
+	// Model, when set, overrides the configured model for this turn.
+	Model string
+	// ID, when set, is the turn's id (the gateway picks it before the
+	// turn starts, so that after a crash it can tell whether the turn's
+	// user message was recorded).
+	ID string
+	// Continue answers the history as it is instead of adding Text: the
+	// gateway finishes a turn a crash cut short this way.
+	Continue bool
+	// Yolo approves dangerous commands in this turn and its subagents'
+	// (as Deps.Yolo does in every turn): the chat's /yolo.
+	Yolo bool
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	// SessionID is the session the turn ended in: a compression moves the
+	// conversation to a child session.
+	SessionID string
+	TurnID    string
+	Answer    string
+	Err       error
+}
+
+// Stop interrupts the turn in flight (and drops queued ones).
+type Stop struct{ Reason string }
+
+// CompressNow compresses the session now (/compress); it is refused while a
+// turn runs. Reply receives the session the conversation continues in.
+type CompressNow struct {
+	Model string
+	Reply chan<- TurnResult
+	// Force compresses a history whose protected head and tail
+	// (compression.protect_first_n, protect_last_n) cover it all, keeping
+	// only the first message and the last exchange verbatim.
+	Force bool
+}
+
+// Retitle records a title the person gave the session (/title); Reply
+// receives the outcome.
+type Retitle struct {
+	Title string
+	Reply chan<- error
+}
+
+// turnDone is a turn ending in its goroutine, back in the actor.
+type turnDone struct {
+	turn   *Turn
+	result TurnResult
+}
+
+// titled is the outcome of Deps.Title, back in the actor.
+type titled struct {
+	turnID string
+	title  string
+	call   schema.AuxiliaryCallCompleted
+}
+
+// spawnChild asks a session actor to start a subagent as its child.
+type spawnChild struct {
+	id    string
+	task  *childTask
+	reply chan error
+}
+
+// childFailed makes a subagent's actor fail, so its supervisor decides.
+type childFailed struct{ err error }
+
+// stopChild asks a session actor to stop the subagent id (its parent's
+// turn was interrupted).
+type stopChild struct{ id string }
+
+// spawn asks the sessions supervisor to start the actor of session id;
+// ready receives the outcome of its recovery.
+type spawn struct {
+	id    string
+	ready chan<- error
+}
