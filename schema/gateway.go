@@ -12,12 +12,21 @@ import "time"
 // Attachment is a file a person sent with a message, downloaded into
 // $HERMES_HOME/cache/.
 type Attachment struct {
-	Kind     string `json:"kind"` // photo, document, voice, audio, video
+	Kind     string `json:"kind"` // an Attachment… kind: photo, document, voice, audio, video
 	Path     string `json:"path,omitempty"`
 	Name     string `json:"name,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 	Size     int64  `json:"size,omitempty"`
 }
+
+// Kinds of Attachment.
+const (
+	AttachmentPhoto    = "photo"
+	AttachmentDocument = "document"
+	AttachmentVoice    = "voice"
+	AttachmentAudio    = "audio"
+	AttachmentVideo    = "video"
+)
 
 // GatewayChatOpened records, in the chat index stream, that a chat stream
 // exists, so the gateway finds every chat again on start.
@@ -64,10 +73,19 @@ type GatewayReplyRequested struct {
 	TurnID    string `json:"turn_id,omitempty"`
 	// InReplyTo is the platform message id answered.
 	InReplyTo string `json:"in_reply_to,omitempty"`
-	// Kind: answer, error, notice (command output, pairing), approval.
+	// Kind: answer, error, notice (command output, pairing), approval
+	// (the Reply… constants).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 }
+
+// Kinds of GatewayReplyRequested.
+const (
+	ReplyAnswer   = "answer"
+	ReplyError    = "error"
+	ReplyNotice   = "notice"
+	ReplyApproval = "approval"
+)
 
 // GatewayMessageDelivered records that the platform took a reply, with the
 // ids it gave the message's parts.
@@ -161,7 +179,8 @@ type Inbound struct {
 	// Kind: message (default), callback (a button: Data), delivered or
 	// failed (ReplyID, PlatformMessageIDs / Error), refused (a request the
 	// adapter turned away itself, such as a webhook with a bad signature:
-	// Error says why; recorded in gateway-refused, no turn).
+	// Error says why; recorded in gateway-refused, no turn). The Inbound…
+	// constants name them.
 	Kind string `json:"kind,omitempty"`
 	// Key echoes Outbound.Key on callbacks and delivery outcomes.
 	Key       string `json:"key,omitempty"`
@@ -195,11 +214,23 @@ type Inbound struct {
 	Permanent bool `json:"permanent,omitempty"`
 }
 
+// Kinds of Inbound message.
+const (
+	InboundMessage   = "message"
+	InboundCallback  = "callback"
+	InboundDelivered = "delivered"
+	InboundFailed    = "failed"
+	InboundRefused   = "refused"
+)
+
 // Outbound is what the router publishes on gateway.out.<platform>.
 type Outbound struct {
 	// Kind: reply (recorded in the outbox: deliver and acknowledge),
 	// delta (a piece of an answer being written), typing, approval
-	// (Text + Choices as buttons; also recorded).
+	// (Text + Choices as buttons; also recorded), notice (a reply the
+	// router sends unrecorded: the pairing code for someone not yet let in).
+	// The Outbound… constants
+	// name them.
 	Kind string `json:"kind"`
 	// Key names the chat in the router; adapters echo it back.
 	Key       string   `json:"key,omitempty"`
@@ -217,3 +248,12 @@ type Outbound struct {
 	Usage *Usage `json:"usage,omitempty"`
 	Model string `json:"model,omitempty"`
 }
+
+// Kinds of Outbound message.
+const (
+	OutboundReply    = "reply"
+	OutboundDelta    = "delta"
+	OutboundTyping   = "typing"
+	OutboundApproval = "approval"
+	OutboundNotice   = "notice"
+)

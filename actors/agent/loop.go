@@ -70,7 +70,7 @@ type Recorder interface {
 
 // Observation is one thing the CLI or gateway may show while a turn runs.
 type Observation struct {
-	Kind string // delta, reasoning, tool_start, tool_end, status, step
+	Kind string // one of the Observe… kinds
 	Text string
 	Tool string
 	Err  string
@@ -84,6 +84,24 @@ type Observation struct {
 	// n levels down do (the session actor sets it on their observations).
 	Depth int
 }
+
+// Kinds of Observation.
+const (
+	// ObserveDelta is a piece of the answer being written (Text).
+	ObserveDelta = "delta"
+	// ObserveReasoning is a piece of the model's reasoning (Text).
+	ObserveReasoning = "reasoning"
+	// ObserveToolStart is a tool call starting (Tool, ID, Text: its
+	// arguments as shown).
+	ObserveToolStart = "tool_start"
+	// ObserveToolEnd is a tool call ending (Tool, ID, Duration, Text: the
+	// start of its result, Err).
+	ObserveToolEnd = "tool_end"
+	// ObserveStatus is a line about what the loop is doing (Text).
+	ObserveStatus = "status"
+	// ObserveStep is the start of model call number Step of the turn.
+	ObserveStep = "step"
+)
 
 // Observer receives observations; it must not block for long.
 type Observer func(Observation)
@@ -229,7 +247,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 	for {
 		if l.Compressor != nil && !compressedForOverflow {
 			if err := l.Compressor.Maybe(ctx, t); err != nil {
-				obs(Observation{Kind: "status", Text: "compression failed: " + err.Error()})
+				obs(Observation{Kind: ObserveStatus, Text: "compression failed: " + err.Error()})
 			}
 		}
 		if l.Guard != nil {
@@ -242,7 +260,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		}
 		grace := !l.Budget.Take()
 		iterations++
-		obs(Observation{Kind: "step", Step: iterations})
+		obs(Observation{Kind: ObserveStep, Step: iterations})
 		req := model.Request{Model: cfg.Model, System: t.System, Tools: l.Tools.Specs(), MaxTokens: cfg.MaxTokens, NoTools: grace}
 		req.Messages = RepairHistory(t.Messages)
 		warn := cfg.BudgetWarningAt > 0 && !grace && float64(l.Budget.Used()) >= cfg.BudgetWarningAt*float64(l.Budget.Max())
@@ -275,7 +293,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			// Too long for the model: compress, then make the same call
 			// again without charging the budget twice.
 			compressedForOverflow = true
-			obs(Observation{Kind: "status", Text: "context overflow: compressing the conversation"})
+			obs(Observation{Kind: ObserveStatus, Text: "context overflow: compressing the conversation"})
 			if o, ok := l.Compressor.(interface{ Overflowed(error) }); ok {
 				o.Overflowed(err)
 			}
@@ -483,11 +501,11 @@ func (l *Loop) call(ctx context.Context, cfg Config, req model.Request, obs Obse
 	onDelta := func(d model.Delta) {
 		switch d.Kind {
 		case model.DeltaText:
-			obs(Observation{Kind: "delta", Text: d.Text})
+			obs(Observation{Kind: ObserveDelta, Text: d.Text})
 		case model.DeltaReasoning:
-			obs(Observation{Kind: "reasoning", Text: d.Text})
+			obs(Observation{Kind: ObserveReasoning, Text: d.Text})
 		case model.DeltaToolCall:
-			obs(Observation{Kind: "status", Text: "calling " + d.Text, Tool: d.Text})
+			obs(Observation{Kind: ObserveStatus, Text: "calling " + d.Text, Tool: d.Text})
 		}
 	}
 	var joined strings.Builder
@@ -514,10 +532,10 @@ func (l *Loop) call(ctx context.Context, cfg Config, req model.Request, obs Obse
 		}
 		if len(resp.ToolCalls) > 0 {
 			// A cut-off tool call: drop the response and ask again.
-			obs(Observation{Kind: "status", Text: "tool call cut off by the output limit; retrying"})
+			obs(Observation{Kind: ObserveStatus, Text: "tool call cut off by the output limit; retrying"})
 			continue
 		}
-		obs(Observation{Kind: "status", Text: "response cut off by the output limit; continuing"})
+		obs(Observation{Kind: ObserveStatus, Text: "response cut off by the output limit; continuing"})
 		joined.WriteString(resp.Content)
 		msgs := append([]schema.Message(nil), base...)
 		msgs = append(msgs, schema.Message{Role: "assistant", Content: joined.String()}, schema.Message{Role: "user", Content: continuePrompt})
@@ -655,13 +673,13 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 			}
 			running++
 			go func() {
-				obs(Observation{Kind: "tool_start", Tool: c.Name, ID: c.ID, Text: text})
+				obs(Observation{Kind: ObserveToolStart, Tool: c.Name, ID: c.ID, Text: text})
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
 				if r.Duration == 0 {
 					r.Duration = time.Since(start)
 				}
-				obs(Observation{Kind: "tool_end", Tool: c.Name, ID: c.ID, Duration: r.Duration, Text: clipText(r.Content, 200), Err: r.Err})
+				obs(Observation{Kind: ObserveToolEnd, Tool: c.Name, ID: c.ID, Duration: r.Duration, Text: clipText(r.Content, 200), Err: r.Err})
 				out <- finished{index[k], r}
 			}()
 		}

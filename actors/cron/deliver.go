@@ -71,7 +71,7 @@ func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t T
 	}
 	changed, done := s.waitFor(j.ID)
 	defer done()
-	out := schema.Outbound{Kind: "reply", Key: KeyPrefix + j.ID, Platform: t.Platform, Chat: t.Chat, Thread: t.Thread,
+	out := schema.Outbound{Kind: schema.OutboundReply, Key: KeyPrefix + j.ID, Platform: t.Platform, Chat: t.Chat, Thread: t.Thread,
 		ReplyID: run.ID + "|" + t.String(), SessionID: run.SessionID, Text: s.text(j, run)}
 	if run.Status == schema.RunFailed {
 		out.Error = run.Error
@@ -151,7 +151,7 @@ func (s *Scheduler) Ack(in schema.Inbound) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var p schema.Payload = schema.JobDelivered{RunID: rid, Target: target, PlatformMessageIDs: in.PlatformMessageIDs}
-	if in.Kind == "failed" {
+	if in.Kind == schema.InboundFailed {
 		p = schema.JobDeliveryFailed{RunID: rid, Target: target, Error: in.Error}
 	}
 	return s.outcome(ctx, id, p)

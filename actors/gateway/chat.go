@@ -144,9 +144,9 @@ func (c *chat) recover(ctx actor.Context) error {
 		ctx.Send(ctx.Parent(), &bound{session: c.session, key: c.key})
 	}
 	for _, id := range order {
-		if rep, ok := c.pending[id]; ok && rep.Kind != "approval" {
+		if rep, ok := c.pending[id]; ok && rep.Kind != schema.ReplyApproval {
 			c.r.log.Info().Str("chat", c.key).Str("reply", id).Msg("sending a reply recorded before the restart")
-			_ = c.r.publish(c.outbound("reply", rep), "")
+			_ = c.r.publish(c.outbound(schema.OutboundReply, rep), "")
 		} else if ok {
 			// The question died with the process that asked it.
 			delete(c.pending, id)
@@ -216,7 +216,7 @@ func (c *chat) stage(p schema.Payload) error {
 func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	in := m.in
 	switch in.Kind {
-	case "delivered":
+	case schema.InboundDelivered:
 		if _, ok := c.pending[in.ReplyID]; !ok {
 			return nil // already recorded (a redelivered ack)
 		}
@@ -225,7 +225,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		}
 		delete(c.pending, in.ReplyID)
 		return nil
-	case "failed":
+	case schema.InboundFailed:
 		if _, ok := c.pending[in.ReplyID]; !ok {
 			return nil
 		}
@@ -235,7 +235,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		delete(c.pending, in.ReplyID)
 		c.r.stats.err(c.info.Platform, errors.New(in.Error))
 		return nil
-	case "callback":
+	case schema.InboundCallback:
 		return c.answer(in.User, in.Data, m.corr)
 	}
 
@@ -256,7 +256,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 			return err
 		}
 		c.seen[in.MessageID] = true
-		return c.reply(rec, "", "", "notice", fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, MaxTextBytes>>10), m.corr)
+		return c.reply(rec, "", "", schema.ReplyNotice, fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, MaxTextBytes>>10), m.corr)
 	}
 
 	// Verified front doors (the API server, webhooks) carry text written by
@@ -267,7 +267,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	// A question waits for this chat's user: this message may be the answer.
 	if people && c.question != nil && c.question.owner == in.User {
 		cmd, _ := command(text)
-		if c.question.q.Kind != "approval" || cmd == "/approve" || cmd == "/deny" {
+		if c.question.q.Kind != tool.QuestionApproval || cmd == "/approve" || cmd == "/deny" {
 			if err := c.record(c.received(in, "", "")); err != nil {
 				return err
 			}
@@ -296,7 +296,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 			_ = appendAny(context.Background(), c.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: in.Platform, Chat: in.Chat,
 				User: in.User, MessageID: in.MessageID, Reason: "approval answered by someone other than the session's user"})
 		}
-		return c.reply(rec, "", "", "notice", msg, m.corr)
+		return c.reply(rec, "", "", schema.ReplyNotice, msg, m.corr)
 	}
 
 	// A chat idle past the reset policy starts over.
@@ -411,9 +411,9 @@ func (c *chat) next(ctx actor.Context) {
 	var observe agent.Observer
 	if w.stream {
 		observe = func(o agent.Observation) {
-			if o.Kind == "delta" && o.Text != "" {
+			if o.Kind == agent.ObserveDelta && o.Text != "" {
 				d := out
-				d.Kind, d.Text = "delta", o.Text
+				d.Kind, d.Text = schema.OutboundDelta, o.Text
 				_ = c.r.publish(d, w.corr)
 			}
 		}
@@ -471,7 +471,7 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 }
 
 func (c *chat) typing(ctx context.Context, out schema.Outbound) {
-	out.Kind = "typing"
+	out.Kind = schema.OutboundTyping
 	t := time.NewTicker(c.r.cfg.TypingEvery)
 	defer t.Stop()
 	for {
@@ -499,14 +499,14 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 			c.r.log.Error().Err(err).Str("chat", c.key).Msg("record the session a compression moved to")
 		}
 	}
-	kind, text := "answer", res.Answer
+	kind, text := schema.ReplyAnswer, res.Answer
 	switch {
 	case errors.Is(res.Err, agent.ErrInterrupted):
-		kind, text = "notice", "Stopped."
+		kind, text = schema.ReplyNotice, "Stopped."
 	case res.Err != nil:
-		kind, text = "error", "Sorry, that failed: "+res.Err.Error()
+		kind, text = schema.ReplyError, "Sorry, that failed: "+res.Err.Error()
 	case strings.TrimSpace(text) == "":
-		kind, text = "notice", "(no answer)"
+		kind, text = schema.ReplyNotice, "(no answer)"
 	}
 	var usage *schema.Usage
 	if m.w.verified && res.TurnID != "" {
@@ -542,9 +542,9 @@ func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, k
 	if to.MessageID != "" {
 		c.answered[to.MessageID] = true
 	}
-	out := c.outbound("reply", rep)
+	out := c.outbound(schema.OutboundReply, rep)
 	out.Usage = usage
-	if kind == "error" {
+	if kind == schema.ReplyError {
 		out.Error = text
 	}
 	return c.r.publish(out, corr)
@@ -560,8 +560,8 @@ func (c *chat) onAsk(m *ask) {
 		c.question.reply <- askAnswer{err: errors.New("superseded by another question")}
 	}
 	c.question = &question{q: m.q, owner: c.running.msg.User, reply: m.reply}
-	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: c.session, InReplyTo: "", Kind: "approval", Text: m.q.Text}
-	if m.q.Kind == "approval" {
+	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: c.session, InReplyTo: "", Kind: schema.ReplyApproval, Text: m.q.Text}
+	if m.q.Kind == tool.QuestionApproval {
 		rep.Text += "\n\nReply /approve (once), /approve session, /approve always, or /deny."
 	}
 	if err := c.record(rep); err != nil {
@@ -570,7 +570,7 @@ func (c *chat) onAsk(m *ask) {
 		return
 	}
 	c.pending[rep.ReplyID] = rep
-	out := c.outbound("approval", rep)
+	out := c.outbound(schema.OutboundApproval, rep)
 	out.Choices = m.q.Choices
 	_ = c.r.publish(out, c.running.corr)
 }
@@ -587,7 +587,7 @@ func (c *chat) answer(user, text, corr string) error {
 			User: user, Reason: "approval answered by someone other than the session's user"})
 	}
 	ans := text
-	if c.question.q.Kind == "approval" {
+	if c.question.q.Kind == tool.QuestionApproval {
 		ans = approvalChoice(text)
 	}
 	c.question.reply <- askAnswer{text: ans}

@@ -23,7 +23,7 @@ const helpText = `Commands:
 
 // command runs an in-chat command; its answer is a recorded reply.
 func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd, arg, corr string) error {
-	say := func(text string) error { return c.reply(rec, "", "", "notice", text, corr) }
+	say := func(text string) error { return c.reply(rec, "", "", schema.ReplyNotice, text, corr) }
 	switch cmd {
 	case "/help", "/start":
 		return say(helpText)

@@ -248,7 +248,7 @@ func (r *Router) pump(q chan queued) {
 		if err != nil {
 			r.stats.err(m.out.Platform, err)
 			r.log.Warn().Err(err).Str("platform", m.out.Platform).Msg("publish")
-		} else if m.out.Kind == "reply" || m.out.Kind == "approval" {
+		} else if m.out.Kind == schema.OutboundReply || m.out.Kind == schema.OutboundApproval {
 			r.stats.add(m.out.Platform, func(p *PlatformStats) { p.Out++ })
 		}
 	}
@@ -331,8 +331,8 @@ func (a *routerActor) spawnChat(c actor.Context, key string, first *schema.Inbou
 func (a *routerActor) route(c actor.Context, m *inbound) {
 	in := &m.in
 	switch in.Kind {
-	case "delivered", "failed", "callback":
-		if a.r.cfg.Acks != nil && in.Kind != "callback" && strings.HasPrefix(in.Key, "cron/") {
+	case schema.InboundDelivered, schema.InboundFailed, schema.InboundCallback:
+		if a.r.cfg.Acks != nil && in.Kind != schema.InboundCallback && strings.HasPrefix(in.Key, "cron/") {
 			ack := *in
 			go func() { m.done <- a.r.cfg.Acks(ack) }()
 			return
@@ -345,12 +345,12 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 		}
 		c.Send(pid, m)
 		return
-	case "refused":
+	case schema.InboundRefused:
 		// A front door turned a request away itself (a webhook's bad
 		// signature or replayed delivery) and has no store of its own.
 		m.done <- a.recordRefusal(in)
 		return
-	case "", "message":
+	case "", schema.InboundMessage:
 	default:
 		m.done <- nil
 		a.r.log.Warn().Str("kind", in.Kind).Msg("unknown inbound kind: ignoring")
@@ -428,7 +428,7 @@ func (a *routerActor) refuse(in *schema.Inbound, corr string) error {
 	if notice != "" {
 		// Not kept in the outbox: it holds the code, which is stored
 		// only as a hash. A lost notice is asked for again.
-		return a.r.publish(schema.Outbound{Kind: "notice", Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, InReplyTo: in.MessageID, Text: notice}, corr)
+		return a.r.publish(schema.Outbound{Kind: schema.OutboundNotice, Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, InReplyTo: in.MessageID, Text: notice}, corr)
 	}
 	return nil
 }

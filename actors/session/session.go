@@ -317,7 +317,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		turn := lad.ForTurn()
 		if t.Observe != nil {
 			observe := t.Observe
-			turn.Status = func(s string) { observe(agent.Observation{Kind: "status", Text: s}) }
+			turn.Status = func(s string) { observe(agent.Observation{Kind: agent.ObserveStatus, Text: s}) }
 		}
 		provider = turn
 	}

@@ -11,13 +11,22 @@ import (
 // Question is something a tool asks the person: a clarification, or the
 // approval of a dangerous command.
 type Question struct {
-	// Kind is "clarify" or "approval".
+	// Kind is QuestionClarify or QuestionApproval.
 	Kind    string
 	Text    string
 	Choices []string
 	// Timeout bounds the wait; the caller decides what silence means.
 	Timeout time.Duration
 }
+
+// Kinds of Question.
+const (
+	// QuestionClarify asks the person to choose or say what they mean.
+	QuestionClarify = "clarify"
+	// QuestionApproval asks the person to allow a dangerous action; the
+	// answers are the approval choices (once, session, always, deny).
+	QuestionApproval = "approval"
+)
 
 // Asker reaches the person: the CLI prompts on the terminal, the gateway
 // sends a message.

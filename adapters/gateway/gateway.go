@@ -181,7 +181,7 @@ func (s *Served) deliver(msg *message.Message) error {
 		return nil
 	}
 	ctx := msg.Context()
-	if out.Kind == "typing" || out.Kind == "delta" {
+	if out.Kind == schema.OutboundTyping || out.Kind == schema.OutboundDelta {
 		// Best effort: a lost typing indicator or delta is harmless.
 		if _, err := s.p.Send(ctx, out); err != nil {
 			s.log.Debug().Err(err).Str("kind", out.Kind).Msg("send")
@@ -192,12 +192,12 @@ func (s *Served) deliver(msg *message.Message) error {
 	if out.ReplyID == "" {
 		return nil // not in the outbox (a pairing notice): nothing to acknowledge
 	}
-	ack := schema.Inbound{Kind: "delivered", Key: out.Key, Platform: out.Platform, Chat: out.Chat, ReplyID: out.ReplyID, PlatformMessageIDs: ids}
+	ack := schema.Inbound{Kind: schema.InboundDelivered, Key: out.Key, Platform: out.Platform, Chat: out.Chat, ReplyID: out.ReplyID, PlatformMessageIDs: ids}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: the outbox sends it after the restart
 		}
-		ack.Kind, ack.Error = "failed", err.Error()
+		ack.Kind, ack.Error = schema.InboundFailed, err.Error()
 	}
 	return wire.Publish(s.b.Publisher, wire.In(ack.Platform, ack.Chat), ack, wire.Correlation(msg))
 }

@@ -69,7 +69,7 @@ func (s *Server) approve(ctx context.Context, name string, args json.RawMessage)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	answer, err := env.Asker.Ask(actx, tool.Question{Kind: "approval", Timeout: timeout,
+	answer, err := env.Asker.Ask(actx, tool.Question{Kind: tool.QuestionApproval, Timeout: timeout,
 		Text:    fmt.Sprintf("The agent wants to call %s, a tool of MCP server %s (mcp_servers.%s.approval is on), with:\n  %s\nAllow it?", name, s.name, s.name, clip(string(args), 500)),
 		Choices: []string{once, session, always, deny}})
 	if err != nil {

@@ -281,7 +281,7 @@ func (s *Screen) Observe(o agent.Observation) {
 	defer s.mu.Unlock()
 	indent := "  " + strings.Repeat("│ ", o.Depth)
 	switch o.Kind {
-	case "delta":
+	case agent.ObserveDelta:
 		if o.Depth > 0 {
 			return // a subagent's answer comes back as its delegate_task's result
 		}
@@ -291,7 +291,7 @@ func (s *Screen) Observe(o agent.Observation) {
 		}
 		s.send(labelMsg("answering"))
 		s.send(liveMsg{text: s.answer.rest()})
-	case "reasoning":
+	case agent.ObserveReasoning:
 		if o.Depth > 0 {
 			return
 		}
@@ -300,11 +300,11 @@ func (s *Screen) Observe(o agent.Observation) {
 		if s.reasoning {
 			s.send(liveMsg{text: s.thinking.String(), dim: true})
 		}
-	case "step":
+	case agent.ObserveStep:
 		if o.Depth == 0 {
 			s.send(labelMsg("thinking"))
 		}
-	case "tool_start":
+	case agent.ObserveToolStart:
 		s.flushAnswer()
 		s.running[o.ID] = runningTool{name: o.Tool, depth: o.Depth, start: time.Now()}
 		line := indent + s.st.tool.Render("⚙ "+o.Tool)
@@ -313,7 +313,7 @@ func (s *Screen) Observe(o agent.Observation) {
 		}
 		s.emit(line)
 		s.send(s.toolsMsg())
-	case "tool_end":
+	case agent.ObserveToolEnd:
 		s.flushAnswer()
 		d := o.Duration
 		if r, ok := s.running[o.ID]; ok && d == 0 {
@@ -332,7 +332,7 @@ func (s *Screen) Observe(o agent.Observation) {
 		}
 		s.emit(line)
 		s.send(s.toolsMsg())
-	case "status":
+	case agent.ObserveStatus:
 		if strings.HasPrefix(o.Text, "calling ") {
 			if o.Depth == 0 {
 				s.send(labelMsg(o.Text))
@@ -406,7 +406,7 @@ func (s *Screen) Ask(ctx context.Context, q tool.Question) (string, error) {
 // choices, its first letter, yes or no; anything else is asked again,
 // never taken as a refusal or a consent by accident.
 func Understood(q tool.Question, answer string) bool {
-	if q.Kind != "approval" || len(q.Choices) == 0 {
+	if q.Kind != tool.QuestionApproval || len(q.Choices) == 0 {
 		return true
 	}
 	a := strings.ToLower(strings.TrimSpace(answer))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusBadRequest, invalidRequest, "empty_answer", `answer is required: {"answer": "..."}`)
 			return
 		}
-		if q.Kind == "approval" {
+		if q.Kind == tool.QuestionApproval {
 			ans = strings.ToLower(ans)
 			if !slices.Contains(approvalChoices, ans) {
 				fail(w, http.StatusBadRequest, invalidRequest, "invalid_answer", "an approval's answer is one of once, session, always, deny")
@@ -66,7 +67,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusConflict, invalidRequest, "already_answered", "the question was answered or withdrawn meanwhile")
 			return
 		}
-		in := schema.Inbound{Kind: "callback", Key: q.Key, Platform: Platform, Chat: q.Chat, User: Platform, Data: ans, Verified: true}
+		in := schema.Inbound{Kind: schema.InboundCallback, Key: q.Key, Platform: Platform, Chat: q.Chat, User: Platform, Data: ans, Verified: true}
 		if err := (*inbox)(r.Context(), in); err != nil {
 			fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway did not take the answer: "+err.Error())
 			return

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -182,7 +183,7 @@ func questionNotice(session, text string, q *question) string {
 	var b strings.Builder
 	b.WriteString("\n\n[Hermes is waiting for an answer] ")
 	b.WriteString(strings.TrimSpace(text))
-	if q != nil && q.Kind == "approval" {
+	if q != nil && q.Kind == tool.QuestionApproval {
 		fmt.Fprintf(&b, "\n[Answer with POST /v1/approvals/%s {\"answer\": \"once\"|\"session\"|\"always\"|\"deny\"}; without an answer it is denied when it times out.]\n\n", session)
 	} else {
 		fmt.Fprintf(&b, "\n[Answer with POST /v1/approvals/%s {\"answer\": \"...\"}.]\n\n", session)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hermes-go/hermes/actors/tool"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -126,7 +127,7 @@ var errNobodyWaits = errors.New("no API client is waiting for this reply")
 // with the session to stop when a turn began whose client already left.
 func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([]string, error) {
 	switch out.Kind {
-	case "typing":
+	case schema.OutboundTyping:
 		c.mu.Lock()
 		c.learn(out)
 		c.running[out.Chat] = out.InReplyTo
@@ -146,7 +147,7 @@ func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([
 			stop(out.SessionID)
 		}
 		return nil, nil
-	case "delta":
+	case schema.OutboundDelta:
 		c.mu.Lock()
 		c.learn(out)
 		w := c.waiting[out.InReplyTo]
@@ -164,10 +165,10 @@ func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([
 			w.push(item{text: out.Text})
 		}
 		return nil, nil
-	case "approval":
-		q := &question{Key: out.Key, Chat: out.Chat, Session: out.SessionID, Kind: "clarify", Text: out.Text, Choices: out.Choices}
+	case schema.OutboundApproval:
+		q := &question{Key: out.Key, Chat: out.Chat, Session: out.SessionID, Kind: tool.QuestionClarify, Text: out.Text, Choices: out.Choices}
 		if text, _, ok := strings.Cut(out.Text, approvalHint); ok {
-			q.Kind, q.Text = "approval", text
+			q.Kind, q.Text = tool.QuestionApproval, text
 		}
 		c.mu.Lock()
 		c.learn(out)
@@ -179,7 +180,7 @@ func (c *correlation) deliver(out schema.Outbound, stop func(session string)) ([
 			return w.ids(), nil
 		}
 		return nil, nil
-	case "reply":
+	case schema.OutboundReply:
 		c.mu.Lock()
 		c.learn(out)
 		if c.running[out.Chat] == out.InReplyTo {

@@ -37,9 +37,9 @@ const sendTimeout = 60 * time.Second
 // reply, so a client shows a duplicate once.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
 	switch out.Kind {
-	case "typing", "delta":
+	case schema.OutboundTyping, schema.OutboundDelta:
 		return nil, nil
-	case "reply", "notice", "approval":
+	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 	default:
 		return nil, &gw.PermanentError{Err: fmt.Errorf("email: unknown outbound kind %q", out.Kind)}
 	}
@@ -51,7 +51,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 	if text == "" {
 		return nil, &gw.PermanentError{Err: errors.New("email: an empty message cannot be sent")}
 	}
-	if out.Kind == "approval" {
+	if out.Kind == schema.OutboundApproval {
 		text += "\n\nReply with /approve or /deny."
 	}
 	parent := out.InReplyTo

@@ -53,7 +53,7 @@ func (c *Chat) Send(_ context.Context, out schema.Outbound) ([]string, error) {
 	if c.OnSend != nil {
 		c.OnSend(out)
 	}
-	if out.Kind == "typing" {
+	if out.Kind == schema.OutboundTyping {
 		return nil, nil
 	}
 	c.mu.Lock()
@@ -79,7 +79,7 @@ func (c *Chat) Replies() []schema.Outbound {
 	defer c.mu.Unlock()
 	var out []schema.Outbound
 	for _, o := range c.sent {
-		if o.Kind == "reply" || o.Kind == "notice" || o.Kind == "approval" {
+		if o.Kind == schema.OutboundReply || o.Kind == schema.OutboundNotice || o.Kind == schema.OutboundApproval {
 			out = append(out, o)
 		}
 	}

@@ -487,7 +487,7 @@ func approvalHint(text string) string {
 // the flood control. A delivery cut off by a lost connection resumes,
 // when retried, after the lines already written.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
-	if out.Kind == "typing" || out.Kind == "delta" {
+	if out.Kind == schema.OutboundTyping || out.Kind == schema.OutboundDelta {
 		return nil, nil // IRC has neither
 	}
 	target := out.Chat
@@ -495,7 +495,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		return nil, &gw.PermanentError{Err: fmt.Errorf("irc: %q is not a nick or channel", target)}
 	}
 	text := out.Text
-	if out.Kind == "approval" {
+	if out.Kind == schema.OutboundApproval {
 		text = approvalHint(text)
 	}
 	a.sendMu.Lock()

@@ -39,14 +39,14 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: %q is not a room id (!room:server)", out.Chat)}
 	}
 	switch out.Kind {
-	case "delta":
+	case schema.OutboundDelta:
 		return nil, nil
-	case "typing":
+	case schema.OutboundTyping:
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		_, err := a.cli.UserTyping(cctx, room, true, typingFor)
 		return nil, a.tokenRevoked(classify(err))
-	case "reply", "notice", "approval":
+	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 		return a.sendText(ctx, out, room)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: unknown outbound kind %q", out.Kind)}
@@ -64,7 +64,7 @@ func target(out schema.Outbound) schema.Outbound {
 
 func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, room id.RoomID) ([]string, error) {
 	msgType := event.MsgText
-	if out.Kind == "notice" {
+	if out.Kind == schema.OutboundNotice {
 		msgType = event.MsgNotice
 	}
 	var contents []*event.MessageEventContent

@@ -134,7 +134,7 @@ func (a *Adapter) interaction(cb slack.InteractionCallback) (schema.Inbound, boo
 			a.log.Warn().Str("channel", channel).Msg("an approval click names another conversation: ignored")
 			return schema.Inbound{}, false
 		}
-		return schema.Inbound{Kind: "callback", Key: key, Platform: Platform, Chat: channel, User: cb.User.ID,
+		return schema.Inbound{Kind: schema.InboundCallback, Key: key, Platform: Platform, Chat: channel, User: cb.User.ID,
 			UserName: cb.User.Name, Data: act.Value}, true
 	}
 	return schema.Inbound{}, false

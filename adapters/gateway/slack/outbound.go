@@ -20,9 +20,9 @@ import (
 // the messages posted.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
 	switch out.Kind {
-	case "delta", "typing":
+	case schema.OutboundDelta, schema.OutboundTyping:
 		return nil, nil
-	case "reply", "notice", "approval":
+	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 		return a.post(ctx, out)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("slack: unknown outbound kind %q", out.Kind)}
@@ -44,7 +44,7 @@ func (a *Adapter) post(ctx context.Context, out schema.Outbound) ([]string, erro
 		if out.Thread != "" {
 			opts = append(opts, slack.MsgOptionTS(out.Thread))
 		}
-		if out.Kind == "approval" && len(out.Choices) > 0 && i == len(parts)-1 {
+		if out.Kind == schema.OutboundApproval && len(out.Choices) > 0 && i == len(parts)-1 {
 			if blocks := approvalBlocks(parts[i], out.Key, out.Choices); blocks != nil {
 				opts = append(opts, slack.MsgOptionBlocks(blocks...))
 			}

@@ -337,7 +337,7 @@ func (a *Adapter) callback(ctx context.Context, q *telego.CallbackQuery, in gw.I
 		// Asked before a restart: the question died with that process.
 		answer = "This question is no longer waiting for an answer."
 	} else {
-		cb := schema.Inbound{Kind: "callback", Key: key, Platform: Platform, Chat: strconv.FormatInt(chat, 10),
+		cb := schema.Inbound{Kind: schema.InboundCallback, Key: key, Platform: Platform, Chat: strconv.FormatInt(chat, 10),
 			User: strconv.FormatInt(q.From.ID, 10), UserName: userName(&q.From), Data: q.Data}
 		if err := in(ctx, cb); err != nil {
 			return err

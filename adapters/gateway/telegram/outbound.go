@@ -29,14 +29,14 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 	}
 	thread, _ := strconv.Atoi(out.Thread)
 	switch out.Kind {
-	case "delta":
+	case schema.OutboundDelta:
 		return nil, nil
-	case "typing":
+	case schema.OutboundTyping:
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		err := a.bot.SendChatAction(cctx, &telego.SendChatActionParams{ChatID: chat, MessageThreadID: thread, Action: telego.ChatActionTyping})
 		return nil, a.classify(err)
-	case "reply", "notice", "approval":
+	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 		return a.sendText(ctx, out, chat, thread)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("telegram: unknown outbound kind %q", out.Kind)}
@@ -71,7 +71,7 @@ func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, chat telego
 			// chat is named: left zero, the library would send "" for it.
 			p.ReplyParameters = &telego.ReplyParameters{MessageID: replyTo, ChatID: chat, AllowSendingWithoutReply: true}
 		}
-		keyboard := out.Kind == "approval" && len(out.Choices) > 0 && i == len(parts)-1
+		keyboard := out.Kind == schema.OutboundApproval && len(out.Choices) > 0 && i == len(parts)-1
 		if keyboard {
 			p.ReplyMarkup = buttons(out.Choices)
 		}

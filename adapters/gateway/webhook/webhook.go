@@ -385,7 +385,7 @@ func (p *Platform) refused(ctx context.Context, rt *route, id string, r *http.Re
 		return
 	}
 	log.Msg("request refused")
-	in := schema.Inbound{Kind: "refused", Platform: Name, Chat: rt.Name, User: remote, MessageID: id, Error: reason}
+	in := schema.Inbound{Kind: schema.InboundRefused, Platform: Name, Chat: rt.Name, User: remote, MessageID: id, Error: reason}
 	if err := p.publish(ctx, in); err != nil {
 		p.log.Error().Err(err).Msg("record a refusal")
 	}
@@ -414,7 +414,7 @@ type callback struct {
 
 // Send delivers an answer where its route says.
 func (p *Platform) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
-	if out.Kind == "typing" || out.Kind == "delta" {
+	if out.Kind == schema.OutboundTyping || out.Kind == schema.OutboundDelta {
 		return nil, nil
 	}
 	rt, ok := p.routes[out.Chat]
@@ -429,7 +429,7 @@ func (p *Platform) Send(ctx context.Context, out schema.Outbound) ([]string, err
 		// adapter delivers it (with its own retries) and acknowledges
 		// nothing; this chat records the answer as delivered once it is on
 		// the bus.
-		fwd := schema.Outbound{Kind: "reply", Platform: rt.platform, Chat: rt.chatID, SessionID: out.SessionID, Text: out.Text, Error: out.Error}
+		fwd := schema.Outbound{Kind: schema.OutboundReply, Platform: rt.platform, Chat: rt.chatID, SessionID: out.SessionID, Text: out.Text, Error: out.Error}
 		if err := p.cfg.Forward(ctx, fwd); err != nil {
 			return nil, fmt.Errorf("forward to %s:%s: %w", rt.platform, rt.chatID, err)
 		}

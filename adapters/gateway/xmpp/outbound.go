@@ -34,12 +34,12 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		typ = "groupchat"
 	}
 	switch out.Kind {
-	case "delta":
+	case schema.OutboundDelta:
 		return nil, nil
-	case "typing":
+	case schema.OutboundTyping:
 		_, err := a.write("<message to='" + escape(to) + "' type='" + typ + "'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>")
 		return nil, err
-	case "reply", "notice", "approval":
+	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 		return a.sendText(ctx, out, to, typ)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("xmpp: unknown outbound kind %q", out.Kind)}
@@ -47,7 +47,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 
 func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, to, typ string) ([]string, error) {
 	text := out.Text
-	if out.Kind == "approval" && len(out.Choices) > 0 && !strings.Contains(text, "/approve") {
+	if out.Kind == schema.OutboundApproval && len(out.Choices) > 0 && !strings.Contains(text, "/approve") {
 		// A question with choices: no buttons here, so list them.
 		text += "\n\nReply with one of: " + strings.Join(out.Choices, ", ")
 	}

@@ -49,7 +49,7 @@ func (t Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ans, err := env.Asker.Ask(actx, tool.Question{Kind: "clarify", Text: a.Question, Choices: a.Choices, Timeout: timeout})
+	ans, err := env.Asker.Ask(actx, tool.Question{Kind: tool.QuestionClarify, Text: a.Question, Choices: a.Choices, Timeout: timeout})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()

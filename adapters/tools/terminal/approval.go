@@ -273,7 +273,7 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 	if len(findings) > 1 || len(pending) > 1 {
 		text += strings.Join(details, "\n") + "\n"
 	}
-	answer, err := env.Asker.Ask(actx, tool.Question{Kind: "approval", Timeout: timeout, Text: text + "Allow it?",
+	answer, err := env.Asker.Ask(actx, tool.Question{Kind: tool.QuestionApproval, Timeout: timeout, Text: text + "Allow it?",
 		Choices: []string{Once, Session, Always, Deny}})
 	if err != nil {
 		for _, d := range pending {
