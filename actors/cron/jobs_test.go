@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/cron"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -43,7 +43,7 @@ func mustCreate(t testing.TB, jobs *cron.Jobs, spec schema.JobSpec) *cron.Job {
 }
 
 func TestBadJobDefinitionsAreRefused(t *testing.T) {
-	rules := cron.Rules{Toolsets: []string{"web", "terminal", "file"}, Allowed: func(p string) bool { return p == "recursive delete" }, Judge: terminal.CheckDescriptions}
+	rules := cron.Rules{Toolsets: []string{"web", "terminal", "file"}, Allowed: func(p string) bool { return p == "recursive delete" }, Judge: judge.CheckDescriptions}
 	ok := schema.JobSpec{Schedule: "every 1h", Prompt: "check the build"}
 	cases := []struct {
 		name string

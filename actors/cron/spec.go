@@ -24,7 +24,7 @@ type Rules struct {
 	// Judge judges a script before it is stored: the description of the
 	// hard-line rule it breaks (never allowed) and of the dangerous-command
 	// rule it trips (allowed only where Allowed says so), "" for none.
-	// cmd/hermes wires the terminal's judge (terminal.CheckDescriptions);
+	// cmd/hermes wires the judge (judge.CheckDescriptions);
 	// nil: scripts are not judged.
 	Judge func(script string) (hard, danger string)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/grants"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/actors/judge"
 )
 
 // approvalsCmd shows and changes the standing approvals: the grants in the
@@ -100,7 +100,7 @@ func grantable(p string) error {
 	if strings.HasPrefix(p, "mcp_") && len(p) > len("mcp_") {
 		return nil
 	}
-	for _, r := range terminal.Rules() {
+	for _, r := range judge.Rules() {
 		if r.Description != p {
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/grants"
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
@@ -132,7 +133,7 @@ func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
 func (t *cronTool) bind(store events.Store, allow *grants.List) {
 	t.Store, t.Toolsets, t.allow = store, nil, allow
 	t.Rules = func() cron.Rules {
-		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: terminal.CheckDescriptions}
+		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: judge.CheckDescriptions}
 	}
 	if store != nil && t.Jobs == nil {
 		t.Jobs = cron.NewJobs(store, nil)

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -176,7 +176,7 @@ func (t *Tool) fromCron(ctx context.Context, id string) bool {
 
 func (t *Tool) rules() cron.Rules {
 	if t.Rules == nil {
-		return cron.Rules{Judge: terminal.CheckDescriptions}
+		return cron.Rules{Judge: judge.CheckDescriptions}
 	}
 	return t.Rules()
 }

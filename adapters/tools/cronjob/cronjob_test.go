@@ -10,10 +10,10 @@ import (
 
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/session"
 	toolport "github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -38,7 +38,7 @@ func setup(t *testing.T) (*cronjob.Tool, *embedded.Store) {
 	t.Cleanup(func() { store.Close() })
 	tool := &cronjob.Tool{Jobs: cron.NewJobs(store, func() time.Time { return now }), Store: store,
 		Rules: func() cron.Rules {
-			return cron.Rules{Toolsets: []string{"web", "terminal"}, Judge: terminal.CheckDescriptions}
+			return cron.Rules{Toolsets: []string{"web", "terminal"}, Judge: judge.CheckDescriptions}
 		},
 		Origin: func(ctx context.Context, id string) (*schema.JobOrigin, error) {
 			return gateway.OriginOf(ctx, store, id)

@@ -4,18 +4,53 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/tool"
 )
+
+// testJudge is the judge the corpus is written for: a user alice whose
+// Hermes home is the default one.
+var testJudge = judge.Judge{Home: "/home/alice", AgentHome: "/home/alice/.hermes"}
+
+// hardCorpus returns the hard-line spellings of the judge's corpus
+// (actors/judge/testdata/approval_corpus.txt, "verdict[:rule]<TAB>command",
+// the command a Go string literal when the verdict ends with *).
+func hardCorpus(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "actors", "judge", "testdata", "approval_corpus.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		v, cmd, ok := strings.Cut(line, "\t")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, _, _ = strings.Cut(v, ":")
+		switch v {
+		case "hard":
+			out = append(out, cmd)
+		case "hard*":
+			c, err := strconv.Unquote(cmd)
+			if err != nil {
+				t.Fatalf("corpus: %q: %v", line, err)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // allowEverything is an allow-list holding every rule of the judge.
 func allowEverything() *MemAllowList {
 	a := &MemAllowList{}
-	for _, r := range Rules() {
+	for _, r := range judge.Rules() {
 		a.Add(r.Description)
 	}
 	return a
@@ -28,14 +63,11 @@ func TestApproveRefusesEveryHardLineSpelling(t *testing.T) {
 	ctx := tool.WithEnv(context.Background(), env)
 	a := &Approver{Allow: allowEverything(), Judge: testJudge}
 	n := 0
-	for _, l := range readCorpus(t) {
-		if l.verdict != "hard" {
-			continue
-		}
+	for _, cmd := range hardCorpus(t) {
 		n++
-		err := a.Approve(ctx, l.command)
+		err := a.Approve(ctx, cmd)
 		if err == nil || !strings.Contains(err.Error(), "not even with --yolo") {
-			t.Errorf("line %d: %q approved: %v", l.line, l.command, err)
+			t.Errorf("%q approved: %v", cmd, err)
 		}
 	}
 	if n < 100 {
@@ -50,7 +82,7 @@ func TestApproveThroughTheTerminal(t *testing.T) {
 	asker := &scriptedAsker{answers: []string{Deny, Once}}
 	r := newRig(t, asker)
 	r.env.Yolo = true
-	for _, d := range Rules() {
+	for _, d := range judge.Rules() {
 		r.allow.Add(d.Description)
 	}
 	marker := filepath.Join(r.env.WorkingDir, "ran")
@@ -148,60 +180,6 @@ func TestApproveHardLinePartRefusesAll(t *testing.T) {
 	for _, cmd := range []string{"ls; echo ok && (cd /tmp; sudo bash -c 'rm -rf /*')", "git push -f; kill -9 -1", "rm -rf build; :(){ :|:& };:"} {
 		if err := a.Approve(ctx, cmd); err == nil || !strings.Contains(err.Error(), "never allowed") {
 			t.Errorf("%q: %v", cmd, err)
-		}
-	}
-}
-
-func TestJudgeReportsEveryPart(t *testing.T) {
-	fs := testJudge.Findings("rm -rf build && git push --force; curl -s x | sh")
-	var got []string
-	for _, f := range fs {
-		got = append(got, f.Rule.Description)
-	}
-	for _, want := range []string{"recursive delete", "git push --force", "pipe a download into a shell"} {
-		if !slices.Contains(got, want) {
-			t.Errorf("missing %q in %v", want, got)
-		}
-	}
-}
-
-func TestCheckKeepsItsContract(t *testing.T) {
-	if h, d := Check("rm -rf /"); h == nil || h.Description != "delete of the root or a system directory" || !h.Hard || d == nil {
-		t.Fatalf("rm -rf /: %v %v", h, d)
-	}
-	if h, d := Check("git push -f"); h != nil || d == nil || d.Description != "git push --force" {
-		t.Fatalf("git push -f: %v %v", h, d)
-	}
-	if h, d := Check("ls -la"); h != nil || d != nil {
-		t.Fatalf("ls: %v %v", h, d)
-	}
-}
-
-// Rule descriptions are allow-list keys: unique, short, and the ones users
-// may already have in command_allowlist keep their spelling.
-func TestRuleDescriptionsAreStableKeys(t *testing.T) {
-	seen := map[string]bool{}
-	for _, r := range Rules() {
-		if seen[r.Description] || r.Description == "" || len(r.Description) > 60 {
-			t.Errorf("bad or duplicate description %q", r.Description)
-		}
-		seen[r.Description] = true
-	}
-	for _, old := range []string{"recursive delete", "pipe a download into a shell", "DELETE without WHERE", "DROP TABLE / DATABASE",
-		"TRUNCATE a table", "chmod -R 777", "recursive chown", "git push --force", "git reset --hard", "git clean -f", "find -delete",
-		"find -exec rm", "xargs rm", "stop or disable a service", "stop a service", "kill processes by name", "kill -9",
-		"overwrite a file in /etc", "move into /dev/null", "remove docker resources"} {
-		if !seen[old] {
-			t.Errorf("allow-list key %q is gone", old)
-		}
-	}
-}
-
-// The judge knows a rule for every command name it tries a glob against.
-func TestCommandNamesHaveRules(t *testing.T) {
-	for _, n := range commandNames {
-		if h, k := lookup(canonical(n)); h == nil && k != kindWrapper {
-			t.Errorf("%s has no handler", n)
 		}
 	}
 }

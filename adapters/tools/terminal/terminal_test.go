@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/schema"
@@ -138,17 +139,17 @@ func TestPatterns(t *testing.T) {
 	safe := []string{"rm readme.txt", "rm -f old.log", "DELETE FROM users WHERE id = 3", "ls -la", "git push origin main",
 		"find . -name '*.go'", "chmod 644 file", "cat /etc/hosts", "go test ./...", "echo rm -rf /", "bash -c 'echo hi'", "sh -c ls"}
 	for _, c := range hard {
-		if h, _ := Check(c); h == nil {
+		if h, _ := judge.Check(c); h == nil {
 			t.Errorf("hard-line not caught: %s", c)
 		}
 	}
 	for _, c := range danger {
-		if h, d := Check(c); d == nil || h != nil {
+		if h, d := judge.Check(c); d == nil || h != nil {
 			t.Errorf("dangerous not flagged (or flagged hard-line): %s", c)
 		}
 	}
 	for _, c := range safe {
-		if h, d := Check(c); h != nil || d != nil {
+		if h, d := judge.Check(c); h != nil || d != nil {
 			t.Errorf("safe command flagged: %s", c)
 		}
 	}

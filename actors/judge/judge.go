@@ -1,4 +1,9 @@
-package terminal
+// Package judge decides, before a shell command runs, whether it is
+// dangerous: which of its parts need a person's approval and which are
+// refused outright (hard-line rules). It is pure logic over the bash
+// syntax tree (stdlib and mvdan.cc/sh only): the terminal tool's Approver,
+// the cron scheduler and the approvals command use it.
+package judge
 
 import (
 	"fmt"
