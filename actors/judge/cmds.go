@@ -127,17 +127,16 @@ func (w *walker) run(argv []field, c *ctx) data {
 		name = path.Base(p)
 	}
 	cl := &call{ctx: c, name: name, args: argv[1:]}
-	key := canonical(name)
-	h, k := lookup(key)
-	out := data{download: c.in.download || downloaders[key]}
-	if h != nil {
-		out = h(w, cl)
+	p := programFor(canonical(name))
+	out := data{download: c.in.download || p.download}
+	if p.run != nil {
+		out = p.run(w, cl)
 	}
-	if k != kindWrapper {
-		if k != kindText {
-			w.sqlCheck(cl, key)
+	if p.kind != kindWrapper {
+		if p.kind != kindText {
+			w.sqlCheck(cl, p)
 		}
-		if !readExempt[key] {
+		if !p.noRead {
 			for i, a := range cl.args {
 				// a key given with -i logs in (scp, rsync -e); a string with
 				// blanks is not a path
@@ -150,52 +149,6 @@ func (w *walker) run(argv []field, c *ctx) data {
 	}
 	return out
 }
-
-// canonical folds the versions and variants of a program into one name.
-func canonical(name string) string {
-	n := strings.ToLower(name)
-	switch {
-	case strings.HasPrefix(n, "python") || strings.HasPrefix(n, "pypy"):
-		return "python"
-	case strings.HasPrefix(n, "mkfs") || n == "mke2fs" || n == "mkdosfs" || n == "mkntfs" || n == "newfs" || n == "mkexfatfs":
-		return "mkfs"
-	case strings.HasPrefix(n, "perl"):
-		return "perl"
-	case strings.HasPrefix(n, "ruby"):
-		return "ruby"
-	case strings.HasPrefix(n, "lua"):
-		return "lua"
-	case strings.HasPrefix(n, "php"):
-		return "php"
-	case n == "nodejs":
-		return "node"
-	case n == "gawk" || n == "mawk" || n == "nawk":
-		return "awk"
-	case n == "proxychains4":
-		return "proxychains"
-	case n == "podman" || n == "nerdctl":
-		return "docker"
-	case n == "ncat" || n == "netcat" || n == "nc.openbsd" || n == "nc.traditional":
-		return "nc"
-	case n == "sudoedit":
-		return "sudoedit"
-	}
-	return n
-}
-
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true, "nc": true,
-	"socat": true, "telnet": true, "ftp": true, "tftp": true, "lwp-request": true, "ssh": true}
-
-var readExempt = map[string]bool{"ssh": true, "ssh-add": true, "ssh-keygen": true, "ssh-copy-id": true, "ls": true, "stat": true,
-	"file": true, "test": true, "[": true, "chmod": true, "chown": true, "chgrp": true, "rm": true, "shred": true, "unlink": true,
-	"echo": true, "printf": true, "touch": true, "mkdir": true, "which": true, "du": true, "git": true, "mv": true, "ln": true}
-
-// commandNames are the programs the judge has rules for; a command name
-// that is a glob or partly unknown is judged as each of them it may be.
-var commandNames = []string{"rm", "dd", "mkfs", "kill", "killall5", "pkill", "killall", "shutdown", "reboot", "halt", "poweroff",
-	"init", "telinit", "systemctl", "chmod", "chown", "mv", "cp", "tee", "find", "rsync", "shred", "wipefs", "sh", "bash", "zsh",
-	"dash", "eval", "git", "docker", "crontab", "curl", "wget", "nc", "python", "perl", "sudo", "env", "xargs", "truncate", "ln",
-	"service", "sed", "ssh", "su", "source", "base64"}
 
 func (w *walker) dynamicName(argv []field, c *ctx) data {
 	a0 := argv[0]
@@ -210,7 +163,7 @@ func (w *walker) dynamicName(argv []field, c *ctx) data {
 		w.add(ruleDownloadShell, text)
 	}
 	if base := path.Base(a0.pat); strings.ContainsFunc(base, func(r rune) bool { return !strings.ContainsRune("*?[]\\", r) }) {
-		for _, n := range commandNames {
+		for _, n := range guessNames {
 			if matches(base, n) {
 				w.run(append([]field{lit(n)}, argv[1:]...), c)
 			}
@@ -227,211 +180,6 @@ func (w *walker) dynamicName(argv []field, c *ctx) data {
 		w.run(argv[1:], c)
 	}
 	return data{download: c.in.download || a0.down}
-}
-
-// lookup is the handler of a program.
-func lookup(name string) (handler, kind) {
-	switch name {
-	// wrappers
-	case "sudo":
-		return hSudo, kindWrapper
-	case "sudoedit":
-		return hSudoedit, kindNormal
-	case "doas":
-		return wrapper("uC", nil), kindWrapper
-	case "pkexec":
-		return wrapper("", []string{"--user"}), kindWrapper
-	case "run0":
-		return wrapper("uDgM", []string{"--user", "--group", "--chdir", "--property", "--setenv", "--unit", "--description", "--slice", "--nice", "--machine", "--background"}), kindWrapper
-	case "env":
-		return hEnv, kindWrapper
-	case "command":
-		return hCommand, kindWrapper
-	case "builtin", "nohup", "setsid", "unbuffer", "eatmydata", "torsocks", "catchsegv", "busybox", "toybox", "firejail", "then", "do", "else":
-		return wrapper("", nil), kindWrapper
-	case "exec":
-		return wrapper("a", nil), kindWrapper
-	case "nice":
-		return wrapper("n", []string{"--adjustment"}), kindWrapper
-	case "ionice":
-		return hIonice, kindWrapper
-	case "timeout":
-		return skipWrapper("sk", []string{"--signal", "--kill-after"}, 1), kindWrapper
-	case "stdbuf":
-		return wrapper("ioe", []string{"--input", "--output", "--error"}), kindWrapper
-	case "time":
-		return wrapper("fo", []string{"--format", "--output"}), kindWrapper
-	case "fakeroot":
-		return wrapper("lsib", []string{"--lib", "--faked", "-s", "-i"}), kindWrapper
-	case "proxychains":
-		return wrapper("f", nil), kindWrapper
-	case "chrt":
-		return hChrt, kindWrapper
-	case "taskset":
-		return hTaskset, kindWrapper
-	case "chroot":
-		return skipWrapper("", []string{"--userspec", "--groups"}, 1), kindWrapper
-	case "strace", "ltrace":
-		return hTrace, kindWrapper
-	case "systemd-run":
-		return wrapper("pEMHu", []string{"--property", "--setenv", "--unit", "--description", "--slice", "--uid", "--gid",
-			"--working-directory", "--machine", "--host", "--nice", "--service-type", "--on-active", "--on-boot", "--on-startup",
-			"--on-unit-active", "--on-unit-inactive", "--on-calendar", "--timer-property", "--path-property", "--socket-property"}), kindWrapper
-	case "nsenter":
-		return wrapper("tSG", []string{"--target", "--setuid", "--setgid"}), kindWrapper
-	case "unshare":
-		return wrapper("SGR", []string{"--setuid", "--setgid", "--root", "--wd"}), kindWrapper
-	case "flock":
-		return hFlock, kindWrapper
-	case "watch":
-		return hWatch, kindWrapper
-	case "script":
-		return hScript, kindWrapper
-	case "su", "runuser":
-		return hSu, kindWrapper
-	case "sg":
-		return hSg, kindWrapper
-	case "xargs":
-		return hXargs, kindWrapper
-	case "ssh":
-		return hSSH, kindWrapper
-	case "at", "batch":
-		return hAt, kindWrapper
-	// shells and code
-	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "yash", "posh", "rbash", "ksh93", "pdksh":
-		return hShell, kindWrapper
-	case "eval":
-		return hEval, kindWrapper
-	case "source", ".":
-		return hSource, kindWrapper
-	case "alias":
-		return hAlias, kindWrapper
-	case "trap":
-		return hTrap, kindWrapper
-	case "set":
-		return hSet, kindText
-	case "shift":
-		return hShift, kindText
-	case "parallel":
-		return hParallel, kindWrapper
-	case "vim", "vi", "nvim", "ex", "view", "vimdiff":
-		return hVim, kindText
-	case "python", "perl", "ruby", "node", "php", "lua", "awk", "rscript", "osascript", "bun", "deno", "irb", "jshell":
-		return hInterpreter, kindNormal
-	// shell state
-	case "cd", "pushd":
-		return hCd, kindText
-	case "popd":
-		return func(w *walker, c *call) data { c.sc.cwd = ""; return emptyData }, kindText
-	case "unset":
-		return hUnset, kindText
-	case "read", "mapfile", "readarray", "getopts":
-		return hRead, kindText
-	case "export", "declare", "typeset", "local", "readonly":
-		return hExport, kindText
-	// files
-	case "rm":
-		return hRm, kindNormal
-	case "shred", "unlink", "rmdir", "srm", "wipe":
-		return hShred, kindNormal
-	case "mv":
-		return hMv, kindNormal
-	case "cp", "install":
-		return hCp, kindNormal
-	case "ln":
-		return hLn, kindNormal
-	case "rsync":
-		return hRsync, kindNormal
-	case "scp":
-		return hScp, kindNormal
-	case "dd":
-		return hDD, kindNormal
-	case "tee":
-		return hTee, kindText
-	case "truncate":
-		return hTruncate, kindNormal
-	case "sed":
-		return hSed, kindText
-	case "tar", "bsdtar", "gtar":
-		return hTar, kindNormal
-	case "unzip":
-		return hUnzip, kindNormal
-	case "chmod":
-		return hChmod, kindNormal
-	case "chown", "chgrp":
-		return hChown, kindNormal
-	// network
-	case "curl":
-		return hCurl, kindNormal
-	case "wget":
-		return hWget, kindNormal
-	case "nc":
-		return hNc, kindNormal
-	case "socat":
-		return hSocat, kindNormal
-	// processes and the machine
-	case "kill":
-		return hKill, kindNormal
-	case "killall5":
-		return flagAll(ruleKillAll), kindNormal
-	case "pkill", "killall":
-		return flagAll(rulePkill), kindNormal
-	case "shutdown", "reboot", "halt", "poweroff":
-		return flagAll(ruleShutdown), kindNormal
-	case "init", "telinit":
-		return hInit, kindNormal
-	case "systemctl":
-		return hSystemctl, kindNormal
-	case "loginctl":
-		return hLoginctl, kindNormal
-	case "kexec":
-		return hKexec, kindNormal
-	case "service":
-		return hService, kindNormal
-	case "mkfs":
-		return flagAll(ruleMkfs), kindNormal
-	case "mkswap":
-		return hMkswap, kindNormal
-	case "wipefs", "blkdiscard":
-		return hWipefs, kindNormal
-	case "fdisk", "sfdisk", "sgdisk", "gdisk", "parted", "cfdisk":
-		return hFdisk, kindNormal
-	case "crontab":
-		return hCrontab, kindNormal
-	case "history":
-		return hHistory, kindText
-	case "git":
-		return hGit, kindText
-	case "docker":
-		return hDocker, kindNormal
-	case "find":
-		return hFind, kindNormal
-	// producers: what they print is known
-	case "echo":
-		return hEcho, kindText
-	case "printf":
-		return hPrintf, kindText
-	case "cat":
-		return hCat, kindText
-	case "base64", "base32":
-		return hBase64, kindText
-	case "rev":
-		return hRev, kindText
-	case "xxd":
-		return hXxd, kindText
-	case "tr":
-		return hTr, kindText
-	case "gunzip", "zcat", "gzip":
-		return hGunzip, kindText
-	case "which", "type", "whereis":
-		return hWhich, kindText
-	case "dirname", "basename", "realpath", "readlink", "pwd":
-		return hPathname, kindText
-	case "true", "false", ":", "test", "[", "ls", "grep", "egrep", "fgrep", "rg", "ag", "ack", "less", "more", "head", "tail",
-		"wc", "sort", "uniq", "cut", "man", "touch", "mkdir", "diff", "jq", "yq", "date", "sleep":
-		return nil, kindText
-	}
-	return nil, kindNormal
 }
 
 // opt is one option of a command line.

@@ -397,31 +397,12 @@ type interp struct {
 	stdin    bool   // with no code and no script it reads code from stdin
 }
 
-func interpFor(name string) interp {
-	switch name {
-	case "python":
-		return interp{lang: langPython, code: "c", value: "WX", module: "m", stdin: true}
-	case "perl":
-		return interp{lang: langPerl, code: "eE", value: "IM", attached: "l0FCdDxim", inPlace: true, stdin: true}
-	case "ruby", "irb":
-		return interp{lang: langRuby, code: "e", value: "rICEF", attached: "xWTi0", inPlace: true, stdin: true}
-	case "node", "bun":
-		return interp{lang: langNode, code: "ep", longCode: []string{"--eval", "--print"}, value: "r", longVal: []string{"--require", "--import", "--loader"}, stdin: true}
-	case "deno":
-		return interp{lang: langNode}
-	case "php":
-		return interp{lang: langPHP, code: "rBRE", value: "dcfz", stdin: true}
-	case "lua":
-		return interp{lang: langLua, code: "e", value: "l", stdin: true}
-	case "awk":
-		return interp{lang: langAwk, code: "e", longCode: []string{"--source"}, value: "fvF", longVal: []string{"--file", "--assign", "--field-separator"}}
-	}
-	return interp{lang: langOther, code: "e"}
-}
-
 func hInterpreter(w *walker, c *call) data {
 	name := canonical(c.name)
-	spec := interpFor(name)
+	spec := interp{lang: langOther, code: "e"}
+	if p := programFor(name); p.interp != nil {
+		spec = *p.interp
+	}
 	args := c.args
 	if name == "deno" { // deno eval CODE
 		if len(args) >= 2 && args[0].lit == "eval" {
@@ -618,12 +599,8 @@ var sqlRules = []struct {
 	{regexp.MustCompile(`(?i)\bTRUNCATE\s+(TABLE\s+)?\w`), ruleTruncate},
 }
 
-var dbClients = map[string]bool{"psql": true, "mysql": true, "mariadb": true, "sqlite3": true, "sqlite": true, "sqlcmd": true,
-	"clickhouse-client": true, "clickhouse": true, "cockroach": true, "duckdb": true, "snowsql": true, "bq": true, "pgcli": true,
-	"mycli": true, "litecli": true, "usql": true, "isql": true, "cqlsh": true}
-
-func (w *walker) sqlCheck(c *call, key string) {
-	if key == "truncate" {
+func (w *walker) sqlCheck(c *call, p *program) {
+	if p.notSQL {
 		return
 	}
 	text := c.text()
@@ -633,7 +610,7 @@ func (w *walker) sqlCheck(c *call, key string) {
 			w.sqlText(a.lit, text)
 		}
 	}
-	if dbClients[key] && c.in.known {
+	if p.sql && c.in.known {
 		w.sqlText(c.in.text, text)
 	}
 }
