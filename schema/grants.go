@@ -9,9 +9,10 @@ package schema
 // ApprovalGranted lets commands flagged with Pattern run without a
 // question, in every session, until it is revoked.
 type ApprovalGranted struct {
-	// Pattern is what is allowed: the description of a judge rule (the
-	// Pattern of ApprovalDecided, such as "recursive delete"), or an MCP
-	// tool name (mcp_<server>_<tool>, or mcp_<server>_* for a server).
+	// Pattern is what is allowed: the ID of a judge rule (judge.Rule.ID,
+	// such as "recursive-delete"; grants recorded before rules had IDs hold
+	// its description, which judge.Key resolves), or an MCP tool name
+	// (mcp_<server>_<tool>, or mcp_<server>_* for a server).
 	Pattern string `json:"pattern"`
 	// By is who granted it: user (answering a question in a session) or
 	// cli (hermes approvals add).

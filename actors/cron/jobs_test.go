@@ -43,7 +43,7 @@ func mustCreate(t testing.TB, jobs *cron.Jobs, spec schema.JobSpec) *cron.Job {
 }
 
 func TestBadJobDefinitionsAreRefused(t *testing.T) {
-	rules := cron.Rules{Toolsets: []string{"web", "terminal", "file"}, Allowed: func(p string) bool { return p == "recursive delete" }, Judge: judge.CheckDescriptions}
+	rules := cron.Rules{Toolsets: []string{"web", "terminal", "file"}, Allowed: func(p string) bool { return p == "recursive-delete" }, Judge: judge.Check}
 	ok := schema.JobSpec{Schedule: "every 1h", Prompt: "check the build"}
 	cases := []struct {
 		name string
@@ -58,7 +58,7 @@ func TestBadJobDefinitionsAreRefused(t *testing.T) {
 		{"empty prompt and script", func(s *schema.JobSpec) { s.Prompt = "  " }, "needs a prompt"},
 		{"no_agent without a script", func(s *schema.JobSpec) { s.NoAgent = true }, "give the script"},
 		{"hard-line script", func(s *schema.JobSpec) { s.Script = "rm -rf /" }, "never allowed"},
-		{"dangerous script not allowed", func(s *schema.JobSpec) { s.Script = "git reset --hard" }, "command_allowlist"},
+		{"dangerous script not allowed", func(s *schema.JobSpec) { s.Script = "git reset --hard" }, "hermes approvals add git-reset-hard"},
 		{"bad catch_up", func(s *schema.JobSpec) { s.CatchUp = "twice" }, "catch_up"},
 		{"bad on_crash", func(s *schema.JobSpec) { s.OnCrash = "ignore" }, "on_crash"},
 		{"negative cost cap", func(s *schema.JobSpec) { s.MaxCostUSD = -1 }, "max cost"},

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -17,16 +18,16 @@ import (
 type Rules struct {
 	// Toolsets are the toolsets a job may name (nil: not checked).
 	Toolsets []string
-	// Allowed reports whether a dangerous-command rule is allowed for
-	// good: granted, or on config's command_allowlist (nil: none is). A script runs with nobody to ask,
-	// so a flagged one must be allowed beforehand.
-	Allowed func(pattern string) bool
-	// Judge judges a script before it is stored: the description of the
-	// hard-line rule it breaks (never allowed) and of the dangerous-command
-	// rule it trips (allowed only where Allowed says so), "" for none.
-	// cmd/hermes wires the judge (judge.CheckDescriptions);
-	// nil: scripts are not judged.
-	Judge func(script string) (hard, danger string)
+	// Allowed reports whether a dangerous-command rule, given by its ID,
+	// is allowed for good: granted, or on config's command_allowlist (nil:
+	// none is). A script runs with nobody to ask, so a flagged one must be
+	// allowed beforehand.
+	Allowed func(rule string) bool
+	// Judge judges a script before it is stored: the hard-line rule it
+	// breaks (never allowed) and the dangerous-command rule it trips
+	// (allowed only where Allowed says so), nil for none. cmd/hermes wires
+	// judge.Check; nil: scripts are not judged.
+	Judge func(script string) (hard, danger *judge.Rule)
 }
 
 // MaxPromptBytes bounds a job's prompt and script.
@@ -63,16 +64,16 @@ func normalize(spec schema.JobSpec, now time.Time, rules Rules, prev *schema.Job
 		}
 	}
 	if s.Script != "" {
-		var hard, danger string
+		var hard, danger *judge.Rule
 		if rules.Judge != nil {
 			hard, danger = rules.Judge(s.Script)
 		}
-		if hard != "" {
-			return s, fmt.Errorf("blocked: the script %q is a %s, which is never allowed", s.Script, hard)
+		if hard != nil {
+			return s, fmt.Errorf("blocked: the script %q is a %s, which is never allowed", s.Script, hard.Description)
 		}
-		if danger != "" && (rules.Allowed == nil || !rules.Allowed(danger)) {
-			return s, fmt.Errorf("the script %q is flagged as %s and nobody can approve it when the job runs: change the command, or have the person grant it (hermes approvals add %q, or command_allowlist in config.yaml)",
-				s.Script, danger, danger)
+		if danger != nil && (rules.Allowed == nil || !rules.Allowed(danger.ID)) {
+			return s, fmt.Errorf("the script %q is flagged as %s and nobody can approve it when the job runs: change the command, or have the person grant it (hermes approvals add %s, or %s in command_allowlist in config.yaml)",
+				s.Script, danger.Description, danger.ID, danger.ID)
 		}
 	}
 	if prev == nil || prev.Schedule != s.Schedule || prev.Timezone != s.Timezone {

@@ -1,9 +1,14 @@
-// Package grants owns the person's standing approvals: the patterns of
-// dangerous commands (and MCP tools) a person answered "always" to, kept
-// as events in the grants stream of the event store rather than in a file
-// a model could write. A List folds the stream and is the allow-list the
-// terminal's and MCP's approvers ask; config.yaml's command_allowlist
+// Package grants owns the person's standing approvals: the judge's rules of
+// dangerous commands (and the MCP tools) a person answered "always" to,
+// kept as events in the grants stream of the event store rather than in a
+// file a model could write. A List folds the stream and is the allow-list
+// the terminal's and MCP's approvers ask; config.yaml's command_allowlist
 // still counts, read-only: Hermes never writes it.
+//
+// A rule is granted by its ID (judge.Rule.ID). Grants recorded before IDs,
+// and command_allowlist entries written by hand or by Python Hermes, name
+// rules by description: judge.Key resolves every pattern the list reads or
+// is asked about, so those keep allowing what they allowed.
 package grants
 
 import (
@@ -17,6 +22,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -41,6 +47,8 @@ const readTimeout = 5 * time.Second
 
 // Grant is one standing approval as the stream has it.
 type Grant struct {
+	// Pattern is what is allowed: a rule's ID (judge.Key of what was
+	// granted) or an MCP tool pattern.
 	Pattern string
 	By      string
 	Session string
@@ -53,9 +61,10 @@ type Grant struct {
 // last one (a short read of one stream), so a grant or a revocation made by
 // another process counts at the next command.
 type List struct {
-	store  events.Store
-	config []string
-	log    zerolog.Logger
+	store      events.Store
+	config     []string
+	configKeys map[string]bool // judge.Key of each config entry
+	log        zerolog.Logger
 
 	mu       sync.Mutex
 	granted  map[string]Grant
@@ -67,14 +76,20 @@ type List struct {
 // command_allowlist entries. A nil store (a registry only listed, never
 // run) has config's entries only and cannot grant.
 func New(store events.Store, config []string, log zerolog.Logger) *List {
-	return &List{store: store, config: slices.Clone(config), log: log, granted: map[string]Grant{}}
+	keys := make(map[string]bool, len(config))
+	for _, c := range config {
+		keys[judge.Key(c)] = true
+	}
+	return &List{store: store, config: slices.Clone(config), configKeys: keys, log: log, granted: map[string]Grant{}}
 }
 
-// Has reports whether commands flagged with pattern may run without a
-// question. When the grants cannot be read it answers from config alone:
-// the person is asked rather than a revoked grant honoured.
+// Has reports whether commands flagged with pattern (a rule's ID,
+// description or alias, or an MCP tool) may run without a question. When
+// the grants cannot be read it answers from config alone: the person is
+// asked rather than a revoked grant honoured.
 func (l *List) Has(pattern string) bool {
-	if slices.Contains(l.config, pattern) {
+	pattern = judge.Key(pattern)
+	if l.configKeys[pattern] {
 		return true
 	}
 	if l.store == nil {
@@ -104,14 +119,16 @@ func (l *List) Grant(ctx context.Context, pattern, session, command string) erro
 	return l.Put(ctx, Grant{Pattern: pattern, By: ByUser, Session: session, Command: command})
 }
 
-// Put appends g to the stream unless its pattern is granted already. It
-// appends at the revision it has read, so two processes granting at once
-// both land: the one that loses the race reads the other's grant and
-// tries again.
+// Put appends g to the stream unless its pattern is granted already. A
+// rule is recorded by its ID, whichever of its names g gives. It appends
+// at the revision it has read, so two processes granting at once both
+// land: the one that loses the race reads the other's grant and tries
+// again.
 func (l *List) Put(ctx context.Context, g Grant) error {
 	if g.Pattern == "" {
 		return errors.New("grant of an empty pattern")
 	}
+	g.Pattern = judge.Key(g.Pattern)
 	return l.appendIf(ctx, func() (schema.Payload, error) {
 		if _, ok := l.granted[g.Pattern]; ok {
 			return nil, nil
@@ -120,14 +137,16 @@ func (l *List) Put(ctx context.Context, g Grant) error {
 	})
 }
 
-// Revoke takes the grant of pattern back. A pattern that is only in
-// config.yaml is the file's to change.
+// Revoke takes the grant of pattern (a rule by any of its names, or an MCP
+// tool) back. A pattern that is only in config.yaml is the file's to
+// change.
 func (l *List) Revoke(ctx context.Context, pattern, by, reason string) error {
+	pattern = judge.Key(pattern)
 	return l.appendIf(ctx, func() (schema.Payload, error) {
 		if _, ok := l.granted[pattern]; ok {
 			return schema.ApprovalRevoked{Pattern: pattern, By: by, Reason: reason}, nil
 		}
-		if slices.Contains(l.config, pattern) {
+		if l.configKeys[pattern] {
 			return nil, fmt.Errorf("%q is not a grant but an entry of command_allowlist in config.yaml: remove it there", pattern)
 		}
 		return nil, fmt.Errorf("no grant %q (hermes approvals list shows them)", pattern)
@@ -217,8 +236,9 @@ func (l *List) refresh(ctx context.Context) error {
 func (l *List) apply(p schema.Payload, at time.Time) {
 	switch e := p.(type) {
 	case schema.ApprovalGranted:
-		l.granted[e.Pattern] = Grant{Pattern: e.Pattern, By: e.By, Session: e.Session, Command: e.Command, At: at}
+		k := judge.Key(e.Pattern)
+		l.granted[k] = Grant{Pattern: k, By: e.By, Session: e.Session, Command: e.Command, At: at}
 	case schema.ApprovalRevoked:
-		delete(l.granted, e.Pattern)
+		delete(l.granted, judge.Key(e.Pattern))
 	}
 }

@@ -202,7 +202,76 @@ func TestLostRaceRetries(t *testing.T) {
 	if err := New(r, nil, zerolog.Nop()).Add("recursive delete"); err != nil {
 		t.Fatal(err)
 	}
-	if got := patterns(t, New(open(t, dir), nil, zerolog.Nop())); strings.Join(got, ",") != "git push --force,recursive delete" {
+	if got := patterns(t, New(open(t, dir), nil, zerolog.Nop())); strings.Join(got, ",") != "git-push-force,recursive-delete" {
 		t.Fatalf("grants after a lost race: %v", got)
+	}
+}
+
+// A grant recorded before rules had IDs (its pattern a description) still
+// allows the rule, under every name of it; a new grant records the ID,
+// and a revocation by any name takes the old grant back.
+func TestGrantsKeyedByRuleID(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	if _, err := s.Append(ctx, Stream, events.NoStream,
+		schema.MustEnvelope(schema.Meta{}, schema.ApprovalGranted{Pattern: "recursive delete", By: ByUser})); err != nil {
+		t.Fatal(err)
+	}
+	l := New(s, nil, zerolog.Nop())
+	for _, key := range []string{"recursive-delete", "recursive delete", "recursive delete (long flag)"} {
+		if !l.Has(key) {
+			t.Errorf("the old grant does not allow %q", key)
+		}
+	}
+	if l.Has("git-push-force") {
+		t.Fatal("the old grant allows another rule")
+	}
+	// Granting the same rule by its ID appends nothing: it is granted.
+	if err := l.Add("recursive-delete"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add("git force push (rewrites remote history)"); err != nil { // Python Hermes' name of the rule
+		t.Fatal(err)
+	}
+	rs, err := s.ReadStream(ctx, Stream, events.Forward, 0, 0)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("stream: %d events, %v", len(rs), err)
+	}
+	p, err := schema.Decode(rs[1].Envelope)
+	if g, ok := p.(schema.ApprovalGranted); err != nil || !ok || g.Pattern != "git-push-force" {
+		t.Fatalf("a new grant records %#v, want the rule ID", p)
+	}
+	if got := strings.Join(patterns(t, l), ","); got != "git-push-force,recursive-delete" {
+		t.Fatalf("grants listed as %s", got)
+	}
+	if err := New(open(t, dir), nil, zerolog.Nop()).Revoke(ctx, "recursive-delete", ByCLI, ""); err != nil {
+		t.Fatal(err)
+	}
+	if l.Has("recursive delete") || l.Has("recursive-delete") {
+		t.Fatal("the old grant still allows after a revocation by ID")
+	}
+	// MCP tool patterns are no rules: kept as they are.
+	if err := l.Add("mcp_github_*"); err != nil || !l.Has("mcp_github_*") {
+		t.Fatalf("mcp grant: %v", err)
+	}
+}
+
+// command_allowlist entries name rules by ID, description or alias (a
+// Python Hermes config holds descriptions); each allows its rule, and
+// revoking one is config.yaml's business whatever name the revocation
+// gives.
+func TestConfigEntriesByAnyName(t *testing.T) {
+	l := New(open(t, t.TempDir()), []string{"SQL DROP", "git push --force", "kill-9", "no such rule"}, zerolog.Nop())
+	for _, key := range []string{"sql-drop", "DROP TABLE / DATABASE", "git-push-force", "kill -9", "kill-9"} {
+		if !l.Has(key) {
+			t.Errorf("config does not allow %q", key)
+		}
+	}
+	if l.Has("recursive-delete") {
+		t.Fatal("config allows a rule it does not name")
+	}
+	if err := l.Revoke(context.Background(), "git-push-force", ByCLI, ""); err == nil || !strings.Contains(err.Error(), "config.yaml") {
+		t.Fatalf("revoking a config entry by ID: %v", err)
 	}
 }

@@ -36,8 +36,9 @@ type corpusLine struct {
 }
 
 // readCorpus reads testdata/approval_corpus.txt: "verdict[:rule]<TAB>command"
-// per line, the command taken literally unless the verdict ends with *, in
-// which case it is a Go string literal (for newlines and tabs).
+// per line (the rule by its ID or description), the command taken
+// literally unless the verdict ends with *, in which case it is a Go
+// string literal (for newlines and tabs).
 func readCorpus(t testing.TB) []corpusLine {
 	f, err := os.Open("testdata/approval_corpus.txt")
 	if err != nil {
@@ -96,7 +97,7 @@ func TestJudgeCorpus(t *testing.T) {
 		if ok && l.rule != "" {
 			ok = false
 			for _, f := range fs {
-				if f.Rule.Description == l.rule {
+				if f.Rule.Description == l.rule || f.Rule.ID == l.rule {
 					ok = true
 				}
 			}

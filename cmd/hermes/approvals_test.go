@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ func TestAlwaysIsAGrantEvent(t *testing.T) {
 		t.Fatalf("grants stream: %v %v", rs, err)
 	}
 	p, err := schema.Decode(rs[0].Envelope)
-	if g, ok := p.(schema.ApprovalGranted); err != nil || !ok || g != (schema.ApprovalGranted{Pattern: "recursive delete", By: "user", Session: "s-1", Command: "rm -rf build"}) {
+	if g, ok := p.(schema.ApprovalGranted); err != nil || !ok || g != (schema.ApprovalGranted{Pattern: "recursive-delete", By: "user", Session: "s-1", Command: "rm -rf build"}) {
 		t.Fatalf("grant event %#v %v", p, err)
 	}
 	first.Close()
@@ -146,7 +147,9 @@ func TestApprovalsCommand(t *testing.T) {
 		pattern, want string
 	}{
 		{"recursive delte", "no rule is named"},
+		{"recursive-delet", "hermes approvals rules lists them"},
 		{"fork bomb", "never allowed"},
+		{"fork-bomb", "never allowed"},
 	} {
 		if _, errOut, code := run("approvals", "add", c.pattern); code == 0 || !strings.Contains(errOut, c.want) {
 			t.Fatalf("approvals add %q: %d %s", c.pattern, code, errOut)
@@ -159,7 +162,8 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Fatalf("the granted script was refused: %s %s", out, errOut)
 	}
 	// Processes granting at once: every grant lands.
-	pats := []string{"recursive delete", "kill -9", "chmod 777", "DROP TABLE / DATABASE", "mcp_github_*"}
+	// by description, by ID, by Python Hermes' description, an MCP tool
+	pats := []string{"recursive delete", "kill-9", "chmod 777", "SQL DROP", "mcp_github_*"}
 	var wg sync.WaitGroup
 	for _, p := range pats {
 		wg.Add(1)
@@ -175,18 +179,25 @@ func TestApprovalsCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	for _, p := range append(pats, "git reset --hard") {
+	for _, p := range []string{"recursive-delete", "kill-9", "chmod-777", "sql-drop", "mcp_github_*", "git-reset-hard"} {
 		if !grantListed(out, p, "cli") {
 			t.Errorf("list misses %q by cli:\n%s", p, out)
 		}
 	}
-	if !grantListed(out, "git push --force", "config.yaml") || len(strings.Split(strings.TrimSpace(out), "\n")) != 1+len(pats)+2 {
+	if !strings.Contains(out, "DROP TABLE / DATABASE") {
+		t.Errorf("list does not describe the rules:\n%s", out)
+	}
+	if !grantListed(out, "git-push-force", "config.yaml") || len(strings.Split(strings.TrimSpace(out), "\n")) != 1+len(pats)+2 {
 		t.Fatalf("list:\n%s", out)
+	}
+	if out, errOut, code := run("approvals", "rules"); code != 0 || !regexp.MustCompile(`(?m)^recursive-delete +ask +recursive delete$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^fork-bomb +refuse +fork bomb$`).MatchString(out) {
+		t.Fatalf("approvals rules: %d %s\n%s", code, errOut, out)
 	}
 	if _, errOut, code := run("approvals", "revoke", "git push --force"); code == 0 || !strings.Contains(errOut, "config.yaml") {
 		t.Fatalf("revoking a config entry: %d %s", code, errOut)
 	}
-	if out, errOut, code := run("approvals", "revoke", "git reset --hard", "--reason", "done with it"); code != 0 || !strings.Contains(out, "revoked") {
+	if out, errOut, code := run("approvals", "revoke", "git reset --hard", "--reason", "done with it"); code != 0 || !strings.Contains(out, "revoked: git-reset-hard") {
 		t.Fatalf("revoke: %d %s %s", code, out, errOut)
 	}
 	if _, errOut, code := run(job...); code == 0 {

@@ -133,7 +133,7 @@ func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
 func (t *cronTool) bind(store events.Store, allow *grants.List) {
 	t.Store, t.Toolsets, t.allow = store, nil, allow
 	t.Rules = func() cron.Rules {
-		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: judge.CheckDescriptions}
+		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: judge.Check}
 	}
 	if store != nil && t.Jobs == nil {
 		t.Jobs = cron.NewJobs(store, nil)

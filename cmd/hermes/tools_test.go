@@ -53,7 +53,7 @@ func TestApprovalFromTheCLI(t *testing.T) {
 	if cfg, _ := os.ReadFile(cfgPath); string(cfg) != handConfig {
 		t.Fatalf("config.yaml after always:\n%s", cfg)
 	}
-	if out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "approvals", "list"); code != 0 || !grantListed(out, "recursive delete", "user") {
+	if out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "approvals", "list"); code != 0 || !grantListed(out, "recursive-delete", "user") {
 		t.Fatalf("approvals list: %d %s %s", code, out, errOut)
 	}
 	out, errOut, code = run("", "wipe the disk", "--yolo")

@@ -176,7 +176,7 @@ func (t *Tool) fromCron(ctx context.Context, id string) bool {
 
 func (t *Tool) rules() cron.Rules {
 	if t.Rules == nil {
-		return cron.Rules{Judge: judge.CheckDescriptions}
+		return cron.Rules{Judge: judge.Check}
 	}
 	return t.Rules()
 }

@@ -38,7 +38,7 @@ func setup(t *testing.T) (*cronjob.Tool, *embedded.Store) {
 	t.Cleanup(func() { store.Close() })
 	tool := &cronjob.Tool{Jobs: cron.NewJobs(store, func() time.Time { return now }), Store: store,
 		Rules: func() cron.Rules {
-			return cron.Rules{Toolsets: []string{"web", "terminal"}, Judge: judge.CheckDescriptions}
+			return cron.Rules{Toolsets: []string{"web", "terminal"}, Judge: judge.Check}
 		},
 		Origin: func(ctx context.Context, id string) (*schema.JobOrigin, error) {
 			return gateway.OriginOf(ctx, store, id)

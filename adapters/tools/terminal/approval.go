@@ -13,9 +13,10 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// AllowList holds the rule descriptions the user approved for good
+// AllowList holds the rules the user approved for good, by their IDs
 // (cmd/hermes hands in the grants of the event store with config's
-// command_allowlist).
+// command_allowlist, whose older entries name rules by description: the
+// list resolves them with judge.Key).
 type AllowList interface {
 	Has(pattern string) bool
 	Add(pattern string) error
@@ -29,25 +30,28 @@ type Granter interface {
 }
 
 // MemAllowList is an AllowList kept in memory (tests, sessions without a
-// config file).
+// config file). It keeps keys as judge.Key has them: a rule added by its
+// description or an alias is had by its ID.
 type MemAllowList struct {
 	mu sync.Mutex
 	m  map[string]bool
 }
 
+// Has reports whether the rule (or MCP tool) p is allowed.
 func (a *MemAllowList) Has(p string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.m[p]
+	return a.m[judge.Key(p)]
 }
 
+// Add allows the rule (or MCP tool) p.
 func (a *MemAllowList) Add(p string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]bool{}
 	}
-	a.m[p] = true
+	a.m[judge.Key(p)] = true
 	return nil
 }
 
@@ -105,27 +109,32 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 			return fmt.Errorf("blocked: %q is a %s (%s), which is never allowed, not even with --yolo", command, f.Rule.Description, f.Command)
 		}
 	}
+	// Session approvals and the allow-list go by rule ID; the events and
+	// the messages name rules by description.
 	approved := env.Values.Get("terminal.approvals", func() any { return &sessionApprovals{m: map[string]bool{}} }).(*sessionApprovals)
-	type part struct{ rule, by string }
+	type part struct {
+		rule *judge.Rule
+		by   string
+	}
 	var already []part
-	var pending []string
+	var pending []*judge.Rule
 	var details []string
 	for _, f := range findings {
-		d := f.Rule.Description
-		if slices.Contains(pending, d) || slices.ContainsFunc(already, func(p part) bool { return p.rule == d }) {
+		r := f.Rule
+		if slices.Contains(pending, r) || slices.ContainsFunc(already, func(p part) bool { return p.rule == r }) {
 			continue
 		}
 		approved.mu.Lock()
-		ok := approved.m[d]
+		ok := approved.m[r.ID]
 		approved.mu.Unlock()
 		switch {
 		case ok:
-			already = append(already, part{d, "session"})
-		case a.Allow != nil && a.Allow.Has(d):
-			already = append(already, part{d, "allowlist"})
+			already = append(already, part{r, "session"})
+		case a.Allow != nil && a.Allow.Has(r.ID):
+			already = append(already, part{r, "allowlist"})
 		default:
-			pending = append(pending, d)
-			details = append(details, fmt.Sprintf("  - %s: %s", d, f.Command))
+			pending = append(pending, r)
+			details = append(details, fmt.Sprintf("  - %s: %s", r.Description, f.Command))
 		}
 	}
 	run := func(decision, by string) error {
@@ -134,24 +143,30 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 			if p.by == "allowlist" {
 				dec = Always
 			}
-			record(p.rule, dec, p.by)
+			record(p.rule.Description, dec, p.by)
 		}
-		for _, d := range pending {
-			record(d, decision, by)
+		for _, r := range pending {
+			record(r.Description, decision, by)
 		}
 		return nil
 	}
-	flagged := strings.Join(pending, " and ")
+	var names, ids []string
+	for _, r := range pending {
+		names = append(names, r.Description)
+		ids = append(ids, r.ID)
+	}
+	flagged := strings.Join(names, " and ")
 	switch {
 	case len(pending) == 0:
 		return run("", "")
 	case env.Yolo:
 		return run(Once, "yolo")
 	case env.Asker == nil:
-		for _, d := range pending {
-			record(d, Deny, "timeout")
+		for _, r := range pending {
+			record(r.Description, Deny, "timeout")
 		}
-		return fmt.Errorf("denied: %q needs approval (%s) and nobody can be asked; run with --yolo or add it to command_allowlist", command, flagged)
+		return fmt.Errorf("denied: %q needs approval (%s) and nobody can be asked; run with --yolo or allow its rule for good (hermes approvals add RULE, or command_allowlist in config.yaml; rule: %s)",
+			command, flagged, strings.Join(ids, ", "))
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -166,8 +181,8 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 	answer, err := env.Asker.Ask(actx, tool.Question{Kind: tool.QuestionApproval, Timeout: timeout, Text: text + "Allow it?",
 		Choices: []string{Once, Session, Always, Deny}})
 	if err != nil {
-		for _, d := range pending {
-			record(d, Deny, "timeout")
+		for _, r := range pending {
+			record(r.Description, Deny, "timeout")
 		}
 		return fmt.Errorf("denied: no approval for %q (%s) within %s", command, flagged, timeout)
 	}
@@ -176,20 +191,20 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 		return run(Once, "user")
 	case Session, "s":
 		approved.mu.Lock()
-		for _, d := range pending {
-			approved.m[d] = true
+		for _, r := range pending {
+			approved.m[r.ID] = true
 		}
 		approved.mu.Unlock()
 		return run(Session, "user")
 	case Always, "a":
 		if a.Allow != nil {
 			g, granter := a.Allow.(Granter)
-			for _, d := range pending {
+			for _, r := range pending {
 				var err error
 				if granter {
-					err = g.Grant(ctx, d, env.SessionID, command)
+					err = g.Grant(ctx, r.ID, env.SessionID, command)
 				} else {
-					err = a.Allow.Add(d)
+					err = a.Allow.Add(r.ID)
 				}
 				if err != nil {
 					return fmt.Errorf("approved, but the allow-list could not be saved: %v", err)
@@ -198,8 +213,8 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 		}
 		return run(Always, "user")
 	}
-	for _, d := range pending {
-		record(d, Deny, "user")
+	for _, r := range pending {
+		record(r.Description, Deny, "user")
 	}
 	return fmt.Errorf("denied by the user: %q (%s); do not retry it, ask the user or find another way", command, flagged)
 }
