@@ -18,9 +18,10 @@ type Rule struct {
 	// --yolo or an allow-list entry; the others ask.
 	Hard bool
 	// Aliases are other keys that name this rule in allow-lists saved
-	// before: earlier wordings of Description, and the descriptions Python
-	// Hermes gave the patterns this rule covers (its users' config.yaml
-	// holds those in command_allowlist). Never removed.
+	// before: earlier wordings of Description, and what Python Hermes
+	// saved in command_allowlist for the patterns this rule covers (their
+	// descriptions, and in its early versions the start of the pattern's
+	// regular expression, such as rm\s+(-[^\s]*)?r). Never removed.
 	Aliases []string
 }
 
@@ -33,9 +34,9 @@ var table = []Rule{
 	{ID: "mkfs", Description: "format a filesystem (mkfs)", Hard: true, Aliases: []string{"format filesystem", "format filesystem (mkfs)"}},
 	{ID: "dd-disk", Description: "dd onto a disk device", Hard: true, Aliases: []string{"dd to raw block device"}},
 	{ID: "write-disk", Description: "write over a disk device", Hard: true,
-		Aliases: []string{"redirect to raw block device", "write to block device"}},
+		Aliases: []string{"redirect to raw block device", "write to block device", `>\s*/dev/sd`}},
 	{ID: "fork-bomb", Description: "fork bomb", Hard: true},
-	{ID: "kill-all-processes", Description: "kill every process (kill -1)", Hard: true, Aliases: []string{"kill all processes"}},
+	{ID: "kill-all-processes", Description: "kill every process (kill -1)", Hard: true, Aliases: []string{"kill all processes", `kill\s+-9\s+-1`}},
 	{ID: "shutdown", Description: "shut down or reboot the machine", Hard: true,
 		Aliases: []string{"system shutdown/reboot", "systemctl poweroff/reboot"}},
 	{ID: "init-shutdown", Description: "shut down or reboot the machine (init)", Hard: true,
@@ -46,24 +47,27 @@ var table = []Rule{
 
 	// the rules that ask
 	{ID: "recursive-delete", Description: "recursive delete",
-		Aliases: []string{"recursive delete (long flag)", "recursive delete (flags after operands)"}},
+		Aliases: []string{"recursive delete (long flag)", "recursive delete (flags after operands)", `rm\s+(-[^\s]*)?r`, `rm\s+--recursive`}},
 	{ID: "download-to-shell", Description: "pipe a download into a shell",
 		Aliases: []string{"pipe remote content to shell", "execute remote script via process substitution",
-			"execute remote content via command substitution"}},
+			"execute remote content via command substitution", `(curl|wget)`}},
 	{ID: "pipe-to-shell", Description: "pipe into a shell"},
 	{ID: "run-generated-code", Description: "run generated code"},
 	{ID: "dynamic-command", Description: "dynamic command name"},
-	{ID: "inline-script", Description: "inline script that runs commands", Aliases: []string{"script execution via -e/-c flag"}},
+	{ID: "inline-script", Description: "inline script that runs commands",
+		Aliases: []string{"script execution via -e/-c flag", `(python[23]?|perl|ruby|node)\s+-[ec]\s+`}},
 	{ID: "unparsable", Description: "command that could not be parsed"},
-	{ID: "sql-delete-all", Description: "DELETE without WHERE", Aliases: []string{"SQL DELETE without WHERE"}},
-	{ID: "sql-drop", Description: "DROP TABLE / DATABASE", Aliases: []string{"SQL DROP"}},
-	{ID: "sql-truncate", Description: "TRUNCATE a table", Aliases: []string{"SQL TRUNCATE"}},
-	{ID: "chmod-777-recursive", Description: "chmod -R 777", Aliases: []string{"recursive world/other-writable (long flag)"}},
-	{ID: "chmod-777", Description: "chmod 777", Aliases: []string{"world/other-writable permissions"}},
+	{ID: "sql-delete-all", Description: "DELETE without WHERE", Aliases: []string{"SQL DELETE without WHERE", `DELETE\s+FROM`}},
+	{ID: "sql-drop", Description: "DROP TABLE / DATABASE", Aliases: []string{"SQL DROP", `DROP\s+(TABLE|DATABASE)`}},
+	{ID: "sql-truncate", Description: "TRUNCATE a table", Aliases: []string{"SQL TRUNCATE", `TRUNCATE\s+(TABLE)?\s*\w`}},
+	{ID: "chmod-777-recursive", Description: "chmod -R 777",
+		Aliases: []string{"recursive world/other-writable (long flag)", "recursive world-writable (long flag)", `chmod\s+--recursive`}},
+	{ID: "chmod-777", Description: "chmod 777",
+		Aliases: []string{"world/other-writable permissions", "world-writable permissions", `chmod\s+(-[^\s]*\s+)*777`}},
 	{ID: "chmod-recursive", Description: "recursive chmod"},
 	{ID: "chmod-setuid", Description: "chmod setuid"},
 	{ID: "chown-recursive", Description: "recursive chown",
-		Aliases: []string{"recursive chown to root", "recursive chown to root (long flag)"}},
+		Aliases: []string{"recursive chown to root", "recursive chown to root (long flag)", `chown\s+(-[^\s]*)?R\s+root`, `chown\s+--recursive`}},
 	{ID: "chmod-system-dir", Description: "chmod or chown of a system directory"},
 	{ID: "git-push-force", Description: "git push --force",
 		Aliases: []string{"git force push (rewrites remote history)", "git force push short flag (rewrites remote history)"}},
@@ -71,16 +75,17 @@ var table = []Rule{
 	{ID: "git-clean", Description: "git clean -f", Aliases: []string{"git clean with force (deletes untracked files)"}},
 	{ID: "find-delete", Description: "find -delete"},
 	{ID: "find-exec-rm", Description: "find -exec rm", Aliases: []string{"find -exec/-execdir rm"}},
-	{ID: "xargs-rm", Description: "xargs rm", Aliases: []string{"xargs with rm"}},
-	{ID: "systemctl-stop", Description: "stop or disable a service", Aliases: []string{"stop/restart system service"}},
+	{ID: "xargs-rm", Description: "xargs rm", Aliases: []string{"xargs with rm", `xargs\s+.*`}},
+	{ID: "systemctl-stop", Description: "stop or disable a service",
+		Aliases: []string{"stop/restart system service", "stop/disable system service", `systemctl\s+(stop|disable|mask)`}},
 	{ID: "service-stop", Description: "stop a service"},
 	{ID: "kill-by-name", Description: "kill processes by name",
 		Aliases: []string{"force kill processes", "force kill processes (killall -KILL)", "force kill processes (killall -s KILL)",
-			"kill processes by regex (killall -r)"}},
+			"kill processes by regex (killall -r)", `pkill\s+-9`}},
 	{ID: "kill-9", Description: "kill -9"},
 	{ID: "write-etc", Description: "overwrite a file in /etc",
 		Aliases: []string{"overwrite system config", "copy/move file into system config path", "in-place edit of system config",
-			"in-place edit of system config (long flag)"}},
+			"in-place edit of system config (long flag)", `>\s*/etc/`}},
 	{ID: "mv-to-dev-null", Description: "move into /dev/null"},
 	{ID: "docker-remove", Description: "remove docker resources"},
 	{ID: "write-ssh", Description: "write to ~/.ssh"},

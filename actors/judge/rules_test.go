@@ -120,7 +120,10 @@ func TestRuleIDsAreStableKeys(t *testing.T) {
 // Lookup takes what a person types or a config file holds; what names no
 // rule (a typo, an MCP tool) is not one.
 func TestLookupUnknownKeys(t *testing.T) {
-	for _, k := range []string{"", "  ", "recursive-delet", "Recursive Delete", "mcp_github_*", "shell -c wrapper"} {
+	// "shell -c wrapper" was a rule before the judge looked inside bash -c:
+	// retired, it names nothing now (nor does Python's "find", which named
+	// two of its rules at once).
+	for _, k := range []string{"", "  ", "recursive-delet", "Recursive Delete", "mcp_github_*", "shell -c wrapper", "find"} {
 		if r, ok := Lookup(k); ok {
 			t.Errorf("Lookup(%q) = %s", k, r.ID)
 		}
@@ -173,6 +176,32 @@ func TestEveryRuleReachable(t *testing.T) {
 	for _, r := range Rules() {
 		if !reached[r.ID] {
 			t.Errorf("no corpus command is judged %s (%s)", r.ID, r.Description)
+		}
+	}
+}
+
+// What Python Hermes saved in command_allowlist names the rule that covers
+// the same commands: its descriptions, and in its early versions the start
+// of the pattern's regular expression.
+func TestPythonHermesKeys(t *testing.T) {
+	for key, id := range map[string]string{
+		"recursive delete":                         "recursive-delete",
+		"recursive delete (long flag)":             "recursive-delete",
+		`rm\s+(-[^\s]*)?r`:                         "recursive-delete",
+		"world/other-writable permissions":         "chmod-777",
+		`chmod\s+(-[^\s]*\s+)*777`:                 "chmod-777",
+		"SQL DROP":                                 "sql-drop",
+		`DELETE\s+FROM`:                            "sql-delete-all",
+		"pipe remote content to shell":             "download-to-shell",
+		"git force push (rewrites remote history)": "git-push-force",
+		"stop/disable system service":              "systemctl-stop",
+		"xargs with rm":                            "xargs-rm",
+		"find -exec rm":                            "find-exec-rm",
+		"find -delete":                             "find-delete",
+		"fork bomb":                                "fork-bomb",
+	} {
+		if r, ok := Lookup(key); !ok || r.ID != id {
+			t.Errorf("Lookup(%q) = %v %v, want %s", key, r, ok, id)
 		}
 	}
 }
