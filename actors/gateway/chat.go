@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
@@ -123,8 +124,8 @@ func (c *chat) recover(ctx actor.Context) error {
 			if e.SessionID != "" && e.TurnID != "" {
 				received = append(received, e)
 			}
-			if m, ok := strings.CutPrefix(strings.TrimSpace(e.Text), "/model "); ok {
-				c.model = strings.TrimSpace(m)
+			if cmd, arg, ok := command.Gateway.Parse(e.Text); ok && cmd.ID == command.Model && arg != "" {
+				c.model = arg
 			}
 		case schema.GatewaySessionBound:
 			c.session = e.SessionID
@@ -266,8 +267,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 
 	// A question waits for this chat's user: this message may be the answer.
 	if people && c.question != nil && c.question.owner == in.User {
-		cmd, _ := command(text)
-		if c.question.q.Kind != tool.QuestionApproval || cmd == "/approve" || cmd == "/deny" {
+		if c.question.q.Kind != tool.QuestionApproval || isAnswer(text) {
 			if err := c.record(c.received(in, "", "")); err != nil {
 				return err
 			}
@@ -276,27 +276,13 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		}
 	}
 
-	if cmd, arg := command(text); people && cmd != "" && cmd != "/approve" && cmd != "/deny" {
+	if cmd, arg, ok := command.Gateway.Parse(text); people && ok {
 		rec := c.received(in, "", "")
 		if err := c.record(rec); err != nil {
 			return err
 		}
 		c.seen[in.MessageID] = true
 		return c.command(ctx, rec, cmd, arg, m.corr)
-	}
-	if cmd, _ := command(text); people && (cmd == "/approve" || cmd == "/deny") {
-		rec := c.received(in, "", "")
-		if err := c.record(rec); err != nil {
-			return err
-		}
-		c.seen[in.MessageID] = true
-		msg := "There is no question waiting for an answer."
-		if c.question != nil {
-			msg = "Only the person whose message started this task can answer its question."
-			_ = appendAny(context.Background(), c.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: in.Platform, Chat: in.Chat,
-				User: in.User, MessageID: in.MessageID, Reason: "approval answered by someone other than the session's user"})
-		}
-		return c.reply(rec, "", "", schema.ReplyNotice, msg, m.corr)
 	}
 
 	// A chat idle past the reset policy starts over.
@@ -600,16 +586,17 @@ func (c *chat) answer(user, text, corr string) error {
 func approvalChoice(text string) string {
 	t := strings.ToLower(strings.TrimSpace(text))
 	t = strings.TrimPrefix(t, "approval:")
-	cmd, arg := command(t)
-	switch cmd {
-	case "/approve":
-		switch arg {
-		case "session", "always":
-			return arg
+	if cmd, arg, ok := command.Gateway.Parse(t); ok {
+		switch cmd.ID {
+		case command.Approve:
+			switch arg {
+			case "session", "always":
+				return arg
+			}
+			return "once"
+		case command.Deny:
+			return "deny"
 		}
-		return "once"
-	case "/deny":
-		return "deny"
 	}
 	switch t {
 	case "once", "session", "always", "deny":
@@ -618,13 +605,9 @@ func approvalChoice(text string) string {
 	return "deny"
 }
 
-// command splits "/cmd@bot arg" into "/cmd" and "arg"; "" when text is
-// not a command.
-func command(text string) (string, string) {
-	if !strings.HasPrefix(text, "/") {
-		return "", ""
-	}
-	head, arg, _ := strings.Cut(text, " ")
-	head, _, _ = strings.Cut(head, "@")
-	return strings.ToLower(head), strings.TrimSpace(arg)
+// isAnswer reports whether text is /approve or /deny, which answer an
+// approval question.
+func isAnswer(text string) bool {
+	cmd, _, ok := command.Gateway.Parse(text)
+	return ok && (cmd.ID == command.Approve || cmd.ID == command.Deny)
 }

@@ -7,27 +7,20 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
-const helpText = `Commands:
-/new — start a new conversation (also /reset)
-/stop — stop what I am doing
-/model NAME — use another model in this chat (/model alone shows it)
-/usage — tokens and cost of this conversation
-/compress — summarise the conversation so far to free context
-/status — the session, model and what is running
-/approve [session|always], /deny — answer an approval question
-/help — this list`
-
 // command runs an in-chat command; its answer is a recorded reply.
-func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd, arg, corr string) error {
+func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd *command.Command, arg, corr string) error {
 	say := func(text string) error { return c.reply(rec, "", "", schema.ReplyNotice, text, corr) }
-	switch cmd {
-	case "/help", "/start":
-		return say(helpText)
-	case "/new", "/reset":
+	switch cmd.ID {
+	case command.Unknown:
+		return say(sentence(command.Gateway.Unknown(cmd.Name).Error()))
+	case command.Help:
+		return say("Commands:\n" + command.Gateway.Help())
+	case command.New:
 		if c.running != nil {
 			c.r.Sessions.Stop(c.running.msg.SessionID, "the user started a new conversation")
 		}
@@ -36,7 +29,7 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 			return err
 		}
 		return say("New conversation started.")
-	case "/stop":
+	case command.Stop:
 		n := len(c.queue)
 		c.queue = nil
 		if c.running == nil {
@@ -47,7 +40,7 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		c.r.Sessions.Stop(c.running.msg.SessionID, "user sent /stop")
 		return nil // the turn's end answers "Stopped."
-	case "/model":
+	case command.Model:
 		if arg == "" {
 			m := c.model
 			if m == "" {
@@ -57,7 +50,7 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		c.model = arg
 		return say("This chat now uses " + arg + ".")
-	case "/usage":
+	case command.Usage:
 		if c.session == "" {
 			return say("No conversation yet.")
 		}
@@ -67,7 +60,7 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		return say(fmt.Sprintf("This conversation: %d model calls, %d input tokens (%d cached), %d output tokens, $%.4f.",
 			calls, u.PromptTokens, u.CacheReadTokens, u.CompletionTokens, cost))
-	case "/compress":
+	case command.Compress:
 		if c.session == "" {
 			return say("No conversation yet.")
 		}
@@ -84,7 +77,7 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 			}
 		}
 		return say("Compressed: the conversation continues in session " + id + ".")
-	case "/status":
+	case command.Status:
 		var b strings.Builder
 		fmt.Fprintf(&b, "Session: %s\n", orNone(c.session))
 		m := c.model
@@ -99,8 +92,31 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		fmt.Fprintf(&b, "Queued: %d", len(c.queue))
 		return say(b.String())
+	case command.Approve, command.Deny:
+		// An answer from the person a question waits for was taken
+		// before: this one answers nothing.
+		msg := "There is no question waiting for an answer."
+		if c.question != nil {
+			msg = "Only the person whose message started this task can answer its question."
+			_ = appendAny(context.Background(), c.r.store, RefusedStream, schema.GatewayInboundRefused{Platform: rec.Platform, Chat: rec.Chat,
+				User: rec.User, MessageID: rec.MessageID, Reason: "approval answered by someone other than the session's user"})
+		}
+		return say(msg)
 	}
-	return say("Unknown command " + cmd + ". /help lists them.")
+	c.r.log.Error().Str("chat", c.key).Str("command", cmd.Name).Msg("the command table offers a command the gateway has no handler for")
+	return say(cmd.Name + " " + noHandler)
+}
+
+// noHandler ends the answer to a command of the table that the switch
+// above has no case for: a bug, which the tests look for.
+const noHandler = "is in the command table but has no handler in the gateway."
+
+// sentence makes an error's text a sentence for a chat.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 func orNone(s string) string {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
@@ -396,4 +398,48 @@ func allPayloads(t *testing.T, store events.Store) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestGatewayCommandTable sends every command the table offers the gateway,
+// under each of its names: each has a handler (none answers that it has
+// not), /help is the table's help, and unknown commands say so clearly.
+func TestGatewayCommandTable(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}})
+	n := 0
+	send := func(text string) string {
+		t.Helper()
+		n++
+		r.plat.send(t, dm("7", fmt.Sprint(n), text))
+		return r.plat.waitReplies(t, n)[n-1].Text
+	}
+	for _, c := range command.Gateway.Commands() {
+		for _, name := range append([]string{c.Name}, c.Aliases...) {
+			if got := send(name); strings.Contains(got, "no handler") || strings.Contains(got, "nknown command") {
+				t.Errorf("%s: %q", name, got)
+			}
+		}
+	}
+	help := "Commands:\n" + command.Gateway.Help()
+	for _, text := range []string{"/help", "/start", "/HELP@hermes_bot"} {
+		if got := send(text); got != help {
+			t.Errorf("%s: %q, want the table's help", text, got)
+		}
+	}
+	for text, want := range map[string]string{
+		"/reset":     "New conversation started.",
+		"/bogus":     "Unknown command /bogus: /help lists the commands.",
+		"/stpo":      "Unknown command /stpo: did you mean /stop? /help lists the commands.",
+		"/undo 2":    "/undo is not available here, only in the chat screen: /help lists the commands here.",
+		"/quit":      "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here.",
+		"/approve":   "There is no question waiting for an answer.",
+		"/deny":      "There is no question waiting for an answer.",
+		"/Model m-2": "This chat now uses m-2.",
+	} {
+		if got := send(text); got != want {
+			t.Errorf("%s: %q, want %q", text, got, want)
+		}
+	}
+	if n := len(r.srv.Requests()); n != 0 {
+		t.Errorf("commands called the model %d times", n)
+	}
 }
