@@ -275,6 +275,16 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
+// Brief is the commands s offers on one line, as a greeting shows them:
+// "/help  /new  /resume ID  …".
+func (s Surface) Brief() string {
+	var names []string
+	for _, c := range s.Commands() {
+		names = append(names, c.Synopsis())
+	}
+	return strings.Join(names, "  ")
+}
+
 // Help lists the commands s offers, one a line, with their arguments,
 // what they do and their aliases: aligned columns on a terminal, "name —
 // help" lines in a messaging app (whose fonts do not align).

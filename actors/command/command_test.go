@@ -157,3 +157,10 @@ func containsWord(text, name string) bool {
 	}
 	return false
 }
+
+func TestBrief(t *testing.T) {
+	want := "/help  /new  /resume ID  /usage  /model [NAME]  /compress [--force]  /stop  /exit"
+	if got := Plain.Brief(); got != want {
+		t.Errorf("Plain.Brief() = %q, want %q", got, want)
+	}
+}

@@ -14,7 +14,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -48,10 +47,9 @@ type Event struct {
 	Text string
 }
 
-// Command is a slash command, for Tab completion and /help.
+// Command is a slash command, for Tab completion.
 type Command struct {
 	Name string // with its slash: "/undo"
-	Args string // how its arguments read in /help: "[N]"
 	Help string
 	// Words complete its first argument ("--force", "show", ...).
 	Words []string
@@ -507,17 +505,4 @@ func (s *Screen) push(e Event) {
 	case s.events <- e:
 	default: // a thousand unread events: the chat is gone
 	}
-}
-
-// Commands lists the commands for /help.
-func (s *Screen) Commands() string {
-	var b strings.Builder
-	w := 0
-	for _, c := range s.opts.Commands {
-		w = max(w, len(c.Name)+1+len(c.Args))
-	}
-	for _, c := range s.opts.Commands {
-		fmt.Fprintf(&b, "  %-*s  %s\n", w, strings.TrimSpace(c.Name+" "+c.Args), c.Help)
-	}
-	return strings.TrimRight(b.String(), "\n")
 }

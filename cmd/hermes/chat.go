@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/prompt"
@@ -507,11 +508,12 @@ func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) 
 	return "", 0
 }
 
-const chatHelp = `commands: /new  /resume ID  /stop  /compress [--force]  /model NAME  /usage  /exit  (Ctrl-C stops a turn; Ctrl-D exits)`
+// plainKeys is what plain chat's greeting and /help say after the commands.
+const plainKeys = "(Ctrl-C stops a turn; Ctrl-D exits)"
 
 func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags, con *console) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	fmt.Fprintln(errw, chatHelp)
+	fmt.Fprintln(errw, "commands: "+command.Plain.Brief()+"  "+plainKeys)
 	// From a terminal, a line typed during a turn interrupts it (the
 	// actor queues it). From a pipe, lines are a script: each waits for the
 	// turn before it.
@@ -589,9 +591,9 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				ready()
 				continue
 			}
-			if strings.HasPrefix(line, "/") {
+			if typed, arg, ok := command.Plain.Parse(line); ok {
 				prev := id
-				quit, err := c.slash(ctx, out, errw, line, &id, &model)
+				quit, err := c.slash(ctx, errw, typed, arg, &id, &model)
 				if err != nil {
 					fmt.Fprintln(errw, "error:", err)
 				}
@@ -600,7 +602,8 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 					// resume it now.
 					c.mgr.Restart(prev)
 				}
-				if strings.HasPrefix(line, "/new") || strings.HasPrefix(line, "/resume") || strings.HasPrefix(line, "/compress") {
+				switch typed.ID {
+				case command.New, command.Resume, command.Compress:
 					shown = id
 				}
 				if quit {
@@ -656,24 +659,25 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 	}
 }
 
-// slash handles a slash command; quit is true for /exit.
-func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, id, model *string) (bool, error) {
-	fields := strings.Fields(line)
-	switch fields[0] {
-	case "/exit", "/quit":
+// slash runs a slash command of plain chat; quit is true for /exit.
+func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Command, arg string, id, model *string) (bool, error) {
+	switch cmd.ID {
+	case command.Unknown:
+		return false, command.Plain.Unknown(cmd.Name)
+	case command.Exit:
 		return true, nil
-	case "/new":
+	case command.New:
 		nid, err := c.newSession(ctx, "cli")
 		if err != nil {
 			return false, err
 		}
 		*id = nid
 		fmt.Fprintf(errw, "session: %s\n", nid)
-	case "/resume":
-		if len(fields) != 2 {
+	case command.Resume:
+		if len(strings.Fields(arg)) != 1 {
 			return false, errors.New("usage: /resume ID")
 		}
-		rid, err := c.findResumable(ctx, fields[1], false)
+		rid, err := c.findResumable(ctx, arg, false)
 		if err != nil {
 			return false, err
 		}
@@ -682,11 +686,11 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 		}
 		*id = rid
 		fmt.Fprintf(errw, "session: %s\n", rid)
-	case "/stop":
+	case command.Stop:
 		c.mgr.Stop(*id, "user sent /stop")
-	case "/compress":
-		force := len(fields) == 2 && fields[1] == "--force"
-		if len(fields) > 2 || len(fields) == 2 && !force {
+	case command.Compress:
+		force := arg == "--force"
+		if arg != "" && !force {
 			return false, errors.New("usage: /compress [--force]")
 		}
 		next, err := c.mgr.CompressNow(ctx, *id, session.CompressNow{Model: *model, Force: force})
@@ -695,26 +699,30 @@ func (c *chatter) slash(ctx context.Context, out, errw io.Writer, line string, i
 		}
 		*id = next
 		fmt.Fprintf(errw, "compressed: the conversation continues in session %s\n", next)
-	case "/model":
-		if len(fields) != 2 {
+	case command.Model:
+		if len(strings.Fields(arg)) != 1 {
 			fmt.Fprintf(errw, "model: %s\n", first(*model, c.cfg.Model))
 			return false, nil
 		}
-		*model = fields[1]
-		fmt.Fprintf(errw, "model: %s (from the next turn)\n", fields[1])
-	case "/usage":
+		*model = arg
+		fmt.Fprintf(errw, "model: %s (from the next turn)\n", arg)
+	case command.Usage:
 		u, err := usageOf(ctx, c.a.store, *id, c.cfg.Prices)
 		if err != nil {
 			return false, err
 		}
 		fmt.Fprintf(errw, "session %s: %s\n", *id, u)
-	case "/help":
-		fmt.Fprintln(errw, chatHelp)
+	case command.Help:
+		fmt.Fprintf(errw, "commands:\n%s\n%s\n", command.Plain.Help(), plainKeys)
 	default:
-		return false, fmt.Errorf("unknown command %s; %s", fields[0], chatHelp)
+		return false, fmt.Errorf("%s %w", cmd.Name, errNoHandler)
 	}
 	return false, nil
 }
+
+// errNoHandler is a command the table offers a chat without a case in its
+// switch: a bug, which the tests look for.
+var errNoHandler = errors.New("is in the command table but has no handler here")
 
 // convUsage is what /usage reports: the conversation's model calls, across
 // the sessions compression carried it through.

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
@@ -42,30 +43,14 @@ func onTerminal(cmd *cobra.Command) bool {
 	return os.Getenv("TERM") != "dumb"
 }
 
-// chatCommands are the interactive chat's slash commands, as /help lists
-// them and Tab completes them.
-var chatCommands = []tui.Command{
-	{Name: "/help", Help: "list the commands"},
-	{Name: "/new", Help: "start a new session"},
-	{Name: "/resume", Args: "ID", Help: "continue session ID (or a unique prefix)"},
-	{Name: "/undo", Args: "[N]", Help: "take back the last N turns (1): the chat goes on in a fork made before them; the message comes back to edit"},
-	{Name: "/retry", Help: "take back the last turn and send its message again"},
-	{Name: "/branch", Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)"},
-	{Name: "/title", Args: "[TEXT]", Help: "show or set the session's title"},
-	{Name: "/history", Help: "show the conversation so far"},
-	{Name: "/save", Args: "[FILE]", Help: "export the session's events as JSON lines (hermes sessions import reads them)"},
-	{Name: "/status", Help: "session, model, tokens, cost and settings"},
-	{Name: "/usage", Help: "tokens and cost of the conversation"},
-	{Name: "/tools", Help: "the tools the agent has"},
-	{Name: "/skills", Help: "the skills it can load"},
-	{Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn)"},
-	{Name: "/yolo", Help: "approve dangerous commands without asking (again: ask)"},
-	{Name: "/reasoning", Args: "[show|hide]", Help: "show or hide the model's thinking", Words: []string{"hide", "show"}},
-	{Name: "/queue", Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it"},
-	{Name: "/background", Args: "TEXT", Help: "run TEXT as a separate session in the background"},
-	{Name: "/compress", Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", Words: []string{"--force"}},
-	{Name: "/stop", Help: "stop the turn in flight"},
-	{Name: "/exit", Help: "leave (Ctrl-D)"},
+// screenCommands are the chat screen's slash commands from the command
+// table, as Tab completes them.
+func screenCommands() []tui.Command {
+	var cs []tui.Command
+	for _, c := range command.Screen.Commands() {
+		cs = append(cs, tui.Command{Name: c.Name, Help: c.Help, Words: c.Words})
+	}
+	return cs
 }
 
 // screenChat is the interactive chat on a terminal: the screen shows, the
@@ -107,7 +92,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		g.log.Warn().Err(err).Msg("the input history is not available")
 		hist, _ = tui.LoadHistory("")
 	}
-	scr := tui.New(tui.Options{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), History: hist, Commands: chatCommands,
+	scr := tui.New(tui.Options{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), History: hist, Commands: screenCommands(),
 		Color: os.Getenv("NO_COLOR") == "", Env: os.Environ()})
 	screenDone := make(chan error, 1)
 	go func() { screenDone <- scr.Run() }()
@@ -200,8 +185,8 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 				}
 			case tui.Submit:
 				text := strings.TrimSpace(ev.Text)
-				if isCommand(text) {
-					if sc.slash(text) {
+				if cmd, arg, ok := command.Screen.Parse(text); ok {
+					if sc.slash(cmd, arg) {
 						return leave()
 					}
 					continue
@@ -235,13 +220,6 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 			}
 		}
 	}
-}
-
-// isCommand tells a slash command from a message that starts with a
-// path ("/etc/hosts is empty"): a command's name holds one slash.
-func isCommand(text string) bool {
-	f := strings.Fields(text)
-	return len(f) > 0 && strings.HasPrefix(f[0], "/") && strings.Count(f[0], "/") == 1 && len(f[0]) > 1
 }
 
 // send sends a message: while a turn runs, it interrupts it and is answered
@@ -333,191 +311,254 @@ func (sc *screenChat) switchTo(id string) error {
 
 var errBusy = errors.New("a turn is running: wait for it, or stop it with Ctrl-C or /stop, then try again")
 
+// errLeave is what /exit's handler returns: the chat ends.
+var errLeave = errors.New("leave")
+
 // slash runs a slash command; true means leave.
-func (sc *screenChat) slash(line string) bool {
-	fields := strings.Fields(line)
-	name, rest := fields[0], strings.TrimSpace(strings.TrimPrefix(line, fields[0]))
-	ctx := sc.ctx
-	var err error
-	switch name {
-	case "/exit", "/quit":
+func (sc *screenChat) slash(cmd *command.Command, rest string) bool {
+	run := sc.handler(cmd)
+	if run == nil {
+		run = func(string) error { return fmt.Errorf("%s %w", cmd.Name, errNoHandler) }
+	}
+	err := run(rest)
+	if errors.Is(err, errLeave) {
 		return true
-	case "/help":
-		sc.scr.Info("commands:\n" + sc.scr.Commands() + "\nkeys: Enter sends · Alt-Enter or Ctrl-J starts a new line · Up/Down and Ctrl-R go through what you typed · Tab completes a command · Ctrl-C stops a turn · Ctrl-D leaves")
-	case "/new":
-		if sc.running > 0 {
-			err = errBusy
-			break
-		}
-		var id string
-		if id, err = sc.c.newSession(ctx, "cli"); err == nil {
-			if err = sc.switchTo(id); err == nil {
-				sc.scr.Info("session: " + id)
-			}
-		}
-	case "/resume":
-		if len(fields) != 2 {
-			err = errors.New("usage: /resume ID")
-			break
-		}
-		if sc.running > 0 {
-			err = errBusy
-			break
-		}
-		var id string
-		if id, err = sc.c.findResumable(ctx, fields[1], false); err == nil {
-			if err = sc.switchTo(id); err == nil {
-				sc.scr.Info("session: " + id)
-			}
-		}
-	case "/stop":
-		if sc.running > 0 {
-			sc.c.mgr.Stop(sc.id, "user sent /stop")
-		}
-	case "/undo":
-		n := 1
-		if rest != "" {
-			if n, err = strconv.Atoi(rest); err != nil || n < 1 {
-				err = errors.New("usage: /undo [N], N a number of turns")
-				break
-			}
-		}
-		var text string
-		if text, err = sc.undo(n); err == nil {
-			sc.scr.Prefill(text)
-		}
-	case "/retry":
-		var text string
-		if text, err = sc.undo(1); err == nil {
-			sc.send(text)
-		}
-	case "/branch":
-		err = sc.branch(rest)
-	case "/title":
-		if rest == "" {
-			if sc.title == "" {
-				sc.scr.Info("untitled: sessions list names it after its first message until a title is set (or generated after the first answer)")
-			} else {
-				sc.scr.Info("title: " + sc.title)
-			}
-			break
-		}
-		if err = sc.c.mgr.Retitle(ctx, sc.id, rest); err == nil {
-			sc.title = rest
-			sc.scr.Info("title: " + rest)
-			sc.status()
-		}
-	case "/history":
-		err = sc.history()
-	case "/save":
-		err = sc.save(rest)
-	case "/status":
-		err = sc.showStatus()
-	case "/usage":
-		var u convUsage
-		if u, err = usageOf(ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices); err == nil {
-			sc.scr.Info(fmt.Sprintf("session %s: %s", sc.at, u))
-		}
-	case "/tools":
-		sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.tools), strings.Join(sc.c.tools, ", ")))
-	case "/skills":
-		all, problems := library(sc.c.a.home, sc.c.wd).All()
-		for _, p := range problems {
-			sc.scr.Error("skill: " + p.Error())
-		}
-		if len(all) == 0 {
-			sc.scr.Info("no skills yet: hermes skills install PATH adds one, and the agent can write its own")
-			break
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d skills:", len(all))
-		for _, s := range all {
-			fmt.Fprintf(&b, "\n  %s — %s", s.Name, clip(s.Description, 80))
-		}
-		sc.scr.Info(b.String())
-	case "/model":
-		if rest == "" {
-			sc.scr.Info("model: " + first(sc.model, sc.c.cfg.Model))
-			break
-		}
-		sc.model = rest
-		sc.scr.Info("model: " + rest + " (from the next turn)")
-		sc.status()
-	case "/yolo":
-		sc.yolo = !sc.yolo
-		if sc.yolo {
-			sc.scr.Info("YOLO on: dangerous commands run without asking from the next turn (hard-line ones stay blocked); /yolo again to ask")
-		} else {
-			sc.scr.Info("YOLO off: dangerous commands ask first")
-		}
-		sc.status()
-	case "/reasoning":
-		switch rest {
-		case "show", "on":
-			sc.scr.ShowReasoning(true)
-			sc.scr.Info("the model's thinking is shown as it streams")
-		case "hide", "off", "":
-			sc.scr.ShowReasoning(false)
-			sc.scr.Info("the model's thinking is hidden (it is recorded: /history and sessions show have it); /reasoning show shows it")
-		default:
-			err = errors.New("usage: /reasoning show|hide (the reasoning effort is the provider's default in this build)")
-		}
-	case "/queue":
-		if rest == "" {
-			err = errors.New("usage: /queue TEXT")
-			break
-		}
-		if sc.running == 0 {
-			sc.send(rest)
-			break
-		}
-		sc.queue = append(sc.queue, rest)
-		sc.scr.Info(fmt.Sprintf("queued (%d): sent when the current turn ends", len(sc.queue)))
-		sc.status()
-	case "/background", "/bg":
-		if rest == "" {
-			err = errors.New("usage: /background TEXT")
-			break
-		}
-		var id string
-		if id, err = sc.c.newSession(ctx, "cli"); err != nil {
-			break
-		}
-		sc.bgRunning++
-		sc.scr.Info(fmt.Sprintf("background session %s started; its answer shows here when it ends (hermes chat --resume %s continues it)", id, id))
-		model, yolo := sc.model, sc.yolo
-		go func() {
-			res := sc.c.mgr.RunTurn(context.Background(), id, &session.Turn{Text: rest, Model: model, Yolo: yolo})
-			sc.c.mgr.Restart(id)
-			sc.bg <- bgResult{id: id, text: rest, res: res}
-		}()
-		sc.status()
-	case "/compress":
-		if sc.running > 0 {
-			err = errBusy
-			break
-		}
-		force := rest == "--force"
-		if rest != "" && !force {
-			err = errors.New("usage: /compress [--force]")
-			break
-		}
-		sc.scr.Busy("compressing")
-		var next string
-		next, err = sc.c.mgr.CompressNow(ctx, sc.id, session.CompressNow{Model: sc.model, Force: force})
-		sc.scr.Idle()
-		if err == nil {
-			sc.scr.Info("compressed: the conversation continues in session " + next)
-			sc.at = next
-			sc.status()
-		}
-	default:
-		err = fmt.Errorf("unknown command %s: /help lists them", name)
 	}
 	if err != nil {
 		sc.scr.Error("error: " + err.Error())
 	}
 	return false
+}
+
+// handler is what the chat screen does for cmd, run with the rest of the
+// line: nil for a command the table offers the screen that no case here
+// handles, which a test walking the table catches.
+func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
+	switch cmd.ID {
+	case command.Unknown:
+		return func(string) error { return command.Screen.Unknown(cmd.Name) }
+	case command.Exit:
+		return func(string) error { return errLeave }
+	case command.Help:
+		return func(string) error {
+			sc.scr.Info("commands:\n" + command.Screen.Help() + "\nkeys: Enter sends · Alt-Enter or Ctrl-J starts a new line · Up/Down and Ctrl-R go through what you typed · Tab completes a command · Ctrl-C stops a turn · Ctrl-D leaves")
+			return nil
+		}
+	case command.New:
+		return func(string) error {
+			if sc.running > 0 {
+				return errBusy
+			}
+			id, err := sc.c.newSession(sc.ctx, "cli")
+			if err != nil {
+				return err
+			}
+			if err := sc.switchTo(id); err != nil {
+				return err
+			}
+			sc.scr.Info("session: " + id)
+			return nil
+		}
+	case command.Resume:
+		return func(rest string) error {
+			if len(strings.Fields(rest)) != 1 {
+				return errors.New("usage: /resume ID")
+			}
+			if sc.running > 0 {
+				return errBusy
+			}
+			id, err := sc.c.findResumable(sc.ctx, rest, false)
+			if err != nil {
+				return err
+			}
+			if err := sc.switchTo(id); err != nil {
+				return err
+			}
+			sc.scr.Info("session: " + id)
+			return nil
+		}
+	case command.Stop:
+		return func(string) error {
+			if sc.running > 0 {
+				sc.c.mgr.Stop(sc.id, "user sent /stop")
+			}
+			return nil
+		}
+	case command.Undo:
+		return func(rest string) error {
+			n := 1
+			if rest != "" {
+				var err error
+				if n, err = strconv.Atoi(rest); err != nil || n < 1 {
+					return errors.New("usage: /undo [N], N a number of turns")
+				}
+			}
+			text, err := sc.undo(n)
+			if err != nil {
+				return err
+			}
+			sc.scr.Prefill(text)
+			return nil
+		}
+	case command.Retry:
+		return func(string) error {
+			text, err := sc.undo(1)
+			if err != nil {
+				return err
+			}
+			sc.send(text)
+			return nil
+		}
+	case command.Branch:
+		return sc.branch
+	case command.Title:
+		return func(rest string) error {
+			if rest == "" {
+				if sc.title == "" {
+					sc.scr.Info("untitled: sessions list names it after its first message until a title is set (or generated after the first answer)")
+				} else {
+					sc.scr.Info("title: " + sc.title)
+				}
+				return nil
+			}
+			if err := sc.c.mgr.Retitle(sc.ctx, sc.id, rest); err != nil {
+				return err
+			}
+			sc.title = rest
+			sc.scr.Info("title: " + rest)
+			sc.status()
+			return nil
+		}
+	case command.History:
+		return func(string) error { return sc.history() }
+	case command.Save:
+		return sc.save
+	case command.Status:
+		return func(string) error { return sc.showStatus() }
+	case command.Usage:
+		return func(string) error {
+			u, err := usageOf(sc.ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices)
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(fmt.Sprintf("session %s: %s", sc.at, u))
+			return nil
+		}
+	case command.Tools:
+		return func(string) error {
+			sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.tools), strings.Join(sc.c.tools, ", ")))
+			return nil
+		}
+	case command.Skills:
+		return func(string) error {
+			all, problems := library(sc.c.a.home, sc.c.wd).All()
+			for _, p := range problems {
+				sc.scr.Error("skill: " + p.Error())
+			}
+			if len(all) == 0 {
+				sc.scr.Info("no skills yet: hermes skills install PATH adds one, and the agent can write its own")
+				return nil
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%d skills:", len(all))
+			for _, s := range all {
+				fmt.Fprintf(&b, "\n  %s — %s", s.Name, clip(s.Description, 80))
+			}
+			sc.scr.Info(b.String())
+			return nil
+		}
+	case command.Model:
+		return func(rest string) error {
+			if rest == "" {
+				sc.scr.Info("model: " + first(sc.model, sc.c.cfg.Model))
+				return nil
+			}
+			sc.model = rest
+			sc.scr.Info("model: " + rest + " (from the next turn)")
+			sc.status()
+			return nil
+		}
+	case command.Yolo:
+		return func(string) error {
+			sc.yolo = !sc.yolo
+			if sc.yolo {
+				sc.scr.Info("YOLO on: dangerous commands run without asking from the next turn (hard-line ones stay blocked); /yolo again to ask")
+			} else {
+				sc.scr.Info("YOLO off: dangerous commands ask first")
+			}
+			sc.status()
+			return nil
+		}
+	case command.Reasoning:
+		return func(rest string) error {
+			switch rest {
+			case "show", "on":
+				sc.scr.ShowReasoning(true)
+				sc.scr.Info("the model's thinking is shown as it streams")
+			case "hide", "off", "":
+				sc.scr.ShowReasoning(false)
+				sc.scr.Info("the model's thinking is hidden (it is recorded: /history and sessions show have it); /reasoning show shows it")
+			default:
+				return errors.New("usage: /reasoning show|hide (the reasoning effort is the provider's default in this build)")
+			}
+			return nil
+		}
+	case command.Queue:
+		return func(rest string) error {
+			if rest == "" {
+				return errors.New("usage: /queue TEXT")
+			}
+			if sc.running == 0 {
+				sc.send(rest)
+				return nil
+			}
+			sc.queue = append(sc.queue, rest)
+			sc.scr.Info(fmt.Sprintf("queued (%d): sent when the current turn ends", len(sc.queue)))
+			sc.status()
+			return nil
+		}
+	case command.Background:
+		return func(rest string) error {
+			if rest == "" {
+				return errors.New("usage: /background TEXT")
+			}
+			id, err := sc.c.newSession(sc.ctx, "cli")
+			if err != nil {
+				return err
+			}
+			sc.bgRunning++
+			sc.scr.Info(fmt.Sprintf("background session %s started; its answer shows here when it ends (hermes chat --resume %s continues it)", id, id))
+			model, yolo := sc.model, sc.yolo
+			go func() {
+				res := sc.c.mgr.RunTurn(context.Background(), id, &session.Turn{Text: rest, Model: model, Yolo: yolo})
+				sc.c.mgr.Restart(id)
+				sc.bg <- bgResult{id: id, text: rest, res: res}
+			}()
+			sc.status()
+			return nil
+		}
+	case command.Compress:
+		return func(rest string) error {
+			if sc.running > 0 {
+				return errBusy
+			}
+			force := rest == "--force"
+			if rest != "" && !force {
+				return errors.New("usage: /compress [--force]")
+			}
+			sc.scr.Busy("compressing")
+			next, err := sc.c.mgr.CompressNow(sc.ctx, sc.id, session.CompressNow{Model: sc.model, Force: force})
+			sc.scr.Idle()
+			if err != nil {
+				return err
+			}
+			sc.scr.Info("compressed: the conversation continues in session " + next)
+			sc.at = next
+			sc.status()
+			return nil
+		}
+	}
+	return nil
 }
 
 // undo takes back the last n turns: the chat goes on in a fork made at the
