@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-go/hermes/internal/typo"
 )
 
 // How config.yaml's keys are checked: inside a section this build reads
@@ -137,7 +139,7 @@ func sectionKey(name string) string {
 	best, bestD := "", 1<<30
 	for _, full := range all {
 		_, key, _ := strings.Cut(full, ".")
-		if d := levenshtein(name, key); d < bestD && d <= tolerance(name) {
+		if d := typo.Distance(name, key); d < bestD && d <= tolerance(name) {
 			best, bestD = full, d
 		}
 	}
@@ -192,7 +194,7 @@ func join(path, key string) string {
 func nearest(key string, known []string) string {
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		if d := levenshtein(key, k); d < bestD && d <= tolerance(key) {
+		if d := typo.Distance(key, k); d < bestD && d <= tolerance(key) {
 			best, bestD = k, d
 		}
 	}
@@ -200,28 +202,6 @@ func nearest(key string, known []string) string {
 }
 
 func tolerance(key string) int { return max(2, len(key)/4) }
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
 
 // checkValues reports values out of their range, naming the key; set
 // tells keys written in the file from those left at their zero value.
