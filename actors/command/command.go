@@ -9,6 +9,8 @@ package command
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hermes-go/hermes/internal/typo"
 )
 
 // Surface is a place people type slash commands; a set of them is their
@@ -232,7 +234,7 @@ func (s Surface) Unknown(name string) *UnknownError {
 	best := 3 // a suggestion is at most two edits away
 	for _, c := range s.Commands() {
 		for _, n := range append([]string{c.Name}, c.Aliases...) {
-			d := distance(name, n)
+			d := typo.Distance(name, n)
 			if len(name) > 2 && strings.HasPrefix(n, name) {
 				d = 1 // "/comp": a prefix of one name
 			}
@@ -251,28 +253,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// distance is the Levenshtein distance between a and b, in bytes (command
-// names are ASCII).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Brief is the commands s offers on one line, as a greeting shows them:
