@@ -8,6 +8,7 @@ package command
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hermes-go/hermes/internal/typo"
@@ -224,7 +225,7 @@ func (s Surface) Unknown(name string) *UnknownError {
 	name = strings.ToLower(name)
 	e := &UnknownError{Name: name}
 	for _, c := range table {
-		if c.On&s == 0 && (c.Name == name || contains(c.Aliases, name)) {
+		if c.On&s == 0 && (c.Name == name || slices.Contains(c.Aliases, name)) {
 			e.Elsewhere |= c.On
 		}
 	}
@@ -244,15 +245,6 @@ func (s Surface) Unknown(name string) *UnknownError {
 		}
 	}
 	return e
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Brief is the commands s offers on one line, as a greeting shows them:

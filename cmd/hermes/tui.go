@@ -349,15 +349,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			if sc.running > 0 {
 				return errBusy
 			}
-			id, err := sc.c.newSession(sc.ctx, "cli")
-			if err != nil {
-				return err
-			}
-			if err := sc.switchTo(id); err != nil {
-				return err
-			}
-			sc.scr.Info("session: " + id)
-			return nil
+			return sc.enter(sc.c.newSession(sc.ctx, "cli"))
 		}
 	case command.Resume:
 		return func(rest string) error {
@@ -367,15 +359,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			if sc.running > 0 {
 				return errBusy
 			}
-			id, err := sc.c.findResumable(sc.ctx, rest, false)
-			if err != nil {
-				return err
-			}
-			if err := sc.switchTo(id); err != nil {
-				return err
-			}
-			sc.scr.Info("session: " + id)
-			return nil
+			return sc.enter(sc.c.findResumable(sc.ctx, rest, false))
 		}
 	case command.Stop:
 		return func(string) error {
@@ -558,6 +542,19 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			return nil
 		}
 	}
+	return nil
+}
+
+// enter goes on in session id, unless getting it failed with err, and
+// says so.
+func (sc *screenChat) enter(id string, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := sc.switchTo(id); err != nil {
+		return err
+	}
+	sc.scr.Info("session: " + id)
 	return nil
 }
 
