@@ -102,7 +102,8 @@ func TestAddressedAndAlias(t *testing.T) {
 			t.Errorf("addressed(%q) = %v %q, want %v %q", tc.text, ok, rest, tc.ok, tc.rest)
 		}
 	}
-	for in, want := range map[string]string{"!stop": "/stop", "!approve session": "/approve session", "!Deny": "/Deny", "!yes": "!yes", "stop": "stop"} {
+	for in, want := range map[string]string{"!stop": "/stop", "!approve session": "/approve session", "!Deny": "/Deny", "!yes": "!yes", "stop": "stop",
+		"!reset": "/reset", "!start": "/start", "!undo": "!undo", "!etc/motd": "!etc/motd"} {
 		if got := alias(in); got != want {
 			t.Errorf("alias(%q) = %q, want %q", in, got, want)
 		}

@@ -2,6 +2,8 @@ package irc
 
 import (
 	"strings"
+
+	"github.com/hermes-go/hermes/actors/command"
 )
 
 // fold lowers s by IRC's rfc1459 case mapping, under which "[]\~" are the
@@ -80,18 +82,13 @@ func UserID(allowed []string, nick, user, host string) string {
 	return full
 }
 
-// commands are the router's chat commands, which IRC users type with "!"
-// because their clients keep "/…" for themselves.
-var commands = map[string]bool{"new": true, "reset": true, "stop": true, "model": true, "usage": true,
-	"compress": true, "status": true, "help": true, "start": true, "approve": true, "deny": true}
-
-// alias turns "!stop" into "/stop" for the router's commands.
+// alias turns "!stop" into "/stop" for the gateway's commands, which IRC
+// users type with "!" because their clients keep "/…" for themselves.
 func alias(text string) string {
 	if !strings.HasPrefix(text, "!") {
 		return text
 	}
-	head, _, _ := strings.Cut(text[1:], " ")
-	if commands[strings.ToLower(head)] {
+	if cmd, _, ok := command.Gateway.Parse("/" + text[1:]); ok && cmd.ID != command.Unknown {
 		return "/" + text[1:]
 	}
 	return text
