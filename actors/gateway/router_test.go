@@ -443,3 +443,21 @@ func TestGatewayCommandTable(t *testing.T) {
 		t.Errorf("commands called the model %d times", n)
 	}
 }
+
+// TestGatewayModelSurvivesRestart: the chat's model, set by /model as any
+// phone or group chat writes it, is read back from the chat's stream after
+// a restart (the replay parsed "/model " literally and lost this one).
+func TestGatewayModelSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	r := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{AllowAll: true}})
+	r.plat.send(t, dm("5", "1", "/Model@hermes_bot other-model"))
+	if got := r.plat.waitReplies(t, 1)[0].Text; got != "This chat now uses other-model." {
+		t.Fatalf("/model: %q", got)
+	}
+	r.stop()
+	r2 := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{AllowAll: true}})
+	r2.plat.send(t, dm("5", "2", "/status"))
+	if got := r2.plat.waitReplies(t, 1)[0].Text; !strings.Contains(got, "Model: other-model\n") {
+		t.Fatalf("/status after the restart: %q", got)
+	}
+}
