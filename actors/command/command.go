@@ -124,8 +124,8 @@ var table = []Command{
 	{ID: Queue, Name: "/queue", Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen},
 	{ID: Background, Name: "/background", Aliases: []string{"/bg"}, Args: "TEXT", Help: "run TEXT as a separate session in the background", On: Screen},
 	{ID: Compress, Name: "/compress", Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", On: Screen | Plain, Words: []string{"--force"}},
-	// The gateway's compression has no --force: one entry per name, so it
-	// is a second entry offered only there.
+	// The gateway's compression takes no --force, so its /compress is a
+	// second entry, offered only there.
 	{ID: Compress, Name: "/compress", Help: "summarise the conversation so far to free context", On: Gateway},
 	{ID: Stop, Name: "/stop", Help: "stop the turn in flight", On: Screen | Plain | Gateway},
 	{ID: Approve, Name: "/approve", Args: "[session|always]", Help: "allow what the waiting approval question asks: once, for the session, or always", On: Gateway},
