@@ -454,10 +454,13 @@ func TestGatewayModelSurvivesRestart(t *testing.T) {
 	if got := r.plat.waitReplies(t, 1)[0].Text; got != "This chat now uses other-model." {
 		t.Fatalf("/model: %q", got)
 	}
+	// Delivered, so the restarted router does not send it again.
+	waitFor(t, func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
 	r.stop()
 	r2 := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{AllowAll: true}})
 	r2.plat.send(t, dm("5", "2", "/status"))
-	if got := r2.plat.waitReplies(t, 1)[0].Text; !strings.Contains(got, "Model: other-model\n") {
-		t.Fatalf("/status after the restart: %q", got)
+	got := r2.plat.waitReplies(t, 1)
+	if len(got) != 1 || got[0].InReplyTo != "2" || !strings.Contains(got[0].Text, "Model: other-model\n") {
+		t.Fatalf("/status after the restart: %+v", got)
 	}
 }
