@@ -209,6 +209,7 @@ type UnknownError struct {
 	Elsewhere Surface
 }
 
+// Error says what was typed and where to look.
 func (e *UnknownError) Error() string {
 	switch {
 	case e.Elsewhere != 0:
@@ -224,15 +225,22 @@ func (e *UnknownError) Error() string {
 func (s Surface) Unknown(name string) *UnknownError {
 	name = strings.ToLower(name)
 	e := &UnknownError{Name: name}
-	for _, c := range table {
-		if c.On&s == 0 && (c.Name == name || slices.Contains(c.Aliases, name)) {
-			e.Elsewhere |= c.On
+	if _, ok := s.Lookup(name); !ok {
+		for _, c := range table {
+			if c.On&s == 0 && (c.Name == name || slices.Contains(c.Aliases, name)) {
+				e.Elsewhere |= c.On
+			}
 		}
 	}
 	if e.Elsewhere != 0 {
 		return e
 	}
-	best := 3 // a suggestion is at most two edits away
+	// A suggestion is at most two edits away, one for a name of two
+	// letters or less ("/x" means nothing).
+	best := 3
+	if len(name) <= 3 {
+		best = 2
+	}
 	for _, c := range s.Commands() {
 		for _, n := range append([]string{c.Name}, c.Aliases...) {
 			d := typo.Distance(name, n)

@@ -103,6 +103,8 @@ func TestUnknown(t *testing.T) {
 		{Gateway, "/rest", "unknown command /rest: did you mean /new? /help lists the commands"}, // /reset, an alias, is nearest
 		{Plain, "/bogus", "unknown command /bogus: /help lists the commands"},
 		{Plain, "/x", "unknown command /x: /help lists the commands"},
+		{Screen, "/x", "unknown command /x: /help lists the commands"}, // not /bg
+		{Screen, "/bh", "unknown command /bh: did you mean /background? /help lists the commands"},
 		{Gateway, "/undo", "/undo is not available here, only in the chat screen: /help lists the commands here"},
 		{Plain, "/status", "/status is not available here, only in the chat screen and the messaging gateway: /help lists the commands here"},
 		{Gateway, "/QUIT", "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here"},
@@ -162,5 +164,12 @@ func TestBrief(t *testing.T) {
 	want := "/help  /new  /resume ID  /usage  /model [NAME]  /compress [--force]  /stop  /exit"
 	if got := Plain.Brief(); got != want {
 		t.Errorf("Plain.Brief() = %q, want %q", got, want)
+	}
+}
+
+func TestUnknownOfANameTheSurfaceHasIsNotElsewhere(t *testing.T) {
+	// /compress is two entries: Screen|Plain, and Gateway on its own.
+	if e := Gateway.Unknown("/compress"); e.Elsewhere != 0 {
+		t.Errorf("Gateway.Unknown(/compress) points elsewhere: %v", e)
 	}
 }
