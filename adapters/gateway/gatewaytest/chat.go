@@ -2,6 +2,7 @@ package gatewaytest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,4 +104,29 @@ func (c *Chat) WaitReplies(tb testing.TB, n int) []schema.Outbound {
 // DM is a direct message of user in chat "c"+user.
 func DM(user, id, text string) schema.Inbound {
 	return schema.Inbound{Chat: "c" + user, ChatType: "dm", User: user, MessageID: id, Text: text}
+}
+
+// LongAnswer is a long Markdown answer of the kind that tests splitting:
+// before sentences of prose (a paragraph every four), a Go code block of
+// lines lines, then after sentences (a paragraph every five). It returns
+// the block too, so that a test can look for it whole. (24, 40, 50) is
+// about 9,000 characters.
+func LongAnswer(before, lines, after int) (answer, block string) {
+	var b strings.Builder
+	sentence := "The quick brown fox jumps over the lazy dog, and the **dog** does not mind <at all> & sleeps. "
+	for i := range before {
+		b.WriteString(sentence)
+		if i%4 == 3 {
+			b.WriteString("\n\n")
+		}
+	}
+	block = "```go\n" + strings.Repeat("for i := 0; i < n && ok; i++ { total += i << 1 }\n", lines) + "```"
+	b.WriteString(block + "\n\n")
+	for i := range after {
+		b.WriteString(sentence)
+		if i%5 == 4 {
+			b.WriteString("\n\n")
+		}
+	}
+	return strings.TrimSpace(b.String()), block
 }

@@ -2,7 +2,8 @@ package irc
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	gw "github.com/hermes-go/hermes/adapters/gateway"
 )
 
 // MaxLine is the most bytes an IRC line may have, "\r\n" included
@@ -19,40 +20,20 @@ func Budget(self, target string) int {
 
 // Split breaks text into message bodies of at most max bytes each: every
 // line of text becomes one or more messages (IRC has no newlines inside a
-// message), cut at the last space that leaves a piece at least half full,
-// else at a rune boundary — never inside a UTF-8 sequence. Blank lines are
-// dropped (IRC cannot send an empty message) and NUL, CR and LF never
-// reach a message. Invalid UTF-8 is replaced.
+// message), cut as gateway.Splitter cuts plain text in bytes — at the last
+// space that leaves a piece at least half full, else at a rune boundary,
+// never inside a UTF-8 sequence. Blank lines are dropped (IRC cannot send
+// an empty message) and NUL, CR and LF never reach a message. Invalid
+// UTF-8 is replaced.
 func Split(text string, max int) []string {
-	if max < utf8.UTFMax {
-		max = utf8.UTFMax
-	}
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	text = strings.ReplaceAll(text, "\x00", "")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
+	sp := gw.Splitter{Limit: max, Measure: gw.Bytes}
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimRight(line, " \t")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		for len(line) > max {
-			cut := strings.LastIndexByte(line[:max+1], ' ')
-			if cut < max/2 {
-				cut = max
-				for cut > 0 && !utf8.RuneStart(line[cut]) {
-					cut--
-				}
-			}
-			if piece := strings.TrimRight(line[:cut], " "); piece != "" {
-				out = append(out, piece)
-			}
-			line = strings.TrimLeft(line[cut:], " ")
-		}
-		if line != "" {
-			out = append(out, line)
-		}
+		out = append(out, sp.Split(line)...)
 	}
 	return out
 }

@@ -75,7 +75,7 @@ func content(ev *event.Event) *event.MessageEventContent { return ev.Content.AsM
 // arrives in parts within MaxMessage, its code block whole in one part.
 func TestDirectChatFormattingAndSplitting(t *testing.T) {
 	w := newWorld(t)
-	long, block := longAnswer()
+	long, block := gatewaytest.LongAnswer(200, 100, 200)
 	ad := w.adapter(t, nil)
 	rig := w.serve(t, ad, gateway.Config{},
 		llmtest.Reply{Content: "**Paris** is the capital <of France> & more."},
@@ -137,27 +137,6 @@ func TestDirectChatFormattingAndSplitting(t *testing.T) {
 	if !strings.Contains(gatewaytest.Payloads(t, rig.Store), `"platform_message_ids":["$`) {
 		t.Fatal("the delivery does not record the event ids")
 	}
-}
-
-// longAnswer is about 40,000 characters of Markdown around a code block.
-func longAnswer() (string, string) {
-	var b strings.Builder
-	sentence := "The quick brown fox jumps over the lazy dog, and the **dog** does not mind <at all> & sleeps. "
-	for i := range 200 {
-		b.WriteString(sentence)
-		if i%4 == 3 {
-			b.WriteString("\n\n")
-		}
-	}
-	block := "```go\n" + strings.Repeat("for i := 0; i < n && ok; i++ { total += i << 1 }\n", 100) + "```"
-	b.WriteString(block + "\n\n")
-	for i := range 200 {
-		b.WriteString(sentence)
-		if i%5 == 4 {
-			b.WriteString("\n\n")
-		}
-	}
-	return strings.TrimSpace(b.String()), block
 }
 
 // thread sends text to room in the thread of root.

@@ -14,7 +14,6 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
-	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -124,15 +123,15 @@ func render(md string, msgType event.MessageType) *event.MessageEventContent {
 
 // Split cuts Markdown into the parts of a long answer: at most MaxMessage
 // UTF-16 code units each (at a paragraph, a line, the edge of a code
-// block, a space, as markdown.Split does), and cut again where a part's
-// event would pass Matrix's event size limit after rendering.
+// block, a space, as gateway.Splitter cuts Markdown), and cut again where
+// a part's event would pass Matrix's event size limit after rendering.
 func Split(md string) []string {
 	return splitAt(md, MaxMessage)
 }
 
 func splitAt(md string, limit int) []string {
 	var out []string
-	for _, p := range markdown.Split(md, limit) {
+	for _, p := range (gw.Splitter{Limit: limit, Measure: gw.UTF16, Fences: true, Escape: true}).Split(md) {
 		if limit > 256 && eventSize(p) > maxEventBytes {
 			out = append(out, splitAt(p, limit/2)...)
 			continue

@@ -1,8 +1,9 @@
 package slack
 
 import (
-	"strings"
 	"unicode/utf8"
+
+	gw "github.com/hermes-go/hermes/adapters/gateway"
 )
 
 // Parts turns a Markdown answer into the mrkdwn texts of the messages it
@@ -26,79 +27,12 @@ func Parts(md string, limit int) []string {
 	return out
 }
 
-// fenceRoom is what closing and reopening a code block adds to a part.
-const fenceRoom = len("```\n") + len("\n```")
-
-// Split cuts text into parts of at most limit characters, preferring a
-// paragraph break, then a line break, then a space; a code block cut in
-// two is closed at the end of one part and reopened at the start of the
-// next. Blank text gives no parts.
+// Split cuts Markdown into parts of at most limit characters (runes), as
+// gateway.Splitter cuts: at a paragraph break, a line break or a space
+// that keeps at least half of the part, else between two runes; a code
+// block cut in two is closed at the end of one part and reopened at the
+// start of the next. No backslash escapes: mrkdwn has none. Blank text
+// gives no parts.
 func Split(text string, limit int) []string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return nil
-	}
-	if utf8.RuneCountInString(text) <= limit {
-		return []string{text}
-	}
-	budget := limit - fenceRoom
-	if budget < 16 {
-		budget = 16
-	}
-	var (
-		parts []string
-		open  bool // a code block runs on into the next part
-	)
-	for text != "" {
-		head := ""
-		if open {
-			head = "```\n"
-		}
-		cut := cutAt(text, budget)
-		part := strings.TrimRight(text[:cut], " \n")
-		text = strings.TrimLeft(text[cut:], " \n")
-		if open {
-			part = head + part
-		}
-		open = fences(part)%2 == 1
-		if open {
-			part += "\n```"
-		}
-		if strings.TrimSpace(part) != "" {
-			parts = append(parts, part)
-		}
-	}
-	return parts
-}
-
-// cutAt is the byte offset to cut text at: within limit characters, at
-// the last paragraph break, line break or space in the second half, or
-// at limit characters.
-func cutAt(text string, limit int) int {
-	if utf8.RuneCountInString(text) <= limit {
-		return len(text)
-	}
-	end := 0
-	for n := 0; n < limit; n++ {
-		_, size := utf8.DecodeRuneInString(text[end:])
-		end += size
-	}
-	window := text[:end]
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := strings.LastIndex(window, sep); i > end/2 {
-			return i + len(sep)
-		}
-	}
-	return end
-}
-
-// fences counts the lines of s that open or close a code block.
-func fences(s string) int {
-	n := 0
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			n++
-		}
-	}
-	return n
+	return gw.Splitter{Limit: limit, Measure: gw.Runes, Fences: true}.Split(text)
 }

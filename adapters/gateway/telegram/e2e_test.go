@@ -159,7 +159,7 @@ func allow(users ...string) gateway.Config {
 // code block arrives as three messages with the block whole in one.
 func TestEmulatorAnswersAndSplitsLongAnswers(t *testing.T) {
 	emu := telegramtest.Start(t)
-	long, block := longAnswer()
+	long, block := gatewaytest.LongAnswer(24, 40, 50)
 	r := newRig(t, rigOptions{apiURL: emu.URL}, allow("111"),
 		llmtest.Reply{Content: "**Paris** is the capital <of France> & more."},
 		llmtest.Reply{Content: long})
@@ -223,27 +223,6 @@ func TestEmulatorAnswersAndSplitsLongAnswers(t *testing.T) {
 	if !strings.Contains(allPayloads(t, r.store), `"platform_message_ids":["111:`) {
 		t.Fatal("the delivery does not record the Telegram message ids")
 	}
-}
-
-// longAnswer is about 9,000 characters of Markdown around a code block.
-func longAnswer() (string, string) {
-	var b strings.Builder
-	sentence := "The quick brown fox jumps over the lazy dog, and the **dog** does not mind <at all> & sleeps. "
-	for i := range 24 {
-		b.WriteString(sentence)
-		if i%4 == 3 {
-			b.WriteString("\n\n")
-		}
-	}
-	block := "```go\n" + strings.Repeat("for i := 0; i < n && ok; i++ { total += i << 1 }\n", 40) + "```"
-	b.WriteString(block + "\n\n")
-	for i := range 50 {
-		b.WriteString(sentence)
-		if i%5 == 4 {
-			b.WriteString("\n\n")
-		}
-	}
-	return strings.TrimSpace(b.String()), block
 }
 
 func allPayloads(t *testing.T, store events.Store) string {

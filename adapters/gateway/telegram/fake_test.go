@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/gateway/telegram"
 	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -180,7 +181,7 @@ func TestFakePartialDeliveryResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, _ := longAnswer()
+	long, _ := gatewaytest.LongAnswer(24, 40, 50)
 	out := schema.Outbound{Kind: "reply", Chat: "111", ReplyID: "r-long", Text: long}
 	// The first part goes through, the second fails.
 	srv.Fail("sendMessage", telegramtest.Failure{}, telegramtest.Failure{Code: 502, Description: "Bad Gateway"})

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
+	gw "github.com/hermes-go/hermes/adapters/gateway"
 )
 
 func TestHTML(t *testing.T) {
@@ -66,7 +66,7 @@ func TestHTMLAlwaysValid(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: HTML(%q) = %q: %v", i, md, h, err)
 		}
-		if markdown.UTF16Len(text) > markdown.UTF16Len(md) {
+		if gw.UTF16.Len(text) > gw.UTF16.Len(md) {
 			t.Fatalf("case %d: the visible text of HTML(%q) is longer than the Markdown: %q", i, md, text)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	ta "github.com/mymmrac/telego/telegoapi"
 
 	gw "github.com/hermes-go/hermes/adapters/gateway"
-	"github.com/hermes-go/hermes/adapters/gateway/internal/markdown"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -53,7 +52,7 @@ func chatID(s string) (telego.ChatID, error) {
 }
 
 func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int) ([]string, error) {
-	parts := markdown.Split(out.Text, MaxMessage)
+	parts := gw.Splitter{Limit: MaxMessage, Measure: gw.UTF16, Fences: true, Escape: true}.Split(out.Text)
 	if len(parts) == 0 {
 		return nil, &gw.PermanentError{Err: errors.New("telegram: an empty message cannot be sent")}
 	}

@@ -1,5 +1,6 @@
 // Package markdown is the Markdown the platform adapters read alike: code
-// fences, block markers, and Split, which cuts a long answer into messages.
+// fences and block markers (gateway.Splitter uses them to cut a long
+// answer into messages).
 // It is internal to adapters/gateway: what the platforms share lives here or
 // in adapters/gateway itself, so that no platform imports another.
 package markdown
