@@ -26,16 +26,23 @@ func TestContract(t *testing.T) {
 	}
 	run := time.Now().UnixNano()
 	n := 0
-	storetest.Run(t, func(t *testing.T) events.Store {
-		n++
+	open := func(t *testing.T, prefix string) events.Store {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// Each test gets its own streams on the shared server.
-		s, err := Open(ctx, url, WithStreamPrefix(fmt.Sprintf("hermes-test-%d-%d-", run, n)))
+		s, err := Open(ctx, url, WithStreamPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
+	}
+	storetest.Run(t, func(t *testing.T) events.Store {
+		// Each case gets its own streams on the shared server.
+		n++
+		return open(t, fmt.Sprintf("hermes-test-%d-%d-", run, n))
+	}, storetest.Features{
+		// The same streams, opened again through a new client.
+		Reopen: func(t *testing.T, s events.Store) events.Store { return open(t, s.(*Store).prefix) },
+		Shared: true,
 	})
 }
 

@@ -52,7 +52,29 @@ func openTemp(t testing.TB, opts ...Option) *Store {
 }
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) events.Store { return openTemp(t) })
+	if server == nil {
+		pgtest.Unavailable(t)
+	}
+	var dsns sync.Map // *Store → the DSN of its database
+	open := func(t *testing.T, dsn string) events.Store {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := Open(ctx, dsn, WithPollInterval(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsns.Store(s, dsn)
+		return s
+	}
+	storetest.Run(t, func(t *testing.T) events.Store { return open(t, server.Database(t)) }, storetest.Features{
+		// The same database, opened again: after a restart, or beside the
+		// first store as another process would.
+		Reopen: func(t *testing.T, s events.Store) events.Store {
+			dsn, _ := dsns.Load(s)
+			return open(t, dsn.(string))
+		},
+		Shared: true,
+	})
 }
 
 // TestOpenIsIdempotent opens the same database twice, concurrently: the

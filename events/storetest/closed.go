@@ -10,11 +10,11 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// AppendsAfterClose checks that appends to a closed store fail with
+// testAppendsAfterClose checks that appends to a closed store fail with
 // events.ErrClosed instead of waiting for ever, including many at once
 // (once, an append could slip into the writer's queue after it stopped
 // reading it). s must be open and is closed here.
-func AppendsAfterClose(t *testing.T, s events.Store) {
+func testAppendsAfterClose(t *testing.T, s events.Store) {
 	t.Helper()
 	ctx := context.Background()
 	ev := schema.MustEnvelope(schema.Meta{SessionID: "closed"}, schema.UserMessageAdded{Content: "hi"})

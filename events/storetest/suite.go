@@ -1,12 +1,16 @@
 // Package storetest is the contract suite every events.Store must pass: the
-// embedded store runs it in its tests, and the EventStoreDB adapter runs it
-// against a real server when one is configured.
+// embedded and PostgreSQL stores run it in their tests, and the
+// EventStoreDB adapter runs it against a real server when one is
+// configured. Every case runs inside Run; Cases lists them, and a store
+// declares in Features what optional capabilities it has, so that a case
+// it cannot run is skipped with the reason rather than left out.
 package storetest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,35 +20,126 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Factory returns a new, empty store for one test; the suite closes it.
+// Factory returns a new, empty store for one case; the suite closes it
+// (Close may be called twice: a case may close the store itself).
 type Factory func(t *testing.T) events.Store
 
-// Run runs every contract test against stores made by newStore (Close may
-// be called twice: AppendsAfterClose closes the store itself).
-func Run(t *testing.T, newStore Factory) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, events.Store)
-	}{
-		{"AppendAndReadBack", testAppendAndReadBack},
-		{"ExpectedRevision", testExpectedRevision},
-		{"ReadStreamDirections", testReadStreamDirections},
-		{"ReadAllPaging", testReadAllPaging},
-		{"BatchIsAtomic", testBatchIsAtomic},
-		{"ConcurrentConflicts", testConcurrentConflicts},
-		{"SubscribeCatchUpThenLive", testSubscribe},
-		{"SubscribeResumesFromCheckpoint", testSubscribeResume},
-		{"DeleteStreamTombstones", testDelete},
-		{"BadInputWritesNothing", testBadInput},
-		{"AppendsAfterClose", AppendsAfterClose},
+// Feature is an optional capability of a store that some cases need.
+type Feature string
+
+// The optional capabilities. A store declares those it has in Features.
+const (
+	// Reopen: Features.Reopen opens a store again on the log of another.
+	Reopen Feature = "Reopen"
+	// Shared: Features.Shared is set.
+	Shared Feature = "Shared"
+)
+
+// Features is what a store declares to the suite beyond the contract every
+// store keeps: the capabilities some cases need, and the cases it cannot
+// pass. A case whose needs a store does not declare, or that the store
+// names in Unsupported, is skipped by the suite with the reason, so that
+// no case is left out silently.
+type Features struct {
+	// Reopen opens another store on the log s was made on, as the same
+	// program after a restart or another process would; s may be open or
+	// closed. The suite closes the store it returns. nil: the store has
+	// no way to (one that keeps its log in memory, say).
+	Reopen func(t *testing.T, s events.Store) events.Store
+	// Shared: a store Reopen opens while s is still open shares the log
+	// with s, as several processes on one store do — what either appends
+	// the other reads and delivers to its subscribers, and expected
+	// revisions hold across both.
+	Shared bool
+	// Unsupported names the cases (by Case.Name) the store cannot pass,
+	// each with the reason, which the skip reports. A case named here with
+	// no reason, or that is not a case of the suite, fails.
+	Unsupported map[string]string
+}
+
+// has says whether f declares feature.
+func (f Features) has(feature Feature) bool {
+	switch feature {
+	case Reopen:
+		return f.Reopen != nil
+	case Shared:
+		return f.Reopen != nil && f.Shared
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t)
-			t.Cleanup(func() { s.Close() })
-			tc.fn(t, s)
-		})
+	return false
+}
+
+// Case is one test of the contract.
+type Case struct {
+	// Name is the case's name, its subtest's under Run: run one case of a
+	// store's suite with go test -run 'TestContract/Name$'.
+	Name string
+	// Needs are the features the case needs; without them it is skipped.
+	Needs []Feature
+	run   func(t *testing.T, s events.Store, f Features)
+}
+
+// Cases lists every case of the suite, in the order Run runs them.
+func Cases() []Case {
+	return []Case{
+		{Name: "AppendAndReadBack", run: plain(testAppendAndReadBack)},
+		{Name: "ExpectedRevision", run: plain(testExpectedRevision)},
+		{Name: "ReadStreamDirections", run: plain(testReadStreamDirections)},
+		{Name: "ReadAllPaging", run: plain(testReadAllPaging)},
+		{Name: "BatchIsAtomic", run: plain(testBatchIsAtomic)},
+		{Name: "ConcurrentConflicts", run: plain(testConcurrentConflicts)},
+		{Name: "SubscribeCatchUpThenLive", run: plain(testSubscribe)},
+		{Name: "SubscribeResumesFromCheckpoint", run: plain(testSubscribeResume)},
+		{Name: "DeleteStreamTombstones", run: plain(testDelete)},
+		{Name: "BadInputWritesNothing", run: plain(testBadInput)},
+		{Name: "ReadStreamBesideAppends", run: plain(testReadStreamBeside)},
+		{Name: "AppendsAfterClose", run: plain(testAppendsAfterClose)},
+		{Name: "SurvivesReopen", Needs: []Feature{Reopen}, run: testSurvivesReopen},
+		{Name: "SharedLog", Needs: []Feature{Reopen, Shared}, run: testSharedLog},
 	}
+}
+
+// plain adapts a case that needs nothing but the store.
+func plain(fn func(*testing.T, events.Store)) func(*testing.T, events.Store, Features) {
+	return func(t *testing.T, s events.Store, _ Features) { fn(t, s) }
+}
+
+// Run runs every case of the suite against stores made by newStore, each
+// as a subtest named after it, with what the store declares in f.
+func Run(t *testing.T, newStore Factory, f Features) {
+	cases := Cases()
+	known := map[string]bool{}
+	for _, c := range cases {
+		known[c.Name] = true
+	}
+	for name := range f.Unsupported {
+		if !known[name] {
+			t.Errorf("Features.Unsupported names %q, which is not a case of the suite", name)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) { c.Run(t, newStore, f) })
+	}
+}
+
+// Run runs the case on its own against a store made by newStore, or skips
+// it with the reason when f does not declare what it needs or names it
+// unsupported.
+func (c Case) Run(t *testing.T, newStore Factory, f Features) {
+	t.Helper()
+	if why, ok := f.Unsupported[c.Name]; ok {
+		if strings.TrimSpace(why) == "" {
+			t.Fatalf("Features.Unsupported names %s without a reason", c.Name)
+		}
+		t.Skipf("unsupported by this store: %s", why)
+	}
+	for _, need := range c.Needs {
+		if !f.has(need) {
+			t.Skipf("needs the %s feature, which this store does not declare in storetest.Features", need)
+		}
+	}
+	s := newStore(t)
+	t.Cleanup(func() { s.Close() })
+	c.run(t, s, f)
 }
 
 // Event makes a UserMessageAdded envelope for session sid with text.
@@ -513,5 +608,47 @@ func testBadInput(t *testing.T, s events.Store) {
 	}
 	if rs, _ := s.ReadAll(ctx, 0, 100); len(rs) != 0 {
 		t.Fatal("a cancelled append was written")
+	}
+}
+
+// testReadStreamBeside reads a stream while appends to it commit: every
+// read succeeds and sees one snapshot, revisions 0 to some n with no gap
+// and nothing past its end (a store once reported this as damage when it
+// read a stream's rows and its end apart).
+func testReadStreamBeside(t *testing.T, s events.Store) {
+	ctx := ctxT(t)
+	const appends = 300
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range appends {
+			if _, err := s.Append(ctx, "session-x", events.Any, Event("x", fmt.Sprint(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Fatal("no read ran beside the appends")
+			}
+			rs, err := s.ReadStream(ctx, "session-x", events.Forward, 0, 0)
+			if err != nil || len(rs) != appends {
+				t.Fatalf("after the appends the stream reads as %d events (%v), want %d", len(rs), err, appends)
+			}
+			return
+		default:
+		}
+		rs, err := s.ReadStream(ctx, "session-x", events.Forward, 0, 0)
+		if err != nil {
+			t.Fatalf("read %d beside appends: %v", reads, err)
+		}
+		for i, r := range rs {
+			if r.Revision != uint64(i) || string(r.Payload) != fmt.Sprintf(`{"content":"%d"}`, i) {
+				t.Fatalf("read %d beside appends: event %d is revision %d, %s", reads, i, r.Revision, r.Payload)
+			}
+		}
 	}
 }
