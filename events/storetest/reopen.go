@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +122,77 @@ func testSharedLog(t *testing.T, s events.Store, f Features) {
 	}
 	cancel()
 	<-done
+}
+
+// testSharedWriters spreads concurrent writers over several stores on one
+// log, as over several processes, while a subscriber of one of them
+// follows the log: it is delivered every event once, in position order,
+// whichever store wrote it.
+func testSharedWriters(t *testing.T, s events.Store, f Features) {
+	ctx := ctxT(t)
+	stores := []events.Store{s, reopen(t, s, f), reopen(t, s, f)}
+	const writers, each = 9, 20
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var last uint64
+	disorder := 0
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.SubscribeAll(sctx, 0, func(r events.Recorded) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[r.ID]++
+			if r.Position <= last {
+				disorder++
+			}
+			last = r.Position
+			return nil
+		})
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := stores[w%len(stores)].Append(ctx, fmt.Sprintf("w%d", w), events.Any, Event("w", fmt.Sprint(i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	all, err := s.ReadAll(ctx, 0, 100000)
+	if err != nil || len(all) != writers*each {
+		t.Fatalf("the log holds %d events (%v), want %d", len(all), err, writers*each)
+	}
+	head := all[len(all)-1].Position
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		l := last
+		mu.Unlock()
+		if l >= head {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscriber stalled at position %d of %d", l, head)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range all {
+		if seen[r.ID] != 1 {
+			t.Fatalf("the event at %d (stream %s) was delivered %d times", r.Position, r.Stream, seen[r.ID])
+		}
+	}
+	if disorder > 0 {
+		t.Fatalf("the subscriber saw a position go backwards %d times", disorder)
+	}
 }

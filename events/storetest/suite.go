@@ -95,6 +95,7 @@ func Cases() []Case {
 		{Name: "AppendsAfterClose", run: plain(testAppendsAfterClose)},
 		{Name: "SurvivesReopen", Needs: []Feature{Reopen}, run: testSurvivesReopen},
 		{Name: "SharedLog", Needs: []Feature{Reopen, Shared}, run: testSharedLog},
+		{Name: "SharedLogWriters", Needs: []Feature{Reopen, Shared}, run: testSharedWriters},
 	}
 }
 
