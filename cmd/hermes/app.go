@@ -167,8 +167,9 @@ func (g *globals) open() (*app, error) {
 	a.projDB = pdb
 	var origins projections.Origins = pdb
 	if !ro && pdb.Shared() {
-		// The memory files are this home's alone: the log they were built
-		// from is recorded in the home, not where every home would read it.
+		// The memory files are this home's alone: their checkpoint, and the
+		// log they were built from, are kept in the home, not where every
+		// home would read them.
 		if a.local, err = projections.OpenDB(filepath.Join(home, "projections.db")); err != nil {
 			pdb.Close()
 			store.Close()
@@ -183,7 +184,11 @@ func (g *globals) open() (*app, error) {
 		pdb.Projection(costs.NewModel()),
 	}
 	if !ro {
-		projs = append(projs, memory.FilesProjection{Dir: filepath.Join(home, "memories")})
+		local := pdb // the memory files' checkpoint is kept in the home, beside them
+		if a.local != nil {
+			local = a.local
+		}
+		projs = append(projs, local.Projection(memory.NewFilesModel(filepath.Join(home, "memories"))))
 	}
 	a.runner = projections.NewRunner(store, g.log, projs...).WithQuarantine(pdb).WithOrigins(origins)
 	a.leaseProjections()

@@ -206,28 +206,35 @@ func apply(entries []string, action, content, old string) ([]string, error) {
 	return nil, fmt.Errorf("action must be add, replace or remove, not %q", action)
 }
 
-// WriteFile writes target's file from its entries (atomically).
+// WriteFile writes target's file from its entries (atomically), unless it
+// already holds them: re-applying the events it was written from costs a
+// read, no write.
 func WriteFile(dir, target string, entries []string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	p := filepath.Join(dir, Files[target])
 	text := strings.Join(entries, Separator)
 	if text != "" {
 		text += "\n"
+	}
+	if b, err := os.ReadFile(p); err == nil && string(b) == text {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
 	// A temporary file of its own per writer: several processes may write.
 	tmp, err := os.CreateTemp(dir, "."+Files[target]+"-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return err
+	_, err = tmp.WriteString(text)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
 	}
-	return os.Rename(tmp.Name(), p)
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }

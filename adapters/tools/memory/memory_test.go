@@ -9,11 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events/embedded"
-	"github.com/hermes-go/hermes/projections"
 )
 
 func setup(t *testing.T) (*Tool, context.Context, *embedded.Store) {
@@ -95,22 +92,5 @@ func TestConcurrentSessionsLoseNothing(t *testing.T) {
 	entries, _, err := Current(context.Background(), store, "memory")
 	if err != nil || len(entries) != 8 {
 		t.Fatalf("%d entries (%v), want 8", len(entries), err)
-	}
-}
-
-func TestFilesAreAProjection(t *testing.T) {
-	tool, ctx, store := setup(t)
-	call(t, tool, ctx, map[string]any{"action": "add", "target": "memory", "content": "one"})
-	call(t, tool, ctx, map[string]any{"action": "add", "target": "user", "content": "likes tea"})
-	os.RemoveAll(tool.Dir)
-	proj := FilesProjection{Dir: tool.Dir}
-	run := projections.NewRunner(store, zerolog.Nop(), proj)
-	if err := run.Rebuild(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
-	m, _ := os.ReadFile(filepath.Join(tool.Dir, "MEMORY.md"))
-	u, _ := os.ReadFile(filepath.Join(tool.Dir, "USER.md"))
-	if string(m) != "one\n" || string(u) != "likes tea\n" {
-		t.Fatalf("rebuilt %q %q", m, u)
 	}
 }

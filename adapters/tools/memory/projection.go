@@ -1,85 +1,173 @@
 package memory
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Files is the projection that writes MEMORY.md and USER.md from the
-// memory stream. Writing the latest state is idempotent, so its checkpoint
-// file may lag the files without harm.
-type FilesProjection struct{ Dir string }
+// FilesModel is the projection that writes MEMORY.md and USER.md from the
+// memory stream. It is kept as a model of the home's projections database
+// (see projections.DB.Projection): its checkpoint is a row there, advanced
+// in the transaction of each batch after the batch's files are written, so
+// it may lag the files but never lead them, and a batch costs no file
+// operation unless it holds a memory change that alters a file. Writing
+// the latest state is idempotent, so re-applying a batch after a crash
+// changes nothing.
+//
+// Its table, memory_files, lists the targets whose files the projection has
+// written or swept since it was last reset: a reset empties it (in the
+// reset's transaction, leaving the files alone), and the first batch after
+// it removes the file of every target not listed and not in the batch,
+// which a log without that target's events must not keep.
+type FilesModel struct {
+	// Dir is $HERMES_HOME/memories.
+	Dir string
+	// pending is the latest entries of each target met in the batch.
+	pending map[string][]string
+	// swept is set once this process saw every target listed; cleared by
+	// Forget.
+	swept bool
+}
 
-func (FilesProjection) Name() string { return "memory_files" }
+// NewFilesModel returns the memory files projection writing into dir.
+func NewFilesModel(dir string) *FilesModel {
+	return &FilesModel{Dir: dir, pending: map[string][]string{}}
+}
+
+// Name names the projection in status and rebuild commands.
+func (*FilesModel) Name() string { return "memory_files" }
+
+// Version is the shape of its table.
+func (*FilesModel) Version() int { return 1 }
 
 // PayloadTypes implements projections.Selective.
-func (FilesProjection) PayloadTypes() []string { return []string{schema.TypeMemoryUpdated} }
+func (*FilesModel) PayloadTypes() []string { return []string{schema.TypeMemoryUpdated} }
 
-func (p FilesProjection) checkpointPath() string { return filepath.Join(p.Dir, ".checkpoint") }
+// legacyCheckpoint is where the projection kept its checkpoint before it
+// moved into the projections database: a file replaced after every batch.
+func (m *FilesModel) legacyCheckpoint() string { return filepath.Join(m.Dir, ".checkpoint") }
 
-func (p FilesProjection) Checkpoint(context.Context) (uint64, error) {
-	b, err := os.ReadFile(p.checkpointPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-}
-
-func (p FilesProjection) Apply(ctx context.Context, batch []projections.Event) error {
-	cp, err := p.Checkpoint(ctx)
-	if err != nil {
+// Create makes the table. A home whose files were written by the earlier
+// projection (its checkpoint file is there) keeps them: they are listed as
+// owned, so the first batch does not sweep them, and the rebuild from the
+// log that the new checkpoint starts rewrites only what differs.
+func (m *FilesModel) Create(tx *projections.Tx) error {
+	if err := tx.ExecSchema(`CREATE TABLE IF NOT EXISTS memory_files (target TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
 		return err
 	}
-	latest := map[string][]string{}
-	for _, ev := range batch {
-		if ev.Position <= cp || ev.Stream != Stream || ev.Payload == nil {
-			continue
-		}
-		m := ev.Payload.(schema.MemoryUpdated)
-		latest[m.Target] = m.Entries
+	if _, err := os.Lstat(m.legacyCheckpoint()); err != nil {
+		return nil
 	}
-	for target, entries := range latest {
-		if err := WriteFile(p.Dir, target, entries); err != nil {
+	for target := range Files {
+		if err := m.own(tx, target); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+	if err := os.Remove(m.legacyCheckpoint()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	// Other processes read the checkpoint at any moment: replace it whole.
-	tmp, err := os.CreateTemp(p.Dir, ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(strconv.FormatUint(batch[len(batch)-1].Position, 10)); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p.checkpointPath())
+	m.swept = false
+	return nil
 }
 
-func (p FilesProjection) Reset(context.Context) error {
-	for _, f := range Files {
-		if err := os.Remove(filepath.Join(p.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+// Drop removes the table; the files stay until the next batch sweeps them
+// (see FilesModel), so that a reset that does not commit leaves the files
+// its checkpoint describes.
+func (m *FilesModel) Drop(tx *projections.Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS memory_files`)
+	m.swept = false
+	return err
+}
+
+// Forget drops what the model gathered or learnt: another process wrote
+// the projection, or a transaction was rolled back.
+func (m *FilesModel) Forget() {
+	clear(m.pending)
+	m.swept = false
+}
+
+// Apply gathers the latest entries of each target.
+func (m *FilesModel) Apply(_ *projections.Tx, ev projections.Event) error {
+	if ev.Stream != Stream || ev.Payload == nil {
+		return nil
 	}
-	if err := os.Remove(p.checkpointPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	if u, ok := ev.Payload.(schema.MemoryUpdated); ok {
+		m.pending[u.Target] = u.Entries
 	}
 	return nil
 }
+
+// Flush writes the files of the targets the batch changed (those whose
+// content differs), and after a reset sweeps the files of the others.
+func (m *FilesModel) Flush(tx *projections.Tx) error {
+	defer clear(m.pending)
+	if !m.swept {
+		if err := m.sweep(tx); err != nil {
+			return err
+		}
+	}
+	for target, entries := range m.pending {
+		if _, ok := Files[target]; !ok {
+			continue
+		}
+		if err := WriteFile(m.Dir, target, entries); err != nil {
+			return err
+		}
+		if err := m.own(tx, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweep removes the file of every target the table does not list and the
+// batch does not write, and lists them.
+func (m *FilesModel) sweep(tx *projections.Tx) error {
+	rows, err := tx.Query(`SELECT target FROM memory_files`)
+	if err != nil {
+		return err
+	}
+	owned := map[string]bool{}
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		owned[t] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for target, name := range Files {
+		if owned[target] {
+			continue
+		}
+		if _, ok := m.pending[target]; !ok {
+			if err := os.Remove(filepath.Join(m.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", name, err)
+			}
+		}
+		if err := m.own(tx, target); err != nil {
+			return err
+		}
+	}
+	m.swept = true
+	return nil
+}
+
+// own lists target in the table.
+func (m *FilesModel) own(tx *projections.Tx, target string) error {
+	_, err := tx.Exec(`INSERT INTO memory_files (target) VALUES (?) ON CONFLICT (target) DO NOTHING`, target)
+	return err
+}
+
+var (
+	_ projections.Model     = (*FilesModel)(nil)
+	_ projections.Selective = (*FilesModel)(nil)
+)
