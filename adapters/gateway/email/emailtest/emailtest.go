@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -594,11 +595,21 @@ func writeCert(tb testing.TB, dir string) *x509.CertPool {
 	return pool
 }
 
+// freePort finds a free loopback port below the kernel's ephemeral range
+// (ip_local_port_range starts at 32768 by default). A port from that range
+// (what listening on :0 gives) can be taken by any outgoing connection on
+// the machine between a server's stop and its Restart on the same port,
+// which made maildev fail with EADDRINUSE under a loaded parallel test run.
 func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	for range 200 {
+		p := 20000 + mrand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Fatal("no free loopback port in 20000-31999")
+	return 0
 }

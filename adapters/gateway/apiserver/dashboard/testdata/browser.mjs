@@ -31,7 +31,7 @@ const browser = await chromium.launch({
 });
 try {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  ctx.setDefaultTimeout(15000);
+  ctx.setDefaultTimeout(60000); // a loaded CI machine (race-built server, parallel packages) can take long
   const errors = [];
   // Nothing may be fetched from outside the server.
   ctx.on("request", (r) => { if (!r.url().startsWith(base)) errors.push("external request " + r.url()); });
