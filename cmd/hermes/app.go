@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/postgres"
@@ -43,7 +44,7 @@ type app struct {
 	home   string
 	log    zerolog.Logger
 	store  events.Store
-	spec   storeSpec // the store's kind, which says where the projections are
+	spec   config.StoreSpec // the store's kind, which says where the projections are
 	projDB *projections.DB
 	// local is the home's projections.db when projDB is shared: it keeps
 	// the origins of the projections kept in the home (the memory files).
@@ -55,34 +56,13 @@ type app struct {
 	lockSet map[string]*postgres.Locks
 }
 
-func (g *globals) resolveHome() (string, error) {
-	home := g.home
-	if home == "" {
-		home = os.Getenv("HERMES_HOME")
-	}
-	if home == "" {
-		uh, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cannot find a home directory: set HERMES_HOME or pass --home: %w", err)
-		}
-		home = filepath.Join(uh, ".hermes")
-	}
-	if strings.HasPrefix(home, "~/") {
-		if uh, err := os.UserHomeDir(); err == nil {
-			home = filepath.Join(uh, home[2:])
-		}
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", fmt.Errorf("create HERMES_HOME %s: %w", home, err)
-	}
-	loadDotEnv(home)
-	return home, nil
-}
+// resolveHome is --home, else $HERMES_HOME, else ~/.hermes.
+func (g *globals) resolveHome() (string, error) { return config.Home(g.home) }
 
 func (g *globals) setup() error {
-	lvl, err := zerolog.ParseLevel(g.logLevel)
+	lvl, err := config.LogLevel(g.logLevel)
 	if err != nil {
-		return fmt.Errorf("--log-level %q: use trace, debug, info, warn or error", g.logLevel)
+		return err
 	}
 	g.log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true}).Level(lvl).With().Timestamp().Logger()
 	return nil
@@ -112,11 +92,11 @@ func (g *globals) openStore(home string) (events.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.kind != storeEmbedded {
+	if spec.Kind != config.StoreEmbedded {
 		if g.readOnlyHome(home) {
 			return nil, fmt.Errorf("--read-only (or a home that cannot be written) works with the embedded store only; the store is %s", spec)
 		}
-		return spec.open(context.Background(), home, g.log)
+		return openSpec(context.Background(), spec, home, g.log)
 	}
 	return g.openEmbedded(home)
 }
@@ -200,10 +180,10 @@ func (g *globals) open() (*app, error) {
 // database, which every process using the store shares; else the home's
 // projections.db.
 func (a *app) openProjections(ctx context.Context) (*projections.DB, error) {
-	if a.spec.kind == storePostgres {
+	if a.spec.Kind == config.StorePostgres {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return projections.OpenPostgres(ctx, a.spec.dsn)
+		return projections.OpenPostgres(ctx, a.spec.DSN)
 	}
 	return projections.OpenDB(filepath.Join(a.home, "projections.db"))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/judge"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // approvalsCmd shows and changes the standing approvals: the grants in the
@@ -24,7 +25,7 @@ func approvalsCmd(g *globals) *cobra.Command {
 			return err
 		}
 		defer a.Close()
-		fileCfg, err := loadConfig(a.home)
+		fileCfg, err := config.Load(a.home)
 		if err != nil {
 			return err
 		}

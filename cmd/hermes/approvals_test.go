@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -51,7 +52,7 @@ func (a *answers) Ask(_ context.Context, q tool.Question) (string, error) {
 // and config.yaml, and the terminal's approver over it.
 func approverOn(t *testing.T, home string, store events.Store) (*terminal.Approver, *grants.List) {
 	t.Helper()
-	fileCfg, err := loadConfig(home)
+	fileCfg, err := config.Load(home)
 	if err != nil {
 		t.Fatal(err)
 	}

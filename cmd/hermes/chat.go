@@ -30,6 +30,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/search"
@@ -49,7 +50,7 @@ type chatFlags struct {
 	query    string
 	resume   string
 	cont     bool
-	ov       Overrides
+	ov       config.Overrides
 	source   string
 	quiet    bool
 	maxTurns int
@@ -86,7 +87,7 @@ func chatCmd(g *globals) *cobra.Command {
 // chatter is a wired chat: one actor system and the sessions it runs.
 type chatter struct {
 	a     *app
-	cfg   Resolved
+	cfg   config.Resolved
 	mgr   *session.Manager
 	stop  func()
 	wd    string
@@ -100,22 +101,22 @@ type chatter struct {
 
 // chatOption adjusts a chatter's session dependencies before its manager
 // starts; provider is the configured provider chain.
-type chatOption func(d *session.Deps, provider model.Provider, cfg Resolved)
+type chatOption func(d *session.Deps, provider model.Provider, cfg config.Resolved)
 
-func newChatter(g *globals, ov Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
+func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
 	a, err := g.open()
 	if err != nil {
 		return nil, err
 	}
-	fileCfg, err := loadConfig(a.home)
+	fileCfg, err := config.Load(a.home)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	for _, k := range fileCfg.ignored {
+	for _, k := range fileCfg.Ignored() {
 		g.log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.home, "config.yaml"), k)
 	}
-	cfg, err := resolve(a.home, fileCfg, ov)
+	cfg, err := config.Resolve(a.home, fileCfg, ov)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -247,7 +248,7 @@ func (c *chatter) startSession(ctx context.Context, id, source, model string, to
 
 // summarizer condenses long session_search results with the auxiliary
 // model (the main one unless auxiliary.compression names another).
-func summarizer(main model.Provider, cfg Resolved) func(context.Context, string, string) (string, error) {
+func summarizer(main model.Provider, cfg config.Resolved) func(context.Context, string, string) (string, error) {
 	return func(ctx context.Context, query, results string) (string, error) {
 		prov, name := main, cfg.Model
 		if cfg.AuxModel != "" {
@@ -274,7 +275,7 @@ func summarizer(main model.Provider, cfg Resolved) func(context.Context, string,
 
 // ladderOf builds the provider chain: the configured provider, then
 // fallback_providers in order, each with its credential pool.
-func ladderOf(cfg Resolved) (model.Provider, error) {
+func ladderOf(cfg config.Resolved) (model.Provider, error) {
 	var eps []*model.Endpoint
 	for i, c := range append([]llm.Config{cfg.LLM}, cfg.Fallbacks...) {
 		c := c
@@ -429,7 +430,7 @@ func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		// A person typing plain lines gets titles as on the screen; a
 		// script (-q, or lines from a pipe) does not pay for the extra
 		// model call, as in Hermes' quiet single-query mode.
-		opts = append(opts, func(d *session.Deps, provider model.Provider, cfg Resolved) {
+		opts = append(opts, func(d *session.Deps, provider model.Provider, cfg config.Resolved) {
 			if cfg.AutoTitle {
 				d.Title = titler(provider, cfg, nil)
 			}

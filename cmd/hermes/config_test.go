@@ -3,12 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
-	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
 // TestConfigKeysAndRanges: a misspelt key (in a section, or a section's key
@@ -69,58 +67,5 @@ func TestConfigKeysAndRanges(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("tools:\n  disabled_tool: [terminal]\n"), 0o600)
 	if _, errOut, err := run(t, home, "tools", "list"); err == nil || !strings.Contains(errOut, "did you mean tools.disabled_tools?") {
 		t.Fatalf("tools list with a misspelt key: %v\n%s", err, errOut)
-	}
-}
-
-func TestNearestKey(t *testing.T) {
-	known := []string{"toolsets", "disabled_toolsets", "enabled_tools", "disabled_tools"}
-	for _, c := range []struct{ key, want string }{
-		{"disabled_tool", "disabled_tools"},
-		{"disable_tools", "disabled_tools"},
-		{"disabledtoolsets", "disabled_toolsets"},
-		{"toolset", "toolsets"},
-		{"blocked", ""},
-		{"x", ""},
-	} {
-		if got := nearest(c.key, known); got != c.want {
-			t.Errorf("nearest(%q) = %q, want %q", c.key, got, c.want)
-		}
-	}
-}
-
-// The sandbox: section becomes one policy; YAML's on and off stay words.
-func TestSandboxConfig(t *testing.T) {
-	home := t.TempDir()
-	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("sandbox:\n  mode: read-only\n  network: off\n  readable: [~/.ssh]\n  max_processes: 64\n"), 0o600)
-	c, err := loadConfig(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sandboxOf(home, c.Sandbox, "", "config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	userHome, _ := os.UserHomeDir()
-	if p.Mode != sandbox.ReadOnly || p.Network != sandbox.NetOff || p.Limits.Procs != 64 {
-		t.Fatalf("policy: %+v", p)
-	}
-	if !slices.Contains(p.Hidden, home) || slices.Contains(p.Hidden, filepath.Join(userHome, ".ssh")) || !slices.Contains(p.Visible, filepath.Join(userHome, ".ssh")) {
-		t.Fatalf("hidden %v visible %v", p.Hidden, p.Visible)
-	}
-	if p, _ := sandboxOf(home, c.Sandbox, "full-access", "config.yaml"); p.Mode != sandbox.FullAccess {
-		t.Fatalf("--sandbox full-access gave %s", p.Mode)
-	}
-	t.Setenv("HERMES_SANDBOX", "full-access")
-	if r, err := resolve(home, c, Overrides{Model: "m"}); err != nil || r.Sandbox.Mode != sandbox.FullAccess {
-		t.Fatalf("HERMES_SANDBOX=full-access gave %s %v", r.Sandbox.Mode, err)
-	}
-	if r, err := resolve(home, c, Overrides{Model: "m", Sandbox: "workspace-write"}); err != nil || r.Sandbox.Mode != sandbox.WorkspaceWrite {
-		t.Fatalf("--sandbox over HERMES_SANDBOX gave %s %v", r.Sandbox.Mode, err)
-	}
-	if _, err := sandboxOf(home, c.Sandbox, "everything", "config.yaml"); err == nil || !strings.Contains(err.Error(), "--sandbox") {
-		t.Fatalf("a bad --sandbox: %v", err)
-	}
-	if _, err := sandboxOf(home, SandboxConfig{Readable: []string{filepath.Join(home, "keys")}}, "", "config.yaml"); err == nil {
-		t.Fatal("a path in Hermes' home was made readable")
 	}
 }

@@ -27,39 +27,10 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
-
-// CronConfig is the cron: section of config.yaml. provider, chronos,
-// mirror_delivery and session_db_timeout_seconds are the Python Hermes
-// Agent's keys: accepted so that one config.yaml serves both, unused here.
-type CronConfig struct {
-	// MaxParallelJobs bounds the runs at once (default 4).
-	MaxParallelJobs int `yaml:"max_parallel_jobs"`
-	// OutputRetention is how many output files a job keeps (default 50;
-	// 0 or less keeps all).
-	OutputRetention *int `yaml:"output_retention"`
-	// WrapResponse puts the job's name above delivered answers (default on).
-	WrapResponse *bool `yaml:"wrap_response"`
-	// ScriptTimeoutSeconds bounds a job's script (0: the run's timeout).
-	ScriptTimeoutSeconds int `yaml:"script_timeout_seconds"`
-	// Timeout bounds a run whose job sets none (default 10m;
-	// HERMES_CRON_TIMEOUT in seconds overrides it).
-	Timeout string `yaml:"timeout"`
-	// Timezone is the zone of new jobs' schedules (default: the machine's).
-	Timezone string `yaml:"timezone"`
-	// AllowNested lets a job's runs create jobs (default off).
-	AllowNested bool `yaml:"allow_nested"`
-	// DeliveryTimeout bounds the wait for a platform's delivery outcome
-	// (default 2m).
-	DeliveryTimeout string `yaml:"delivery_timeout"`
-
-	Provider                string         `yaml:"provider"`
-	Chronos                 map[string]any `yaml:"chronos"`
-	MirrorDelivery          bool           `yaml:"mirror_delivery"`
-	SessionDBTimeoutSeconds int            `yaml:"session_db_timeout_seconds"`
-}
 
 // cronSettings is the cron: section after defaults and the environment.
 type cronSettings struct {
@@ -70,7 +41,7 @@ type cronSettings struct {
 	timezone               string
 }
 
-func resolveCron(c CronConfig) (cronSettings, error) {
+func resolveCron(c config.CronConfig) (cronSettings, error) {
 	s := cronSettings{maxParallel: c.MaxParallelJobs, retention: cron.DefaultRetention, wrap: c.WrapResponse == nil || *c.WrapResponse,
 		allowNested: c.AllowNested, timeout: cron.DefaultTimeout, ackTimeout: cron.DefaultAckTimeout, timezone: c.Timezone}
 	if c.MaxParallelJobs < 0 {
@@ -156,7 +127,7 @@ func (c *chatter) cron() *cronWiring { return c.cronw }
 // wireCron prepares the chatter to run jobs: the cronjob tool's settings,
 // and a scheduler for its run action (not firing anything by itself: the
 // gateway and `hermes cron daemon` run one that does).
-func (c *chatter) wireCron(fileCfg Config, cj *cronTool) error {
+func (c *chatter) wireCron(fileCfg config.Config, cj *cronTool) error {
 	set, err := resolveCron(fileCfg.Cron)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(c.a.home, "config.yaml"), err)
@@ -263,7 +234,7 @@ func (g *globals) cronHome() (*cronHome, error) {
 	if err != nil {
 		return nil, err
 	}
-	fileCfg, err := loadConfig(a.home)
+	fileCfg, err := config.Load(a.home)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -275,7 +246,7 @@ func (g *globals) cronHome() (*cronHome, error) {
 	}
 	wd, _ := os.Getwd()
 	cj := newCronTool()
-	if _, _, err := registry(a.home, wd, nil, Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.log); err != nil {
+	if _, _, err := registry(a.home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.log); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -478,7 +449,7 @@ func cronCmd(g *globals) *cobra.Command {
 		}}
 	history.Flags().BoolVar(&histJSON, "json", false, "JSON output")
 
-	var ov Overrides
+	var ov config.Overrides
 	runCmd := &cobra.Command{Use: "run ID", Short: "Run a job now, in this process (its answer is delivered as usual)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newChatter(g, ov, nil)
@@ -546,13 +517,13 @@ func (g *globals) onJob(cmd *cobra.Command, ref string, change func(*cronHome, *
 // runCronDaemon runs the scheduler without a gateway. With gateway.bus
 // set to NATS it delivers through the gateway of that bus; otherwise
 // platform targets are recorded as failed, saying why.
-func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *globals, ov Overrides) error {
+func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *globals, ov config.Overrides) error {
 	c, err := newChatter(g, ov, nil)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	fileCfg, err := loadConfig(c.a.home)
+	fileCfg, err := config.Load(c.a.home)
 	if err != nil {
 		return err
 	}

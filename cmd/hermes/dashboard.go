@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // dashboardCmd serves the web dashboard alone on loopback: the gateway with
@@ -20,7 +21,7 @@ import (
 // no chat platforms and no cron scheduler.
 func dashboardCmd(g *globals) *cobra.Command {
 	var port int
-	var ov Overrides
+	var ov config.Overrides
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve the web dashboard on 127.0.0.1 and print a one-time login link",

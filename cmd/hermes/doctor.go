@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/projections/search"
 )
 
@@ -85,13 +86,13 @@ func doctor(ctx context.Context, g *globals, offline bool) []check {
 			add(check{name: f, detail: fmt.Sprintf("mode %o: readable by others", fi.Mode().Perm()), ok: true, warn: true, fix: "chmod 600 " + p})
 		}
 	}
-	fileCfg, err := loadConfig(home)
+	fileCfg, err := config.Load(home)
 	if err != nil {
 		add(check{name: "config.yaml", detail: err.Error(), fix: "fix the keys named above (hermes config set KEY VALUE checks them)"})
 		return out
 	}
 	add(check{name: "config.yaml", detail: "valid", ok: true})
-	cfg, err := resolve(home, fileCfg, Overrides{})
+	cfg, err := config.Resolve(home, fileCfg, config.Overrides{})
 	if err != nil {
 		add(check{name: "model", detail: err.Error(), fix: "hermes config set model NAME (or run hermes setup)"})
 	} else {
@@ -160,7 +161,7 @@ func doctor(ctx context.Context, g *globals, offline bool) []check {
 	return out
 }
 
-func apiKeyCheck(cfg Resolved) check {
+func apiKeyCheck(cfg config.Resolved) check {
 	if cfg.LLM.APIKey != "" {
 		return check{name: "API key", detail: mask(cfg.LLM.APIKey), ok: true}
 	}
@@ -185,7 +186,7 @@ func isLocal(base string) bool {
 
 // reach asks the provider for its models: the cheapest call that proves
 // the address and the key.
-func reach(ctx context.Context, cfg Resolved) check {
+func reach(ctx context.Context, cfg config.Resolved) check {
 	base := cfg.LLM.BaseURL
 	if base == "" {
 		base = "https://api.openai.com/v1"
@@ -225,10 +226,10 @@ func reach(ctx context.Context, cfg Resolved) check {
 
 // sandboxCheck says what the local backend's sandbox enforces here, after
 // starting one for real and running a command in it.
-func sandboxCheck(ctx context.Context, home string, cfg Resolved) check {
+func sandboxCheck(ctx context.Context, home string, cfg config.Resolved) check {
 	p := cfg.Sandbox
 	if p.Mode == "" {
-		p, _ = sandboxOf(home, SandboxConfig{}, "", "config.yaml")
+		p, _ = config.SandboxPolicy(home, config.SandboxConfig{}, "", "config.yaml")
 	}
 	if p.Mode == sandbox.FullAccess {
 		return check{name: "sandbox", detail: "full-access: commands run unconfined", ok: true, warn: true,

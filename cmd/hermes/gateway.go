@@ -25,101 +25,13 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
-
-// GatewayConfig is the gateway: section of config.yaml.
-type GatewayConfig struct {
-	// Bus is gochannel (default, in-process) or nats://host:port.
-	Bus string `yaml:"bus"`
-	// Busy is queue (default) or interrupt.
-	Busy                 string   `yaml:"busy"`
-	GroupsWithoutMention bool     `yaml:"groups_without_mention"`
-	SharedGroupSessions  bool     `yaml:"shared_group_sessions"`
-	AllowedUsers         []string `yaml:"allowed_users"`
-	AllowAllUsers        bool     `yaml:"allow_all_users"`
-	// Pairing lets unknown users in direct chats ask for a code (default on).
-	Pairing      *bool              `yaml:"pairing"`
-	SessionReset SessionResetConfig `yaml:"session_reset"`
-	// DrainTimeout bounds how long a stop waits for turns in flight.
-	DrainTimeout string `yaml:"drain_timeout"`
-}
-
-// SessionResetConfig is Hermes' session_reset: a chat idle for
-// idle_minutes starts a new session (mode idle).
-type SessionResetConfig struct {
-	Mode        string `yaml:"mode"` // none (default) or idle
-	IdleMinutes int    `yaml:"idle_minutes"`
-}
-
-// PlatformsConfig is the platforms: section.
-type PlatformsConfig struct {
-	APIServer APIServerConfig `yaml:"api_server"`
-	Telegram  TelegramConfig  `yaml:"telegram"`
-	Email     EmailConfig     `yaml:"email"`
-	Webhook   WebhookConfig   `yaml:"webhook"`
-	Slack     SlackConfig     `yaml:"slack"`
-	IRC       IRCConfig       `yaml:"irc"`
-	Matrix    MatrixConfig    `yaml:"matrix"`
-	XMPP      XMPPConfig      `yaml:"xmpp"`
-}
-
-// APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
-type APIServerConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	Host    string `yaml:"host"`
-	Port    int    `yaml:"port"`
-	Key     string `yaml:"key"`
-	// CORSOrigins lists origins allowed to call the API from a browser
-	// (none by default).
-	CORSOrigins []string `yaml:"cors_origins"`
-	// Dashboard serves the web dashboard under /dashboard/ (default: on
-	// when a key is set; it needs one).
-	Dashboard *bool `yaml:"dashboard"`
-}
-
-// TelegramConfig is platforms.telegram (TELEGRAM_* in the environment).
-type TelegramConfig struct {
-	Token        string   `yaml:"token"`
-	AllowedUsers []string `yaml:"allowed_users"`
-	// APIURL points at another Bot API server (TELEGRAM_API_URL).
-	APIURL string `yaml:"api_url"`
-	// WebhookURL switches from long polling to a webhook.
-	WebhookURL string `yaml:"webhook_url"`
-	// WebhookListen is the webhook listener's address (default
-	// 127.0.0.1:8443, behind a TLS reverse proxy).
-	WebhookListen string `yaml:"webhook_listen"`
-	// WebhookSecret is the secret Telegram echoes in each webhook call
-	// (default: derived from the token).
-	WebhookSecret string `yaml:"webhook_secret"`
-}
-
-// WebhookConfig is platforms.webhook.
-type WebhookConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	Host    string `yaml:"host"`
-	Port    int    `yaml:"port"`
-	// Secret is the default HMAC secret of routes (WEBHOOK_SECRET).
-	Secret string                  `yaml:"secret"`
-	Routes map[string]WebhookRoute `yaml:"routes"`
-}
-
-// WebhookRoute is one platforms.webhook.routes entry.
-type WebhookRoute struct {
-	Secret string `yaml:"secret"`
-	// Prompt is a Go text/template over the JSON payload ({{.field}}).
-	Prompt string `yaml:"prompt"`
-	// Deliver is where the answer goes: PLATFORM:CHAT, or a callback URL
-	// (http:// or https://); empty keeps it in the session only.
-	Deliver string `yaml:"deliver"`
-	// Session is delivery (default: a session per delivery) or route (one
-	// session for all the route's deliveries, in order).
-	Session string `yaml:"session"`
-}
 
 // gatewaySettings is the gateway's configuration after the environment.
 type gatewaySettings struct {
-	GatewayConfig
-	Platforms PlatformsConfig
+	config.GatewayConfig
+	Platforms config.PlatformsConfig
 	Drain     time.Duration
 	// dashboardOnly is `hermes dashboard`: the API server alone, and no
 	// cron scheduler.
@@ -141,7 +53,7 @@ func envBool(name string) (bool, bool) {
 }
 
 // resolveGateway applies Hermes' environment variables over the file.
-func resolveGateway(c Config) (gatewaySettings, error) {
+func resolveGateway(c config.Config) (gatewaySettings, error) {
 	s := gatewaySettings{GatewayConfig: c.Gateway, Platforms: c.Platforms, Drain: 30 * time.Second}
 	if v := os.Getenv("GATEWAY_ALLOWED_USERS"); v != "" {
 		s.AllowedUsers = append(s.AllowedUsers, gateway.SplitList(v)...)
@@ -275,7 +187,7 @@ func (l *lateAsker) set(a tool.Asker) {
 
 func gatewayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
-	var ov Overrides
+	var ov config.Overrides
 	var clusterFlag, listenFlag, busFlag string
 	run := &cobra.Command{
 		Use:   "run",
@@ -339,14 +251,14 @@ type platformStatusReport struct {
 // runGateway runs the gateway; clusterFlag, when set, runs its turns on the
 // cluster's agent nodes; adjust, if given, changes its settings after the
 // configuration is read (`hermes dashboard`).
-func runGateway(ctx context.Context, g *globals, ov Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
+func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	fileCfg, err := loadConfig(c.a.home)
+	fileCfg, err := config.Load(c.a.home)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -59,7 +60,7 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 
 // dashboardOn tells whether the API server serves the dashboard: as
 // platforms.api_server.dashboard says, on by default when a key is set.
-func dashboardOn(set APIServerConfig) bool {
+func dashboardOn(set config.APIServerConfig) bool {
 	if set.Dashboard != nil {
 		return *set.Dashboard
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/gateway/email/emailtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // `hermes gateway run` with EMAIL_* set reads the bot's mailbox on Dovecot
@@ -52,11 +53,11 @@ func TestResolveEmail(t *testing.T) {
 	t.Setenv("EMAIL_IMAP_PORT", "143")
 	t.Setenv("EMAIL_POLL_INTERVAL", "45")
 	t.Setenv("EMAIL_ALLOWED_USERS", "Alice <ALICE@example.org>, bob@Example.org")
-	e := EmailConfig{AllowedUsers: []string{"Carol@example.org"}, SMTPPort: 2525}
+	e := config.EmailConfig{AllowedUsers: []string{"Carol@example.org"}, SMTPPort: 2525}
 	if err := resolveEmail(&e); err != nil {
 		t.Fatal(err)
 	}
-	d, _ := e.pollInterval()
+	d, _ := e.PollEvery()
 	if e.Address != "bot@example.org" || e.IMAPPort != 143 || e.SMTPPort != 2525 || d != 45*time.Second ||
 		strings.Join(e.AllowedUsers, ",") != "carol@example.org,alice@example.org,bob@example.org" {
 		t.Fatalf("%+v (poll %s)", e, d)
@@ -69,7 +70,7 @@ func TestResolveEmail(t *testing.T) {
 		t.Run(env, func(t *testing.T) {
 			k, v, _ := strings.Cut(env, "=")
 			t.Setenv(k, v)
-			var e EmailConfig
+			var e config.EmailConfig
 			if err := resolveEmail(&e); err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("%s: %v", env, err)
 			}

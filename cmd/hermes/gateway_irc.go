@@ -8,31 +8,11 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/irc"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-// IRCConfig is platforms.irc (IRC_* in the environment).
-type IRCConfig struct {
-	// Server is the IRC server's host name (IRC_SERVER); the platform is
-	// on when it is set.
-	Server string `yaml:"server"`
-	// Port defaults to 6667, or 6697 with TLS (IRC_PORT).
-	Port int `yaml:"port"`
-	// TLS connects with TLS (IRC_TLS).
-	TLS bool `yaml:"tls"`
-	// Nick is the bot's nick, "hermes" by default (IRC_NICK).
-	Nick string `yaml:"nick"`
-	// Password is the server password, if it wants one (IRC_PASSWORD).
-	Password string `yaml:"password"`
-	// Channels are joined on connecting (IRC_CHANNELS, comma-separated).
-	Channels []string `yaml:"channels"`
-	// AllowedUsers are nicks or nick!user@host masks (IRC_ALLOWED_USERS).
-	AllowedUsers []string `yaml:"allowed_users"`
-	// LinesPerSecond is the flood control's pace (1 by default).
-	LinesPerSecond float64 `yaml:"lines_per_second"`
-}
-
 // resolveIRC applies IRC_* over platforms.irc.
-func resolveIRC(c *IRCConfig) error {
+func resolveIRC(c *config.IRCConfig) error {
 	c.Server = first(os.Getenv("IRC_SERVER"), c.Server)
 	c.Nick = first(os.Getenv("IRC_NICK"), c.Nick, "hermes")
 	c.Password = first(os.Getenv("IRC_PASSWORD"), c.Password)

@@ -8,30 +8,11 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/matrix"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-// MatrixConfig is platforms.matrix (MATRIX_* in the environment).
-type MatrixConfig struct {
-	// Homeserver is the client-server API's URL (MATRIX_HOMESERVER).
-	Homeserver string `yaml:"homeserver"`
-	// UserID is the bot's Matrix id, @hermes:example.org (MATRIX_USER_ID).
-	UserID string `yaml:"user_id"`
-	// AccessToken authenticates the bot (MATRIX_ACCESS_TOKEN); without it
-	// Password logs in (MATRIX_PASSWORD).
-	AccessToken string `yaml:"access_token"`
-	Password    string `yaml:"password"`
-	// AllowedUsers are Matrix ids allowed to talk to the bot and to
-	// invite it to rooms (MATRIX_ALLOWED_USERS, comma-separated).
-	AllowedUsers []string `yaml:"allowed_users"`
-	// Rooms are room ids or aliases the bot joins at start.
-	Rooms []string `yaml:"rooms"`
-	// PairingInvites accepts direct-chat invites from anyone, so that
-	// they can ask for a pairing code (off: only allowed users' invites).
-	PairingInvites bool `yaml:"pairing_invites"`
-}
-
 // resolveMatrix applies the MATRIX_* environment over platforms.matrix.
-func resolveMatrix(m *MatrixConfig) {
+func resolveMatrix(m *config.MatrixConfig) {
 	m.Homeserver = first(os.Getenv("MATRIX_HOMESERVER"), m.Homeserver)
 	m.UserID = first(os.Getenv("MATRIX_USER_ID"), m.UserID)
 	m.AccessToken = first(os.Getenv("MATRIX_ACCESS_TOKEN"), m.AccessToken)

@@ -6,29 +6,11 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/slack"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-// SlackConfig is platforms.slack (SLACK_* in the environment).
-type SlackConfig struct {
-	// BotToken is the Bot User OAuth Token, xoxb-… (SLACK_BOT_TOKEN).
-	BotToken string `yaml:"bot_token"`
-	// AppToken is an app-level token, xapp-… with connections:write
-	// (SLACK_APP_TOKEN): set, the gateway receives over Socket Mode.
-	AppToken string `yaml:"app_token"`
-	// SigningSecret checks Events API, slash command and interactivity
-	// requests (SLACK_SIGNING_SECRET).
-	SigningSecret string `yaml:"signing_secret"`
-	// EventsListen is the Events API endpoint's address, behind a TLS
-	// reverse proxy (SLACK_EVENTS_LISTEN; none by default).
-	EventsListen string `yaml:"events_listen"`
-	// AllowedUsers are Slack user ids, U… (SLACK_ALLOWED_USERS).
-	AllowedUsers []string `yaml:"allowed_users"`
-	// APIURL points at another Web API (SLACK_API_URL; tests).
-	APIURL string `yaml:"api_url"`
-}
-
 // resolveSlack applies the SLACK_* environment over platforms.slack.
-func resolveSlack(c *SlackConfig) {
+func resolveSlack(c *config.SlackConfig) {
 	c.BotToken = first(os.Getenv("SLACK_BOT_TOKEN"), c.BotToken)
 	c.AppToken = first(os.Getenv("SLACK_APP_TOKEN"), c.AppToken)
 	c.SigningSecret = first(os.Getenv("SLACK_SIGNING_SECRET"), c.SigningSecret)

@@ -7,30 +7,12 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/xmpp"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
-
-// XMPPConfig is platforms.xmpp (XMPP_* in the environment).
-type XMPPConfig struct {
-	// JID is the bot's account, such as hermes@example.org (XMPP_JID);
-	// the platform is on when it is set.
-	JID string `yaml:"jid"`
-	// Password is the account's password (XMPP_PASSWORD).
-	Password string `yaml:"password"`
-	// Server is host:port to connect to (XMPP_SERVER); empty looks up the
-	// domain's SRV record.
-	Server string `yaml:"server"`
-	// Rooms are the multi-user chat rooms to join (XMPP_ROOMS,
-	// comma-separated).
-	Rooms []string `yaml:"rooms"`
-	// Nick is the bot's nick in rooms (default: the JID's local part).
-	Nick string `yaml:"nick"`
-	// AllowedUsers are bare JIDs (XMPP_ALLOWED_USERS, comma-separated).
-	AllowedUsers []string `yaml:"allowed_users"`
-}
 
 // resolveXMPP applies XMPP_* over platforms.xmpp. Allowed users are bare
 // JIDs, compared without case (as the adapter reports them).
-func resolveXMPP(c *XMPPConfig) {
+func resolveXMPP(c *config.XMPPConfig) {
 	c.JID = first(os.Getenv("XMPP_JID"), c.JID)
 	c.Password = first(os.Getenv("XMPP_PASSWORD"), c.Password)
 	c.Server = first(os.Getenv("XMPP_SERVER"), c.Server)

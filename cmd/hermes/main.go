@@ -21,3 +21,13 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// first is the first of vs that is not empty.
+func first(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -21,12 +21,13 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // mcpOptions are the MCP servers' options in this process: the
 // environment without Hermes' secrets, the dialects of the providers in
 // use, the cache for images, command_allowlist for approvals.
-func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) *mcp.Options {
+func mcpOptions(home string, cfg config.Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) *mcp.Options {
 	modes := []string{cfg.Mode}
 	for _, f := range cfg.Fallbacks {
 		if m, err := llm.ResolveMode(f); err == nil {
@@ -39,7 +40,7 @@ func mcpOptions(home string, cfg Resolved, env func() []string, allow mcp.AllowL
 
 // addMCP adds a toolset per enabled MCP server to r and starts them all
 // connecting at once, in the background. Registry.Close stops them.
-func addMCP(r *tools.Registry, home string, cfg Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) error {
+func addMCP(r *tools.Registry, home string, cfg config.Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) error {
 	if len(cfg.MCPServers) == 0 {
 		return nil
 	}
@@ -61,7 +62,7 @@ func addMCP(r *tools.Registry, home string, cfg Resolved, env func() []string, a
 }
 
 // turnHooks are the shell hooks that run at turns (nil: none configured).
-func turnHooks(cfg Resolved, wd string, log zerolog.Logger) agent.TurnHooks {
+func turnHooks(cfg config.Resolved, wd string, log zerolog.Logger) agent.TurnHooks {
 	r, err := hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return secretsOf(cfg).Env(os.Environ()) }, Dir: wd, Log: log})
 	if err != nil || !(r.Has(hooks.PreLLMCall) || r.Has(hooks.OnSessionStart) || r.Has(hooks.OnSessionEnd)) {
 		return nil
@@ -78,16 +79,16 @@ func mcpCmd(g *globals) *cobra.Command {
 // mcpConfig is config.yaml resolved far enough for MCP: the servers and
 // what their environment needs (terminal.env_passthrough, keys to keep
 // from them).
-func (g *globals) mcpConfig() (string, Resolved, error) {
+func (g *globals) mcpConfig() (string, config.Resolved, error) {
 	home, err := g.resolveHome()
 	if err != nil {
-		return "", Resolved{}, err
+		return "", config.Resolved{}, err
 	}
-	c, err := loadConfig(home)
+	c, err := config.Load(home)
 	if err != nil {
-		return "", Resolved{}, err
+		return "", config.Resolved{}, err
 	}
-	cfg, err := resolve(home, c, Overrides{Model: first(c.Model.Name, "unset")})
+	cfg, err := config.Resolve(home, c, config.Overrides{Model: first(c.Model.Name, "unset")})
 	return home, cfg, err
 }
 
@@ -239,7 +240,7 @@ func target(sc mcp.ServerConfig) string {
 
 // probe connects to the servers at once and reports each (the disabled
 // ones without connecting).
-func probe(home string, cfg Resolved, names []string, connect bool, log zerolog.Logger) ([]mcpRow, []*mcp.Server, func(), error) {
+func probe(home string, cfg config.Resolved, names []string, connect bool, log zerolog.Logger) ([]mcpRow, []*mcp.Server, func(), error) {
 	keep := secretsOf(cfg)
 	opts := mcpOptions(home, cfg, func() []string { return keep.Env(os.Environ()) }, nil, nil, log)
 	var rows []mcpRow
@@ -417,7 +418,7 @@ func editConfig(path string, edit func(root *yaml.Node) error) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if _, err := loadConfig(filepath.Dir(path)); err != nil {
+	if _, err := config.Load(filepath.Dir(path)); err != nil {
 		if len(old) > 0 {
 			os.WriteFile(path, old, 0o600)
 		} else {

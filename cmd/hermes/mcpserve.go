@@ -23,6 +23,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/mcpserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/search"
@@ -218,7 +219,7 @@ func (b *backend) chatter() (*chatter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.c == nil {
-		c, err := newChatter(b.g, Overrides{}, nil)
+		c, err := newChatter(b.g, config.Overrides{}, nil)
 		if err != nil {
 			return nil, err
 		}

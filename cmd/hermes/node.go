@@ -14,24 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events/postgres"
 )
 
-// ClusterConfig is the cluster: section of config.yaml: where agent nodes
-// and a gateway in cluster mode find each other.
-type ClusterConfig struct {
-	// Etcd lists etcd's client endpoints (host:port): the cluster provider.
-	Etcd []string `yaml:"etcd"`
-	// Name is the cluster's name (default hermes).
-	Name string `yaml:"name"`
-	// Listen is where this process's cluster remote listens (default
-	// 127.0.0.1:0, any free port; members advertise it through etcd).
-	Listen string `yaml:"listen"`
-}
-
 // nodeConfig resolves the cluster settings: flags over config.yaml.
 func nodeConfig(home, etcdFlag, listenFlag string) (node.Config, error) {
-	fc, err := loadConfig(home)
+	fc, err := config.Load(home)
 	if err != nil {
 		return node.Config{}, err
 	}
@@ -62,7 +51,7 @@ func nodeConfig(home, etcdFlag, listenFlag string) (node.Config, error) {
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "An agent node: a cluster member that runs sessions for gateways in cluster mode"}
-	var ov Overrides
+	var ov config.Overrides
 	var etcdFlag, listen string
 	run := &cobra.Command{
 		Use:   "run",
@@ -87,7 +76,7 @@ func nodeCmd(g *globals) *cobra.Command {
 // runNode hosts session grains until ctx ends. The sessions run against
 // the configured store, which every node and the gateway share (a
 // postgres:// store: the embedded one is one process's).
-func runNode(ctx context.Context, g *globals, ov Overrides, etcdFlag, listen string) error {
+func runNode(ctx context.Context, g *globals, ov config.Overrides, etcdFlag, listen string) error {
 	// The asker is made before the session manager, which needs it, and
 	// learns the store once the app is open.
 	ask := &lateAsker{}

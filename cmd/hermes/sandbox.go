@@ -7,13 +7,14 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // sandboxes is the kernel sandbox of cfg's local backend: one per
 // session, shared by the terminal, execute_code and cron scripts. nil
 // where commands run elsewhere (ssh, docker) or unconfined
 // (sandbox.mode: full-access, said with a warning).
-func sandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxes {
+func sandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
 	if cfg.Backend != nil {
 		if _, local := cfg.Backend.(terminal.Local); !local {
 			return nil
@@ -23,7 +24,7 @@ func sandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxe
 	if p.Mode == "" {
 		// A Resolved made without config: the defaults, never less.
 		var err error
-		if p, err = sandboxOf(home, SandboxConfig{}, "", "config.yaml"); err != nil {
+		if p, err = config.SandboxPolicy(home, config.SandboxConfig{}, "", "config.yaml"); err != nil {
 			log.Error().Err(err).Msg("sandbox")
 			return &terminal.Sandboxes{Policy: sandbox.Defaults("", home), Log: log}
 		}
@@ -39,7 +40,7 @@ func sandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxe
 // cronSandboxes is the sandbox of cron's scripts: the local backend's,
 // with the scripts directory ($HERMES_HOME/scripts, their working
 // directory) shown again inside the hidden home; nil as sandboxes is.
-func cronSandboxes(home string, cfg Resolved, log zerolog.Logger) *terminal.Sandboxes {
+func cronSandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
 	s := sandboxes(home, cfg, log)
 	if s != nil {
 		s.Policy.Visible = append(append([]string(nil), s.Policy.Visible...), filepath.Join(home, "scripts"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events/embedded"
 )
 
@@ -209,14 +210,14 @@ func TestHomeAndExecuteCodeThroughTheCLI(t *testing.T) {
 func syscallKill(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
 
 func TestEnvPassthroughConfig(t *testing.T) {
-	load := func(yml string) (Resolved, error) {
+	load := func(yml string) (config.Resolved, error) {
 		home := t.TempDir()
 		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\n"+yml), 0o600)
-		c, err := loadConfig(home)
+		c, err := config.Load(home)
 		if err != nil {
-			return Resolved{}, err
+			return config.Resolved{}, err
 		}
-		return resolve(home, c, Overrides{})
+		return config.Resolve(home, c, config.Overrides{})
 	}
 	r, err := load("terminal:\n  env_passthrough: [GITHUB_TOKEN, \"NPM_*\"]\n")
 	if err != nil || strings.Join(r.EnvPassthrough, ",") != "GITHUB_TOKEN,NPM_*" {

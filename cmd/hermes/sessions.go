@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
@@ -40,7 +41,7 @@ func writeJSON(w io.Writer, v any) error {
 // it (the table alone when the file cannot be read).
 func knownPrices(home string) model.Prices {
 	p := model.DefaultPrices()
-	if c, err := loadConfig(home); err == nil {
+	if c, err := config.Load(home); err == nil {
 		for k, v := range c.Prices {
 			p[k] = v
 		}

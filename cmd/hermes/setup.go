@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -113,21 +114,21 @@ func setupCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintln(w, "ok")
 			}
-			if err := setConfig(home, "model.default", model); err != nil {
+			if err := config.Set(home, "model.default", model); err != nil {
 				return err
 			}
 			if cfg.Provider != "" {
-				if err := setConfig(home, "model.provider", cfg.Provider); err != nil {
+				if err := config.Set(home, "model.provider", cfg.Provider); err != nil {
 					return err
 				}
 			}
 			if baseURL != "" {
-				if err := setConfig(home, "model.base_url", baseURL); err != nil {
+				if err := config.Set(home, "model.base_url", baseURL); err != nil {
 					return err
 				}
 			}
 			if key != "" && p.keyEnv != "" {
-				if err := setDotEnv(home, p.keyEnv, key); err != nil {
+				if err := config.SetDotEnv(home, p.keyEnv, key); err != nil {
 					return err
 				}
 			}
@@ -160,58 +161,4 @@ func testCall(ctx context.Context, c llm.Config, name string) error {
 	_, err = p.Complete(ctx, model.Request{Model: name, NoTools: true, MaxTokens: 16,
 		Messages: []schema.Message{{Role: "user", Content: "Reply with the single word OK."}}}, func(model.Delta) {})
 	return err
-}
-
-// setDotEnv sets name=value in $HERMES_HOME/.env (mode 0600), keeping the
-// file's other lines.
-func setDotEnv(home, name, value string) error {
-	path := filepath.Join(home, ".env")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	var lines []string
-	done := false
-	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		if k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "="); ok && strings.TrimSpace(k) == name {
-			l, done = name+"="+value, true
-		}
-		if l != "" || len(lines) > 0 {
-			lines = append(lines, l)
-		}
-	}
-	if !done {
-		lines = append(lines, name+"="+value)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// loadDotEnv sets the variables of $HERMES_HOME/.env that the environment
-// does not set already (the environment wins, as Hermes has it).
-func loadDotEnv(home string) {
-	data, err := os.ReadFile(filepath.Join(home, ".env"))
-	if err != nil {
-		return
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(strings.TrimPrefix(l, "export "), "=")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		if _, set := os.LookupEnv(k); !set && k != "" {
-			os.Setenv(k, v)
-		}
-	}
 }

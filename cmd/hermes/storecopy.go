@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/storecopy"
@@ -17,12 +18,12 @@ import (
 // copyEnd is one side of `store copy`: a store spec, or an embedded store
 // at a path of its own (embedded:PATH).
 type copyEnd struct {
-	spec storeSpec
+	spec config.StoreSpec
 	path string // the embedded store's file
 }
 
 func (e copyEnd) String() string {
-	if e.spec.kind == storeEmbedded {
+	if e.spec.Kind == config.StoreEmbedded {
 		return "embedded:" + e.path
 	}
 	return e.spec.String()
@@ -34,14 +35,14 @@ func (g *globals) copyEnd(home, v string) (copyEnd, error) {
 			return copyEnd{}, errors.New("embedded: names no file: give embedded:PATH or embedded")
 		}
 		abs, err := filepath.Abs(p)
-		return copyEnd{spec: storeSpec{kind: storeEmbedded}, path: abs}, err
+		return copyEnd{spec: config.StoreSpec{Kind: config.StoreEmbedded}, path: abs}, err
 	}
-	var spec storeSpec
+	var spec config.StoreSpec
 	var err error
 	if v == "" {
 		spec, err = g.storeSpec(home)
 	} else {
-		spec, err = parseStore(v)
+		spec, err = config.ParseStore(v)
 	}
 	if err != nil {
 		return copyEnd{}, err
@@ -51,8 +52,8 @@ func (g *globals) copyEnd(home, v string) (copyEnd, error) {
 
 // open opens a side of the copy; an embedded source is opened read-only.
 func (e copyEnd) open(ctx context.Context, g *globals, source bool) (events.Store, error) {
-	if e.spec.kind != storeEmbedded {
-		return e.spec.open(ctx, "", g.log)
+	if e.spec.Kind != config.StoreEmbedded {
+		return openSpec(ctx, e.spec, "", g.log)
 	}
 	if source {
 		return embedded.OpenReadOnly(e.path, embedded.WithLogger(g.log))

@@ -26,6 +26,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
 	"github.com/hermes-go/hermes/adapters/tools/web"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/search"
 )
@@ -44,7 +45,7 @@ import (
 // toolset whose tools the live toolbox picks up as they come; shell hooks
 // wrap every tool (pre_tool_call and post_tool_call), outside the
 // redaction, so that they see what the model will see.
-func registry(home, wd string, store events.Store, cfg Resolved, searcher func(context.Context, search.Query) (search.Results, error),
+func registry(home, wd string, store events.Store, cfg config.Resolved, searcher func(context.Context, search.Query) (search.Results, error),
 	summarize func(context.Context, string, string) (string, error), cj *cronTool, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	keep := secretsOf(cfg)
@@ -96,7 +97,7 @@ func registry(home, wd string, store events.Store, cfg Resolved, searcher func(c
 
 // secretsOf is what this process knows to be secret: its environment's
 // keys and the keys config holds outside the environment.
-func secretsOf(cfg Resolved) *secrets.Set {
+func secretsOf(cfg config.Resolved) *secrets.Set {
 	keys := map[string]string{"api_key (config.yaml)": cfg.LLM.APIKey, "web.api_key (config.yaml)": cfg.Web.APIKey}
 	for i, f := range cfg.Fallbacks {
 		keys[fmt.Sprintf("fallback_providers[%d] key", i)] = f.APIKey
@@ -205,14 +206,14 @@ func toolsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fileCfg, err := loadConfig(home)
+			fileCfg, err := config.Load(home)
 			if err != nil {
 				return err
 			}
 			if err := fileCfg.Tools.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
 			}
-			cfg := Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
+			cfg := config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
 			wd, _ := os.Getwd()
 			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil, g.log)
 			if err != nil {

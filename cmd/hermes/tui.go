@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tui"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
@@ -102,7 +103,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	sc := &screenChat{scr: scr, results: make(chan session.TurnResult, 8), bg: make(chan bgResult, 8), titles: make(chan [2]string, 8)}
 	ov := f.ov
 	sc.yolo, ov.Yolo = ov.Yolo, false // per turn: /yolo switches it
-	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider model.Provider, cfg Resolved) {
+	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider model.Provider, cfg config.Resolved) {
 		if cfg.AutoTitle {
 			d.Title = titler(provider, cfg, func(id, title string) { sc.titles <- [2]string{id, title} })
 		}
@@ -780,7 +781,7 @@ var thinkBlock = regexp.MustCompile(`(?s)<think(ing)?>.*?(</think(ing)?>|$)`)
 // titler generates session titles with the auxiliary model (the main one
 // unless auxiliary.compression names another), as Hermes does after a
 // session's first exchange; told reports each title made.
-func titler(main model.Provider, cfg Resolved, told func(session, title string)) func(context.Context, string, string, string) (string, schema.AuxiliaryCallCompleted, error) {
+func titler(main model.Provider, cfg config.Resolved, told func(session, title string)) func(context.Context, string, string, string) (string, schema.AuxiliaryCallCompleted, error) {
 	return func(ctx context.Context, id, user, answer string) (string, schema.AuxiliaryCallCompleted, error) {
 		prov, name := main, cfg.Model
 		if cfg.AuxModel != "" {

@@ -1,4 +1,8 @@
-package main
+// Package config is hermes' configuration: $HERMES_HOME/config.yaml with
+// its keys checked, the environment (.env included) and the defaults, and
+// the flags a command passes in (Overrides, Home, Store, LogLevel), so
+// that which one wins is decided in one place and tested here.
+package config
 
 import (
 	"errors"
@@ -76,6 +80,10 @@ type Config struct {
 	// the Python Hermes Agent's config), warned about.
 	ignored []string
 }
+
+// Ignored are the top-level keys of the file this build does not use
+// (sections of the Python Hermes Agent's config), to warn about.
+func (c Config) Ignored() []string { return c.ignored }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
 // base_url, api_mode}.
@@ -202,7 +210,9 @@ type Overrides struct {
 	Sandbox string
 }
 
-func loadConfig(home string) (Config, error) {
+// Load reads home's config.yaml (none: the zero Config), refusing unknown
+// keys and values out of range with errors naming the key and its line.
+func Load(home string) (Config, error) {
 	var c Config
 	path := filepath.Join(home, "config.yaml")
 	data, err := os.ReadFile(path)
@@ -236,7 +246,9 @@ func loadConfig(home string) (Config, error) {
 	return c, nil
 }
 
-func resolve(home string, c Config, o Overrides) (Resolved, error) {
+// Resolve is the configuration in effect: o (the flags) over the
+// environment over c (the file) over the defaults.
+func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	path := filepath.Join(home, "config.yaml")
 	r := Resolved{Model: c.Model.Name, MaxTurns: 90, BudgetWarningAt: 0.7, ToolTimeout: 180 * time.Second, MaxParallel: 8, Yolo: o.Yolo}
 	r.LLM = llm.Config{Provider: first(c.Model.Provider, c.Provider), BaseURL: first(c.Model.BaseURL, c.BaseURL),
@@ -405,7 +417,7 @@ func resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if sbMode == "" {
 		sbMode = os.Getenv("HERMES_SANDBOX")
 	}
-	if r.Sandbox, err = sandboxOf(home, c.Sandbox, sbMode, path); err != nil {
+	if r.Sandbox, err = SandboxPolicy(home, c.Sandbox, sbMode, path); err != nil {
 		return r, err
 	}
 	r.SandboxEnv = c.Sandbox.Env
@@ -453,10 +465,10 @@ func first(vs ...string) string {
 	return ""
 }
 
-// sandboxOf is the sandbox policy of config's sandbox: section (mode
+// SandboxPolicy is the sandbox policy of config's sandbox: section (mode
 // over it: --sandbox, else HERMES_SANDBOX): Hermes' home and the credential stores hidden,
 // the home's start-up files protected, and what the section adds.
-func sandboxOf(home string, c SandboxConfig, mode, path string) (sandbox.Policy, error) {
+func SandboxPolicy(home string, c SandboxConfig, mode, path string) (sandbox.Policy, error) {
 	m, err := sandbox.ParseMode(first(mode, c.Mode))
 	if err != nil {
 		if mode != "" {

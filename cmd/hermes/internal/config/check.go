@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -208,7 +208,7 @@ func tolerance(key string) int { return max(2, len(key)/4) }
 func checkValues(c Config, set map[string]bool) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	if _, err := parseStore(c.Store); err != nil {
+	if _, err := ParseStore(c.Store); err != nil {
 		bad("store: %v", err)
 	}
 	if c.ContextWindow < 0 {

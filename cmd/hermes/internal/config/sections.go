@@ -1,0 +1,43 @@
+package config
+
+// CronConfig is the cron: section of config.yaml. provider, chronos,
+// mirror_delivery and session_db_timeout_seconds are the Python Hermes
+// Agent's keys: accepted so that one config.yaml serves both, unused here.
+type CronConfig struct {
+	// MaxParallelJobs bounds the runs at once (default 4).
+	MaxParallelJobs int `yaml:"max_parallel_jobs"`
+	// OutputRetention is how many output files a job keeps (default 50;
+	// 0 or less keeps all).
+	OutputRetention *int `yaml:"output_retention"`
+	// WrapResponse puts the job's name above delivered answers (default on).
+	WrapResponse *bool `yaml:"wrap_response"`
+	// ScriptTimeoutSeconds bounds a job's script (0: the run's timeout).
+	ScriptTimeoutSeconds int `yaml:"script_timeout_seconds"`
+	// Timeout bounds a run whose job sets none (default 10m;
+	// HERMES_CRON_TIMEOUT in seconds overrides it).
+	Timeout string `yaml:"timeout"`
+	// Timezone is the zone of new jobs' schedules (default: the machine's).
+	Timezone string `yaml:"timezone"`
+	// AllowNested lets a job's runs create jobs (default off).
+	AllowNested bool `yaml:"allow_nested"`
+	// DeliveryTimeout bounds the wait for a platform's delivery outcome
+	// (default 2m).
+	DeliveryTimeout string `yaml:"delivery_timeout"`
+
+	Provider                string         `yaml:"provider"`
+	Chronos                 map[string]any `yaml:"chronos"`
+	MirrorDelivery          bool           `yaml:"mirror_delivery"`
+	SessionDBTimeoutSeconds int            `yaml:"session_db_timeout_seconds"`
+}
+
+// ClusterConfig is the cluster: section of config.yaml: where agent nodes
+// and a gateway in cluster mode find each other.
+type ClusterConfig struct {
+	// Etcd lists etcd's client endpoints (host:port): the cluster provider.
+	Etcd []string `yaml:"etcd"`
+	// Name is the cluster's name (default hermes).
+	Name string `yaml:"name"`
+	// Listen is where this process's cluster remote listens (default
+	// 127.0.0.1:0, any free port; members advertise it through etcd).
+	Listen string `yaml:"listen"`
+}
