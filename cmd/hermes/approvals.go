@@ -10,26 +10,27 @@ import (
 
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/judge"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // approvalsCmd shows and changes the standing approvals: the grants in the
 // event store ("always" answers) and, read-only, config.yaml's
 // command_allowlist.
-func approvalsCmd(g *globals) *cobra.Command {
+func approvalsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "approvals", Short: `Standing approvals of dangerous commands ("always" answers): list, add, revoke`}
 	// with opens the home's allow-list for fn.
 	with := func(fn func(l *grants.List) error) error {
-		a, err := g.open()
+		a, err := g.Open()
 		if err != nil {
 			return err
 		}
 		defer a.Close()
-		fileCfg, err := config.Load(a.home)
+		fileCfg, err := config.Load(a.Home)
 		if err != nil {
 			return err
 		}
-		return fn(grants.New(a.store, fileCfg.CommandAllowlist, g.log))
+		return fn(grants.New(a.Store, fileCfg.CommandAllowlist, g.Log))
 	}
 	list := &cobra.Command{
 		Use:   "list",

@@ -29,7 +29,7 @@ import (
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
-	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -57,7 +57,7 @@ type chatFlags struct {
 	plain    bool
 }
 
-func chatCmd(g *globals) *cobra.Command {
+func chatCmd(g *app.Factory) *cobra.Command {
 	f := &chatFlags{}
 	cmd := &cobra.Command{
 		Use:   "chat",
@@ -86,7 +86,7 @@ func chatCmd(g *globals) *cobra.Command {
 
 // chatter is a wired chat: one actor system and the sessions it runs.
 type chatter struct {
-	a     *app
+	a     *app.App
 	cfg   config.Resolved
 	mgr   *session.Manager
 	stop  func()
@@ -103,20 +103,20 @@ type chatter struct {
 // starts; provider is the configured provider chain.
 type chatOption func(d *session.Deps, provider model.Provider, cfg config.Resolved)
 
-func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
-	a, err := g.open()
+func newChatter(g *app.Factory, ov config.Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
+	a, err := g.Open()
 	if err != nil {
 		return nil, err
 	}
-	fileCfg, err := config.Load(a.home)
+	fileCfg, err := config.Load(a.Home)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	for _, k := range fileCfg.Ignored() {
-		g.log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.home, "config.yaml"), k)
+		g.Log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.Home, "config.yaml"), k)
 	}
-	cfg, err := config.Resolve(a.home, fileCfg, ov)
+	cfg, err := config.Resolve(a.Home, fileCfg, ov)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -128,9 +128,9 @@ func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatO
 			where = cfg.LLM.Provider
 		}
 		return nil, fmt.Errorf("no API key for %s: set %s (or put it in %s, or run hermes setup); a local server needs no key: point --base-url or OPENAI_BASE_URL at it",
-			where, cfg.LLM.KeyEnv, filepath.Join(a.home, ".env"))
+			where, cfg.LLM.KeyEnv, filepath.Join(a.Home, ".env"))
 	}
-	provider, err := ladderOf(cfg)
+	provider, err := app.Ladder(cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -138,7 +138,7 @@ func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatO
 	wd, _ := os.Getwd()
 	searcher := func(ctx context.Context, q search.Query) (search.Results, error) {
 		var res search.Results
-		err := a.searchIndex(ctx, false, nil, func(idx *search.Index) error {
+		err := a.SearchIndex(ctx, false, nil, func(idx *search.Index) error {
 			var err error
 			res, err = idx.Search(ctx, q)
 			return err
@@ -146,42 +146,42 @@ func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatO
 		return res, err
 	}
 	cj := newCronTool()
-	reg, ex, err := registry(a.home, wd, a.store, cfg, searcher, summarizer(provider, cfg), cj, g.log)
+	reg, ex, err := registry(a.Home, wd, a.Store, cfg, searcher, app.Summarizer(provider, cfg), cj, g.Log)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	tools := reg.Select(cfg.Tools)
 	ex.Toolbox = tools
-	sys := actors.NewSystem(g.log)
+	sys := actors.NewSystem(g.Log)
 	pool := toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout)
-	pool.Log = g.log
+	pool.Log = g.Log
 	deps := session.Deps{
-		Store: a.store, Log: g.log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
+		Store: a.Store, Log: g.Log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
 		Exec: pool,
 		Cfg: agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens,
 			Prices: cfg.Prices, MaxDelegatesPerResponse: cfg.MaxDelegates},
 		MaxDepth:          cfg.MaxDepth,
 		MaxConcurrent:     cfg.MaxConcurrent,
-		Restrict:          restrictor(reg, cfg.Tools),
+		Restrict:          app.Restrictor(reg, cfg.Tools),
 		MaxTurns:          cfg.MaxTurns,
 		Compression:       cfg.Compression,
-		Windows:           &compress.Windows{Path: filepath.Join(a.home, "context_limits.json"), Override: cfg.ContextWindow},
+		Windows:           &compress.Windows{Path: filepath.Join(a.Home, "context_limits.json"), Override: cfg.ContextWindow},
 		FlushMemory:       true,
 		MaxCostPerSession: cfg.MaxCostPerSession,
 		MaxCostPerDay:     cfg.MaxCostPerDay,
 		// One process at a time runs a session: a chat holds the lease of
 		// its session until it ends or moves to another one.
-		Leases: a.leases(session.ThisProcess()),
+		Leases: a.Leases(session.ThisProcess()),
 		// What the model writes is redacted as its tools' output is
 		// (registry): the log, search, export and the API serve it.
-		Redact: secretsOf(cfg).Redact,
+		Redact: app.Secrets(cfg).Redact,
 		DayCost: func() float64 {
-			d, _ := costs.Day(context.Background(), a.projDB.Reader(), time.Now().UTC().Format("2006-01-02"))
+			d, _ := costs.Day(context.Background(), a.ProjDB.Reader(), time.Now().UTC().Format("2006-01-02"))
 			return d
 		},
 	}
-	deps.Hooks = turnHooks(cfg, wd, g.log)
+	deps.Hooks = app.TurnHooks(cfg, wd, g.Log)
 	if cfg.AuxModel != "" {
 		aux, err := llm.New(cfg.Aux)
 		if err != nil {
@@ -194,7 +194,7 @@ func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatO
 		o(&deps, provider, cfg)
 	}
 	mgr := session.NewManager(sys, deps)
-	stopOnLost(deps.Leases, mgr)
+	app.StopOnLost(deps.Leases, mgr)
 	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
@@ -202,8 +202,8 @@ func newChatter(g *globals, ov config.Overrides, asker tool.Asker, opts ...chatO
 	runnerDone := make(chan struct{})
 	go func() {
 		defer close(runnerDone)
-		if err := a.runner.Run(rctx); err != nil && rctx.Err() == nil {
-			g.log.Warn().Err(err).Msg("projections stopped")
+		if err := a.Runner.Run(rctx); err != nil && rctx.Err() == nil {
+			g.Log.Warn().Err(err).Msg("projections stopped")
 		}
 	}()
 	c.stop = func() {
@@ -237,110 +237,28 @@ func (c *chatter) createSession(ctx context.Context, source, id string) error {
 func (c *chatter) startSession(ctx context.Context, id, source, model string, tools []string) error {
 	var index []prompt.Skill
 	if slices.Contains(tools, "skill_view") {
-		all, _ := library(c.a.home, c.wd).All()
+		all, _ := app.Library(c.a.Home, c.wd).All()
 		for _, s := range all {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.a.home, WorkingDir: c.wd, ToolNames: tools, Skills: index, Now: time.Now()})
-	return session.Create(ctx, c.a.store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
-}
-
-// summarizer condenses long session_search results with the auxiliary
-// model (the main one unless auxiliary.compression names another).
-func summarizer(main model.Provider, cfg config.Resolved) func(context.Context, string, string) (string, error) {
-	return func(ctx context.Context, query, results string) (string, error) {
-		prov, name := main, cfg.Model
-		if cfg.AuxModel != "" {
-			p, err := llm.New(cfg.Aux)
-			if err != nil {
-				return "", err
-			}
-			prov, name = p, cfg.AuxModel
-		}
-		resp, err := prov.Complete(ctx, model.Request{Model: name, System: sessionsearch.SummaryPrompt, NoTools: true, MaxTokens: 1500,
-			Messages: []schema.Message{{Role: "user", Content: "Query: " + query + "\n\nResults:\n" + results}}}, func(model.Delta) {})
-		if err != nil {
-			return "", err
-		}
-		// the call is the session's: recorded so that costs count it
-		if env := tool.EnvFrom(ctx); env != nil && env.Record != nil {
-			if err := env.Record(ctx, model.AuxCall("search_summary", prov, name, resp, cfg.Prices)); err != nil {
-				return "", err
-			}
-		}
-		return resp.Content, nil
-	}
-}
-
-// ladderOf builds the provider chain: the configured provider, then
-// fallback_providers in order, each with its credential pool.
-func ladderOf(cfg config.Resolved) (model.Provider, error) {
-	var eps []*model.Endpoint
-	for i, c := range append([]llm.Config{cfg.LLM}, cfg.Fallbacks...) {
-		c := c
-		if _, err := llm.New(c); err != nil {
-			return nil, err
-		}
-		name := c.Provider
-		if name == "" {
-			name = "openai"
-			if m, _ := llm.ResolveMode(c); m == model.ModeAnthropic {
-				name = "anthropic"
-			}
-		}
-		ep := &model.Endpoint{Name: name, Build: func(key string) model.Provider {
-			cc := c
-			cc.APIKey = key
-			p, _ := llm.New(cc)
-			return p
-		}}
-		if i > 0 {
-			ep.Model = cfg.FallbackModels[i-1]
-		}
-		ep.Keys = keysOf(c.APIKey)
-		envName := c.KeyEnv
-		ep.Refresh = func() string {
-			if envName == "" {
-				return ""
-			}
-			if v := os.Getenv(envName); v != "" && !slices.Contains(ep.Keys, v) {
-				return v
-			}
-			return ""
-		}
-		eps = append(eps, ep)
-	}
-	return &model.Ladder{Endpoints: eps, Backoff: model.Backoff{Base: cfg.BackoffBase}}, nil
-}
-
-// keysOf splits a comma-separated credential pool.
-func keysOf(s string) []string {
-	var out []string
-	for _, k := range strings.Split(s, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	if len(out) == 0 {
-		return []string{""}
-	}
-	return out
+	sys := prompt.Build(prompt.Options{Home: c.a.Home, WorkingDir: c.wd, ToolNames: tools, Skills: index, Now: time.Now()})
+	return session.Create(ctx, c.a.Store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
 }
 
 // findResumable resolves --resume (id or prefix) or --continue.
 func (c *chatter) findResumable(ctx context.Context, id string, last bool) (string, error) {
 	if id != "" {
-		rs, err := c.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+		rs, err := c.a.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 		if err == nil && len(rs) == 1 {
 			return id, nil
 		}
 	}
-	if err := c.a.fresh(ctx); err != nil {
+	if err := c.a.Fresh(ctx); err != nil {
 		return "", err
 	}
 	if last {
-		list, err := sessions.List(ctx, c.a.projDB.Reader(), 0)
+		list, err := sessions.List(ctx, c.a.ProjDB.Reader(), 0)
 		if err != nil {
 			return "", err
 		}
@@ -352,7 +270,7 @@ func (c *chatter) findResumable(ctx context.Context, id string, last bool) (stri
 		}
 		return "", errors.New("--continue: there is no session with messages yet; start one with `hermes chat`")
 	}
-	s, ok, err := sessions.Get(ctx, c.a.projDB.Reader(), id)
+	s, ok, err := sessions.Get(ctx, c.a.ProjDB.Reader(), id)
 	if err != nil {
 		return "", err
 	}
@@ -417,7 +335,7 @@ func stdinTerminal(cmd *cobra.Command) bool {
 	return ok && isatty.IsTerminal(in.Fd())
 }
 
-func runChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
+func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")
 	}
@@ -494,7 +412,7 @@ const exitBudget = 3
 
 // outcome reads how turn turnID of session id ended (TurnCompleted).
 func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) {
-	rs, err := c.a.store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 16)
+	rs, err := c.a.Store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 16)
 	if err != nil {
 		return "", 0
 	}
@@ -708,7 +626,7 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		*model = arg
 		fmt.Fprintf(errw, "model: %s (from the next turn)\n", arg)
 	case command.Usage:
-		u, err := usageOf(ctx, c.a.store, *id, c.cfg.Prices)
+		u, err := usageOf(ctx, c.a.Store, *id, c.cfg.Prices)
 		if err != nil {
 			return false, err
 		}

@@ -7,15 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-func configCmd(g *globals) *cobra.Command {
+func configCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Show, change and locate config.yaml"}
 	path := &cobra.Command{
 		Use: "path", Short: "Print the path of config.yaml", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -26,7 +27,7 @@ func configCmd(g *globals) *cobra.Command {
 	show := &cobra.Command{
 		Use: "show", Short: "Show the configuration in effect (file, environment and defaults), secrets masked", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -38,7 +39,7 @@ func configCmd(g *globals) *cobra.Command {
 		Short: "Set a key of config.yaml (dotted: agent.max_turns 40); the rest of the file, comments included, is kept",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}

@@ -7,13 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/sessions"
 )
 
-func costsCmd(g *globals) *cobra.Command {
+func costsCmd(g *app.Factory) *cobra.Command {
 	var by, since string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -26,15 +27,15 @@ func costsCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("--since %q: use YYYY-MM-DD", since)
 				}
 			}
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			if err := a.fresh(cmd.Context()); err != nil {
+			if err := a.Fresh(cmd.Context()); err != nil {
 				return err
 			}
-			rows, err := costs.Totals(cmd.Context(), a.projDB.Reader(), by, since)
+			rows, err := costs.Totals(cmd.Context(), a.ProjDB.Reader(), by, since)
 			if err != nil {
 				return err
 			}
@@ -62,16 +63,16 @@ func costsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func sessionsTree(g *globals) *cobra.Command {
+func sessionsTree(g *app.Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tree ID",
 		Short: "Show the tree of sessions ID belongs to (compressions, forks, subagents)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
-				nodes, err := lineage.Tree(ctx, a.projDB.Reader(), s.ID)
+				nodes, err := lineage.Tree(ctx, a.ProjDB.Reader(), s.ID)
 				if err != nil {
 					return err
 				}
@@ -81,7 +82,7 @@ func sessionsTree(g *globals) *cobra.Command {
 				}
 				var out []row
 				for _, n := range nodes {
-					sum, _, _ := sessions.Get(ctx, a.projDB.Reader(), n.ID)
+					sum, _, _ := sessions.Get(ctx, a.ProjDB.Reader(), n.ID)
 					out = append(out, row{n, sum})
 				}
 				if asJSON {
@@ -137,16 +138,16 @@ func sessionsTree(g *globals) *cobra.Command {
 }
 
 // showLineage prints the history of every session from the root to id.
-func showLineage(cmd *cobra.Command, a *app, id string) error {
+func showLineage(cmd *cobra.Command, a *app.App, id string) error {
 	ctx := cmd.Context()
-	chain, err := lineage.Chain(ctx, a.projDB.Reader(), id)
+	chain, err := lineage.Chain(ctx, a.ProjDB.Reader(), id)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	for i, n := range chain {
 		fmt.Fprintf(out, "═══ %d/%d session %s (%s)\n", i+1, len(chain), n.ID, n.Reason)
-		msgs, err := history.Messages(ctx, a.projDB.Reader(), n.ID)
+		msgs, err := history.Messages(ctx, a.ProjDB.Reader(), n.ID)
 		if err != nil {
 			return err
 		}

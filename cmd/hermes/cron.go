@@ -27,6 +27,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -130,7 +131,7 @@ func (c *chatter) cron() *cronWiring { return c.cronw }
 func (c *chatter) wireCron(fileCfg config.Config, cj *cronTool) error {
 	set, err := resolveCron(fileCfg.Cron)
 	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(c.a.home, "config.yaml"), err)
+		return fmt.Errorf("%s: %w", filepath.Join(c.a.Home, "config.yaml"), err)
 	}
 	w := &cronWiring{set: set, allow: cj.allow}
 	w.tool = cj
@@ -150,15 +151,15 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	cfg := cron.Config{
 		Agent: &cron.SessionAgent{Sys: c.sys, Deps: c.deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.home, "scripts"), Timeout: w.set.scriptTimeout,
-			Sandboxes: cronSandboxes(c.a.home, c.cfg, c.a.log)},
-		Leases:        c.a.leases(o),
+		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.Home, "scripts"), Timeout: w.set.scriptTimeout,
+			Sandboxes: app.CronSandboxes(c.a.Home, c.cfg, c.a.Log)},
+		Leases:        c.a.Leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.maxParallel, Timeout: w.set.timeout, AckTimeout: w.set.ackTimeout,
-		OutputDir: filepath.Join(c.a.home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,
-		Bus: pub, Platforms: up, Log: c.a.log,
+		OutputDir: filepath.Join(c.a.Home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,
+		Bus: pub, Platforms: up, Log: c.a.Log,
 	}
-	return cron.New(c.a.store, w.jobs, c.sys, cfg)
+	return cron.New(c.a.Store, w.jobs, c.sys, cfg)
 }
 
 // createCronSession writes the opening events of a run's session: source
@@ -176,7 +177,7 @@ func (c *chatter) cronTools(job *cron.Job) (tool.Toolbox, func([]string, bool) t
 	if !c.cron().set.allowNested {
 		sel.DisabledToolsets = append(slices.Clone(sel.DisabledToolsets), "cronjob")
 	}
-	restrict := restrictor(c.reg, sel)
+	restrict := app.Restrictor(c.reg, sel)
 	return restrict(job.Spec.Toolsets, true), restrict
 }
 
@@ -214,7 +215,7 @@ func (g *gatewayCron) start(up []string) func() {
 	go func() {
 		defer close(done)
 		if err := g.sched.Run(ctx); err != nil {
-			g.c.a.log.Error().Err(err).Msg("cron scheduler")
+			g.c.a.Log.Error().Err(err).Msg("cron scheduler")
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -223,18 +224,18 @@ func (g *gatewayCron) start(up []string) func() {
 // cronHome is a home's jobs for the commands that only read or change
 // them (no model needed).
 type cronHome struct {
-	a     *app
+	a     *app.App
 	jobs  *cron.Jobs
 	rules cron.Rules
 	set   cronSettings
 }
 
-func (g *globals) cronHome() (*cronHome, error) {
-	a, err := g.open()
+func openCronHome(g *app.Factory) (*cronHome, error) {
+	a, err := g.Open()
 	if err != nil {
 		return nil, err
 	}
-	fileCfg, err := config.Load(a.home)
+	fileCfg, err := config.Load(a.Home)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -242,17 +243,17 @@ func (g *globals) cronHome() (*cronHome, error) {
 	set, err := resolveCron(fileCfg.Cron)
 	if err != nil {
 		a.Close()
-		return nil, fmt.Errorf("%s: %w", filepath.Join(a.home, "config.yaml"), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(a.Home, "config.yaml"), err)
 	}
 	wd, _ := os.Getwd()
 	cj := newCronTool()
-	if _, _, err := registry(a.home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.log); err != nil {
+	if _, _, err := registry(a.Home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.Log); err != nil {
 		a.Close()
 		return nil, err
 	}
 	rules := cj.Rules()
-	rules.Allowed = grants.New(a.store, fileCfg.CommandAllowlist, g.log).Has
-	return &cronHome{a: a, jobs: cron.NewJobs(a.store, nil), set: set, rules: rules}, nil
+	rules.Allowed = grants.New(a.Store, fileCfg.CommandAllowlist, g.Log).Has
+	return &cronHome{a: a, jobs: cron.NewJobs(a.Store, nil), set: set, rules: rules}, nil
 }
 
 // jobFlags are the flags of `hermes cron add` and `edit`.
@@ -326,12 +327,12 @@ func (f *jobFlags) apply(cmd *cobra.Command, s *schema.JobSpec) error {
 	return nil
 }
 
-func cronCmd(g *globals) *cobra.Command {
+func cronCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "cron", Short: "Scheduled jobs: list, add, edit, pause, resume, remove, run, history, daemon"}
 	var listAll, listJSON bool
 	list := &cobra.Command{Use: "list", Short: "The jobs, when each runs next and how it last ran", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := g.cronHome()
+			h, err := openCronHome(g)
 			if err != nil {
 				return err
 			}
@@ -367,7 +368,7 @@ func cronCmd(g *globals) *cobra.Command {
 	addCmd := &cobra.Command{Use: "add", Short: "Add a job", Args: cobra.NoArgs,
 		Example: `  hermes cron add --schedule "0 9 * * 1-5" --tz Europe/Berlin --deliver telegram:111111 --prompt "Summarise my inbox"`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := g.cronHome()
+			h, err := openCronHome(g)
 			if err != nil {
 				return err
 			}
@@ -396,7 +397,7 @@ func cronCmd(g *globals) *cobra.Command {
 	edit := &jobFlags{}
 	editCmd := &cobra.Command{Use: "edit ID", Short: "Change a job (only the flags given)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.onJob(cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) {
+			return onJob(g, cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) {
 				j, err := h.jobs.Update(cmd.Context(), j.ID, h.rules, func(s *schema.JobSpec) error { return edit.apply(cmd, s) })
 				if errors.Is(err, cron.ErrNothing) {
 					return nil, errors.New("nothing to change: give the flags to change, such as --schedule or --prompt")
@@ -409,23 +410,23 @@ func cronCmd(g *globals) *cobra.Command {
 	var reason string
 	pause := &cobra.Command{Use: "pause ID", Short: "Stop a job from firing until it is resumed", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.onJob(cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Pause(cmd.Context(), j.ID, reason) })
+			return onJob(g, cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Pause(cmd.Context(), j.ID, reason) })
 		}}
 	pause.Flags().StringVar(&reason, "reason", "", "why (shown in the history)")
 	resume := &cobra.Command{Use: "resume ID", Short: "Let a paused job fire again from its next slot", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.onJob(cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Resume(cmd.Context(), j.ID) })
+			return onJob(g, cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Resume(cmd.Context(), j.ID) })
 		}}
 	remove := &cobra.Command{Use: "remove ID", Short: "Remove a job (its history stays)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.onJob(cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Remove(cmd.Context(), j.ID, reason) })
+			return onJob(g, cmd, args[0], func(h *cronHome, j *cron.Job) (*cron.Job, error) { return h.jobs.Remove(cmd.Context(), j.ID, reason) })
 		}}
 	remove.Flags().StringVar(&reason, "reason", "", "why (shown in the history)")
 
 	var histJSON bool
 	history := &cobra.Command{Use: "history ID", Short: "A job's changes, runs (how each ended, where it was delivered) and missed slots", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := g.cronHome()
+			h, err := openCronHome(g)
 			if err != nil {
 				return err
 			}
@@ -496,8 +497,8 @@ func cronCmd(g *globals) *cobra.Command {
 }
 
 // onJob resolves ref and applies change, printing the job after it.
-func (g *globals) onJob(cmd *cobra.Command, ref string, change func(*cronHome, *cron.Job) (*cron.Job, error)) error {
-	h, err := g.cronHome()
+func onJob(g *app.Factory, cmd *cobra.Command, ref string, change func(*cronHome, *cron.Job) (*cron.Job, error)) error {
+	h, err := openCronHome(g)
 	if err != nil {
 		return err
 	}
@@ -517,13 +518,13 @@ func (g *globals) onJob(cmd *cobra.Command, ref string, change func(*cronHome, *
 // runCronDaemon runs the scheduler without a gateway. With gateway.bus
 // set to NATS it delivers through the gateway of that bus; otherwise
 // platform targets are recorded as failed, saying why.
-func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *globals, ov config.Overrides) error {
+func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *app.Factory, ov config.Overrides) error {
 	c, err := newChatter(g, ov, nil)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	fileCfg, err := config.Load(c.a.home)
+	fileCfg, err := config.Load(c.a.Home)
 	if err != nil {
 		return err
 	}
@@ -534,7 +535,7 @@ func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *globals, ov confi
 	var pub cron.Publisher
 	via := "platform targets need `hermes gateway run` (or gateway.bus: nats://…)"
 	if strings.HasPrefix(gset.Bus, "nats://") {
-		b, err := bus.Open(gset.Bus, g.log)
+		b, err := bus.Open(gset.Bus, g.Log)
 		if err != nil {
 			return err
 		}

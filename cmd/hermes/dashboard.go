@@ -13,13 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // dashboardCmd serves the web dashboard alone on loopback: the gateway with
 // only its API server (whose chat route the dashboard's chat form uses),
 // no chat platforms and no cron scheduler.
-func dashboardCmd(g *globals) *cobra.Command {
+func dashboardCmd(g *app.Factory) *cobra.Command {
 	var port int
 	var ov config.Overrides
 	cmd := &cobra.Command{
@@ -31,7 +32,7 @@ func dashboardCmd(g *globals) *cobra.Command {
 			"While `hermes gateway run` runs with a key, its API server serves the same dashboard under /dashboard/.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/projections/search"
 )
@@ -29,7 +30,7 @@ type check struct {
 	ok, warn          bool
 }
 
-func doctorCmd(g *globals) *cobra.Command {
+func doctorCmd(g *app.Factory) *cobra.Command {
 	var offline bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -64,10 +65,10 @@ func doctorCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func doctor(ctx context.Context, g *globals, offline bool) []check {
+func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 	var out []check
 	add := func(c check) { out = append(out, c) }
-	home, err := g.resolveHome()
+	home, err := g.ResolveHome()
 	if err != nil {
 		return []check{{name: "home", detail: err.Error(), fix: "set HERMES_HOME or pass --home"}}
 	}
@@ -98,19 +99,19 @@ func doctor(ctx context.Context, g *globals, offline bool) []check {
 	} else {
 		add(check{name: "model", detail: fmt.Sprintf("%s (%s, %s)", cfg.Model, orDash(cfg.LLM.Provider), cfg.Mode), ok: true})
 	}
-	a, err := g.open()
+	a, err := g.Open()
 	if err != nil {
 		add(check{name: "event store", detail: err.Error(), fix: "see the error; a damaged store can be checked with hermes store verify"})
 		return out
 	}
-	head, herr := a.store.Head(ctx)
+	head, herr := a.Store.Head(ctx)
 	if herr != nil {
 		add(check{name: "event store", detail: herr.Error()})
 	} else {
 		add(check{name: "event store", detail: fmt.Sprintf("%s, %d events", filepath.Join(home, "events.db"), head), ok: true})
 	}
 	behind := 0
-	for _, p := range a.runner.Projections() {
+	for _, p := range a.Runner.Projections() {
 		cp, err := p.Checkpoint(ctx)
 		if err != nil {
 			add(check{name: "projection " + p.Name(), detail: err.Error(), fix: "hermes projections rebuild " + p.Name()})
@@ -120,7 +121,7 @@ func doctor(ctx context.Context, g *globals, offline bool) []check {
 			behind++
 		}
 	}
-	add(check{name: "projections", detail: fmt.Sprintf("%d of %d behind the log (brought up to date by any read command)", behind, len(a.runner.Projections())), ok: true})
+	add(check{name: "projections", detail: fmt.Sprintf("%d of %d behind the log (brought up to date by any read command)", behind, len(a.Runner.Projections())), ok: true})
 	a.Close()
 	if idx, err := search.Open(filepath.Join(home, "search.bleve")); err != nil {
 		c := check{name: "search index", detail: err.Error(), fix: "hermes search --rebuild QUERY"}

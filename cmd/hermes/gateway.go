@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
@@ -185,7 +186,7 @@ func (l *lateAsker) set(a tool.Asker) {
 	l.mu.Unlock()
 }
 
-func gatewayCmd(g *globals) *cobra.Command {
+func gatewayCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
 	var ov config.Overrides
 	var clusterFlag, listenFlag, busFlag string
@@ -217,7 +218,7 @@ func gatewayCmd(g *globals) *cobra.Command {
 		Short: "Platforms, whether connected, sessions active, messages in and out, last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -251,14 +252,14 @@ type platformStatusReport struct {
 // runGateway runs the gateway; clusterFlag, when set, runs its turns on the
 // cluster's agent nodes; adjust, if given, changes its settings after the
 // configuration is read (`hermes dashboard`).
-func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
+func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	fileCfg, err := config.Load(c.a.home)
+	fileCfg, err := config.Load(c.a.Home)
 	if err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 			return err
 		}
 	}
-	dir := filepath.Join(c.a.home, "gateway")
+	dir := filepath.Join(c.a.Home, "gateway")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -280,7 +281,7 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 		return err
 	}
 	defer lock.Close()
-	b, err := bus.Open(set.Bus, g.log)
+	b, err := bus.Open(set.Bus, g.Log)
 	if err != nil {
 		return err
 	}
@@ -293,20 +294,20 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}
-	router := gateway.New(c.a.store, b.Transport, c.sys, rcfg, g.log)
+	router := gateway.New(c.a.Store, b.Transport, c.sys, rcfg, g.Log)
 	router.Sessions = c.mgr
 	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
 		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")
 	}
 	if clusterFlag != "" || len(fileCfg.Cluster.Etcd) > 0 {
-		ncfg, err := nodeConfig(c.a.home, clusterFlag, listenFlag)
+		ncfg, err := nodeConfig(c.a.Home, clusterFlag, listenFlag)
 		if err != nil {
 			return err
 		}
 		if err := clusterStore(c.a); err != nil {
 			return err
 		}
-		cl, err := node.Client(c.sys, ncfg, g.log)
+		cl, err := node.Client(c.sys, ncfg, g.Log)
 		if err != nil {
 			return err
 		}
@@ -316,11 +317,11 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 		// asked in the chat, as for turns run here.
 		ns.Asker = router.Asker()
 		router.Sessions = ns
-		g.log.Info().Strs("etcd", ncfg.Etcd).Msg("gateway in cluster mode: turns run on agent nodes")
+		g.Log.Info().Strs("etcd", ncfg.Etcd).Msg("gateway in cluster mode: turns run on agent nodes")
 	}
 	late.set(router.Asker())
 
-	env := &gatewayEnv{home: c.a.home, set: set, chat: c, router: router, bus: b}
+	env := &gatewayEnv{home: c.a.Home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
 	builders := []func(*gatewayEnv) (gw.Platform, error){
 		apiPlatform,
@@ -363,12 +364,12 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 	served := make([]*gw.Served, len(platforms))
 	var wg sync.WaitGroup
 	for i, p := range platforms {
-		served[i] = gw.NewServed(p, b, g.log)
+		served[i] = gw.NewServed(p, b, g.Log)
 		wg.Add(1)
 		go func(s *gw.Served) {
 			defer wg.Done()
 			if err := s.Serve(pctx); err != nil {
-				g.log.Error().Err(err).Msg("platform")
+				g.Log.Error().Err(err).Msg("platform")
 			}
 		}(served[i])
 	}
@@ -381,7 +382,7 @@ func runGateway(ctx context.Context, g *globals, ov config.Overrides, clusterFla
 	if !set.dashboardOnly {
 		defer jobs.start(names)()
 	}
-	g.log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
+	g.Log.Info().Strs("platforms", names).Str("bus", b.Kind).Msg("gateway running")
 	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
 	write := func(stopped bool) {
 		st := gatewayStatus{PID: os.Getpid(), Started: started, Updated: time.Now(), Stopped: stopped, Bus: b.Kind, Active: router.Stats().Active()}

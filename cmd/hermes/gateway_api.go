@@ -9,6 +9,7 @@ import (
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
@@ -29,10 +30,10 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	a := env.chat.a
 	arch := &apiArchive{a: a}
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
-		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.log}
+		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
-		opts.Dashboard = &dashboard.Options{Store: a.store, Read: arch, Log: a.log, Cron: cron.NewJobs(a.store, nil),
+		opts.Dashboard = &dashboard.Options{Store: a.Store, Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
 			Caps: dashboard.Caps{PerSession: env.chat.cfg.MaxCostPerSession, PerDay: env.chat.cfg.MaxCostPerDay},
 			Platforms: func() []gw.Status {
 				p := env.served.Load()
@@ -46,7 +47,7 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 				return out
 			}}
 	} else if set.Key == "" && set.Dashboard == nil {
-		a.log.Info().Msg("the web dashboard is off: it needs API_SERVER_KEY (or run `hermes dashboard`)")
+		a.Log.Info().Msg("the web dashboard is off: it needs API_SERVER_KEY (or run `hermes dashboard`)")
 	}
 	srv, err := apiserver.New(opts)
 	if err != nil {
@@ -72,16 +73,16 @@ func dashboardOn(set config.APIServerConfig) bool {
 // the projections as another process would, catches them up to the end of
 // the log (as the CLI's commands do) and closes them, so that what the
 // API shows includes the turn that just answered.
-type apiArchive struct{ a *app }
+type apiArchive struct{ a *app.App }
 
 // read runs fn over the projections brought up to date.
 func (x *apiArchive) read(ctx context.Context, fn func(db *projections.DB) error) error {
-	db, err := x.a.openProjections(ctx)
+	db, err := x.a.OpenProjections(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	run := projections.NewRunner(x.a.store, x.a.log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()),
+	run := projections.NewRunner(x.a.Store, x.a.Log, db.Projection(sessions.NewModel()), db.Projection(history.NewModel()),
 		db.Projection(lineage.NewModel()), db.Projection(costs.NewModel()))
 	if _, err := run.CatchUp(ctx); err != nil {
 		return err
@@ -121,15 +122,15 @@ func (x *apiArchive) History(ctx context.Context, id string) ([]schema.Message, 
 }
 
 func (x *apiArchive) Events(ctx context.Context, id string) ([]events.Recorded, error) {
-	return x.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	return x.a.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
 }
 
 func (x *apiArchive) Fork(ctx context.Context, id string, at uint64) (string, error) {
-	return session.Fork(ctx, x.a.store, id, at)
+	return session.Fork(ctx, x.a.Store, id, at)
 }
 
 func (x *apiArchive) Exists(ctx context.Context, id string) (bool, error) {
-	rs, err := x.a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+	rs, err := x.a.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 	return len(rs) > 0, err
 }
 
@@ -155,7 +156,7 @@ func (x *apiArchive) Costs(ctx context.Context, by, since string) ([]costs.Row, 
 
 func (x *apiArchive) Search(ctx context.Context, q search.Query) (search.Results, error) {
 	var res search.Results
-	err := x.a.searchIndex(ctx, false, nil, func(idx *search.Index) error {
+	err := x.a.SearchIndex(ctx, false, nil, func(idx *search.Index) error {
 		var err error
 		res, err = idx.Search(ctx, q)
 		return err

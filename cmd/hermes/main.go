@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/protoreg"
 )
 
 func main() {
 	protoreg.Restore()
-	if err := newRoot().Execute(); err != nil {
+	if err := newRoot(app.New()).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hermes:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {

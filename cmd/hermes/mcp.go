@@ -15,62 +15,12 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hermes-go/hermes/actors/agent"
-	"github.com/hermes-go/hermes/actors/tool"
-	"github.com/hermes-go/hermes/adapters/hooks"
-	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
-	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-// mcpOptions are the MCP servers' options in this process: the
-// environment without Hermes' secrets, the dialects of the providers in
-// use, the cache for images, command_allowlist for approvals.
-func mcpOptions(home string, cfg config.Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) *mcp.Options {
-	modes := []string{cfg.Mode}
-	for _, f := range cfg.Fallbacks {
-		if m, err := llm.ResolveMode(f); err == nil {
-			modes = append(modes, m)
-		}
-	}
-	return &mcp.Options{Env: env, Dialects: mcp.DialectsOf(modes...), Wrap: wrap, Allow: allow, ApprovalTimeout: cfg.ApprovalTimeout,
-		CacheDir: filepath.Join(home, "cache", "mcp"), Log: log, Version: version()}
-}
-
-// addMCP adds a toolset per enabled MCP server to r and starts them all
-// connecting at once, in the background. Registry.Close stops them.
-func addMCP(r *tools.Registry, home string, cfg config.Resolved, env func() []string, allow mcp.AllowList, wrap func(tool.Tool) tool.Tool, log zerolog.Logger) error {
-	if len(cfg.MCPServers) == 0 {
-		return nil
-	}
-	m, err := mcp.NewManager(cfg.MCPServers, mcpOptions(home, cfg, env, allow, wrap, log))
-	if err != nil {
-		return err
-	}
-	for _, s := range m.Servers() {
-		if unused := s.Config().Unused(); len(unused) > 0 {
-			log.Warn().Str("mcp_server", s.Name()).Strs("keys", unused).Msg("mcp_servers: this build of hermes ignores these keys")
-		}
-		if err := r.AddSource(mcp.Toolset(s.Name()), s); err != nil {
-			m.Close()
-			return err
-		}
-	}
-	m.Start()
-	return nil
-}
-
-// turnHooks are the shell hooks that run at turns (nil: none configured).
-func turnHooks(cfg config.Resolved, wd string, log zerolog.Logger) agent.TurnHooks {
-	r, err := hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return secretsOf(cfg).Env(os.Environ()) }, Dir: wd, Log: log})
-	if err != nil || !(r.Has(hooks.PreLLMCall) || r.Has(hooks.OnSessionStart) || r.Has(hooks.OnSessionEnd)) {
-		return nil
-	}
-	return r
-}
-
-func mcpCmd(g *globals) *cobra.Command {
+func mcpCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "MCP: add, list, test and remove MCP servers; serve this Hermes to other agents"}
 	cmd.AddCommand(mcpAddCmd(g), mcpListCmd(g), mcpTestCmd(g), mcpRemoveCmd(g), mcpServeCmd(g))
 	return cmd
@@ -79,8 +29,8 @@ func mcpCmd(g *globals) *cobra.Command {
 // mcpConfig is config.yaml resolved far enough for MCP: the servers and
 // what their environment needs (terminal.env_passthrough, keys to keep
 // from them).
-func (g *globals) mcpConfig() (string, config.Resolved, error) {
-	home, err := g.resolveHome()
+func mcpConfig(g *app.Factory) (string, config.Resolved, error) {
+	home, err := g.ResolveHome()
 	if err != nil {
 		return "", config.Resolved{}, err
 	}
@@ -92,7 +42,7 @@ func (g *globals) mcpConfig() (string, config.Resolved, error) {
 	return home, cfg, err
 }
 
-func mcpAddCmd(g *globals) *cobra.Command {
+func mcpAddCmd(g *app.Factory) *cobra.Command {
 	var sc mcp.ServerConfig
 	var headers, env []string
 	var timeout, connect time.Duration
@@ -129,7 +79,7 @@ func mcpAddCmd(g *globals) *cobra.Command {
 			if err := sc.Validate(name); err != nil {
 				return err
 			}
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -183,11 +133,11 @@ func pairs(flag string, kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-func mcpRemoveCmd(g *globals) *cobra.Command {
+func mcpRemoveCmd(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use: "remove NAME", Short: "Remove an MCP server from config.yaml", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -241,8 +191,8 @@ func target(sc mcp.ServerConfig) string {
 // probe connects to the servers at once and reports each (the disabled
 // ones without connecting).
 func probe(home string, cfg config.Resolved, names []string, connect bool, log zerolog.Logger) ([]mcpRow, []*mcp.Server, func(), error) {
-	keep := secretsOf(cfg)
-	opts := mcpOptions(home, cfg, func() []string { return keep.Env(os.Environ()) }, nil, nil, log)
+	keep := app.Secrets(cfg)
+	opts := app.MCPOptions(home, cfg, func() []string { return keep.Env(os.Environ()) }, nil, nil, log)
 	var rows []mcpRow
 	var servers []*mcp.Server
 	for _, n := range names {
@@ -292,12 +242,12 @@ func probe(home string, cfg config.Resolved, names []string, connect bool, log z
 	return rows, servers, closeAll, nil
 }
 
-func mcpListCmd(g *globals) *cobra.Command {
+func mcpListCmd(g *app.Factory) *cobra.Command {
 	var asJSON, noConnect bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List the MCP servers of config.yaml, connecting to each to show its state, tools and last error", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, cfg, err := g.mcpConfig()
+			home, cfg, err := mcpConfig(g)
 			if err != nil {
 				return err
 			}
@@ -341,11 +291,11 @@ func mcpListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func mcpTestCmd(g *globals) *cobra.Command {
+func mcpTestCmd(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use: "test NAME", Short: "Connect to an MCP server, time the handshake and list its tools as the model sees them", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			home, cfg, err := g.mcpConfig()
+			home, cfg, err := mcpConfig(g)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/mcpserver"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/history"
@@ -36,7 +36,7 @@ import (
 // itself without end.
 const serveDepthEnv = "HERMES_MCP_SERVE_DEPTH"
 
-func mcpServeCmd(g *globals) *cobra.Command {
+func mcpServeCmd(g *app.Factory) *cobra.Command {
 	var addr, key string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -61,7 +61,7 @@ $HERMES_MCP_KEY, or the key kept in $HERMES_HOME/mcp_serve.key (made on first us
 				return err
 			}
 			defer b.Close()
-			srv := mcpserver.New(b, version())
+			srv := mcpserver.New(b, app.Version())
 			if addr == "" {
 				err := srv.Run(ctx, &sdk.StdioTransport{})
 				if ctx.Err() != nil {
@@ -73,7 +73,7 @@ $HERMES_MCP_KEY, or the key kept in $HERMES_HOME/mcp_serve.key (made on first us
 			if key == "" {
 				if key = os.Getenv("HERMES_MCP_KEY"); key != "" {
 					where = "$HERMES_MCP_KEY"
-				} else if key, where, err = serveKey(b.a.home); err != nil {
+				} else if key, where, err = serveKey(b.a.Home); err != nil {
 					return err
 				}
 			}
@@ -117,26 +117,19 @@ func serveKey(home string) (key, where string, err error) {
 	return key, "new, in " + path, nil
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 // backend is the mcpserver.Hermes of this home: reads from the
 // projections, turns through a chatter made at the first send_message
 // (reading needs no model).
 type backend struct {
-	g *globals
-	a *app
+	g *app.Factory
+	a *app.App
 
 	mu sync.Mutex
 	c  *chatter
 }
 
-func newBackend(g *globals) (*backend, error) {
-	a, err := g.open()
+func newBackend(g *app.Factory) (*backend, error) {
+	a, err := g.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -153,30 +146,30 @@ func (b *backend) Close() {
 }
 
 func (b *backend) Sessions(ctx context.Context, limit int) ([]sessions.Summary, error) {
-	if err := b.a.fresh(ctx); err != nil {
+	if err := b.a.Fresh(ctx); err != nil {
 		return nil, err
 	}
-	return sessions.List(ctx, b.a.projDB.Reader(), limit)
+	return sessions.List(ctx, b.a.ProjDB.Reader(), limit)
 }
 
 func (b *backend) Session(ctx context.Context, id string) (sessions.Summary, []schema.Message, error) {
-	if err := b.a.fresh(ctx); err != nil {
+	if err := b.a.Fresh(ctx); err != nil {
 		return sessions.Summary{}, nil, err
 	}
-	s, ok, err := sessions.Get(ctx, b.a.projDB.Reader(), id)
+	s, ok, err := sessions.Get(ctx, b.a.ProjDB.Reader(), id)
 	if err != nil {
 		return s, nil, err
 	}
 	if !ok {
 		return s, nil, fmt.Errorf("no session %q (an id or a unique prefix of at least 4 characters; sessions_list shows them)", id)
 	}
-	msgs, err := history.Messages(ctx, b.a.projDB.Reader(), s.ID)
+	msgs, err := history.Messages(ctx, b.a.ProjDB.Reader(), s.ID)
 	return s, nextCall(msgs), err
 }
 
 func (b *backend) Search(ctx context.Context, q search.Query) (search.Results, error) {
 	var res search.Results
-	err := b.a.searchIndex(ctx, false, nil, func(idx *search.Index) error {
+	err := b.a.SearchIndex(ctx, false, nil, func(idx *search.Index) error {
 		var err error
 		res, err = idx.Search(ctx, q)
 		return err
@@ -185,10 +178,10 @@ func (b *backend) Search(ctx context.Context, q search.Query) (search.Results, e
 }
 
 func (b *backend) Costs(ctx context.Context, by, since string) ([]costs.Row, error) {
-	if err := b.a.fresh(ctx); err != nil {
+	if err := b.a.Fresh(ctx); err != nil {
 		return nil, err
 	}
-	return costs.Totals(ctx, b.a.projDB.Reader(), by, since)
+	return costs.Totals(ctx, b.a.ProjDB.Reader(), by, since)
 }
 
 // Send runs a turn. Nobody can be asked from here: tools that need

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events/postgres"
 )
@@ -49,7 +50,7 @@ func nodeConfig(home, etcdFlag, listenFlag string) (node.Config, error) {
 	return cfg, nil
 }
 
-func nodeCmd(g *globals) *cobra.Command {
+func nodeCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "An agent node: a cluster member that runs sessions for gateways in cluster mode"}
 	var ov config.Overrides
 	var etcdFlag, listen string
@@ -76,7 +77,7 @@ func nodeCmd(g *globals) *cobra.Command {
 // runNode hosts session grains until ctx ends. The sessions run against
 // the configured store, which every node and the gateway share (a
 // postgres:// store: the embedded one is one process's).
-func runNode(ctx context.Context, g *globals, ov config.Overrides, etcdFlag, listen string) error {
+func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen string) error {
 	// The asker is made before the session manager, which needs it, and
 	// learns the store once the app is open.
 	ask := &lateAsker{}
@@ -85,20 +86,20 @@ func runNode(ctx context.Context, g *globals, ov config.Overrides, etcdFlag, lis
 		return err
 	}
 	defer c.stop()
-	cfg, err := nodeConfig(c.a.home, etcdFlag, listen)
+	cfg, err := nodeConfig(c.a.Home, etcdFlag, listen)
 	if err != nil {
 		return err
 	}
-	cfg.Asker = node.NewAsker(c.a.store)
+	cfg.Asker = node.NewAsker(c.a.Store)
 	ask.set(cfg.Asker)
 	if err := clusterStore(c.a); err != nil {
 		return err
 	}
-	cl, err := node.Host(c.sys, cfg, c.a.store, c.mgr, g.log)
+	cl, err := node.Host(c.sys, cfg, c.a.Store, c.mgr, g.Log)
 	if err != nil {
 		return err
 	}
-	g.log.Info().Str("address", cl.Address()).Msg("node running")
+	g.Log.Info().Str("address", cl.Address()).Msg("node running")
 	fmt.Fprintf(os.Stderr, "hermes node: running at %s; Ctrl-C leaves the cluster\n", cl.Address())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "hermes node: leaving the cluster")
@@ -110,9 +111,9 @@ func runNode(ctx context.Context, g *globals, ov config.Overrides, etcdFlag, lis
 // clusterStore refuses a cluster over a store that is not PostgreSQL: the
 // members must share one log, and the session leases and the projections'
 // leases are locks in that database.
-func clusterStore(a *app) error {
-	if _, ok := a.store.(*postgres.Store); ok {
+func clusterStore(a *app.App) error {
+	if _, ok := a.Store.(*postgres.Store); ok {
 		return nil
 	}
-	return fmt.Errorf("a cluster needs a PostgreSQL store that every member shares (--store postgres://…, HERMES_STORE or store: in config.yaml); the store is %s", a.spec)
+	return fmt.Errorf("a cluster needs a PostgreSQL store that every member shares (--store postgres://…, HERMES_STORE or store: in config.yaml); the store is %s", a.Spec)
 }

@@ -8,21 +8,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
-func pairingCmd(g *globals) *cobra.Command {
+func pairingCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "pairing", Short: "Let people in to the gateway: pending codes, approvals, revocations"}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Pending pairing codes and paired users",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			p, err := gateway.LoadPairings(cmd.Context(), a.store)
+			p, err := gateway.LoadPairings(cmd.Context(), a.Store)
 			if err != nil {
 				return err
 			}
@@ -42,16 +43,16 @@ func pairingCmd(g *globals) *cobra.Command {
 		Short: "Let in the user a pairing code was given to",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			p, err := gateway.LoadPairings(cmd.Context(), a.store)
+			p, err := gateway.LoadPairings(cmd.Context(), a.Store)
 			if err != nil {
 				return err
 			}
-			who, err := p.Approve(cmd.Context(), a.store, args[0], time.Now())
+			who, err := p.Approve(cmd.Context(), a.Store, args[0], time.Now())
 			if err != nil {
 				return err
 			}
@@ -68,16 +69,16 @@ func pairingCmd(g *globals) *cobra.Command {
 		Short: "Shut a paired user out again (USER or PLATFORM/USER)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			p, err := gateway.LoadPairings(cmd.Context(), a.store)
+			p, err := gateway.LoadPairings(cmd.Context(), a.Store)
 			if err != nil {
 				return err
 			}
-			who, err := p.Revoke(cmd.Context(), a.store, args[0])
+			who, err := p.Revoke(cmd.Context(), a.Store, args[0])
 			if err != nil {
 				return err
 			}

@@ -9,22 +9,23 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/projections/search"
 )
 
-func projectionsCmd(g *globals) *cobra.Command {
+func projectionsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "projections", Short: "Inspect and rebuild the read models derived from events"}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show each projection's checkpoint against the end of the log",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			st, err := a.runner.Status(cmd.Context())
+			st, err := a.Runner.Status(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -38,11 +39,11 @@ func projectionsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d%s\n", s.Name, s.Checkpoint, s.Head, s.Behind, note)
 			}
 			// The search index lives in its own files (search.bleve).
-			head, _ := a.store.Head(cmd.Context())
-			path := filepath.Join(a.home, "search.bleve")
+			head, _ := a.Store.Head(cmd.Context())
+			path := filepath.Join(a.Home, "search.bleve")
 			if _, err := os.Stat(path); err != nil {
 				fmt.Fprintf(tw, "search\t0\t%d\t%d\t(not built yet: the next hermes search builds it)\n", head, head)
-			} else if g.readOnlyHome(a.home) {
+			} else if g.ReadOnlyHome(a.Home) {
 				fmt.Fprintf(tw, "search\t-\t%d\t-\t(read-only home: the index is not opened)\n", head)
 			} else if idx, err := search.Open(path); err != nil {
 				fmt.Fprintf(tw, "search\t-\t%d\t-\t(%v)\n", head, err)
@@ -57,7 +58,7 @@ func projectionsCmd(g *globals) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			ds, err := a.runner.Damaged(cmd.Context())
+			ds, err := a.Runner.Damaged(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -75,7 +76,7 @@ func projectionsCmd(g *globals) *cobra.Command {
 		Short: "Drop a projection (all, the search index included, when no name is given; search: the index alone) and rebuild it from the events",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
@@ -86,17 +87,17 @@ func projectionsCmd(g *globals) *cobra.Command {
 			}
 			start := time.Now()
 			if name != "search" {
-				if err := a.runner.Rebuild(cmd.Context(), name); err != nil {
+				if err := a.Runner.Rebuild(cmd.Context(), name); err != nil {
 					return err
 				}
 			}
 			if name == "" || name == "search" {
 				// The search index is rebuilt as hermes search --rebuild does.
-				if err := a.searchIndex(cmd.Context(), true, nil, func(*search.Index) error { return nil }); err != nil {
+				if err := a.SearchIndex(cmd.Context(), true, nil, func(*search.Index) error { return nil }); err != nil {
 					return err
 				}
 			}
-			head, _ := a.store.Head(cmd.Context())
+			head, _ := a.Store.Head(cmd.Context())
 			what := name
 			if what == "" {
 				what = "all projections"

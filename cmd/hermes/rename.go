@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -16,7 +17,7 @@ import (
 // sessionsRename gives a session a title: a SessionTitled event, appended
 // while holding the session's lease, so that a chat running it is not
 // written under (it says so: /title renames from inside that chat).
-func sessionsRename(g *globals) *cobra.Command {
+func sessionsRename(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rename ID TITLE...",
 		Short: "Give a session a title (shown by sessions list)",
@@ -26,9 +27,9 @@ func sessionsRename(g *globals) *cobra.Command {
 			if title == "" {
 				return errors.New("the title is empty")
 			}
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
-				lease, err := a.leases(session.ThisProcess()).Lease(s.ID)
+				lease, err := a.Leases(session.ThisProcess()).Lease(s.ID)
 				var inUse *session.InUseError
 				if errors.As(err, &inUse) {
 					return fmt.Errorf("%w: rename it from that chat with /title %s", err, title)
@@ -38,7 +39,7 @@ func sessionsRename(g *globals) *cobra.Command {
 				}
 				defer lease.Release()
 				stream := events.SessionStream(s.ID)
-				last, err := a.store.ReadStream(ctx, stream, events.Backward, events.End, 1)
+				last, err := a.Store.ReadStream(ctx, stream, events.Backward, events.End, 1)
 				if err != nil {
 					return err
 				}
@@ -49,10 +50,10 @@ func sessionsRename(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if _, err := a.store.Append(ctx, stream, events.Exact(last[0].Revision), env); err != nil {
+				if _, err := a.Store.Append(ctx, stream, events.Exact(last[0].Revision), env); err != nil {
 					return fmt.Errorf("rename %s: %w", s.ID, err)
 				}
-				if err := a.fresh(ctx); err != nil {
+				if err := a.Fresh(ctx); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s: %q\n", s.ID, title)

@@ -1,71 +1,20 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/projections"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/projections/search"
 )
 
-// searchWait bounds how long a search waits for another process to let
-// go of the index (a long catch-up or rebuild there).
-const searchWait = 2 * time.Minute
-
-// searchIndex opens the search index, brings it up to date, and runs fn.
-// The index's file lock admits one process at a time and each holds it
-// only for one search, so a busy index is waited for (up to searchWait or
-// the end of ctx); waiting, if given, is told once that we wait.
-func (a *app) searchIndex(ctx context.Context, rebuild bool, waiting func(), fn func(*search.Index) error) error {
-	path := filepath.Join(a.home, "search.bleve")
-	deadline := time.Now().Add(searchWait)
-	var idx *search.Index
-	var err error
-	for {
-		if idx, err = search.Open(path); !errors.Is(err, search.ErrBusy) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w (waited %s)", err, searchWait)
-		}
-		if waiting != nil {
-			waiting()
-			waiting = nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", err, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if err != nil {
-		return err
-	}
-	defer idx.Close()
-	if idx.Replaced != nil {
-		a.log.Warn().Err(idx.Replaced).Str("path", path).Msg("search index replaced; rebuilding it from the events")
-	}
-	run := projections.NewRunner(a.store, a.log, idx)
-	if rebuild {
-		if err := run.Rebuild(ctx, ""); err != nil {
-			return err
-		}
-	} else if _, err := run.CatchUp(ctx); err != nil {
-		return err
-	}
-	return fn(idx)
-}
-
-func searchCmd(g *globals) *cobra.Command {
+func searchCmd(g *app.Factory) *cobra.Command {
 	var q search.Query
 	var since, until string
 	var asJSON, rebuild bool
@@ -91,7 +40,7 @@ func searchCmd(g *globals) *cobra.Command {
 				}
 				q.Until = t
 			}
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
@@ -99,7 +48,7 @@ func searchCmd(g *globals) *cobra.Command {
 			waiting := func() {
 				fmt.Fprintln(cmd.ErrOrStderr(), "waiting for the search index: another hermes process is using it")
 			}
-			return a.searchIndex(cmd.Context(), rebuild, waiting, func(idx *search.Index) error {
+			return a.SearchIndex(cmd.Context(), rebuild, waiting, func(idx *search.Index) error {
 				res, err := idx.Search(cmd.Context(), q)
 				if err != nil {
 					return err

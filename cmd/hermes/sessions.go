@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
@@ -24,7 +25,7 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-func sessionsCmd(g *globals) *cobra.Command {
+func sessionsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List and inspect sessions"}
 	cmd.AddCommand(sessionsList(g), sessionsShow(g), sessionsEvents(g), sessionsDelete(g), sessionsTree(g),
 		sessionsReplay(g), sessionsFork(g), sessionsExport(g), sessionsImport(g), sessionsRename(g))
@@ -56,7 +57,7 @@ func listed(s sessions.Summary) bool {
 	return s.Reason != schema.StartSubagent && s.Messages > 0
 }
 
-func sessionsList(g *globals) *cobra.Command {
+func sessionsList(g *app.Factory) *cobra.Command {
 	var asJSON, all bool
 	var limit int
 	cmd := &cobra.Command{
@@ -64,16 +65,16 @@ func sessionsList(g *globals) *cobra.Command {
 		Short: "List sessions, most recently active first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
 			ctx := cmd.Context()
-			if err := a.fresh(ctx); err != nil {
+			if err := a.Fresh(ctx); err != nil {
 				return err
 			}
-			list, err := sessions.List(ctx, a.projDB.Reader(), 0)
+			list, err := sessions.List(ctx, a.ProjDB.Reader(), 0)
 			if err != nil {
 				return err
 			}
@@ -112,7 +113,7 @@ func sessionsList(g *globals) *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "(%d empty or subagent sessions not shown: --all shows them)\n", hidden)
 				}
 			}()
-			prices := knownPrices(a.home)
+			prices := knownPrices(a.Home)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
 			for _, s := range list {
@@ -141,13 +142,13 @@ func clip(s string, n int) string {
 }
 
 // findSession resolves an id or unique prefix to a listed session.
-func findSession(cmd *cobra.Command, a *app, id string) (sessions.Summary, error) {
-	s, ok, err := sessions.Get(cmd.Context(), a.projDB.Reader(), id)
+func findSession(cmd *cobra.Command, a *app.App, id string) (sessions.Summary, error) {
+	s, ok, err := sessions.Get(cmd.Context(), a.ProjDB.Reader(), id)
 	if err != nil {
 		return s, err
 	}
 	if !ok {
-		if d, bad := a.damaged(cmd.Context(), id); bad {
+		if d, bad := a.Damaged(cmd.Context(), id); bad {
 			return s, fmt.Errorf("session %s is damaged: event %s; `hermes store verify` shows the damage, `hermes store repair --quarantine` moves it aside",
 				events.SessionOf(d.Stream), d)
 		}
@@ -156,19 +157,19 @@ func findSession(cmd *cobra.Command, a *app, id string) (sessions.Summary, error
 	return s, nil
 }
 
-func sessionsShow(g *globals) *cobra.Command {
+func sessionsShow(g *app.Factory) *cobra.Command {
 	var asJSON, withLineage bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a session's history as the next model call would start from it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
 				if withLineage {
 					return showLineage(cmd, a, s.ID)
 				}
-				msgs, err := history.Messages(ctx, a.projDB.Reader(), s.ID)
+				msgs, err := history.Messages(ctx, a.ProjDB.Reader(), s.ID)
 				if err != nil {
 					return err
 				}
@@ -212,14 +213,14 @@ func printMessage(w io.Writer, m schema.Message) {
 	}
 }
 
-func sessionsEvents(g *globals) *cobra.Command {
+func sessionsEvents(g *app.Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "events ID",
 		Short: "Print a session's raw events (--json: one JSON object per line)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
@@ -227,16 +228,16 @@ func sessionsEvents(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			id := args[0]
 			// The raw log needs no projection, except to resolve a prefix.
-			rs, err := a.store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+			rs, err := a.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
 			if err == nil && len(rs) == 0 {
-				if err := a.fresh(ctx); err != nil {
+				if err := a.Fresh(ctx); err != nil {
 					return err
 				}
 				s, ferr := findSession(cmd, a, id)
 				if ferr != nil {
 					return ferr
 				}
-				rs, err = a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
+				rs, err = a.Store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
 			}
 			if errors.Is(err, events.ErrStreamDeleted) {
 				return fmt.Errorf("session %s was deleted", id)
@@ -266,14 +267,14 @@ func sessionsEvents(g *globals) *cobra.Command {
 	return cmd
 }
 
-func sessionsDelete(g *globals) *cobra.Command {
+func sessionsDelete(g *app.Factory) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Erase a session: its events are deleted and every read model drops it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
 				if f, ok := cmd.InOrStdin().(*os.File); !yes && ok && isatty.IsTerminal(f.Fd()) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Erase session %s %q (%d messages)? Its events are deleted for good. [y/N] ", s.ID, s.Title, s.Messages)
@@ -283,15 +284,15 @@ func sessionsDelete(g *globals) *cobra.Command {
 					}
 				}
 				// A session another process runs is not pulled from under it.
-				lease, err := a.leases(session.ThisProcess()).Lease(s.ID)
+				lease, err := a.Leases(session.ThisProcess()).Lease(s.ID)
 				if err != nil {
 					return err
 				}
 				defer lease.Release()
-				if err := a.store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
+				if err := a.Store.DeleteStream(ctx, events.SessionStream(s.ID), events.Any); err != nil {
 					return err
 				}
-				if err := a.fresh(ctx); err != nil {
+				if err := a.Fresh(ctx); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)

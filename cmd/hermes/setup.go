@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -31,7 +32,7 @@ var setupProviders = []setupProvider{
 	{"local", "http://127.0.0.1:8080/v1", "", ""},
 }
 
-func setupCmd(g *globals) *cobra.Command {
+func setupCmd(g *app.Factory) *cobra.Command {
 	var provider, model, baseURL, key string
 	var noTest bool
 	cmd := &cobra.Command{
@@ -39,7 +40,7 @@ func setupCmd(g *globals) *cobra.Command {
 		Short: "Choose a provider, model and key, test them, and write config.yaml and .env",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}

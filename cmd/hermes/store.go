@@ -9,11 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 )
 
-func storeCmd(g *globals) *cobra.Command {
+func storeCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Check, repair and copy the event log"}
 	cmd.AddCommand(storeVerify(g), storeRepair(g), storeCopyCmd(g), storeAccept(g))
 	return cmd
@@ -22,28 +23,28 @@ func storeCmd(g *globals) *cobra.Command {
 // damageExit is the exit code of verify and repair when damage is (left).
 const damageExit = 3
 
-func storeVerify(g *globals) *cobra.Command {
+func storeVerify(g *app.Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Read every event, check its checksum, place and payload; exit 3 on damage",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
-			if err := g.embeddedOnly(home, "store verify"); err != nil {
+			if err := g.EmbeddedOnly(home, "store verify"); err != nil {
 				return err
 			}
 			var rep *embedded.Report
-			s, err := g.openEmbedded(home)
+			s, err := g.OpenEmbedded(home)
 			var lost *events.LogLostError
 			switch {
 			case errors.As(err, &lost):
 				// The loss is the finding: what the file holds now, and the
 				// sessions that went with the log, are reported with it.
-				if rep, err = g.lostReport(cmd.Context(), home, lost); err != nil {
+				if rep, err = lostReport(g, cmd.Context(), home, lost); err != nil {
 					return err
 				}
 			case err != nil:
@@ -106,7 +107,7 @@ func printReport(w io.Writer, rep *embedded.Report) {
 	}
 }
 
-func storeRepair(g *globals) *cobra.Command {
+func storeRepair(g *app.Factory) *cobra.Command {
 	var quarantine, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "repair --quarantine",
@@ -121,17 +122,17 @@ cannot be moved: it is reported, and the file must be restored from a copy.`,
 			if !quarantine {
 				return fmt.Errorf("say how to repair: --quarantine moves damaged sessions out of the log (the only way there is)")
 			}
-			if g.readOnly {
+			if g.ReadOnly {
 				return fmt.Errorf("repair writes the event log: drop --read-only")
 			}
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
-			if err := g.embeddedOnly(home, "store repair"); err != nil {
+			if err := g.EmbeddedOnly(home, "store repair"); err != nil {
 				return err
 			}
-			s, err := embedded.Open(filepath.Join(home, "events.db"), g.embeddedOptions(home)...)
+			s, err := embedded.Open(filepath.Join(home, "events.db"), g.EmbeddedOptions(home)...)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -29,7 +30,7 @@ func (e copyEnd) String() string {
 	return e.spec.String()
 }
 
-func (g *globals) copyEnd(home, v string) (copyEnd, error) {
+func newCopyEnd(g *app.Factory, home, v string) (copyEnd, error) {
 	if p, ok := strings.CutPrefix(v, "embedded:"); ok {
 		if p == "" {
 			return copyEnd{}, errors.New("embedded: names no file: give embedded:PATH or embedded")
@@ -40,7 +41,7 @@ func (g *globals) copyEnd(home, v string) (copyEnd, error) {
 	var spec config.StoreSpec
 	var err error
 	if v == "" {
-		spec, err = g.storeSpec(home)
+		spec, err = g.StoreSpec(home)
 	} else {
 		spec, err = config.ParseStore(v)
 	}
@@ -51,17 +52,17 @@ func (g *globals) copyEnd(home, v string) (copyEnd, error) {
 }
 
 // open opens a side of the copy; an embedded source is opened read-only.
-func (e copyEnd) open(ctx context.Context, g *globals, source bool) (events.Store, error) {
+func (e copyEnd) open(ctx context.Context, g *app.Factory, source bool) (events.Store, error) {
 	if e.spec.Kind != config.StoreEmbedded {
-		return openSpec(ctx, e.spec, "", g.log)
+		return app.OpenSpec(ctx, e.spec, "", g.Log)
 	}
 	if source {
-		return embedded.OpenReadOnly(e.path, embedded.WithLogger(g.log))
+		return embedded.OpenReadOnly(e.path, embedded.WithLogger(g.Log))
 	}
-	return embedded.Open(e.path, embedded.WithLogger(g.log))
+	return embedded.Open(e.path, embedded.WithLogger(g.Log))
 }
 
-func storeCopyCmd(g *globals) *cobra.Command {
+func storeCopyCmd(g *app.Factory) *cobra.Command {
 	var from, to string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -85,15 +86,15 @@ after switching stores the read models rebuild themselves.`,
 			if to == "" {
 				return errors.New("say where to copy to: --to embedded:PATH, --to postgres://… or --to esdb://…")
 			}
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
-			src, err := g.copyEnd(home, from)
+			src, err := newCopyEnd(g, home, from)
 			if err != nil {
 				return fmt.Errorf("--from: %w", err)
 			}
-			dst, err := g.copyEnd(home, to)
+			dst, err := newCopyEnd(g, home, to)
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
@@ -111,8 +112,8 @@ after switching stores the read models rebuild themselves.`,
 				return fmt.Errorf("open the target: %w", err)
 			}
 			defer b.Close()
-			g.log.Info().Str("from", src.String()).Str("to", dst.String()).Msg("copying the event log")
-			rep, err := storecopy.Copy(ctx, a, b, storecopy.Options{Log: g.log})
+			g.Log.Info().Str("from", src.String()).Str("to", dst.String()).Msg("copying the event log")
+			rep, err := storecopy.Copy(ctx, a, b, storecopy.Options{Log: g.Log})
 			if err != nil {
 				return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 			}

@@ -9,46 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/projections/sessions"
 )
-
-// witnessFile is where the embedded store of a home keeps its witness:
-// the log's identity and how far it went (see events/embedded/guard.go).
-// Its name does not start with events.db, so that deleting events.db*
-// leaves it to tell.
-const witnessFile = "store-witness.json"
-
-// embeddedOptions are the options of the home's embedded store: its
-// witness, and the projections' checkpoints, which remember the log too
-// (a log deleted together with its witness is still noticed).
-func (g *globals) embeddedOptions(home string) []embedded.Option {
-	opts := []embedded.Option{
-		embedded.WithLogger(g.log),
-		embedded.WithWitness(filepath.Join(home, witnessFile)),
-		embedded.WithRemembered(func(ctx context.Context) ([]embedded.Remembered, error) {
-			path := filepath.Join(home, "projections.db")
-			seen, err := projections.LogsSeen(ctx, path)
-			if err != nil {
-				// A damaged projections.db is rebuilt; it must not keep
-				// the log from opening.
-				g.log.Warn().Err(err).Str("file", path).Msg("the projections' checkpoints cannot be read to check the event log against")
-				return nil, nil
-			}
-			out := make([]embedded.Remembered, 0, len(seen))
-			for _, s := range seen {
-				out = append(out, embedded.Remembered{Source: path, Log: s.Log, Position: s.Position})
-			}
-			return out, nil
-		}),
-	}
-	if g.acceptLog {
-		opts = append(opts, embedded.AcceptLog())
-	}
-	return opts
-}
 
 // lostSessions adds a "lost" problem to rep for every session the home's
 // session list knows from log (up to its checkpoint) that store does not
@@ -107,10 +73,10 @@ func lostSessions(ctx context.Context, home string, store *embedded.Store, log s
 // lostReport is verify's report when the store refuses to open because
 // its log is lost: the loss, what the file there holds now (if anything),
 // and the sessions the home knew of that are gone with it.
-func (g *globals) lostReport(ctx context.Context, home string, lost *events.LogLostError) (*embedded.Report, error) {
+func lostReport(g *app.Factory, ctx context.Context, home string, lost *events.LogLostError) (*embedded.Report, error) {
 	rep := &embedded.Report{File: lost.Path, Problems: []embedded.Problem{{Kind: "lost", Detail: lost.Error()}}, Quarantined: []embedded.Moved{}}
 	var there *embedded.Store
-	if s, err := embedded.OpenReadOnly(lost.Path, embedded.WithLogger(g.log)); err == nil {
+	if s, err := embedded.OpenReadOnly(lost.Path, embedded.WithLogger(g.Log)); err == nil {
 		defer s.Close()
 		there = s
 		if now, err := s.Verify(ctx); err == nil {
@@ -124,7 +90,7 @@ func (g *globals) lostReport(ctx context.Context, home string, lost *events.LogL
 	return rep, nil
 }
 
-func storeAccept(g *globals) *cobra.Command {
+func storeAccept(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "accept",
 		Short: "Take events.db as it is now as this home's event log (after restoring it from a backup, or deleting it on purpose) and rebuild the read models from it",
@@ -135,22 +101,22 @@ hermes saved beside it, events-rescued-*.db) and run hermes store verify.
 
 If what is there now is what you want — an older backup, or a new, empty
 log after deleting events.db on purpose — accept records it as this
-home's log (in ` + witnessFile + `) and rebuilds the read models from it:
+home's log (in ` + app.WitnessFile + `) and rebuilds the read models from it:
 what the old log held beyond it is given up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.readOnly {
+			if g.ReadOnly {
 				return fmt.Errorf("accept writes the home: drop --read-only")
 			}
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
-			if err := g.embeddedOnly(home, "store accept"); err != nil {
+			if err := g.EmbeddedOnly(home, "store accept"); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			s, err := g.openEmbedded(home)
+			s, err := g.OpenEmbedded(home)
 			var lost *events.LogLostError
 			if err == nil {
 				s.Close()
@@ -160,21 +126,21 @@ what the old log held beyond it is given up.`,
 				return err
 			}
 			fmt.Fprintf(out, "giving up: %s\n", lost.Error())
-			g.acceptLog = true
-			a, err := g.open()
+			g.AcceptLog = true
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			if err := a.runner.Rebuild(cmd.Context(), ""); err != nil {
+			if err := a.Runner.Rebuild(cmd.Context(), ""); err != nil {
 				return err
 			}
-			head, err := a.store.Head(cmd.Context())
+			head, err := a.Store.Head(cmd.Context())
 			if err != nil {
 				return err
 			}
 			id := ""
-			if e, ok := a.store.(*embedded.Store); ok {
+			if e, ok := a.Store.(*embedded.Store); ok {
 				id = e.Identity().ID
 			}
 			fmt.Fprintf(out, "accepted log %s (head at position %d) as this home's; the read models were rebuilt from it\n", id, head)

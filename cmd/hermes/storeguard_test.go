@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
@@ -22,8 +23,8 @@ import (
 // projections.db remembers), as another hermes process holding it open.
 func homeStore(t *testing.T, home string) *embedded.Store {
 	t.Helper()
-	g := &globals{log: zerolog.Nop()}
-	s, err := embedded.Open(filepath.Join(home, "events.db"), append(g.embeddedOptions(home), embedded.WithGuardInterval(time.Hour))...)
+	g := &app.Factory{Log: zerolog.Nop()}
+	s, err := embedded.Open(filepath.Join(home, "events.db"), append(g.EmbeddedOptions(home), embedded.WithGuardInterval(time.Hour))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestLostEventsDBCLI(t *testing.T) {
 		if _, err := os.Stat(db); err == nil {
 			t.Fatal("a refused command created events.db")
 		}
-		verifyLost(t, home, all, "is missing", witnessFile)
+		verifyLost(t, home, all, "is missing", app.WitnessFile)
 		// The copy the store saved is the whole log: put back, the home
 		// is whole.
 		if err := os.Rename(lost.Rescued, db); err != nil {
@@ -171,7 +172,7 @@ func TestLostEventsDBCLI(t *testing.T) {
 	t.Run("deleted with its witness", func(t *testing.T) {
 		home := threeSessions(t)
 		db := filepath.Join(home, "events.db")
-		for _, f := range []string{db, db + "-wal", db + "-shm", filepath.Join(home, witnessFile)} {
+		for _, f := range []string{db, db + "-wal", db + "-shm", filepath.Join(home, app.WitnessFile)} {
 			os.Remove(f)
 		}
 		refuses(t, home, "projections.db remembers")
@@ -217,7 +218,7 @@ func TestLostEventsDBCLI(t *testing.T) {
 		if out := mustRun(t, home, "store", "verify"); !strings.Contains(out, "ok: no damage") {
 			t.Fatalf("verify of a new home:\n%s", out)
 		}
-		if _, err := os.Stat(filepath.Join(home, witnessFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(home, app.WitnessFile)); err != nil {
 			t.Fatalf("a new home has no witness: %v", err)
 		}
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/hooks"
-	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/code"
@@ -26,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
 	"github.com/hermes-go/hermes/adapters/tools/web"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/search"
@@ -48,7 +48,7 @@ import (
 func registry(home, wd string, store events.Store, cfg config.Resolved, searcher func(context.Context, search.Query) (search.Results, error),
 	summarize func(context.Context, string, string) (string, error), cj *cronTool, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
-	keep := secretsOf(cfg)
+	keep := app.Secrets(cfg)
 	env := func() []string { return keep.Env(os.Environ()) }
 	hk, err := hooks.New(cfg.Hooks, hooks.Options{Env: env, Dir: wd, Log: log})
 	if err != nil {
@@ -59,7 +59,7 @@ func registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 	// only read (the person's command_allowlist), never written.
 	allow := grants.New(store, cfg.AllowList, log)
 	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
-	sbs := sandboxes(home, cfg, log)
+	sbs := app.Sandboxes(home, cfg, log)
 	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env, Sandboxes: sbs}
 	ex := &code.Tool{Approver: approver, Env: env, Sandboxes: sbs}
 	if cj == nil {
@@ -71,11 +71,11 @@ func registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		tools []tool.Tool
 	}{
 		{"terminal", terminal.Tools(term)},
-		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: fileGuard(sbs)})},
+		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: app.FileGuard(sbs)})},
 		{"todo", []tool.Tool{todo.Tool{Store: store}}},
 		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
 		{"clarify", []tool.Tool{clarify.Tool{}}},
-		{"skills", skills.Tools(library(home, wd))},
+		{"skills", skills.Tools(app.Library(home, wd))},
 		{"code_execution", []tool.Tool{ex}},
 		{"delegation", []tool.Tool{delegate.Tool{}}},
 		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
@@ -88,42 +88,22 @@ func registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		cj.Toolsets = append(cj.Toolsets, set.name)
 	}
 	r.Require("execute_code", "terminal")
-	if err := addMCP(r, home, cfg, env, allow, func(t tool.Tool) tool.Tool { return wrap(t)[0] }, log); err != nil {
+	if err := app.AddMCP(r, home, cfg, env, allow, func(t tool.Tool) tool.Tool { return wrap(t)[0] }, log); err != nil {
 		r.Close()
 		return nil, nil, err
 	}
 	return r, ex, nil
 }
 
-// secretsOf is what this process knows to be secret: its environment's
-// keys and the keys config holds outside the environment.
-func secretsOf(cfg config.Resolved) *secrets.Set {
-	keys := map[string]string{"api_key (config.yaml)": cfg.LLM.APIKey, "web.api_key (config.yaml)": cfg.Web.APIKey}
-	for i, f := range cfg.Fallbacks {
-		keys[fmt.Sprintf("fallback_providers[%d] key", i)] = f.APIKey
-	}
-	for name, sc := range cfg.MCPServers {
-		for k, v := range sc.Secrets(name) {
-			keys[k+" (config.yaml)"] = v
-		}
-	}
-	return secrets.New(os.Environ(), cfg.EnvPassthrough, keys)
-}
-
-// library is the project's skills, then the user's.
-func library(home, wd string) skills.Library {
-	return skills.Library{Dirs: []string{filepath.Join(wd, ".hermes", "skills"), filepath.Join(home, "skills")}}
-}
-
-func skillsCmd(g *globals) *cobra.Command {
+func skillsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "skills", Short: "List, show and install skills"}
 	lib := func() (skills.Library, error) {
-		home, err := g.resolveHome()
+		home, err := g.ResolveHome()
 		if err != nil {
 			return skills.Library{}, err
 		}
 		wd, _ := os.Getwd()
-		return library(home, wd), nil
+		return app.Library(home, wd), nil
 	}
 	install := skillInstallCmd(lib)
 	cmd.AddCommand(&cobra.Command{
@@ -195,14 +175,14 @@ func skillInstallCmd(lib func() (skills.Library, error)) *cobra.Command {
 	return install
 }
 
-func toolsCmd(g *globals) *cobra.Command {
+func toolsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Show the tools and which are enabled"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List every tool with its toolset and whether config enables it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.resolveHome()
+			home, err := g.ResolveHome()
 			if err != nil {
 				return err
 			}
@@ -215,7 +195,7 @@ func toolsCmd(g *globals) *cobra.Command {
 			}
 			cfg := config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
 			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil, g.log)
+			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil, g.Log)
 			if err != nil {
 				return err
 			}
@@ -241,21 +221,4 @@ func toolsCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
-}
-
-// restrictor returns the toolbox of a subagent: the session's selection,
-// narrowed to the toolsets it asked for, without delegate_task past the
-// depth limit.
-func restrictor(r *tools.Registry, sel tools.Selection) func([]string, bool) tool.Toolbox {
-	return func(toolsets []string, canDelegate bool) tool.Toolbox {
-		s := sel
-		if len(toolsets) > 0 {
-			s.Toolsets = append([]string(nil), toolsets...)
-			s.EnabledTools = nil
-		}
-		if !canDelegate {
-			s.DisabledToolsets = append(append([]string(nil), s.DisabledToolsets...), "delegation")
-		}
-		return r.Select(sel, s)
-	}
 }

@@ -9,19 +9,20 @@ import (
 	"github.com/hermes-go/hermes/actors/replay"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/importer"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/sessions"
 )
 
-func sessionsReplay(g *globals) *cobra.Command {
+func sessionsReplay(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "replay ID",
 		Short: "Re-run a session's turns with the recorded model answers and tool results, and check every decision matches",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
-				rs, err := a.store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
+				rs, err := a.Store.ReadStream(ctx, events.SessionStream(s.ID), events.Forward, 0, 0)
 				if err != nil {
 					return err
 				}
@@ -36,7 +37,7 @@ func sessionsReplay(g *globals) *cobra.Command {
 	}
 }
 
-func sessionsFork(g *globals) *cobra.Command {
+func sessionsFork(g *app.Factory) *cobra.Command {
 	var at int
 	cmd := &cobra.Command{
 		Use:   "fork ID --at EVENT",
@@ -46,9 +47,9 @@ func sessionsFork(g *globals) *cobra.Command {
 			if at < 0 {
 				return fmt.Errorf("--at is required: the revision of the last event to keep (hermes sessions events ID lists them)")
 			}
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
-				id, err := session.Fork(ctx, a.store, s.ID, uint64(at))
+				id, err := session.Fork(ctx, a.Store, s.ID, uint64(at))
 				if err != nil {
 					return err
 				}
@@ -62,15 +63,15 @@ func sessionsFork(g *globals) *cobra.Command {
 	return cmd
 }
 
-func sessionsExport(g *globals) *cobra.Command {
+func sessionsExport(g *app.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "export ID",
 		Short: "Write a session's events as JSON lines to stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withSession(cmd, args[0], func(a *app, s sessions.Summary) error {
+			return withSession(g, cmd, args[0], func(a *app.App, s sessions.Summary) error {
 				ctx := cmd.Context()
-				n, err := session.Export(ctx, a.store, s.ID, cmd.OutOrStdout())
+				n, err := session.Export(ctx, a.Store, s.ID, cmd.OutOrStdout())
 				if err == nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %s\n", n, s.ID)
 				}
@@ -80,7 +81,7 @@ func sessionsExport(g *globals) *cobra.Command {
 	}
 }
 
-func sessionsImport(g *globals) *cobra.Command {
+func sessionsImport(g *app.Factory) *cobra.Command {
 	var newID string
 	cmd := &cobra.Command{
 		Use:   "import FILE",
@@ -96,12 +97,12 @@ func sessionsImport(g *globals) *cobra.Command {
 				defer f.Close()
 				in = f
 			}
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			id, n, err := session.Import(cmd.Context(), a.store, in, newID)
+			id, n, err := session.Import(cmd.Context(), a.Store, in, newID)
 			if err != nil {
 				return fmt.Errorf("import %s: %w (nothing was written)", args[0], err)
 			}
@@ -114,23 +115,23 @@ func sessionsImport(g *globals) *cobra.Command {
 	return cmd
 }
 
-func importCmd(g *globals) *cobra.Command {
+func importCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import history from elsewhere"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hermes-state PATH",
 		Short: "Import the sessions of a Python Hermes Agent state.db (sessions already imported are skipped)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open()
+			a, err := g.Open()
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			rep, err := importer.HermesState(cmd.Context(), args[0], a.store)
+			rep, err := importer.HermesState(cmd.Context(), args[0], a.Store)
 			if err != nil {
 				return err
 			}
-			if err := a.fresh(cmd.Context()); err != nil {
+			if err := a.Fresh(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d sessions (%d messages); %d already there\n", rep.Sessions, rep.Messages, rep.Skipped)

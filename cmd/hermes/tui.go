@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tui"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
@@ -83,14 +84,14 @@ type bgResult struct {
 	res  session.TurnResult
 }
 
-func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
-	home, err := g.resolveHome()
+func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
+	home, err := g.ResolveHome()
 	if err != nil {
 		return err
 	}
 	hist, err := tui.LoadHistory(filepath.Join(home, "history"))
 	if err != nil {
-		g.log.Warn().Err(err).Msg("the input history is not available")
+		g.Log.Warn().Err(err).Msg("the input history is not available")
 		hist, _ = tui.LoadHistory("")
 	}
 	scr := tui.New(tui.Options{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), History: hist, Commands: screenCommands(),
@@ -98,7 +99,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 	screenDone := make(chan error, 1)
 	go func() { screenDone <- scr.Run() }()
 	// Diagnostics go above the prompt, not across the screen.
-	g.log = g.log.Output(zerolog.ConsoleWriter{Out: screenLog{scr}, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}})
+	g.Log = g.Log.Output(zerolog.ConsoleWriter{Out: screenLog{scr}, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}})
 
 	sc := &screenChat{scr: scr, results: make(chan session.TurnResult, 8), bg: make(chan bgResult, 8), titles: make(chan [2]string, 8)}
 	ov := f.ov
@@ -132,7 +133,7 @@ func runScreenChat(cmd *cobra.Command, g *globals, f *chatFlags) error {
 		return err
 	}
 	sc.id, sc.at = id, id
-	sc.title = sessionTitle(ctx, c.a.store, id)
+	sc.title = sessionTitle(ctx, c.a.Store, id)
 	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.cfg.Model, id))
 	sc.status()
 	err = sc.run(screenDone)
@@ -305,7 +306,7 @@ func (sc *screenChat) switchTo(id string) error {
 	if prev != id {
 		sc.c.mgr.Restart(prev)
 	}
-	sc.title = sessionTitle(sc.ctx, sc.c.a.store, id)
+	sc.title = sessionTitle(sc.ctx, sc.c.a.Store, id)
 	sc.status()
 	return nil
 }
@@ -422,7 +423,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		return func(string) error { return sc.showStatus() }
 	case command.Usage:
 		return func(string) error {
-			u, err := usageOf(sc.ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices)
+			u, err := usageOf(sc.ctx, sc.c.a.Store, sc.at, sc.c.cfg.Prices)
 			if err != nil {
 				return err
 			}
@@ -436,7 +437,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		}
 	case command.Skills:
 		return func(string) error {
-			all, problems := library(sc.c.a.home, sc.c.wd).All()
+			all, problems := app.Library(sc.c.a.Home, sc.c.wd).All()
 			for _, p := range problems {
 				sc.scr.Error("skill: " + p.Error())
 			}
@@ -572,7 +573,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 	var at events.Recorded
 	from, found := "", 0
 	for s := sc.at; s != "" && found < n; {
-		rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
+		rs, err := sc.c.a.Store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
 		if err != nil {
 			return "", err
 		}
@@ -603,7 +604,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 		return "", err
 	}
 	text := p.(schema.UserMessageAdded).Content
-	fork, err := session.Fork(ctx, sc.c.a.store, from, at.Revision-1)
+	fork, err := session.Fork(ctx, sc.c.a.Store, from, at.Revision-1)
 	if err != nil {
 		return "", err
 	}
@@ -628,14 +629,14 @@ func (sc *screenChat) branch(title string) error {
 		return errBusy
 	}
 	ctx := sc.ctx
-	rs, err := sc.c.a.store.ReadStream(ctx, events.SessionStream(sc.at), events.Backward, events.End, 1)
+	rs, err := sc.c.a.Store.ReadStream(ctx, events.SessionStream(sc.at), events.Backward, events.End, 1)
 	if err != nil {
 		return err
 	}
 	if len(rs) == 0 {
 		return fmt.Errorf("no session %s", sc.at)
 	}
-	fork, err := session.Fork(ctx, sc.c.a.store, sc.at, rs[0].Revision)
+	fork, err := session.Fork(ctx, sc.c.a.Store, sc.at, rs[0].Revision)
 	if err != nil {
 		return err
 	}
@@ -659,10 +660,10 @@ func (sc *screenChat) branch(title string) error {
 
 // history shows the conversation as the next model call starts from it.
 func (sc *screenChat) history() error {
-	if err := sc.c.a.fresh(sc.ctx); err != nil {
+	if err := sc.c.a.Fresh(sc.ctx); err != nil {
 		return err
 	}
-	msgs, err := history.Messages(sc.ctx, sc.c.a.projDB.Reader(), sc.at)
+	msgs, err := history.Messages(sc.ctx, sc.c.a.ProjDB.Reader(), sc.at)
 	if err != nil {
 		return err
 	}
@@ -704,7 +705,7 @@ func (sc *screenChat) save(file string) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	n, err := session.Export(sc.ctx, sc.c.a.store, sc.at, f)
+	n, err := session.Export(sc.ctx, sc.c.a.Store, sc.at, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -718,7 +719,7 @@ func (sc *screenChat) save(file string) error {
 }
 
 func (sc *screenChat) showStatus() error {
-	u, err := usageOf(sc.ctx, sc.c.a.store, sc.at, sc.c.cfg.Prices)
+	u, err := usageOf(sc.ctx, sc.c.a.Store, sc.at, sc.c.cfg.Prices)
 	if err != nil {
 		return err
 	}
@@ -731,7 +732,7 @@ func (sc *screenChat) showStatus() error {
 		fmt.Sprintf("yolo      %v", sc.yolo),
 		fmt.Sprintf("queued    %d; background sessions running %d", len(sc.queue), sc.bgRunning),
 		"directory " + sc.c.wd,
-		"home      " + sc.c.a.home,
+		"home      " + sc.c.a.Home,
 	}
 	sc.scr.Info(strings.Join(lines, "\n"))
 	return nil

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/hermes-go/hermes/projections"
 )
 
-// locks returns the store's locks taken in the name of owner, or nil when
+// Locks returns the store's locks taken in the name of owner, or nil when
 // the store keeps none (the embedded store: its processes share a kernel,
 // and leases are flock(2) locks in the home).
-func (a *app) locks(owner string) *postgres.Locks {
-	pg, ok := a.store.(*postgres.Store)
+func (a *App) Locks(owner string) *postgres.Locks {
+	pg, ok := a.Store.(*postgres.Store)
 	if !ok {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (a *app) locks(owner string) *postgres.Locks {
 }
 
 // closeLocks releases every lock the app holds in the store.
-func (a *app) closeLocks() error {
+func (a *App) closeLocks() error {
 	a.locksMu.Lock()
 	defer a.locksMu.Unlock()
 	var errs []error
@@ -45,21 +45,21 @@ func (a *app) closeLocks() error {
 	return errors.Join(errs...)
 }
 
-// leases are the session leases of processes sharing this app's store:
+// Leases are the session leases of processes sharing this app's store:
 // locks in a PostgreSQL store, which every machine running its sessions
 // sees, else flock(2) locks in $HERMES_HOME/locks.
-func (a *app) leases(self session.Owner) session.Leaser {
-	l := a.locks(session.OwnerRecord(self))
+func (a *App) Leases(self session.Owner) session.Leaser {
+	l := a.Locks(session.OwnerRecord(self))
 	if l == nil {
-		return session.NewFileLeases(filepath.Join(a.home, "locks"), self)
+		return session.NewFileLeases(filepath.Join(a.Home, "locks"), self)
 	}
 	return &session.StoreLeases[*postgres.Lock]{Locks: l}
 }
 
-// stopOnLost makes a session whose store lease ends without being
+// StopOnLost makes a session whose store lease ends without being
 // released (its connection broke) stop in mgr: another process may run it
 // now.
-func stopOnLost(l session.Leaser, mgr *session.Manager) {
+func StopOnLost(l session.Leaser, mgr *session.Manager) {
 	if sl, ok := l.(*session.StoreLeases[*postgres.Lock]); ok {
 		sl.OnLost = mgr.Restart
 	}
@@ -91,14 +91,14 @@ func (p projectionLeaser) LeaseHolder(ctx context.Context, name string) (string,
 	}
 	for _, h := range hs {
 		if h.Name == name && h.Live {
-			return ownerText(h.Owner), nil
+			return OwnerText(h.Owner), nil
 		}
 	}
 	return "", nil
 }
 
-// ownerText shows a lock's owner record for people.
-func ownerText(rec string) string {
+// OwnerText shows a lock's owner record for people.
+func OwnerText(rec string) string {
 	var o session.Owner
 	if json.Unmarshal([]byte(rec), &o) == nil && o.PID != 0 {
 		return o.String()
@@ -108,10 +108,10 @@ func ownerText(rec string) string {
 
 // leaseProjections makes the app's runner feed the projections shared in
 // a PostgreSQL store only while this process holds their leases.
-func (a *app) leaseProjections() {
-	pg, ok := a.store.(*postgres.Store)
+func (a *App) leaseProjections() {
+	pg, ok := a.Store.(*postgres.Store)
 	if !ok {
 		return
 	}
-	a.runner.WithLeases(projectionLeaser{locks: a.locks(session.OwnerRecord(session.ThisProcess())), store: pg}, time.Second)
+	a.Runner.WithLeases(projectionLeaser{locks: a.Locks(session.OwnerRecord(session.ThisProcess())), store: pg}, time.Second)
 }

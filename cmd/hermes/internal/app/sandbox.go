@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"path/filepath"
@@ -10,11 +10,11 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-// sandboxes is the kernel sandbox of cfg's local backend: one per
+// Sandboxes is the kernel sandbox of cfg's local backend: one per
 // session, shared by the terminal, execute_code and cron scripts. nil
 // where commands run elsewhere (ssh, docker) or unconfined
 // (sandbox.mode: full-access, said with a warning).
-func sandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
+func Sandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
 	if cfg.Backend != nil {
 		if _, local := cfg.Backend.(terminal.Local); !local {
 			return nil
@@ -37,20 +37,20 @@ func sandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.S
 	return &terminal.Sandboxes{Policy: p, Env: env, Log: log}
 }
 
-// cronSandboxes is the sandbox of cron's scripts: the local backend's,
+// CronSandboxes is the sandbox of cron's scripts: the local backend's,
 // with the scripts directory ($HERMES_HOME/scripts, their working
 // directory) shown again inside the hidden home; nil as sandboxes is.
-func cronSandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
-	s := sandboxes(home, cfg, log)
+func CronSandboxes(home string, cfg config.Resolved, log zerolog.Logger) *terminal.Sandboxes {
+	s := Sandboxes(home, cfg, log)
 	if s != nil {
 		s.Policy.Visible = append(append([]string(nil), s.Policy.Visible...), filepath.Join(home, "scripts"))
 	}
 	return s
 }
 
-// fileGuard is the sandbox's policy for the file tools, which run outside
+// FileGuard is the sandbox's policy for the file tools, which run outside
 // it (nil without a sandbox).
-func fileGuard(s *terminal.Sandboxes) func(string, bool) error {
+func FileGuard(s *terminal.Sandboxes) func(string, bool) error {
 	if s == nil {
 		return nil
 	}

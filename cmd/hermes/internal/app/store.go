@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	"github.com/hermes-go/hermes/events/postgres"
 )
 
-// storeSpec says which store to use, and where the choice came from.
-func (g *globals) storeSpec(home string) (config.StoreSpec, error) {
-	return config.Store(g.store, home)
+// StoreSpec says which store to use, and where the choice came from.
+func (g *Factory) StoreSpec(home string) (config.StoreSpec, error) {
+	return config.Store(g.StoreFlag, home)
 }
 
-// open opens the store spec names (home's, for the embedded one).
-func openSpec(ctx context.Context, s config.StoreSpec, home string, log zerolog.Logger) (events.Store, error) {
+// OpenSpec opens the store spec names (home's, for the embedded one).
+func OpenSpec(ctx context.Context, s config.StoreSpec, home string, log zerolog.Logger) (events.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	log.Debug().Str("store", s.String()).Msg("opening the event store")
@@ -34,9 +34,9 @@ func openSpec(ctx context.Context, s config.StoreSpec, home string, log zerolog.
 	return embedded.Open(filepath.Join(home, "events.db"), embedded.WithLogger(log))
 }
 
-// embeddedOnly refuses a command that works on the embedded store alone.
-func (g *globals) embeddedOnly(home, what string) error {
-	spec, err := g.storeSpec(home)
+// EmbeddedOnly refuses a command that works on the embedded store alone.
+func (g *Factory) EmbeddedOnly(home, what string) error {
+	spec, err := g.StoreSpec(home)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/projections/sessions"
+)
+
+// newRoot is the hermes command over g, whose streams it reads and writes.
+func newRoot(g *app.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hermes",
+		Short:         "Hermes: an event-sourced AI agent",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return g.Setup()
+		},
+	}
+	root.SetIn(g.IO.In)
+	root.SetOut(g.IO.Out)
+	root.SetErr(g.IO.ErrOut)
+	root.PersistentFlags().StringVar(&g.HomeFlag, "home", "", "Hermes home directory (default $HERMES_HOME or ~/.hermes)")
+	root.PersistentFlags().StringVar(&g.LogLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.StoreFlag, "store", "", "event store: embedded (default), postgres://user@host/db or esdb://host:2113 (default $HERMES_STORE, then store: in config.yaml)")
+	root.PersistentFlags().BoolVar(&g.ReadOnly, "read-only", false, "open the home without writing to it (automatic when its files cannot be written); commands that write fail")
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), dashboardCmd(g), nodeCmd(g), pairingCmd(g), approvalsCmd(g), configCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), storeCmd(g))
+	return root
+}
+
+// withSession opens the home, brings the projections up to date, resolves
+// arg (an id or a unique prefix) and runs fn.
+func withSession(g *app.Factory, cmd *cobra.Command, arg string, fn func(a *app.App, s sessions.Summary) error) error {
+	a, err := g.Open()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Fresh(cmd.Context()); err != nil {
+		return err
+	}
+	s, err := findSession(cmd, a, arg)
+	if err != nil {
+		return err
+	}
+	return fn(a, s)
+}
