@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -188,45 +185,7 @@ func (l *lateAsker) set(a tool.Asker) {
 
 func gatewayCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "The long-running gateway: chat platforms, the API server, webhooks"}
-	var ov config.Overrides
-	var clusterFlag, listenFlag, busFlag string
-	run := &cobra.Command{
-		Use:   "run",
-		Short: "Run the gateway in the foreground (Ctrl-C or SIGTERM drains and stops it)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runGateway(ctx, g, ov, clusterFlag, listenFlag, func(s *gatewaySettings) error {
-				if busFlag != "" {
-					s.Bus = busFlag
-				}
-				return nil
-			})
-		},
-	}
-	run.Flags().StringVar(&busFlag, "bus", "", "the bus between the platforms and the gateway: gochannel (in-process) or nats://host:port (default GATEWAY_BUS, else gateway.bus in config.yaml)")
-	run.Flags().StringVar(&clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
-	run.Flags().StringVar(&listenFlag, "listen", "", "with --cluster: host:port of the gateway's cluster remote, reachable by the nodes (default cluster.listen, else 127.0.0.1 on a free port)")
-	run.Flags().StringVar(&ov.Model, "model", "", "model name")
-	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
-	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
-	run.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
-	var asJSON bool
-	status := &cobra.Command{
-		Use:   "status",
-		Short: "Platforms, whether connected, sessions active, messages in and out, last error",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			return printGatewayStatus(cmd, home, asJSON)
-		},
-	}
-	status.Flags().BoolVar(&asJSON, "json", false, "JSON output")
-	cmd.AddCommand(run, status)
+	cmd.AddCommand(gatewayRunCmd(g), gatewayStatusCmd(g))
 	return cmd
 }
 
@@ -430,48 +389,6 @@ loop:
 	<-routerDone
 	write(true)
 	return nil
-}
-
-func printGatewayStatus(cmd *cobra.Command, home string, asJSON bool) error {
-	data, err := os.ReadFile(filepath.Join(home, "gateway", "status.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("the gateway has never run in %s: start it with `hermes gateway run`", home)
-	}
-	if err != nil {
-		return err
-	}
-	var st gatewayStatus
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(home, "gateway", "status.json"), err)
-	}
-	running := !st.Stopped && processAlive(st.PID)
-	if asJSON {
-		out := map[string]any{"running": running, "status": st}
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	w := cmd.OutOrStdout()
-	if running {
-		fmt.Fprintf(w, "gateway: running (pid %d, since %s, bus %s), %d session(s) active\n", st.PID, st.Started.Local().Format(time.DateTime), st.Bus, st.Active)
-	} else {
-		fmt.Fprintf(w, "gateway: not running (last seen %s)\n", st.Updated.Local().Format(time.DateTime))
-	}
-	sort.Slice(st.Platforms, func(i, j int) bool { return st.Platforms[i].Platform < st.Platforms[j].Platform })
-	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLATFORM\tCONNECTED\tIN\tOUT\tREFUSED\tLAST ERROR")
-	for _, p := range st.Platforms {
-		conn := "no"
-		if p.Connected && running {
-			conn = "yes"
-		}
-		last := p.LastError
-		if last != "" {
-			last = p.ErrorAt.Local().Format(time.DateTime) + " " + last
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", p.Platform, conn, p.In, p.Out, p.Refused, last)
-	}
-	return tw.Flush()
 }
 
 func processAlive(pid int) bool {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,132 +38,6 @@ func mcpConfig(g *app.Factory) (string, config.Resolved, error) {
 	}
 	cfg, err := config.Resolve(home, c, config.Overrides{Model: first(c.Model.Name, "unset")})
 	return home, cfg, err
-}
-
-func mcpAddCmd(g *app.Factory) *cobra.Command {
-	var sc mcp.ServerConfig
-	var headers, env []string
-	var timeout, connect time.Duration
-	var disabled, force bool
-	cmd := &cobra.Command{
-		Use:   "add NAME [flags] (-- COMMAND ARGS... | --url URL)",
-		Short: "Add an MCP server to config.yaml (a command speaking MCP on stdio, or an HTTP endpoint)",
-		Example: `  hermes mcp add fs -- npx -y @modelcontextprotocol/server-filesystem ~/projects
-  hermes mcp add github --url https://api.githubcopilot.com/mcp/ --header 'Authorization=Bearer ${GITHUB_TOKEN}'
-  hermes mcp add old --url http://127.0.0.1:8000/sse --transport sse`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if dash := cmd.ArgsLenAtDash(); dash > 0 {
-				if dash != 1 {
-					return errors.New("give the server's name before --, its command after it")
-				}
-			}
-			if rest := args[1:]; len(rest) > 0 {
-				sc.Command, sc.Args = rest[0], rest[1:]
-			}
-			var err error
-			if sc.Headers, err = pairs("--header", headers); err != nil {
-				return err
-			}
-			if sc.Env, err = pairs("--env", env); err != nil {
-				return err
-			}
-			sc.Timeout, sc.ConnectTimeout = mcp.Seconds(timeout), mcp.Seconds(connect)
-			if disabled {
-				off := false
-				sc.Enabled = &off
-			}
-			if err := sc.Validate(name); err != nil {
-				return err
-			}
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(home, "config.yaml")
-			err = editConfig(path, func(root *yaml.Node) error {
-				servers := section(root, "mcp_servers")
-				if i := keyIndex(servers, name); i >= 0 {
-					if !force {
-						return fmt.Errorf("mcp_servers.%s exists already; remove it first (hermes mcp remove %s) or pass --force", name, name)
-					}
-					servers.Content = append(servers.Content[:i], servers.Content[i+2:]...)
-				}
-				servers.Content = append(servers.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: name}, serverNode(sc))
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "added MCP server %s to %s; its tools are mcp_%s_*; try it: hermes mcp test %s\n", name, path, name, name)
-			return nil
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&sc.URL, "url", "", "the server's MCP endpoint (streamable HTTP, or SSE with --transport sse)")
-	fl.StringVar(&sc.Transport, "transport", "", "http (streamable HTTP, the default for --url) or sse")
-	fl.StringArrayVar(&headers, "header", nil, "an HTTP header K=V (repeatable; ${VAR} is read from the environment)")
-	fl.StringArrayVar(&env, "env", nil, "an environment variable K=V for the server's process (repeatable)")
-	fl.DurationVar(&timeout, "timeout", 0, "bound of one tool call (default 300s)")
-	fl.DurationVar(&connect, "connect-timeout", 0, "bound of connecting, and of the first prompt's wait for the server (default 60s)")
-	fl.BoolVar(&sc.Approval, "approval", false, "its tools ask before they run, as dangerous commands do")
-	fl.StringArrayVar((*[]string)(&sc.Tools.Include), "include", nil, "keep only this tool of the server (repeatable, wildcards allowed)")
-	fl.StringArrayVar((*[]string)(&sc.Tools.Exclude), "exclude", nil, "leave out this tool of the server (repeatable, wildcards allowed)")
-	fl.BoolVar(&disabled, "disabled", false, "add it with enabled: false")
-	fl.BoolVar(&force, "force", false, "replace a server of that name")
-	return cmd
-}
-
-// pairs reads K=V flags.
-func pairs(flag string, kvs []string) (map[string]string, error) {
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("%s %q: use KEY=VALUE", flag, kv)
-		}
-		out[strings.TrimSpace(k)] = v
-	}
-	return out, nil
-}
-
-func mcpRemoveCmd(g *app.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use: "remove NAME", Short: "Remove an MCP server from config.yaml", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			name := args[0]
-			path := filepath.Join(home, "config.yaml")
-			err = editConfig(path, func(root *yaml.Node) error {
-				i := keyIndex(root, "mcp_servers")
-				var servers *yaml.Node
-				if i >= 0 {
-					servers = root.Content[i+1]
-				}
-				j := keyIndex(servers, name)
-				if j < 0 {
-					return fmt.Errorf("no MCP server %s in %s; hermes mcp list shows them", name, path)
-				}
-				servers.Content = append(servers.Content[:j], servers.Content[j+2:]...)
-				if len(servers.Content) == 0 {
-					root.Content = append(root.Content[:i], root.Content[i+2:]...)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed MCP server %s from %s\n", name, path)
-			return nil
-		},
-	}
 }
 
 // mcpRow is one server in hermes mcp list.
@@ -240,92 +112,6 @@ func probe(home string, cfg config.Resolved, names []string, connect bool, log z
 		}
 	}
 	return rows, servers, closeAll, nil
-}
-
-func mcpListCmd(g *app.Factory) *cobra.Command {
-	var asJSON, noConnect bool
-	cmd := &cobra.Command{
-		Use: "list", Short: "List the MCP servers of config.yaml, connecting to each to show its state, tools and last error", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, cfg, err := mcpConfig(g)
-			if err != nil {
-				return err
-			}
-			names := make([]string, 0, len(cfg.MCPServers))
-			for n := range cfg.MCPServers {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			rows, _, closeAll, err := probe(home, cfg, names, !noConnect, zerolog.Nop()) // failures are in the table
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if rows == nil {
-					rows = []mcpRow{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(out, "no MCP servers yet; add one: hermes mcp add NAME -- COMMAND ARGS... or hermes mcp add NAME --url URL")
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tTOOLS\tHANDSHAKE\tERROR")
-			for _, r := range rows {
-				state := r.State
-				if r.Approval {
-					state += " (approval)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Name, r.Transport, clip(r.Target, 50), state, r.Tools, r.Handshake, clip(r.Error, 120))
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&noConnect, "no-connect", false, "only what config says, without connecting")
-	return cmd
-}
-
-func mcpTestCmd(g *app.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use: "test NAME", Short: "Connect to an MCP server, time the handshake and list its tools as the model sees them", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			home, cfg, err := mcpConfig(g)
-			if err != nil {
-				return err
-			}
-			name := args[0]
-			sc, ok := cfg.MCPServers[name]
-			if !ok {
-				return fmt.Errorf("no MCP server %s in %s; hermes mcp list shows them", name, filepath.Join(home, "config.yaml"))
-			}
-			on := true
-			sc.Enabled = &on // test a disabled one too
-			cfg.MCPServers = map[string]mcp.ServerConfig{name: sc}
-			rows, servers, closeAll, err := probe(home, cfg, []string{name}, true, zerolog.Nop())
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			r, out := rows[0], cmd.OutOrStdout()
-			if r.State != string(mcp.Connected) {
-				return &exitError{code: 1, err: fmt.Errorf("MCP server %s (%s %s) failed: %s", name, r.Transport, r.Target, first(r.Error, r.State))}
-			}
-			fmt.Fprintf(out, "connected to %s over %s in %s (process start or connection, and the MCP handshake)\n", first(r.Peer, name), r.Transport, r.Handshake)
-			ts := servers[0].Tools()
-			fmt.Fprintf(out, "%d tools, as the model sees them (toolset %s):\n", len(ts), mcp.Toolset(name))
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			for _, t := range ts {
-				fmt.Fprintf(tw, "  %s\t%s\n", t.Spec().Name, clip(strings.Join(strings.Fields(t.Spec().Description), " "), 80))
-			}
-			return tw.Flush()
-		},
-	}
 }
 
 // editConfig rewrites config.yaml through edit, keeping the rest of the

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -95,130 +92,8 @@ func registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 	return r, ex, nil
 }
 
-func skillsCmd(g *app.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "skills", Short: "List, show and install skills"}
-	lib := func() (skills.Library, error) {
-		home, err := g.ResolveHome()
-		if err != nil {
-			return skills.Library{}, err
-		}
-		wd, _ := os.Getwd()
-		return app.Library(home, wd), nil
-	}
-	install := skillInstallCmd(lib)
-	cmd.AddCommand(&cobra.Command{
-		Use: "list", Short: "List skills", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := lib()
-			if err != nil {
-				return err
-			}
-			all, errs := l.All()
-			for _, e := range errs {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", e)
-			}
-			if len(all) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no skills yet")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tDESCRIPTION\tPATH")
-			for _, s := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, clip(s.Description, 60), s.Path)
-			}
-			return tw.Flush()
-		},
-	}, &cobra.Command{
-		Use: "show NAME", Short: "Print a skill", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := lib()
-			if err != nil {
-				return err
-			}
-			s, err := l.Get(args[0])
-			if err != nil {
-				return err
-			}
-			data, err := os.ReadFile(s.Path)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(data)
-			return err
-		},
-	}, install)
-	return cmd
-}
-
-func skillInstallCmd(lib func() (skills.Library, error)) *cobra.Command {
-	var force bool
-	install := &cobra.Command{
-		Use: "install PATH", Short: "Copy a skill directory (holding SKILL.md) into $HERMES_HOME/skills (--force replaces an installed one)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := lib()
-			if err != nil {
-				return err
-			}
-			install := l.Install
-			if force {
-				install = l.Reinstall
-			}
-			s, err := install(args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "installed %s: %s\n", s.Name, s.Path)
-			return nil
-		},
-	}
-	install.Flags().BoolVar(&force, "force", false, "replace an installed skill of the same name")
-	return install
-}
-
 func toolsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Show the tools and which are enabled"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "list",
-		Short: "List every tool with its toolset and whether config enables it",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			fileCfg, err := config.Load(home)
-			if err != nil {
-				return err
-			}
-			if err := fileCfg.Tools.Validate(); err != nil {
-				return fmt.Errorf("%s: %w", filepath.Join(home, "config.yaml"), err)
-			}
-			cfg := config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
-			wd, _ := os.Getwd()
-			r, _, err := registry(home, wd, nil, cfg, nil, nil, nil, g.Log)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			r.Wait() // the tools of MCP servers that connect within their connect_timeout
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOOLSET\tTOOL\tENABLED\tDESCRIPTION")
-			enabled := r.On(fileCfg.Tools)
-			for _, e := range r.All() {
-				on := "yes"
-				if !enabled[e.Tool.Spec().Name] {
-					on = "no"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Toolset, e.Tool.Spec().Name, on, clip(e.Tool.Spec().Description, 70))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if fileCfg.Web.SearchURL == "" {
-				fmt.Fprintln(cmd.OutOrStdout(), "\n"+web.HowToEnable)
-			}
-			return nil
-		},
-	})
+	cmd.AddCommand(toolsListCmd(g))
 	return cmd
 }

@@ -11,19 +11,8 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
-func configCmd(g *app.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "config", Short: "Show, change and locate config.yaml"}
-	path := &cobra.Command{
-		Use: "path", Short: "Print the path of config.yaml", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(home, "config.yaml"))
-			return nil
-		},
-	}
+// configShowCmd is `hermes config show`.
+func configShowCmd(g *app.Factory) *cobra.Command {
 	show := &cobra.Command{
 		Use: "show", Short: "Show the configuration in effect (file, environment and defaults), secrets masked", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -34,35 +23,7 @@ func configCmd(g *app.Factory) *cobra.Command {
 			return showConfig(cmd, home)
 		},
 	}
-	set := &cobra.Command{
-		Use:   "set KEY VALUE",
-		Short: "Set a key of config.yaml (dotted: agent.max_turns 40); the rest of the file, comments included, is kept",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			if err := config.Set(home, args[0], args[1]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s = %s\n", filepath.Join(home, "config.yaml"), args[0], args[1])
-			return nil
-		},
-	}
-	cmd.AddCommand(path, show, set)
-	return cmd
-}
-
-// mask shows that a secret is set without showing it.
-func mask(s string) string {
-	switch {
-	case s == "":
-		return "(not set)"
-	case len(s) <= 8:
-		return "****"
-	}
-	return s[:3] + "…" + s[len(s)-2:] + fmt.Sprintf(" (%d chars)", len(s))
+	return show
 }
 
 func showConfig(cmd *cobra.Command, home string) error {
@@ -137,11 +98,4 @@ func showConfig(cmd *cobra.Command, home string) error {
 		fmt.Fprintf(w, "# ignored (not used by this build): %s\n", k)
 	}
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" || s == "0" {
-		return "-"
-	}
-	return s
 }

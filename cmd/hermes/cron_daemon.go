@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/adapters/bus"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+)
+
+// cronDaemonCmd is `hermes cron daemon`.
+func cronDaemonCmd(g *app.Factory) *cobra.Command {
+	var ov config.Overrides
+	daemon := &cobra.Command{Use: "daemon", Short: "Run the scheduler in the foreground without a gateway (Ctrl-C or SIGTERM stops it)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runCronDaemon(ctx, cmd, g, ov)
+		}}
+	modelFlags(daemon, &ov)
+	return daemon
+}
+
+// runCronDaemon runs the scheduler without a gateway. With gateway.bus
+// set to NATS it delivers through the gateway of that bus; otherwise
+// platform targets are recorded as failed, saying why.
+func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *app.Factory, ov config.Overrides) error {
+	c, err := newChatter(g, ov, nil)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	fileCfg, err := config.Load(c.a.Home)
+	if err != nil {
+		return err
+	}
+	gset, err := resolveGateway(fileCfg)
+	if err != nil {
+		return err
+	}
+	var pub cron.Publisher
+	via := "platform targets need `hermes gateway run` (or gateway.bus: nats://…)"
+	if strings.HasPrefix(gset.Bus, "nats://") {
+		b, err := bus.Open(gset.Bus, g.Log)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		pub, via = bus.OutboundPublisher{Bus: b}, "platform targets through "+gset.Bus
+	}
+	s := c.scheduler(pub, nil)
+	c.cron().tool.SetRunner(s)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		return err
+	}
+	all, _ := c.cron().jobs.Load(ctx)
+	fmt.Fprintf(cmd.ErrOrStderr(), "hermes cron: scheduler running (%d job(s); %s); Ctrl-C stops it\n", len(all), via)
+	err = <-done
+	fmt.Fprintln(cmd.ErrOrStderr(), "hermes cron: stopped")
+	return err
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+)
+
+// nodeRunCmd is `hermes node run`.
+func nodeRunCmd(g *app.Factory) *cobra.Command {
+	var ov config.Overrides
+	var etcdFlag, listen string
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Join the cluster and run the sessions it places here (Ctrl-C or SIGTERM leaves it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runNode(ctx, g, ov, etcdFlag, listen)
+		},
+	}
+	run.Flags().StringVar(&etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
+	run.Flags().StringVar(&listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
+	run.Flags().StringVar(&ov.Model, "model", "", "model name")
+	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
+	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
+	run.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
+	return run
+}
+
+// runNode hosts session grains until ctx ends. The sessions run against
+// the configured store, which every node and the gateway share (a
+// postgres:// store: the embedded one is one process's).
+func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen string) error {
+	// The asker is made before the session manager, which needs it, and
+	// learns the store once the app is open.
+	ask := &lateAsker{}
+	c, err := newChatter(g, ov, ask)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	cfg, err := nodeConfig(c.a.Home, etcdFlag, listen)
+	if err != nil {
+		return err
+	}
+	cfg.Asker = node.NewAsker(c.a.Store)
+	ask.set(cfg.Asker)
+	if err := clusterStore(c.a); err != nil {
+		return err
+	}
+	cl, err := node.Host(c.sys, cfg, c.a.Store, c.mgr, g.Log)
+	if err != nil {
+		return err
+	}
+	g.Log.Info().Str("address", cl.Address()).Msg("node running")
+	fmt.Fprintf(os.Stderr, "hermes node: running at %s; Ctrl-C leaves the cluster\n", cl.Address())
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "hermes node: leaving the cluster")
+	c.mgr.Shutdown()
+	cl.Leave()
+	return nil
+}
