@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
@@ -31,18 +32,24 @@ func newRoot(g *app.Factory) *cobra.Command {
 
 // withSession opens the home, brings the projections up to date, resolves
 // arg (an id or a unique prefix) and runs fn.
-func withSession(g *app.Factory, cmd *cobra.Command, arg string, fn func(a *app.App, s sessions.Summary) error) error {
+func withSession(ctx context.Context, g *app.Factory, arg string, fn func(a *app.App, s sessions.Summary) error) error {
 	a, err := g.Open()
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.Fresh(cmd.Context()); err != nil {
+	if err := a.Fresh(ctx); err != nil {
 		return err
 	}
-	s, err := findSession(cmd, a, arg)
+	s, err := findSession(ctx, a, arg)
 	if err != nil {
 		return err
 	}
 	return fn(a, s)
+}
+
+// ioOf are the streams cmd reads and writes: the Factory's, set on the
+// root (see newRoot).
+func ioOf(cmd *cobra.Command) app.IOStreams {
+	return app.IOStreams{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }

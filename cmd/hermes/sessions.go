@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,13 +37,13 @@ func clip(s string, n int) string {
 }
 
 // findSession resolves an id or unique prefix to a listed session.
-func findSession(cmd *cobra.Command, a *app.App, id string) (sessions.Summary, error) {
-	s, ok, err := sessions.Get(cmd.Context(), a.ProjDB.Reader(), id)
+func findSession(ctx context.Context, a *app.App, id string) (sessions.Summary, error) {
+	s, ok, err := sessions.Get(ctx, a.ProjDB.Reader(), id)
 	if err != nil {
 		return s, err
 	}
 	if !ok {
-		if d, bad := a.Damaged(cmd.Context(), id); bad {
+		if d, bad := a.Damaged(ctx, id); bad {
 			return s, fmt.Errorf("session %s is damaged: event %s; `hermes store verify` shows the damage, `hermes store repair --quarantine` moves it aside",
 				events.SessionOf(d.Stream), d)
 		}
