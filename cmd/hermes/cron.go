@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,13 +258,13 @@ func cronCmd(g *app.Factory) *cobra.Command {
 }
 
 // onJob resolves ref and applies change, printing the job after it.
-func onJob(g *app.Factory, cmd *cobra.Command, ref string, change func(*cronHome, *cron.Job) (*cron.Job, error)) error {
+func onJob(ctx context.Context, g *app.Factory, out io.Writer, ref string, change func(*cronHome, *cron.Job) (*cron.Job, error)) error {
 	h, err := openCronHome(g)
 	if err != nil {
 		return err
 	}
 	defer h.a.Close()
-	j, err := h.jobs.Find(cmd.Context(), ref)
+	j, err := h.jobs.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -271,6 +272,6 @@ func onJob(g *app.Factory, cmd *cobra.Command, ref string, change func(*cronHome
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "job %s (%s): %s, %s, next run %s\n", j.ID, j.Spec.Name, scheduleText(j), j.State(), nextText(j))
+	fmt.Fprintf(out, "job %s (%s): %s, %s, next run %s\n", j.ID, j.Spec.Name, scheduleText(j), j.State(), nextText(j))
 	return nil
 }

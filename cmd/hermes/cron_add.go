@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,38 +15,52 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
+// cronAddOptions are the flags and arguments of `hermes cron add`.
+type cronAddOptions struct {
+	app *app.Factory
+	io  app.IOStreams
+	add *jobFlags
+}
+
 // cronAddCmd is `hermes cron add`.
 func cronAddCmd(g *app.Factory) *cobra.Command {
-	add := &jobFlags{}
+	opts := &cronAddOptions{app: g, add: &jobFlags{}}
 	addCmd := &cobra.Command{Use: "add", Short: "Add a job", Args: cobra.NoArgs,
 		Example: `  hermes cron add --schedule "0 9 * * 1-5" --tz Europe/Berlin --deliver telegram:111111 --prompt "Summarise my inbox"`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := openCronHome(g)
-			if err != nil {
-				return err
-			}
-			defer h.a.Close()
-			var spec schema.JobSpec
-			if err := add.apply(cmd, &spec); err != nil {
-				return err
-			}
-			if spec.Timezone == "" && !strings.HasPrefix(spec.Schedule, "CRON_TZ=") && !strings.HasPrefix(spec.Schedule, "TZ=") {
-				spec.Timezone = h.set.timezone
-			}
-			spec, err = cron.Normalize(spec, h.jobs.Now(), h.rules)
-			if err != nil {
-				return err
-			}
-			j, err := h.jobs.Create(cmd.Context(), spec, !add.paused, "cli")
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "job %s (%s): %s, next run %s, delivered to %s\n", j.ID, j.Spec.Name, scheduleText(j), nextText(j), j.Spec.Deliver)
-			return nil
-		}}
-	add.register(addCmd)
-	addCmd.Flags().BoolVar(&add.paused, "paused", false, "create the job paused")
+			opts.io = ioOf(cmd)
+			return runCronAdd(cmd.Context(), opts)
+		},
+	}
+	opts.add.register(addCmd)
+	addCmd.Flags().BoolVar(&opts.add.paused, "paused", false, "create the job paused")
 	return addCmd
+}
+
+// runCronAdd runs `hermes cron add`.
+func runCronAdd(ctx context.Context, opts *cronAddOptions) error {
+	h, err := openCronHome(opts.app)
+	if err != nil {
+		return err
+	}
+	defer h.a.Close()
+	var spec schema.JobSpec
+	if err := opts.add.apply(opts.io.In, &spec); err != nil {
+		return err
+	}
+	if spec.Timezone == "" && !strings.HasPrefix(spec.Schedule, "CRON_TZ=") && !strings.HasPrefix(spec.Schedule, "TZ=") {
+		spec.Timezone = h.set.timezone
+	}
+	spec, err = cron.Normalize(spec, h.jobs.Now(), h.rules)
+	if err != nil {
+		return err
+	}
+	j, err := h.jobs.Create(ctx, spec, !opts.add.paused, "cli")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.io.Out, "job %s (%s): %s, next run %s, delivered to %s\n", j.ID, j.Spec.Name, scheduleText(j), nextText(j), j.Spec.Deliver)
+	return nil
 }
 
 // jobFlags are the flags of `hermes cron add` and `edit`.
@@ -54,10 +69,13 @@ type jobFlags struct {
 	toolsets                                                                                  []string
 	noAgent, paused                                                                           bool
 	maxCost                                                                                   float64
+	// changed says which flags were given (register sets it to cobra's).
+	changed func(name string) bool
 }
 
 func (f *jobFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.changed = fl.Changed
 	fl.StringVar(&f.schedule, "schedule", "", `when: "0 9 * * 1-5" (cron), "every 30m", "in 2h", or a time such as 2026-06-01T09:00`)
 	fl.StringVar(&f.tz, "tz", "", "time zone of the schedule, such as Europe/Berlin (default cron.timezone, else the machine's)")
 	fl.StringVar(&f.prompt, "prompt", "", "what each run asks the agent (self-contained: nobody is there to answer questions)")
@@ -74,14 +92,14 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "cost cap of one run in US dollars")
 }
 
-// apply sets the flags given on cmd into s.
-func (f *jobFlags) apply(cmd *cobra.Command, s *schema.JobSpec) error {
-	ch := cmd.Flags().Changed
+// apply sets the flags given into s; --prompt-file - reads in.
+func (f *jobFlags) apply(in io.Reader, s *schema.JobSpec) error {
+	ch := f.changed
 	if f.promptFile != "" {
 		var data []byte
 		var err error
 		if f.promptFile == "-" {
-			data, err = io.ReadAll(cmd.InOrStdin())
+			data, err = io.ReadAll(in)
 		} else {
 			data, err = os.ReadFile(f.promptFile)
 		}
@@ -89,7 +107,7 @@ func (f *jobFlags) apply(cmd *cobra.Command, s *schema.JobSpec) error {
 			return fmt.Errorf("--prompt-file: %w", err)
 		}
 		f.prompt = string(data)
-		ch = func(name string) bool { return name == "prompt" || cmd.Flags().Changed(name) }
+		ch = func(name string) bool { return name == "prompt" || f.changed(name) }
 	}
 	set := map[string]*string{"schedule": &s.Schedule, "tz": &s.Timezone, "prompt": &s.Prompt, "script": &s.Script, "name": &s.Name,
 		"deliver": &s.Deliver, "model": &s.Model, "catch-up": &s.CatchUp, "on-crash": &s.OnCrash}

@@ -16,24 +16,33 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
+// cronDaemonOptions are the flags of `hermes cron daemon`.
+type cronDaemonOptions struct {
+	app *app.Factory
+	io  app.IOStreams
+	ov  config.Overrides
+}
+
 // cronDaemonCmd is `hermes cron daemon`.
 func cronDaemonCmd(g *app.Factory) *cobra.Command {
-	var ov config.Overrides
+	opts := &cronDaemonOptions{app: g}
 	daemon := &cobra.Command{Use: "daemon", Short: "Run the scheduler in the foreground without a gateway (Ctrl-C or SIGTERM stops it)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.io = ioOf(cmd)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runCronDaemon(ctx, cmd, g, ov)
-		}}
-	modelFlags(daemon, &ov)
+			return runCronDaemon(ctx, opts)
+		},
+	}
+	modelFlags(daemon, &opts.ov)
 	return daemon
 }
 
 // runCronDaemon runs the scheduler without a gateway. With gateway.bus
 // set to NATS it delivers through the gateway of that bus; otherwise
 // platform targets are recorded as failed, saying why.
-func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *app.Factory, ov config.Overrides) error {
-	c, err := newChatter(g, ov, nil)
+func runCronDaemon(ctx context.Context, opts *cronDaemonOptions) error {
+	c, err := newChatter(opts.app, opts.ov, nil)
 	if err != nil {
 		return err
 	}
@@ -49,7 +58,7 @@ func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *app.Factory, ov c
 	var pub cron.Publisher
 	via := "platform targets need `hermes gateway run` (or gateway.bus: nats://…)"
 	if strings.HasPrefix(gset.Bus, "nats://") {
-		b, err := bus.Open(gset.Bus, g.Log)
+		b, err := bus.Open(gset.Bus, opts.app.Log)
 		if err != nil {
 			return err
 		}
@@ -66,8 +75,8 @@ func runCronDaemon(ctx context.Context, cmd *cobra.Command, g *app.Factory, ov c
 		return err
 	}
 	all, _ := c.cron().jobs.Load(ctx)
-	fmt.Fprintf(cmd.ErrOrStderr(), "hermes cron: scheduler running (%d job(s); %s); Ctrl-C stops it\n", len(all), via)
+	fmt.Fprintf(opts.io.ErrOut, "hermes cron: scheduler running (%d job(s); %s); Ctrl-C stops it\n", len(all), via)
 	err = <-done
-	fmt.Fprintln(cmd.ErrOrStderr(), "hermes cron: stopped")
+	fmt.Fprintln(opts.io.ErrOut, "hermes cron: stopped")
 	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -13,35 +14,51 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
+// cronHistoryOptions are the flags and arguments of `hermes cron history`.
+type cronHistoryOptions struct {
+	app      *app.Factory
+	io       app.IOStreams
+	id       string
+	histJSON bool
+}
+
 // cronHistoryCmd is `hermes cron history`.
 func cronHistoryCmd(g *app.Factory) *cobra.Command {
-	var histJSON bool
+	opts := &cronHistoryOptions{app: g}
 	history := &cobra.Command{Use: "history ID", Short: "A job's changes, runs (how each ended, where it was delivered) and missed slots", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openCronHome(g)
-			if err != nil {
-				return err
-			}
-			defer h.a.Close()
-			j, err := h.jobs.Find(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			rs, err := h.jobs.Events(cmd.Context(), j.ID)
-			if err != nil {
-				return err
-			}
-			entries, err := cron.History(rs)
-			if err != nil {
-				return err
-			}
-			if histJSON {
-				return writeJSON(cmd.OutOrStdout(), entries)
-			}
-			return printHistory(cmd.OutOrStdout(), j, entries)
-		}}
-	history.Flags().BoolVar(&histJSON, "json", false, "JSON output")
+			opts.io = ioOf(cmd)
+			opts.id = args[0]
+			return runCronHistory(cmd.Context(), opts)
+		},
+	}
+	history.Flags().BoolVar(&opts.histJSON, "json", false, "JSON output")
 	return history
+}
+
+// runCronHistory runs `hermes cron history`.
+func runCronHistory(ctx context.Context, opts *cronHistoryOptions) error {
+	h, err := openCronHome(opts.app)
+	if err != nil {
+		return err
+	}
+	defer h.a.Close()
+	j, err := h.jobs.Find(ctx, opts.id)
+	if err != nil {
+		return err
+	}
+	rs, err := h.jobs.Events(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	entries, err := cron.History(rs)
+	if err != nil {
+		return err
+	}
+	if opts.histJSON {
+		return writeJSON(opts.io.Out, entries)
+	}
+	return printHistory(opts.io.Out, j, entries)
 }
 
 func printHistory(w io.Writer, j *cron.Job, entries []cron.Entry) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -11,43 +12,57 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
+// cronListOptions are the flags and arguments of `hermes cron list`.
+type cronListOptions struct {
+	app               *app.Factory
+	io                app.IOStreams
+	listAll, listJSON bool
+}
+
 // cronListCmd is `hermes cron list`.
 func cronListCmd(g *app.Factory) *cobra.Command {
-	var listAll, listJSON bool
+	opts := &cronListOptions{app: g}
 	list := &cobra.Command{Use: "list", Short: "The jobs, when each runs next and how it last ran", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := openCronHome(g)
-			if err != nil {
-				return err
-			}
-			defer h.a.Close()
-			all, err := h.jobs.Load(cmd.Context())
-			if err != nil {
-				return err
-			}
-			var shown []*cron.Job
-			for _, j := range all {
-				if !j.Removed || listAll {
-					shown = append(shown, j)
-				}
-			}
-			if listJSON {
-				return writeJSON(cmd.OutOrStdout(), jobsJSON(shown))
-			}
-			if len(shown) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no scheduled jobs yet: add one with `hermes cron add --schedule \"0 9 * * 1-5\" --prompt \"…\"`")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tSCHEDULE\tNEXT\tLAST\tDELIVER\tSTATE")
-			for _, j := range shown {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, clip(j.Spec.Name, 30), scheduleText(j), nextText(j), lastText(j), j.Spec.Deliver, j.State())
-			}
-			return tw.Flush()
-		}}
-	list.Flags().BoolVar(&listAll, "all", false, "include removed jobs")
-	list.Flags().BoolVar(&listJSON, "json", false, "JSON output")
+			opts.io = ioOf(cmd)
+			return runCronList(cmd.Context(), opts)
+		},
+	}
+	list.Flags().BoolVar(&opts.listAll, "all", false, "include removed jobs")
+	list.Flags().BoolVar(&opts.listJSON, "json", false, "JSON output")
 	return list
+}
+
+// runCronList runs `hermes cron list`.
+func runCronList(ctx context.Context, opts *cronListOptions) error {
+	h, err := openCronHome(opts.app)
+	if err != nil {
+		return err
+	}
+	defer h.a.Close()
+	all, err := h.jobs.Load(ctx)
+	if err != nil {
+		return err
+	}
+	var shown []*cron.Job
+	for _, j := range all {
+		if !j.Removed || opts.listAll {
+			shown = append(shown, j)
+		}
+	}
+	if opts.listJSON {
+		return writeJSON(opts.io.Out, jobsJSON(shown))
+	}
+	if len(shown) == 0 {
+		fmt.Fprintln(opts.io.Out, "no scheduled jobs yet: add one with `hermes cron add --schedule \"0 9 * * 1-5\" --prompt \"…\"`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSCHEDULE\tNEXT\tLAST\tDELIVER\tSTATE")
+	for _, j := range shown {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, clip(j.Spec.Name, 30), scheduleText(j), nextText(j), lastText(j), j.Spec.Deliver, j.State())
+	}
+	return tw.Flush()
 }
 
 func scheduleText(j *cron.Job) string {
