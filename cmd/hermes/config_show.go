@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -11,27 +13,40 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
+// configShowOptions are the flags and arguments of `hermes config show`.
+type configShowOptions struct {
+	app *app.Factory
+	io  app.IOStreams
+}
+
 // configShowCmd is `hermes config show`.
 func configShowCmd(g *app.Factory) *cobra.Command {
+	opts := &configShowOptions{app: g}
 	show := &cobra.Command{
 		Use: "show", Short: "Show the configuration in effect (file, environment and defaults), secrets masked", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			return showConfig(cmd, home)
+			opts.io = ioOf(cmd)
+			return runConfigShow(cmd.Context(), opts)
 		},
 	}
 	return show
 }
 
-func showConfig(cmd *cobra.Command, home string) error {
+// runConfigShow runs `hermes config show`.
+func runConfigShow(ctx context.Context, opts *configShowOptions) error {
+	home, err := opts.app.ResolveHome()
+	if err != nil {
+		return err
+	}
+	return showConfig(opts.io.Out, home)
+}
+
+// showConfig prints the configuration of home in effect, secrets masked.
+func showConfig(w io.Writer, home string) error {
 	c, err := config.Load(home)
 	if err != nil {
 		return err
 	}
-	w := cmd.OutOrStdout()
 	path := filepath.Join(home, "config.yaml")
 	if _, err := os.Stat(path); err != nil {
 		fmt.Fprintf(w, "# %s does not exist: defaults and the environment apply\n", path)

@@ -11,8 +11,7 @@ import (
 
 func skillsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "skills", Short: "List, show and install skills"}
-	lib := func() (skills.Library, error) { return skillsLibrary(g) }
-	cmd.AddCommand(skillsListCmd(lib), skillsShowCmd(lib), skillInstallCmd(lib))
+	cmd.AddCommand(skillsListCmd(g), skillsShowCmd(g), skillInstallCmd(g))
 	return cmd
 }
 

@@ -73,7 +73,7 @@ func lostSessions(ctx context.Context, home string, store *embedded.Store, log s
 // lostReport is verify's report when the store refuses to open because
 // its log is lost: the loss, what the file there holds now (if anything),
 // and the sessions the home knew of that are gone with it.
-func lostReport(g *app.Factory, ctx context.Context, home string, lost *events.LogLostError) (*embedded.Report, error) {
+func lostReport(ctx context.Context, g *app.Factory, home string, lost *events.LogLostError) (*embedded.Report, error) {
 	rep := &embedded.Report{File: lost.Path, Problems: []embedded.Problem{{Kind: "lost", Detail: lost.Error()}}, Quarantined: []embedded.Moved{}}
 	var there *embedded.Store
 	if s, err := embedded.OpenReadOnly(lost.Path, embedded.WithLogger(g.Log)); err == nil {
@@ -90,8 +90,15 @@ func lostReport(g *app.Factory, ctx context.Context, home string, lost *events.L
 	return rep, nil
 }
 
+// storeAcceptOptions are the flags and arguments of `hermes store accept`.
+type storeAcceptOptions struct {
+	app *app.Factory
+	io  app.IOStreams
+}
+
 func storeAccept(g *app.Factory) *cobra.Command {
-	return &cobra.Command{
+	opts := &storeAcceptOptions{app: g}
+	cmd := &cobra.Command{
 		Use:   "accept",
 		Short: "Take events.db as it is now as this home's event log (after restoring it from a backup, or deleting it on purpose) and rebuild the read models from it",
 		Long: `When events.db is missing, holds another log, or ends before what was
@@ -105,46 +112,53 @@ home's log (in ` + app.WitnessFile + `) and rebuilds the read models from it:
 what the old log held beyond it is given up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.ReadOnly {
-				return fmt.Errorf("accept writes the home: drop --read-only")
-			}
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			if err := g.EmbeddedOnly(home, "store accept"); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			s, err := g.OpenEmbedded(home)
-			var lost *events.LogLostError
-			if err == nil {
-				s.Close()
-				fmt.Fprintln(out, "the event log is the one this home remembers: nothing to accept")
-				return nil
-			} else if !errors.As(err, &lost) {
-				return err
-			}
-			fmt.Fprintf(out, "giving up: %s\n", lost.Error())
-			g.AcceptLog = true
-			a, err := g.Open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if err := a.Runner.Rebuild(cmd.Context(), ""); err != nil {
-				return err
-			}
-			head, err := a.Store.Head(cmd.Context())
-			if err != nil {
-				return err
-			}
-			id := ""
-			if e, ok := a.Store.(*embedded.Store); ok {
-				id = e.Identity().ID
-			}
-			fmt.Fprintf(out, "accepted log %s (head at position %d) as this home's; the read models were rebuilt from it\n", id, head)
-			return nil
+			opts.io = ioOf(cmd)
+			return runStoreAccept(cmd.Context(), opts)
 		},
 	}
+	return cmd
+}
+
+// runStoreAccept runs `hermes store accept`.
+func runStoreAccept(ctx context.Context, opts *storeAcceptOptions) error {
+	if opts.app.ReadOnly {
+		return fmt.Errorf("accept writes the home: drop --read-only")
+	}
+	home, err := opts.app.ResolveHome()
+	if err != nil {
+		return err
+	}
+	if err := opts.app.EmbeddedOnly(home, "store accept"); err != nil {
+		return err
+	}
+	out := opts.io.Out
+	s, err := opts.app.OpenEmbedded(home)
+	var lost *events.LogLostError
+	if err == nil {
+		s.Close()
+		fmt.Fprintln(out, "the event log is the one this home remembers: nothing to accept")
+		return nil
+	} else if !errors.As(err, &lost) {
+		return err
+	}
+	fmt.Fprintf(out, "giving up: %s\n", lost.Error())
+	opts.app.AcceptLog = true
+	a, err := opts.app.Open()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Runner.Rebuild(ctx, ""); err != nil {
+		return err
+	}
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	id := ""
+	if e, ok := a.Store.(*embedded.Store); ok {
+		id = e.Identity().ID
+	}
+	fmt.Fprintf(out, "accepted log %s (head at position %d) as this home's; the read models were rebuilt from it\n", id, head)
+	return nil
 }

@@ -62,9 +62,16 @@ func (e copyEnd) open(ctx context.Context, g *app.Factory, source bool) (events.
 	return embedded.Open(e.path, embedded.WithLogger(g.Log))
 }
 
+// storeCopyOptions are the flags and arguments of `hermes store copy`.
+type storeCopyOptions struct {
+	app      *app.Factory
+	io       app.IOStreams
+	from, to string
+	asJSON   bool
+}
+
 func storeCopyCmd(g *app.Factory) *cobra.Command {
-	var from, to string
-	var asJSON bool
+	opts := &storeCopyOptions{app: g}
 	cmd := &cobra.Command{
 		Use:   "copy --to STORE [--from STORE]",
 		Short: "Copy every stream of one event store into another, verified; run it again to resume",
@@ -83,55 +90,60 @@ over each event) and must agree. Global positions are each store's own:
 after switching stores the read models rebuild themselves.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if to == "" {
-				return errors.New("say where to copy to: --to embedded:PATH, --to postgres://… or --to esdb://…")
-			}
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			src, err := newCopyEnd(g, home, from)
-			if err != nil {
-				return fmt.Errorf("--from: %w", err)
-			}
-			dst, err := newCopyEnd(g, home, to)
-			if err != nil {
-				return fmt.Errorf("--to: %w", err)
-			}
-			if src.String() == dst.String() {
-				return fmt.Errorf("--from and --to are the same store (%s)", src)
-			}
-			ctx := cmd.Context()
-			a, err := src.open(ctx, g, true)
-			if err != nil {
-				return fmt.Errorf("open the source: %w", err)
-			}
-			defer a.Close()
-			b, err := dst.open(ctx, g, false)
-			if err != nil {
-				return fmt.Errorf("open the target: %w", err)
-			}
-			defer b.Close()
-			g.Log.Info().Str("from", src.String()).Str("to", dst.String()).Msg("copying the event log")
-			rep, err := storecopy.Copy(ctx, a, b, storecopy.Options{Log: g.Log})
-			if err != nil {
-				return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, map[string]any{"from": src.String(), "to": dst.String(), "report": rep})
-			}
-			fmt.Fprintf(out, "copied %d events from %s to %s", rep.Copied, src, dst)
-			if rep.Skipped > 0 {
-				fmt.Fprintf(out, " (%d were there already and match)", rep.Skipped)
-			}
-			fmt.Fprintf(out, "\nverified: %d streams (%d deleted), %d events, sha256 %s\n",
-				len(rep.Source.Streams), rep.Source.Deleted, rep.Source.Events, rep.Source.SHA256)
-			return nil
+			opts.io = ioOf(cmd)
+			return runStoreCopy(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "the store to copy (default: the store in use)")
-	cmd.Flags().StringVar(&to, "to", "", "the store to copy into: embedded:PATH, postgres://… or esdb://…")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&opts.from, "from", "", "the store to copy (default: the store in use)")
+	cmd.Flags().StringVar(&opts.to, "to", "", "the store to copy into: embedded:PATH, postgres://… or esdb://…")
+	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// runStoreCopy runs `hermes store copy`.
+func runStoreCopy(ctx context.Context, opts *storeCopyOptions) error {
+	if opts.to == "" {
+		return errors.New("say where to copy to: --to embedded:PATH, --to postgres://… or --to esdb://…")
+	}
+	home, err := opts.app.ResolveHome()
+	if err != nil {
+		return err
+	}
+	src, err := newCopyEnd(opts.app, home, opts.from)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	dst, err := newCopyEnd(opts.app, home, opts.to)
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	if src.String() == dst.String() {
+		return fmt.Errorf("--from and --to are the same store (%s)", src)
+	}
+	a, err := src.open(ctx, opts.app, true)
+	if err != nil {
+		return fmt.Errorf("open the source: %w", err)
+	}
+	defer a.Close()
+	b, err := dst.open(ctx, opts.app, false)
+	if err != nil {
+		return fmt.Errorf("open the target: %w", err)
+	}
+	defer b.Close()
+	opts.app.Log.Info().Str("from", src.String()).Str("to", dst.String()).Msg("copying the event log")
+	rep, err := storecopy.Copy(ctx, a, b, storecopy.Options{Log: opts.app.Log})
+	if err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	out := opts.io.Out
+	if opts.asJSON {
+		return writeJSON(out, map[string]any{"from": src.String(), "to": dst.String(), "report": rep})
+	}
+	fmt.Fprintf(out, "copied %d events from %s to %s", rep.Copied, src, dst)
+	if rep.Skipped > 0 {
+		fmt.Fprintf(out, " (%d were there already and match)", rep.Skipped)
+	}
+	fmt.Fprintf(out, "\nverified: %d streams (%d deleted), %d events, sha256 %s\n",
+		len(rep.Source.Streams), rep.Source.Deleted, rep.Source.Events, rep.Source.SHA256)
+	return nil
 }
