@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/events/embedded"
+)
+
+// The in-process tests below run the command tree in this process, on
+// buffers, with a temporary home: each takes milliseconds, where the
+// black-box tests (cli_test.go and the others) run the built binary.
+
+// execute runs `hermes args...` in this process with stdin in, returning
+// what it wrote to stdout and stderr.
+func execute(t *testing.T, in string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	f := &app.Factory{IO: app.IOStreams{In: strings.NewReader(in), Out: &out, ErrOut: &errb}}
+	root := newRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+// inHome runs `hermes --home home args...` in this process.
+func inHome(t *testing.T, home string, args ...string) (string, string, error) {
+	t.Helper()
+	return execute(t, "", append([]string{"--home", home}, args...)...)
+}
+
+// quietEnv empties the variables that choose the home, the store, the
+// model and the sandbox, so that the machine's do not decide a test.
+func quietEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"HERMES_HOME", "HERMES_STORE", "HERMES_MODEL", "HERMES_SANDBOX"} {
+		t.Setenv(k, "")
+	}
+}
+
+// seededHome is a temporary home whose embedded store holds the sessions
+// sids, each of turns exchanges.
+func seededHome(t *testing.T, turns int, sids ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	s, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range sids {
+		seed(t, s, sid, turns)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// Errors in flags and arguments are cobra's or ours, said before anything
+// is opened.
+func TestFlagErrorsInProcess(t *testing.T) {
+	quietEnv(t)
+	home := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "list", "--limit", "many"}, `invalid argument "many" for "--limit"`},
+		{[]string{"sessions", "show"}, "accepts 1 arg(s), received 0"},
+		{[]string{"sessions", "list", "--colour"}, "unknown flag: --colour"},
+		{[]string{"cron", "add", "--schedule", "every 1h", "--prompt", "p", "--timeout", "5"}, `--timeout "5": use a duration such as 10m`},
+		{[]string{"--log-level", "loud", "sessions", "list"}, `--log-level "loud": use trace, debug, info, warn or error`},
+		{[]string{"--store", "mysql://u:pw@h/db", "sessions", "list"}, `--store: unknown store "mysql://u:xxxxx@h/db"`},
+		{[]string{"config", "set", "agent.max_turn", "3"}, "did you mean agent.max_turns?"},
+	} {
+		_, _, err := inHome(t, home, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("hermes %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}
