@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,26 +17,39 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
+// gatewayStatusOptions are the flags and arguments of `hermes gateway status`.
+type gatewayStatusOptions struct {
+	app    *app.Factory
+	io     app.IOStreams
+	asJSON bool
+}
+
 // gatewayStatusCmd is `hermes gateway status`.
 func gatewayStatusCmd(g *app.Factory) *cobra.Command {
-	var asJSON bool
+	opts := &gatewayStatusOptions{app: g}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Platforms, whether connected, sessions active, messages in and out, last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := g.ResolveHome()
-			if err != nil {
-				return err
-			}
-			return printGatewayStatus(cmd, home, asJSON)
+			opts.io = ioOf(cmd)
+			return runGatewayStatus(cmd.Context(), opts)
 		},
 	}
-	status.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	status.Flags().BoolVar(&opts.asJSON, "json", false, "JSON output")
 	return status
 }
 
-func printGatewayStatus(cmd *cobra.Command, home string, asJSON bool) error {
+// runGatewayStatus runs `hermes gateway status`.
+func runGatewayStatus(ctx context.Context, opts *gatewayStatusOptions) error {
+	home, err := opts.app.ResolveHome()
+	if err != nil {
+		return err
+	}
+	return printGatewayStatus(opts.io.Out, home, opts.asJSON)
+}
+
+func printGatewayStatus(w io.Writer, home string, asJSON bool) error {
 	data, err := os.ReadFile(filepath.Join(home, "gateway", "status.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("the gateway has never run in %s: start it with `hermes gateway run`", home)
@@ -49,11 +64,10 @@ func printGatewayStatus(cmd *cobra.Command, home string, asJSON bool) error {
 	running := !st.Stopped && processAlive(st.PID)
 	if asJSON {
 		out := map[string]any{"running": running, "status": st}
-		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	w := cmd.OutOrStdout()
 	if running {
 		fmt.Fprintf(w, "gateway: running (pid %d, since %s, bus %s), %d session(s) active\n", st.PID, st.Started.Local().Format(time.DateTime), st.Bus, st.Active)
 	} else {

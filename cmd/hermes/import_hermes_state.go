@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,27 +10,43 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
+// importHermesStateOptions are the flags and arguments of `hermes import hermes-state`.
+type importHermesStateOptions struct {
+	app  *app.Factory
+	io   app.IOStreams
+	path string
+}
+
 // importHermesStateCmd is `hermes import hermes-state`.
 func importHermesStateCmd(g *app.Factory) *cobra.Command {
-	return &cobra.Command{
+	opts := &importHermesStateOptions{app: g}
+	cmd := &cobra.Command{
 		Use:   "hermes-state PATH",
 		Short: "Import the sessions of a Python Hermes Agent state.db (sessions already imported are skipped)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.Open()
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			rep, err := importer.HermesState(cmd.Context(), args[0], a.Store)
-			if err != nil {
-				return err
-			}
-			if err := a.Fresh(cmd.Context()); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d sessions (%d messages); %d already there\n", rep.Sessions, rep.Messages, rep.Skipped)
-			return nil
+			opts.io = ioOf(cmd)
+			opts.path = args[0]
+			return runImportHermesState(cmd.Context(), opts)
 		},
 	}
+	return cmd
+}
+
+// runImportHermesState runs `hermes import hermes-state`.
+func runImportHermesState(ctx context.Context, opts *importHermesStateOptions) error {
+	a, err := opts.app.Open()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	rep, err := importer.HermesState(ctx, opts.path, a.Store)
+	if err != nil {
+		return err
+	}
+	if err := a.Fresh(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.io.Out, "imported %d sessions (%d messages); %d already there\n", rep.Sessions, rep.Messages, rep.Skipped)
+	return nil
 }
