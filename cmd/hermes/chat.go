@@ -7,33 +7,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
-	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
-	"github.com/hermes-go/hermes/actors/toolrun"
-	"github.com/hermes-go/hermes/adapters/llm"
-	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
-	"github.com/hermes-go/hermes/projections/costs"
-	"github.com/hermes-go/hermes/projections/search"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -84,138 +75,21 @@ func chatCmd(g *app.Factory) *cobra.Command {
 	return cmd
 }
 
-// chatter is a wired chat: one actor system and the sessions it runs.
+// chatter is a wired chat (app.Chat) and what runs its cron jobs.
 type chatter struct {
-	a     *app.App
-	cfg   config.Resolved
-	mgr   *session.Manager
-	stop  func()
-	wd    string
-	tools []string
-	sys   *actor.ActorSystem
-	// reg and deps are what scheduled runs narrow (cmd/hermes/cron.go).
-	reg   *tools.Registry
-	deps  session.Deps
+	*app.Chat
 	cronw *cronWiring
 }
 
-// chatOption adjusts a chatter's session dependencies before its manager
-// starts; provider is the configured provider chain.
-type chatOption func(d *session.Deps, provider model.Provider, cfg config.Resolved)
-
-func newChatter(g *app.Factory, ov config.Overrides, asker tool.Asker, opts ...chatOption) (*chatter, error) {
-	a, err := g.Open()
+// newChatter wires a chat (see app.NewChat) able to run cron jobs.
+func newChatter(g *app.Factory, ov config.Overrides, asker tool.Asker, opts ...app.ChatOption) (*chatter, error) {
+	ch, err := app.NewChat(g, ov, asker, opts...)
 	if err != nil {
 		return nil, err
 	}
-	fileCfg, err := config.Load(a.Home)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	for _, k := range fileCfg.Ignored() {
-		g.Log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.Home, "config.yaml"), k)
-	}
-	cfg, err := config.Resolve(a.Home, fileCfg, ov)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	if cfg.LLM.APIKey == "" && llm.NeedsKey(cfg.LLM) {
-		a.Close()
-		where := "the provider's API"
-		if cfg.LLM.Provider != "" {
-			where = cfg.LLM.Provider
-		}
-		return nil, fmt.Errorf("no API key for %s: set %s (or put it in %s, or run hermes setup); a local server needs no key: point --base-url or OPENAI_BASE_URL at it",
-			where, cfg.LLM.KeyEnv, filepath.Join(a.Home, ".env"))
-	}
-	provider, err := app.Ladder(cfg)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	wd, _ := os.Getwd()
-	searcher := func(ctx context.Context, q search.Query) (search.Results, error) {
-		var res search.Results
-		err := a.SearchIndex(ctx, false, nil, func(idx *search.Index) error {
-			var err error
-			res, err = idx.Search(ctx, q)
-			return err
-		})
-		return res, err
-	}
-	cj := newCronTool()
-	reg, ex, err := registry(a.Home, wd, a.Store, cfg, searcher, app.Summarizer(provider, cfg), cj, g.Log)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	tools := reg.Select(cfg.Tools)
-	ex.Toolbox = tools
-	sys := actors.NewSystem(g.Log)
-	pool := toolrun.NewPool(sys, cfg.MaxParallel, cfg.ToolTimeout)
-	pool.Log = g.Log
-	deps := session.Deps{
-		Store: a.Store, Log: g.Log, Provider: provider, Tools: tools, Asker: asker, Yolo: cfg.Yolo, SkillNudgeAfter: 5,
-		Exec: pool,
-		Cfg: agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens,
-			Prices: cfg.Prices, MaxDelegatesPerResponse: cfg.MaxDelegates},
-		MaxDepth:          cfg.MaxDepth,
-		MaxConcurrent:     cfg.MaxConcurrent,
-		Restrict:          app.Restrictor(reg, cfg.Tools),
-		MaxTurns:          cfg.MaxTurns,
-		Compression:       cfg.Compression,
-		Windows:           &compress.Windows{Path: filepath.Join(a.Home, "context_limits.json"), Override: cfg.ContextWindow},
-		FlushMemory:       true,
-		MaxCostPerSession: cfg.MaxCostPerSession,
-		MaxCostPerDay:     cfg.MaxCostPerDay,
-		// One process at a time runs a session: a chat holds the lease of
-		// its session until it ends or moves to another one.
-		Leases: a.Leases(session.ThisProcess()),
-		// What the model writes is redacted as its tools' output is
-		// (registry): the log, search, export and the API serve it.
-		Redact: app.Secrets(cfg).Redact,
-		DayCost: func() float64 {
-			d, _ := costs.Day(context.Background(), a.ProjDB.Reader(), time.Now().UTC().Format("2006-01-02"))
-			return d
-		},
-	}
-	deps.Hooks = app.TurnHooks(cfg, wd, g.Log)
-	if cfg.AuxModel != "" {
-		aux, err := llm.New(cfg.Aux)
-		if err != nil {
-			a.Close()
-			return nil, fmt.Errorf("auxiliary.compression: %w", err)
-		}
-		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
-	}
-	for _, o := range opts {
-		o(&deps, provider, cfg)
-	}
-	mgr := session.NewManager(sys, deps)
-	app.StopOnLost(deps.Leases, mgr)
-	c := &chatter{a: a, cfg: cfg, mgr: mgr, wd: wd, tools: tools.Names(), sys: sys, reg: reg, deps: deps}
-	// The projections follow the log while the chat runs: cost caps and
-	// other processes read them.
-	rctx, stopRunner := context.WithCancel(context.Background())
-	runnerDone := make(chan struct{})
-	go func() {
-		defer close(runnerDone)
-		if err := a.Runner.Run(rctx); err != nil && rctx.Err() == nil {
-			g.Log.Warn().Err(err).Msg("projections stopped")
-		}
-	}()
-	c.stop = func() {
-		mgr.Shutdown()
-		sys.Shutdown()
-		reg.Close() // background processes end with Hermes
-		stopRunner()
-		<-runnerDone
-		a.Close()
-	}
-	if err := c.wireCron(fileCfg, cj); err != nil {
-		c.stop()
+	c := &chatter{Chat: ch}
+	if err := c.wireCron(ch.File, ch.CronTool); err != nil {
+		c.Stop()
 		return nil, err
 	}
 	return c, nil
@@ -229,7 +103,7 @@ func (c *chatter) newSession(ctx context.Context, source string) (string, error)
 // createSession starts session id (its first events: the start and the
 // stable prefix).
 func (c *chatter) createSession(ctx context.Context, source, id string) error {
-	return c.startSession(ctx, id, source, c.cfg.Model, c.tools)
+	return c.startSession(ctx, id, source, c.Cfg.Model, c.Tools)
 }
 
 // startSession creates session id with the stable prefix for tools (and
@@ -237,28 +111,28 @@ func (c *chatter) createSession(ctx context.Context, source, id string) error {
 func (c *chatter) startSession(ctx context.Context, id, source, model string, tools []string) error {
 	var index []prompt.Skill
 	if slices.Contains(tools, "skill_view") {
-		all, _ := app.Library(c.a.Home, c.wd).All()
+		all, _ := app.Library(c.App.Home, c.WD).All()
 		for _, s := range all {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.a.Home, WorkingDir: c.wd, ToolNames: tools, Skills: index, Now: time.Now()})
-	return session.Create(ctx, c.a.Store, id, session.Start{Source: source, Model: model, Provider: c.cfg.LLM.Provider, WorkingDir: c.wd, System: sys})
+	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: c.WD, ToolNames: tools, Skills: index, Now: time.Now()})
+	return session.Create(ctx, c.App.Store, id, session.Start{Source: source, Model: model, Provider: c.Cfg.LLM.Provider, WorkingDir: c.WD, System: sys})
 }
 
 // findResumable resolves --resume (id or prefix) or --continue.
 func (c *chatter) findResumable(ctx context.Context, id string, last bool) (string, error) {
 	if id != "" {
-		rs, err := c.a.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+		rs, err := c.App.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 		if err == nil && len(rs) == 1 {
 			return id, nil
 		}
 	}
-	if err := c.a.Fresh(ctx); err != nil {
+	if err := c.App.Fresh(ctx); err != nil {
 		return "", err
 	}
 	if last {
-		list, err := sessions.List(ctx, c.a.ProjDB.Reader(), 0)
+		list, err := sessions.List(ctx, c.App.ProjDB.Reader(), 0)
 		if err != nil {
 			return "", err
 		}
@@ -270,7 +144,7 @@ func (c *chatter) findResumable(ctx context.Context, id string, last bool) (stri
 		}
 		return "", errors.New("--continue: there is no session with messages yet; start one with `hermes chat`")
 	}
-	s, ok, err := sessions.Get(ctx, c.a.ProjDB.Reader(), id)
+	s, ok, err := sessions.Get(ctx, c.App.ProjDB.Reader(), id)
 	if err != nil {
 		return "", err
 	}
@@ -343,7 +217,7 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		return runScreenChat(cmd, g, f)
 	}
 	con := newConsole(cmd.InOrStdin(), cmd.ErrOrStderr())
-	var opts []chatOption
+	var opts []app.ChatOption
 	if f.query == "" && stdinTerminal(cmd) {
 		// A person typing plain lines gets titles as on the screen; a
 		// script (-q, or lines from a pipe) does not pay for the extra
@@ -358,7 +232,7 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer c.Stop()
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	var id string
@@ -372,7 +246,7 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 	}
 	// Take the session now: a session another process runs is refused
 	// before anything is shown or sent.
-	if _, err := c.mgr.Session(ctx, id); err != nil {
+	if _, err := c.Mgr.Session(ctx, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "session: %s\n", id)
@@ -388,7 +262,7 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
 	ctx, done := interruptible(ctx)
 	defer done()
-	res := c.mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(cmd.ErrOrStderr(), f.quiet)})
+	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(cmd.ErrOrStderr(), f.quiet)})
 	if errors.Is(res.Err, agent.ErrInterrupted) {
 		return &exitError{code: 130, err: fmt.Errorf("turn interrupted (%v); resume with: hermes chat --resume %s", context.Cause(ctx), id)}
 	}
@@ -412,7 +286,7 @@ const exitBudget = 3
 
 // outcome reads how turn turnID of session id ended (TurnCompleted).
 func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) {
-	rs, err := c.a.Store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 16)
+	rs, err := c.App.Store.ReadStream(ctx, events.SessionStream(id), events.Backward, events.End, 16)
 	if err != nil {
 		return "", 0
 	}
@@ -497,7 +371,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 			}
 			if !ok {
 				if running > 0 {
-					c.mgr.Stop(id, "input closed")
+					c.Mgr.Stop(id, "input closed")
 					for ; running > 0; running-- {
 						<-results
 					}
@@ -519,7 +393,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				if id != prev && running == 0 {
 					// Let the session we left go: another process may
 					// resume it now.
-					c.mgr.Restart(prev)
+					c.Mgr.Restart(prev)
 				}
 				switch typed.ID {
 				case command.New, command.Resume, command.Compress:
@@ -527,7 +401,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				}
 				if quit {
 					if running > 0 {
-						c.mgr.Stop(id, "user exited")
+						c.Mgr.Stop(id, "user exited")
 						for ; running > 0; running-- {
 							<-results
 						}
@@ -545,7 +419,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 			waiting = true
 			turnID, text, m := id, line, model
 			go func() {
-				results <- ended{turnID, c.mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})}
+				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})}
 			}()
 		case e := <-results:
 			res := e.res
@@ -573,7 +447,7 @@ func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string
 				prompt()
 				continue
 			}
-			c.mgr.Stop(id, "interrupted by SIGINT")
+			c.Mgr.Stop(id, "interrupted by SIGINT")
 		}
 	}
 }
@@ -600,19 +474,19 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		if err != nil {
 			return false, err
 		}
-		if _, err := c.mgr.Session(ctx, rid); err != nil {
+		if _, err := c.Mgr.Session(ctx, rid); err != nil {
 			return false, err
 		}
 		*id = rid
 		fmt.Fprintf(errw, "session: %s\n", rid)
 	case command.Stop:
-		c.mgr.Stop(*id, "user sent /stop")
+		c.Mgr.Stop(*id, "user sent /stop")
 	case command.Compress:
 		force := arg == "--force"
 		if arg != "" && !force {
 			return false, errors.New("usage: /compress [--force]")
 		}
-		next, err := c.mgr.CompressNow(ctx, *id, session.CompressNow{Model: *model, Force: force})
+		next, err := c.Mgr.CompressNow(ctx, *id, session.CompressNow{Model: *model, Force: force})
 		if err != nil {
 			return false, err
 		}
@@ -620,13 +494,13 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		fmt.Fprintf(errw, "compressed: the conversation continues in session %s\n", next)
 	case command.Model:
 		if len(strings.Fields(arg)) != 1 {
-			fmt.Fprintf(errw, "model: %s\n", first(*model, c.cfg.Model))
+			fmt.Fprintf(errw, "model: %s\n", first(*model, c.Cfg.Model))
 			return false, nil
 		}
 		*model = arg
 		fmt.Fprintf(errw, "model: %s (from the next turn)\n", arg)
 	case command.Usage:
-		u, err := usageOf(ctx, c.a.Store, *id, c.cfg.Prices)
+		u, err := usageOf(ctx, c.App.Store, *id, c.Cfg.Prices)
 		if err != nil {
 			return false, err
 		}

@@ -14,17 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/cron"
-	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/grants"
-	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
-	"github.com/hermes-go/hermes/adapters/tools/cronjob"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
-	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -82,39 +78,11 @@ func resolveCron(c config.CronConfig) (cronSettings, error) {
 	return s, nil
 }
 
-// cronTool is the cronjob tool with what its registry knows: the
-// toolsets a job may name (web counts even when it has no tools for lack
-// of a search_url). Its caller keeps it (registry wraps what it
-// registers) to give it the scheduler.
-type cronTool struct {
-	*cronjob.Tool
-	Toolsets []string
-	allow    *grants.List
-}
-
-func newCronTool() *cronTool { return &cronTool{Tool: &cronjob.Tool{}} }
-
-// bind gives the tool its store (nil when the registry is only listed)
-// and the allow-list (grants and command_allowlist) its scripts are
-// checked against.
-func (t *cronTool) bind(store events.Store, allow *grants.List) {
-	t.Store, t.Toolsets, t.allow = store, nil, allow
-	t.Rules = func() cron.Rules {
-		return cron.Rules{Toolsets: t.Toolsets, Allowed: allow.Has, Judge: judge.Check}
-	}
-	if store != nil && t.Jobs == nil {
-		t.Jobs = cron.NewJobs(store, nil)
-		t.Origin = func(ctx context.Context, id string) (*schema.JobOrigin, error) {
-			return gateway.OriginOf(ctx, store, id)
-		}
-	}
-}
-
 // cronWiring is what a chatter needs to run jobs.
 type cronWiring struct {
 	set   cronSettings
 	jobs  *cron.Jobs
-	tool  *cronTool
+	tool  *app.CronTool
 	allow *grants.List
 }
 
@@ -123,12 +91,12 @@ func (c *chatter) cron() *cronWiring { return c.cronw }
 // wireCron prepares the chatter to run jobs: the cronjob tool's settings,
 // and a scheduler for its run action (not firing anything by itself: the
 // gateway and `hermes cron daemon` run one that does).
-func (c *chatter) wireCron(fileCfg config.Config, cj *cronTool) error {
+func (c *chatter) wireCron(fileCfg config.Config, cj *app.CronTool) error {
 	set, err := resolveCron(fileCfg.Cron)
 	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(c.a.Home, "config.yaml"), err)
+		return fmt.Errorf("%s: %w", filepath.Join(c.App.Home, "config.yaml"), err)
 	}
-	w := &cronWiring{set: set, allow: cj.allow}
+	w := &cronWiring{set: set, allow: cj.Allow}
 	w.tool = cj
 	w.tool.AllowNested = set.allowNested
 	w.jobs = w.tool.Jobs
@@ -144,35 +112,35 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	w := c.cron()
 	o := session.ThisProcess()
 	cfg := cron.Config{
-		Agent: &cron.SessionAgent{Sys: c.sys, Deps: c.deps, Tools: c.cronTools,
+		Agent: &cron.SessionAgent{Sys: c.Sys, Deps: c.Deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.cfg.Backend, Dir: filepath.Join(c.a.Home, "scripts"), Timeout: w.set.scriptTimeout,
-			Sandboxes: app.CronSandboxes(c.a.Home, c.cfg, c.a.Log)},
-		Leases:        c.a.Leases(o),
+		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.scriptTimeout,
+			Sandboxes: app.CronSandboxes(c.App.Home, c.Cfg, c.App.Log)},
+		Leases:        c.App.Leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.maxParallel, Timeout: w.set.timeout, AckTimeout: w.set.ackTimeout,
-		OutputDir: filepath.Join(c.a.Home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,
-		Bus: pub, Platforms: up, Log: c.a.Log,
+		OutputDir: filepath.Join(c.App.Home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,
+		Bus: pub, Platforms: up, Log: c.App.Log,
 	}
-	return cron.New(c.a.Store, w.jobs, c.sys, cfg)
+	return cron.New(c.App.Store, w.jobs, c.Sys, cfg)
 }
 
 // createCronSession writes the opening events of a run's session: source
 // cron, the job's model, a stable prefix naming the run's tools.
 func (c *chatter) createCronSession(ctx context.Context, id string, job *cron.Job) error {
 	tb, _ := c.cronTools(job)
-	return c.startSession(ctx, id, "cron", first(job.Spec.Model, c.cfg.Model), tb.Names())
+	return c.startSession(ctx, id, "cron", first(job.Spec.Model, c.Cfg.Model), tb.Names())
 }
 
 // cronTools is the toolbox of a job's runs: the configured tools narrowed
 // to the job's toolsets, without cronjob unless cron.allow_nested; and
 // the same narrowing for its subagents.
 func (c *chatter) cronTools(job *cron.Job) (tool.Toolbox, func([]string, bool) tool.Toolbox) {
-	sel := c.cfg.Tools
+	sel := c.Cfg.Tools
 	if !c.cron().set.allowNested {
 		sel.DisabledToolsets = append(slices.Clone(sel.DisabledToolsets), "cronjob")
 	}
-	restrict := app.Restrictor(c.reg, sel)
+	restrict := app.Restrictor(c.Reg, sel)
 	return restrict(job.Spec.Toolsets, true), restrict
 }
 
@@ -210,7 +178,7 @@ func (g *gatewayCron) start(up []string) func() {
 	go func() {
 		defer close(done)
 		if err := g.sched.Run(ctx); err != nil {
-			g.c.a.Log.Error().Err(err).Msg("cron scheduler")
+			g.c.App.Log.Error().Err(err).Msg("cron scheduler")
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -241,8 +209,8 @@ func openCronHome(g *app.Factory) (*cronHome, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(a.Home, "config.yaml"), err)
 	}
 	wd, _ := os.Getwd()
-	cj := newCronTool()
-	if _, _, err := registry(a.Home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.Log); err != nil {
+	cj := app.NewCronTool()
+	if _, _, err := app.Registry(a.Home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.Log); err != nil {
 		a.Close()
 		return nil, err
 	}

@@ -46,8 +46,8 @@ func runCronDaemon(ctx context.Context, opts *cronDaemonOptions) error {
 	if err != nil {
 		return err
 	}
-	defer c.stop()
-	fileCfg, err := config.Load(c.a.Home)
+	defer c.Stop()
+	fileCfg, err := config.Load(c.App.Home)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func runCronRun(ctx context.Context, opts *cronRunOptions) error {
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer c.Stop()
 	ctx, done := interruptible(ctx)
 	defer done()
 	run, err := c.scheduler(nil, nil).RunNow(ctx, opts.id)

@@ -217,8 +217,8 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	if err != nil {
 		return err
 	}
-	defer c.stop()
-	fileCfg, err := config.Load(c.a.Home)
+	defer c.Stop()
+	fileCfg, err := config.Load(c.App.Home)
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 			return err
 		}
 	}
-	dir := filepath.Join(c.a.Home, "gateway")
+	dir := filepath.Join(c.App.Home, "gateway")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -247,26 +247,26 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	defer b.Close()
 	jobs := c.gatewayCron(b)
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
-		SharedGroupSessions: set.SharedGroupSessions, Model: c.cfg.Model, Acks: jobs.Ack,
+		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Acks: jobs.Ack,
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}
-	router := gateway.New(c.a.Store, b.Transport, c.sys, rcfg, g.Log)
-	router.Sessions = c.mgr
+	router := gateway.New(c.App.Store, b.Transport, c.Sys, rcfg, g.Log)
+	router.Sessions = c.Mgr
 	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
 		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")
 	}
 	if clusterFlag != "" || len(fileCfg.Cluster.Etcd) > 0 {
-		ncfg, err := nodeConfig(c.a.Home, clusterFlag, listenFlag)
+		ncfg, err := nodeConfig(c.App.Home, clusterFlag, listenFlag)
 		if err != nil {
 			return err
 		}
-		if err := clusterStore(c.a); err != nil {
+		if err := clusterStore(c.App); err != nil {
 			return err
 		}
-		cl, err := node.Client(c.sys, ncfg, g.Log)
+		cl, err := node.Client(c.Sys, ncfg, g.Log)
 		if err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	}
 	late.set(router.Asker())
 
-	env := &gatewayEnv{home: c.a.Home, set: set, chat: c, router: router, bus: b}
+	env := &gatewayEnv{home: c.App.Home, set: set, chat: c, router: router, bus: b}
 	var platforms []gw.Platform
 	builders := []func(*gatewayEnv) (gw.Platform, error){
 		apiPlatform,

@@ -140,7 +140,7 @@ func (b *backend) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.c != nil {
-		b.c.stop()
+		b.c.Stop()
 	}
 	b.a.Close()
 }
@@ -198,7 +198,7 @@ func (b *backend) Send(ctx context.Context, id, text string) (mcpserver.Reply, e
 	} else if id, err = c.findResumable(ctx, id, false); err != nil {
 		return mcpserver.Reply{}, err
 	}
-	res := c.mgr.RunTurn(ctx, id, &session.Turn{Text: text})
+	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: text})
 	if res.SessionID != "" {
 		id = res.SessionID
 	}

@@ -48,17 +48,17 @@ func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag,
 	if err != nil {
 		return err
 	}
-	defer c.stop()
-	cfg, err := nodeConfig(c.a.Home, etcdFlag, listen)
+	defer c.Stop()
+	cfg, err := nodeConfig(c.App.Home, etcdFlag, listen)
 	if err != nil {
 		return err
 	}
-	cfg.Asker = node.NewAsker(c.a.Store)
+	cfg.Asker = node.NewAsker(c.App.Store)
 	ask.set(cfg.Asker)
-	if err := clusterStore(c.a); err != nil {
+	if err := clusterStore(c.App); err != nil {
 		return err
 	}
-	cl, err := node.Host(c.sys, cfg, c.a.Store, c.mgr, g.Log)
+	cl, err := node.Host(c.Sys, cfg, c.App.Store, c.Mgr, g.Log)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag,
 	fmt.Fprintf(os.Stderr, "hermes node: running at %s; Ctrl-C leaves the cluster\n", cl.Address())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "hermes node: leaving the cluster")
-	c.mgr.Shutdown()
+	c.Mgr.Shutdown()
 	cl.Leave()
 	return nil
 }

@@ -27,14 +27,14 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	if !set.Enabled {
 		return nil, nil
 	}
-	a := env.chat.a
+	a := env.chat.App
 	arch := &apiArchive{a: a}
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
-		Model: env.chat.cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log}
+		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
 		opts.Dashboard = &dashboard.Options{Store: a.Store, Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
-			Caps: dashboard.Caps{PerSession: env.chat.cfg.MaxCostPerSession, PerDay: env.chat.cfg.MaxCostPerDay},
+			Caps: dashboard.Caps{PerSession: env.chat.Cfg.MaxCostPerSession, PerDay: env.chat.Cfg.MaxCostPerDay},
 			Platforms: func() []gw.Status {
 				p := env.served.Load()
 				if p == nil {

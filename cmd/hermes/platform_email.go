@@ -61,7 +61,7 @@ func emailPlatform(env *gatewayEnv) (gw.Platform, error) {
 	a, err := email.New(email.Config{Address: e.Address, Username: e.Username, Password: e.Password,
 		IMAPHost: e.IMAPHost, IMAPPort: e.IMAPPort, SMTPHost: e.SMTPHost, SMTPPort: e.SMTPPort, Mailbox: e.Mailbox,
 		Insecure: e.Insecure, PollInterval: poll,
-		StateDir: filepath.Join(env.home, "gateway", "email"), CacheDir: filepath.Join(env.home, "cache", "email"), Log: env.chat.a.Log})
+		StateDir: filepath.Join(env.home, "gateway", "email"), CacheDir: filepath.Join(env.home, "cache", "email"), Log: env.chat.App.Log})
 	if err != nil {
 		return nil, err
 	}

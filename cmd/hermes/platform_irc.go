@@ -45,5 +45,5 @@ func ircPlatform(env *gatewayEnv) (gw.Platform, error) {
 		return nil, nil
 	}
 	return irc.New(irc.Config{Server: c.Server, Port: c.Port, TLS: c.TLS, Nick: c.Nick, Password: c.Password,
-		Channels: c.Channels, AllowedUsers: c.AllowedUsers, LinesPerSecond: c.LinesPerSecond, Log: env.chat.a.Log})
+		Channels: c.Channels, AllowedUsers: c.AllowedUsers, LinesPerSecond: c.LinesPerSecond, Log: env.chat.App.Log})
 }

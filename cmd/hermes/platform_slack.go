@@ -28,7 +28,7 @@ func slackPlatform(env *gatewayEnv) (gw.Platform, error) {
 		return nil, nil
 	}
 	a, err := slack.New(slack.Config{BotToken: c.BotToken, AppToken: c.AppToken, SigningSecret: c.SigningSecret,
-		EventsListen: c.EventsListen, APIURL: c.APIURL, Log: env.chat.a.Log})
+		EventsListen: c.EventsListen, APIURL: c.APIURL, Log: env.chat.App.Log})
 	if err != nil {
 		return nil, err
 	}

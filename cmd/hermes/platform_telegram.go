@@ -16,7 +16,7 @@ func telegramPlatform(env *gatewayEnv) (gw.Platform, error) {
 	}
 	a, err := telegram.New(telegram.Config{Token: t.Token, APIURL: t.APIURL, WebhookURL: t.WebhookURL,
 		WebhookListen: t.WebhookListen, WebhookSecret: t.WebhookSecret,
-		CacheDir: filepath.Join(env.home, "cache", "telegram"), Log: env.chat.a.Log})
+		CacheDir: filepath.Join(env.home, "cache", "telegram"), Log: env.chat.App.Log})
 	if err != nil {
 		return nil, err
 	}

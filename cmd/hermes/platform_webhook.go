@@ -31,7 +31,7 @@ func webhookPlatform(env *gatewayEnv) (gw.Platform, error) {
 		routes = append(routes, webhook.Route{Name: name, Secret: first(r.Secret, c.Secret), Prompt: r.Prompt, Deliver: r.Deliver, Session: r.Session})
 	}
 	b := env.bus
-	p, err := webhook.New(webhook.Config{Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Routes: routes, Log: env.chat.a.Log,
+	p, err := webhook.New(webhook.Config{Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Routes: routes, Log: env.chat.App.Log,
 		Forward: func(ctx context.Context, out schema.Outbound) error {
 			return wire.Publish(b.Publisher, wire.Out(out.Platform), out, "")
 		}})

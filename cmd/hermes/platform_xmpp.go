@@ -35,7 +35,7 @@ func xmppPlatform(env *gatewayEnv) (gw.Platform, error) {
 		return nil, nil
 	}
 	a, err := xmpp.New(xmpp.Config{JID: c.JID, Password: c.Password, Server: c.Server, Rooms: c.Rooms, Nick: c.Nick,
-		Log: env.chat.a.Log})
+		Log: env.chat.App.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -1,96 +1,10 @@
 package main
 
 import (
-	"context"
-	"os"
-	"path/filepath"
-
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/actors/grants"
-	"github.com/hermes-go/hermes/actors/tool"
-	"github.com/hermes-go/hermes/adapters/hooks"
-	"github.com/hermes-go/hermes/adapters/tools"
-	"github.com/hermes-go/hermes/adapters/tools/clarify"
-	"github.com/hermes-go/hermes/adapters/tools/code"
-	"github.com/hermes-go/hermes/adapters/tools/delegate"
-	"github.com/hermes-go/hermes/adapters/tools/files"
-	"github.com/hermes-go/hermes/adapters/tools/memory"
-	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
-	"github.com/hermes-go/hermes/adapters/tools/skills"
-	"github.com/hermes-go/hermes/adapters/tools/terminal"
-	"github.com/hermes-go/hermes/adapters/tools/todo"
-	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
-	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
-	"github.com/hermes-go/hermes/events"
-	"github.com/hermes-go/hermes/projections/search"
 )
-
-// registry registers every tool Hermes has; execute_code gets the
-// session's toolbox once config has selected it. Every tool's output is
-// redacted of secrets before the loop records it, child processes of
-// tools get the environment without Hermes' keys, execute_code is
-// approved as the terminal is and only on beside it, and the file tools
-// cannot change $HERMES_HOME. Close the registry when Hermes exits: it
-// ends background processes.
-// cj (the cronjob tool, nil: a new one) gets its store, rules and the
-// scheduler from its caller.
-//
-// MCP servers of mcp_servers: start connecting in the background, each a
-// toolset whose tools the live toolbox picks up as they come; shell hooks
-// wrap every tool (pre_tool_call and post_tool_call), outside the
-// redaction, so that they see what the model will see.
-func registry(home, wd string, store events.Store, cfg config.Resolved, searcher func(context.Context, search.Query) (search.Results, error),
-	summarize func(context.Context, string, string) (string, error), cj *cronTool, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
-	r := tools.NewRegistry()
-	keep := app.Secrets(cfg)
-	env := func() []string { return keep.Env(os.Environ()) }
-	hk, err := hooks.New(cfg.Hooks, hooks.Options{Env: env, Dir: wd, Log: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	wrap := func(ts ...tool.Tool) []tool.Tool { return hk.Tools(keep.Tools(ts...)...) }
-	// "Always" answers are grants in the event store; config.yaml is
-	// only read (the person's command_allowlist), never written.
-	allow := grants.New(store, cfg.AllowList, log)
-	approver := &terminal.Approver{Allow: allow, Timeout: cfg.ApprovalTimeout}
-	sbs := app.Sandboxes(home, cfg, log)
-	term := terminal.Config{Timeout: cfg.TerminalTimeout, Backend: cfg.Backend, Approver: approver, Env: env, Sandboxes: sbs}
-	ex := &code.Tool{Approver: approver, Env: env, Sandboxes: sbs}
-	if cj == nil {
-		cj = newCronTool()
-	}
-	cj.bind(store, allow)
-	for _, set := range []struct {
-		name  string
-		tools []tool.Tool
-	}{
-		{"terminal", terminal.Tools(term)},
-		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: app.FileGuard(sbs)})},
-		{"todo", []tool.Tool{todo.Tool{Store: store}}},
-		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
-		{"clarify", []tool.Tool{clarify.Tool{}}},
-		{"skills", skills.Tools(app.Library(home, wd))},
-		{"code_execution", []tool.Tool{ex}},
-		{"delegation", []tool.Tool{delegate.Tool{}}},
-		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
-		{"web", web.Tools(cfg.Web, nil)},
-		{"cronjob", []tool.Tool{cj}},
-	} {
-		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
-			return nil, nil, err
-		}
-		cj.Toolsets = append(cj.Toolsets, set.name)
-	}
-	r.Require("execute_code", "terminal")
-	if err := app.AddMCP(r, home, cfg, env, allow, func(t tool.Tool) tool.Tool { return wrap(t)[0] }, log); err != nil {
-		r.Close()
-		return nil, nil, err
-	}
-	return r, ex, nil
-}
 
 func toolsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Show the tools and which are enabled"}

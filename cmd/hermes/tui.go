@@ -114,7 +114,7 @@ func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		<-screenDone
 		return err
 	}
-	defer c.stop()
+	defer c.Stop()
 	sc.c = c
 	ctx := cmd.Context()
 	sc.ctx = ctx
@@ -125,7 +125,7 @@ func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		id, err = c.newSession(ctx, f.source)
 	}
 	if err == nil {
-		_, err = c.mgr.Session(ctx, id)
+		_, err = c.Mgr.Session(ctx, id)
 	}
 	if err != nil {
 		scr.Close()
@@ -133,8 +133,8 @@ func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		return err
 	}
 	sc.id, sc.at = id, id
-	sc.title = sessionTitle(ctx, c.a.Store, id)
-	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.cfg.Model, id))
+	sc.title = sessionTitle(ctx, c.App.Store, id)
+	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.Cfg.Model, id))
 	sc.status()
 	err = sc.run(screenDone)
 	return err
@@ -157,7 +157,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 	events := sc.scr.Events()
 	leave := func() error {
 		if sc.running > 0 {
-			sc.c.mgr.Stop(sc.id, "user exited")
+			sc.c.Mgr.Stop(sc.id, "user exited")
 			for ; sc.running > 0; sc.running-- {
 				<-sc.results
 			}
@@ -171,7 +171,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 			if !ok {
 				// the screen ended (the terminal went away)
 				if sc.running > 0 {
-					sc.c.mgr.Stop(sc.id, "the terminal closed")
+					sc.c.Mgr.Stop(sc.id, "the terminal closed")
 					for ; sc.running > 0; sc.running-- {
 						<-sc.results
 					}
@@ -183,7 +183,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 				return leave()
 			case tui.Interrupt:
 				if sc.running > 0 {
-					sc.c.mgr.Stop(sc.id, "interrupted by Ctrl-C")
+					sc.c.Mgr.Stop(sc.id, "interrupted by Ctrl-C")
 				}
 			case tui.Submit:
 				text := strings.TrimSpace(ev.Text)
@@ -218,7 +218,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 				return leave()
 			}
 			if sc.running > 0 {
-				sc.c.mgr.Stop(sc.id, "interrupted by SIGINT")
+				sc.c.Mgr.Stop(sc.id, "interrupted by SIGINT")
 			}
 		}
 	}
@@ -235,7 +235,7 @@ func (sc *screenChat) send(text string) {
 	sc.running++
 	id, model, yolo := sc.id, sc.model, sc.yolo
 	go func() {
-		sc.results <- sc.c.mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Observe: sc.scr.Observe, Model: model, Yolo: yolo})
+		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Observe: sc.scr.Observe, Model: model, Yolo: yolo})
 	}()
 }
 
@@ -272,7 +272,7 @@ func (sc *screenChat) ended(res session.TurnResult) {
 
 // status refreshes the line under the prompt.
 func (sc *screenChat) status() {
-	parts := []string{first(sc.model, sc.c.cfg.Model), "session " + short(sc.at)}
+	parts := []string{first(sc.model, sc.c.Cfg.Model), "session " + short(sc.at)}
 	if sc.title != "" {
 		parts = append(parts, "“"+clip(sc.title, 40)+"”")
 	}
@@ -298,15 +298,15 @@ func short(id string) string {
 // switchTo makes id the chat's session, letting the one it leaves go (its
 // lease: another process may resume it).
 func (sc *screenChat) switchTo(id string) error {
-	if _, err := sc.c.mgr.Session(sc.ctx, id); err != nil {
+	if _, err := sc.c.Mgr.Session(sc.ctx, id); err != nil {
 		return err
 	}
 	prev := sc.id
 	sc.id, sc.at = id, id
 	if prev != id {
-		sc.c.mgr.Restart(prev)
+		sc.c.Mgr.Restart(prev)
 	}
-	sc.title = sessionTitle(sc.ctx, sc.c.a.Store, id)
+	sc.title = sessionTitle(sc.ctx, sc.c.App.Store, id)
 	sc.status()
 	return nil
 }
@@ -366,7 +366,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 	case command.Stop:
 		return func(string) error {
 			if sc.running > 0 {
-				sc.c.mgr.Stop(sc.id, "user sent /stop")
+				sc.c.Mgr.Stop(sc.id, "user sent /stop")
 			}
 			return nil
 		}
@@ -407,7 +407,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 				}
 				return nil
 			}
-			if err := sc.c.mgr.Retitle(sc.ctx, sc.id, rest); err != nil {
+			if err := sc.c.Mgr.Retitle(sc.ctx, sc.id, rest); err != nil {
 				return err
 			}
 			sc.title = rest
@@ -423,7 +423,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		return func(string) error { return sc.showStatus() }
 	case command.Usage:
 		return func(string) error {
-			u, err := usageOf(sc.ctx, sc.c.a.Store, sc.at, sc.c.cfg.Prices)
+			u, err := usageOf(sc.ctx, sc.c.App.Store, sc.at, sc.c.Cfg.Prices)
 			if err != nil {
 				return err
 			}
@@ -432,12 +432,12 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		}
 	case command.Tools:
 		return func(string) error {
-			sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.tools), strings.Join(sc.c.tools, ", ")))
+			sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.Tools), strings.Join(sc.c.Tools, ", ")))
 			return nil
 		}
 	case command.Skills:
 		return func(string) error {
-			all, problems := app.Library(sc.c.a.Home, sc.c.wd).All()
+			all, problems := app.Library(sc.c.App.Home, sc.c.WD).All()
 			for _, p := range problems {
 				sc.scr.Error("skill: " + p.Error())
 			}
@@ -456,7 +456,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 	case command.Model:
 		return func(rest string) error {
 			if rest == "" {
-				sc.scr.Info("model: " + first(sc.model, sc.c.cfg.Model))
+				sc.scr.Info("model: " + first(sc.model, sc.c.Cfg.Model))
 				return nil
 			}
 			sc.model = rest
@@ -516,8 +516,8 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			sc.scr.Info(fmt.Sprintf("background session %s started; its answer shows here when it ends (hermes chat --resume %s continues it)", id, id))
 			model, yolo := sc.model, sc.yolo
 			go func() {
-				res := sc.c.mgr.RunTurn(context.Background(), id, &session.Turn{Text: rest, Model: model, Yolo: yolo})
-				sc.c.mgr.Restart(id)
+				res := sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: rest, Model: model, Yolo: yolo})
+				sc.c.Mgr.Restart(id)
 				sc.bg <- bgResult{id: id, text: rest, res: res}
 			}()
 			sc.status()
@@ -533,7 +533,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 				return errors.New("usage: /compress [--force]")
 			}
 			sc.scr.Busy("compressing")
-			next, err := sc.c.mgr.CompressNow(sc.ctx, sc.id, session.CompressNow{Model: sc.model, Force: force})
+			next, err := sc.c.Mgr.CompressNow(sc.ctx, sc.id, session.CompressNow{Model: sc.model, Force: force})
 			sc.scr.Idle()
 			if err != nil {
 				return err
@@ -573,7 +573,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 	var at events.Recorded
 	from, found := "", 0
 	for s := sc.at; s != "" && found < n; {
-		rs, err := sc.c.a.Store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
+		rs, err := sc.c.App.Store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
 		if err != nil {
 			return "", err
 		}
@@ -604,7 +604,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 		return "", err
 	}
 	text := p.(schema.UserMessageAdded).Content
-	fork, err := session.Fork(ctx, sc.c.a.Store, from, at.Revision-1)
+	fork, err := session.Fork(ctx, sc.c.App.Store, from, at.Revision-1)
 	if err != nil {
 		return "", err
 	}
@@ -613,7 +613,7 @@ func (sc *screenChat) undo(n int) (string, error) {
 		return "", err
 	}
 	if title != "" {
-		if err := sc.c.mgr.Retitle(ctx, fork, title); err == nil {
+		if err := sc.c.Mgr.Retitle(ctx, fork, title); err == nil {
 			sc.title = title
 			sc.status()
 		}
@@ -629,14 +629,14 @@ func (sc *screenChat) branch(title string) error {
 		return errBusy
 	}
 	ctx := sc.ctx
-	rs, err := sc.c.a.Store.ReadStream(ctx, events.SessionStream(sc.at), events.Backward, events.End, 1)
+	rs, err := sc.c.App.Store.ReadStream(ctx, events.SessionStream(sc.at), events.Backward, events.End, 1)
 	if err != nil {
 		return err
 	}
 	if len(rs) == 0 {
 		return fmt.Errorf("no session %s", sc.at)
 	}
-	fork, err := session.Fork(ctx, sc.c.a.Store, sc.at, rs[0].Revision)
+	fork, err := session.Fork(ctx, sc.c.App.Store, sc.at, rs[0].Revision)
 	if err != nil {
 		return err
 	}
@@ -648,7 +648,7 @@ func (sc *screenChat) branch(title string) error {
 		return err
 	}
 	if title != "" {
-		if err := sc.c.mgr.Retitle(ctx, fork, title); err != nil {
+		if err := sc.c.Mgr.Retitle(ctx, fork, title); err != nil {
 			return err
 		}
 		sc.title = title
@@ -660,10 +660,10 @@ func (sc *screenChat) branch(title string) error {
 
 // history shows the conversation as the next model call starts from it.
 func (sc *screenChat) history() error {
-	if err := sc.c.a.Fresh(sc.ctx); err != nil {
+	if err := sc.c.App.Fresh(sc.ctx); err != nil {
 		return err
 	}
-	msgs, err := history.Messages(sc.ctx, sc.c.a.ProjDB.Reader(), sc.at)
+	msgs, err := history.Messages(sc.ctx, sc.c.App.ProjDB.Reader(), sc.at)
 	if err != nil {
 		return err
 	}
@@ -705,7 +705,7 @@ func (sc *screenChat) save(file string) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	n, err := session.Export(sc.ctx, sc.c.a.Store, sc.at, f)
+	n, err := session.Export(sc.ctx, sc.c.App.Store, sc.at, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -719,20 +719,20 @@ func (sc *screenChat) save(file string) error {
 }
 
 func (sc *screenChat) showStatus() error {
-	u, err := usageOf(sc.ctx, sc.c.a.Store, sc.at, sc.c.cfg.Prices)
+	u, err := usageOf(sc.ctx, sc.c.App.Store, sc.at, sc.c.Cfg.Prices)
 	if err != nil {
 		return err
 	}
-	model := first(sc.model, sc.c.cfg.Model)
+	model := first(sc.model, sc.c.Cfg.Model)
 	lines := []string{
 		"session   " + sc.at,
 		"title     " + first(sc.title, "(untitled)"),
-		fmt.Sprintf("model     %s (%s)", model, first(sc.c.cfg.LLM.Provider, "openai")),
+		fmt.Sprintf("model     %s (%s)", model, first(sc.c.Cfg.LLM.Provider, "openai")),
 		"usage     " + u.String(),
 		fmt.Sprintf("yolo      %v", sc.yolo),
 		fmt.Sprintf("queued    %d; background sessions running %d", len(sc.queue), sc.bgRunning),
-		"directory " + sc.c.wd,
-		"home      " + sc.c.a.Home,
+		"directory " + sc.c.WD,
+		"home      " + sc.c.App.Home,
 	}
 	sc.scr.Info(strings.Join(lines, "\n"))
 	return nil
