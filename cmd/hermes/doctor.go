@@ -30,39 +30,52 @@ type check struct {
 	ok, warn          bool
 }
 
+// doctorOptions are the flags and arguments of `hermes doctor`.
+type doctorOptions struct {
+	app     *app.Factory
+	io      app.IOStreams
+	offline bool
+}
+
 func doctorCmd(g *app.Factory) *cobra.Command {
-	var offline bool
+	opts := &doctorOptions{app: g}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the home, store, index, provider, key and tool prerequisites, and say what to fix",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := doctor(cmd.Context(), g, offline)
-			w := cmd.OutOrStdout()
-			failed := 0
-			for _, c := range checks {
-				mark := "✓"
-				switch {
-				case !c.ok:
-					mark = "✗"
-					failed++
-				case c.warn:
-					mark = "!"
-				}
-				fmt.Fprintf(w, "%s %-22s %s\n", mark, c.name, c.detail)
-				if c.fix != "" && (!c.ok || c.warn) {
-					fmt.Fprintf(w, "  → %s\n", c.fix)
-				}
-			}
-			if failed > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found", failed)}
-			}
-			fmt.Fprintln(w, "all good")
-			return nil
+			opts.io = ioOf(cmd)
+			return runDoctor(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&offline, "offline", false, "do not call the provider")
+	cmd.Flags().BoolVar(&opts.offline, "offline", false, "do not call the provider")
 	return cmd
+}
+
+// runDoctor runs `hermes doctor`.
+func runDoctor(ctx context.Context, opts *doctorOptions) error {
+	checks := doctor(ctx, opts.app, opts.offline)
+	w := opts.io.Out
+	failed := 0
+	for _, c := range checks {
+		mark := "✓"
+		switch {
+		case !c.ok:
+			mark = "✗"
+			failed++
+		case c.warn:
+			mark = "!"
+		}
+		fmt.Fprintf(w, "%s %-22s %s\n", mark, c.name, c.detail)
+		if c.fix != "" && (!c.ok || c.warn) {
+			fmt.Fprintf(w, "  → %s\n", c.fix)
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found", failed)}
+	}
+	fmt.Fprintln(w, "all good")
+	return nil
 }
 
 func doctor(ctx context.Context, g *app.Factory, offline bool) []check {

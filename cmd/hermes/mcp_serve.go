@@ -36,8 +36,15 @@ import (
 // itself without end.
 const serveDepthEnv = "HERMES_MCP_SERVE_DEPTH"
 
+// mcpServeOptions are the flags and arguments of `hermes mcp serve`.
+type mcpServeOptions struct {
+	app       *app.Factory
+	io        app.IOStreams
+	addr, key string
+}
+
 func mcpServeCmd(g *app.Factory) *cobra.Command {
-	var addr, key string
+	opts := &mcpServeOptions{app: g}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve this Hermes to other agents and editors over MCP: stdio, or streamable HTTP with --http ADDR behind a bearer key",
@@ -49,55 +56,61 @@ serves streamable HTTP at http://ADDR/; every request needs "Authorization: Bear
 $HERMES_MCP_KEY, or the key kept in $HERMES_HOME/mcp_serve.key (made on first use).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			depth, _ := strconv.Atoi(os.Getenv(serveDepthEnv))
-			if depth >= 1 {
-				return fmt.Errorf("hermes mcp serve started by hermes mcp serve (%s=%d): an mcp_servers entry of config.yaml is this Hermes itself; remove it", serveDepthEnv, depth)
-			}
-			os.Setenv(serveDepthEnv, strconv.Itoa(depth+1))
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			b, err := newBackend(g)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			srv := mcpserver.New(b, app.Version())
-			if addr == "" {
-				err := srv.Run(ctx, &sdk.StdioTransport{})
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			where := "--key"
-			if key == "" {
-				if key = os.Getenv("HERMES_MCP_KEY"); key != "" {
-					where = "$HERMES_MCP_KEY"
-				} else if key, where, err = serveKey(b.a.Home); err != nil {
-					return err
-				}
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			hs := &http.Server{Handler: mcpserver.Handler(srv, key), ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				hs.Shutdown(sctx)
-			}()
-			fmt.Fprintf(cmd.ErrOrStderr(), "serving MCP at http://%s/ (send Authorization: Bearer KEY; the key is %s)\n", ln.Addr(), where)
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			opts.io = ioOf(cmd)
+			return runMCPServe(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this address (127.0.0.1:8765) instead of stdio")
-	cmd.Flags().StringVar(&key, "key", "", "the bearer key HTTP clients must send (default $HERMES_MCP_KEY, else $HERMES_HOME/mcp_serve.key)")
+	cmd.Flags().StringVar(&opts.addr, "http", "", "serve streamable HTTP on this address (127.0.0.1:8765) instead of stdio")
+	cmd.Flags().StringVar(&opts.key, "key", "", "the bearer key HTTP clients must send (default $HERMES_MCP_KEY, else $HERMES_HOME/mcp_serve.key)")
 	return cmd
+}
+
+// runMCPServe runs `hermes mcp serve`.
+func runMCPServe(ctx context.Context, opts *mcpServeOptions) error {
+	depth, _ := strconv.Atoi(os.Getenv(serveDepthEnv))
+	if depth >= 1 {
+		return fmt.Errorf("hermes mcp serve started by hermes mcp serve (%s=%d): an mcp_servers entry of config.yaml is this Hermes itself; remove it", serveDepthEnv, depth)
+	}
+	os.Setenv(serveDepthEnv, strconv.Itoa(depth+1))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b, err := newBackend(opts.app)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	srv := mcpserver.New(b, app.Version())
+	if opts.addr == "" {
+		err := srv.Run(ctx, &sdk.StdioTransport{})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	where := "--key"
+	if opts.key == "" {
+		if opts.key = os.Getenv("HERMES_MCP_KEY"); opts.key != "" {
+			where = "$HERMES_MCP_KEY"
+		} else if opts.key, where, err = serveKey(b.a.Home); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", opts.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mcpserver.Handler(srv, opts.key), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	fmt.Fprintf(opts.io.ErrOut, "serving MCP at http://%s/ (send Authorization: Bearer KEY; the key is %s)\n", ln.Addr(), where)
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // serveKey reads the key kept in the home, making it on first use.

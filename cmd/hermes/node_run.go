@@ -14,27 +14,40 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
+// nodeRunOptions are the flags and arguments of `hermes node run`.
+type nodeRunOptions struct {
+	app              *app.Factory
+	io               app.IOStreams
+	ov               config.Overrides
+	etcdFlag, listen string
+}
+
 // nodeRunCmd is `hermes node run`.
 func nodeRunCmd(g *app.Factory) *cobra.Command {
-	var ov config.Overrides
-	var etcdFlag, listen string
+	opts := &nodeRunOptions{app: g}
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Join the cluster and run the sessions it places here (Ctrl-C or SIGTERM leaves it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runNode(ctx, g, ov, etcdFlag, listen)
+			opts.io = ioOf(cmd)
+			return runNodeRun(cmd.Context(), opts)
 		},
 	}
-	run.Flags().StringVar(&etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
-	run.Flags().StringVar(&listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
-	run.Flags().StringVar(&ov.Model, "model", "", "model name")
-	run.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
-	run.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
-	run.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
+	run.Flags().StringVar(&opts.etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
+	run.Flags().StringVar(&opts.listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
+	run.Flags().StringVar(&opts.ov.Model, "model", "", "model name")
+	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
+	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
+	run.Flags().StringVar(&opts.ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")
 	return run
+}
+
+// runNodeRun runs `hermes node run`.
+func runNodeRun(ctx context.Context, opts *nodeRunOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runNode(ctx, opts.app, opts.ov, opts.etcdFlag, opts.listen)
 }
 
 // runNode hosts session grains until ctx ends. The sessions run against
