@@ -37,7 +37,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// chatFlags are the options of `hermes chat`: its flags, and the Factory
+// and streams runChat works with.
 type chatFlags struct {
+	app      *app.Factory
+	io       app.IOStreams
 	query    string
 	resume   string
 	cont     bool
@@ -55,7 +59,8 @@ func chatCmd(g *app.Factory) *cobra.Command {
 		Short: "Chat with the agent (-q for one turn)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runChat(cmd, g, f)
+			f.app, f.io = g, ioOf(cmd)
+			return runChat(cmd.Context(), f)
 		},
 	}
 	fl := cmd.Flags()
@@ -204,21 +209,23 @@ func progress(w io.Writer, quiet bool) agent.Observer {
 
 // stdinTerminal reports whether the chat's input is a terminal (a person)
 // rather than a pipe (a script).
-func stdinTerminal(cmd *cobra.Command) bool {
-	in, ok := cmd.InOrStdin().(*os.File)
+func stdinTerminal(s app.IOStreams) bool {
+	in, ok := s.In.(*os.File)
 	return ok && isatty.IsTerminal(in.Fd())
 }
 
-func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
+// runChat runs `hermes chat`.
+func runChat(ctx context.Context, f *chatFlags) error {
+	g := f.app
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")
 	}
-	if f.query == "" && !f.plain && onTerminal(cmd) {
-		return runScreenChat(cmd, g, f)
+	if f.query == "" && !f.plain && onTerminal(f.io) {
+		return runScreenChat(ctx, g, f)
 	}
-	con := newConsole(cmd.InOrStdin(), cmd.ErrOrStderr())
+	con := newConsole(f.io.In, f.io.ErrOut)
 	var opts []app.ChatOption
-	if f.query == "" && stdinTerminal(cmd) {
+	if f.query == "" && stdinTerminal(f.io) {
 		// A person typing plain lines gets titles as on the screen; a
 		// script (-q, or lines from a pipe) does not pay for the extra
 		// model call, as in Hermes' quiet single-query mode.
@@ -233,8 +240,7 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		return err
 	}
 	defer c.Stop()
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
+	stderr := f.io.ErrOut
 	var id string
 	if f.resume != "" || f.cont {
 		id, err = c.findResumable(ctx, f.resume, f.cont)
@@ -254,26 +260,26 @@ func runChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		qctx, stopQ := context.WithCancel(ctx)
 		defer stopQ()
 		go con.serveQuestions(qctx)
-		return c.oneShot(ctx, cmd, id, f)
+		return c.oneShot(ctx, id, f)
 	}
-	return c.interactive(ctx, cmd, id, f, con)
+	return c.interactive(ctx, id, f, con)
 }
 
-func (c *chatter) oneShot(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags) error {
+func (c *chatter) oneShot(ctx context.Context, id string, f *chatFlags) error {
 	ctx, done := interruptible(ctx)
 	defer done()
-	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(cmd.ErrOrStderr(), f.quiet)})
+	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(f.io.ErrOut, f.quiet)})
 	if errors.Is(res.Err, agent.ErrInterrupted) {
 		return &exitError{code: 130, err: fmt.Errorf("turn interrupted (%v); resume with: hermes chat --resume %s", context.Cause(ctx), id)}
 	}
 	if res.SessionID != "" && res.SessionID != id {
-		fmt.Fprintf(cmd.ErrOrStderr(), "session: %s (continued after compression)\n", res.SessionID)
+		fmt.Fprintf(f.io.ErrOut, "session: %s (continued after compression)\n", res.SessionID)
 		id = res.SessionID
 	}
 	if res.Err != nil {
 		return fmt.Errorf("turn failed: %w (the session is kept: hermes chat --resume %s)", res.Err, id)
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), res.Answer)
+	fmt.Fprintln(f.io.Out, res.Answer)
 	if outcome, iterations := c.outcome(ctx, id, res.TurnID); outcome == agent.OutcomeBudget {
 		return &exitError{code: exitBudget, err: fmt.Errorf("the iteration budget ran out after %d model calls: the answer above is the model's summary of where it stopped; raise agent.max_turns or --max-turns, and continue with: hermes chat --resume %s", iterations, id)}
 	}
@@ -304,13 +310,13 @@ func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) 
 // plainKeys is what plain chat's greeting and /help say after the commands.
 const plainKeys = "(Ctrl-C stops a turn; Ctrl-D exits)"
 
-func (c *chatter) interactive(ctx context.Context, cmd *cobra.Command, id string, f *chatFlags, con *console) error {
-	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con *console) error {
+	out, errw := f.io.Out, f.io.ErrOut
 	fmt.Fprintln(errw, "commands: "+command.Plain.Brief()+"  "+plainKeys)
 	// From a terminal, a line typed during a turn interrupts it (the
 	// actor queues it). From a pipe, lines are a script: each waits for the
 	// turn before it.
-	script := !stdinTerminal(cmd)
+	script := !stdinTerminal(f.io)
 	// In script mode, the next line is taken only when the previous one
 	// is done with (a turn finished, a command ran).
 	lines := con.lines

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
@@ -33,12 +32,12 @@ import (
 // onTerminal reports whether the chat has a person at a terminal: standard
 // input and output are terminals that can show a screen. Otherwise the
 // chat reads plain lines (scripts, pipes, TERM=dumb).
-func onTerminal(cmd *cobra.Command) bool {
-	in, ok := cmd.InOrStdin().(*os.File)
+func onTerminal(s app.IOStreams) bool {
+	in, ok := s.In.(*os.File)
 	if !ok || !isatty.IsTerminal(in.Fd()) {
 		return false
 	}
-	out, ok := cmd.OutOrStdout().(*os.File)
+	out, ok := s.Out.(*os.File)
 	if !ok || !isatty.IsTerminal(out.Fd()) {
 		return false
 	}
@@ -84,7 +83,7 @@ type bgResult struct {
 	res  session.TurnResult
 }
 
-func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
+func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	home, err := g.ResolveHome()
 	if err != nil {
 		return err
@@ -94,7 +93,7 @@ func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 		g.Log.Warn().Err(err).Msg("the input history is not available")
 		hist, _ = tui.LoadHistory("")
 	}
-	scr := tui.New(tui.Options{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), History: hist, Commands: screenCommands(),
+	scr := tui.New(tui.Options{In: f.io.In, Out: f.io.Out, History: hist, Commands: screenCommands(),
 		Color: os.Getenv("NO_COLOR") == "", Env: os.Environ()})
 	screenDone := make(chan error, 1)
 	go func() { screenDone <- scr.Run() }()
@@ -116,7 +115,6 @@ func runScreenChat(cmd *cobra.Command, g *app.Factory, f *chatFlags) error {
 	}
 	defer c.Stop()
 	sc.c = c
-	ctx := cmd.Context()
 	sc.ctx = ctx
 	var id string
 	if f.resume != "" || f.cont {
