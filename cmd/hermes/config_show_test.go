@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
 
 // Which of the flag, the environment, config.yaml and the default wins,
@@ -61,5 +63,38 @@ func TestConfigPrecedenceInProcess(t *testing.T) {
 	}
 	if out, _, err := inHome(t, home, "config", "path"); err != nil || out != filepath.Join(home, "config.yaml")+"\n" {
 		t.Fatalf("--home over HERMES_HOME: %q %v", out, err)
+	}
+}
+
+// The model a chat asks for: --model, else HERMES_MODEL, else config.yaml,
+// through the command layer to the provider's request.
+func TestModelPrecedenceThroughChatInProcess(t *testing.T) {
+	quietEnv(t)
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "ok"})
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: file-model\n"), 0o600)
+	asked := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := inHome(t, home, append([]string{"chat", "-q", "hi", "--quiet"}, args...)...)
+		if err != nil || out != "ok\n" {
+			t.Fatalf("chat: %q %v\n%s", out, err, errOut)
+		}
+		reqs := srv.Requests()
+		m, _ := reqs[len(reqs)-1].Body["model"].(string)
+		return m
+	}
+	if m := asked(); m != "file-model" {
+		t.Fatalf("config.yaml's model: asked for %q", m)
+	}
+	t.Setenv("HERMES_MODEL", "env-model")
+	if m := asked(); m != "env-model" {
+		t.Fatalf("HERMES_MODEL over config.yaml: asked for %q", m)
+	}
+	if m := asked("--model", "flag-model"); m != "flag-model" {
+		t.Fatalf("--model over HERMES_MODEL: asked for %q", m)
 	}
 }
