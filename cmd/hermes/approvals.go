@@ -9,7 +9,6 @@ import (
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/judge"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
-	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // approvalsCmd shows and changes the standing approvals: the grants in the
@@ -56,7 +55,7 @@ func withGrants(g *app.Factory, fn func(l *grants.List) error) error {
 		return err
 	}
 	defer a.Close()
-	fileCfg, err := config.Load(a.Home)
+	fileCfg, err := g.Config()
 	if err != nil {
 		return err
 	}

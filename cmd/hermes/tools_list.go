@@ -42,7 +42,7 @@ func runToolsList(ctx context.Context, opts *toolsListOptions) error {
 	if err != nil {
 		return err
 	}
-	fileCfg, err := config.Load(home)
+	fileCfg, err := opts.app.Config()
 	if err != nil {
 		return err
 	}

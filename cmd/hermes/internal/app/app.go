@@ -50,6 +50,11 @@ type Factory struct {
 	AcceptLog bool
 	// IO are the command's streams.
 	IO IOStreams
+
+	// cfgOnce reads config.yaml once for Config.
+	cfgOnce sync.Once
+	cfg     config.Config
+	cfgErr  error
 }
 
 // IOStreams are a command's standard streams: os.Stdin, os.Stdout and
@@ -91,6 +96,20 @@ type App struct {
 
 // ResolveHome is --home, else $HERMES_HOME, else ~/.hermes.
 func (g *Factory) ResolveHome() (string, error) { return config.Home(g.HomeFlag) }
+
+// Config is the home's config.yaml (see config.Load), read the first time
+// a command asks for it.
+func (g *Factory) Config() (config.Config, error) {
+	g.cfgOnce.Do(func() {
+		home, err := g.ResolveHome()
+		if err != nil {
+			g.cfgErr = err
+			return
+		}
+		g.cfg, g.cfgErr = config.Load(home)
+	})
+	return g.cfg, g.cfgErr
+}
 
 // Setup makes the logger of --log-level, writing to IO.ErrOut.
 func (g *Factory) Setup() error {

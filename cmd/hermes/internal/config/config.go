@@ -65,15 +65,15 @@ type Config struct {
 	Gateway   GatewayConfig   `yaml:"gateway"`
 	Platforms PlatformsConfig `yaml:"platforms"`
 	Cron      CronConfig      `yaml:"cron"`
-	// MCPServers are the MCP servers whose tools Hermes offers (mcp.go).
+	// MCPServers are the MCP servers whose tools Hermes offers (cmd/hermes/mcp*.go).
 	MCPServers map[string]mcp.ServerConfig `yaml:"mcp_servers"`
 	// Hooks are shell hooks, by event.
 	Hooks hooks.Config `yaml:"hooks"`
 	// Store chooses the event store: embedded (the default), a
-	// postgres:// URL or an esdb:// connection string (see storesel.go).
+	// postgres:// URL or an esdb:// connection string (see Store).
 	Store string `yaml:"store"`
 	// Cluster is where agent nodes and a gateway in cluster mode meet
-	// (node.go).
+	// (cmd/hermes/node_run.go).
 	Cluster ClusterConfig `yaml:"cluster"`
 
 	// ignored are top-level keys this build does not use (sections of
