@@ -12,7 +12,7 @@ import (
 
 // Home resolves $HERMES_HOME: flag (--home), else $HERMES_HOME, else
 // ~/.hermes; ~/ is expanded. The directory is created, and its .env file
-// read into the environment (see LoadDotEnv).
+// read into the environment (see loadDotEnv).
 func Home(flag string) (string, error) {
 	home := flag
 	if home == "" {
@@ -33,7 +33,7 @@ func Home(flag string) (string, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", fmt.Errorf("create HERMES_HOME %s: %w", home, err)
 	}
-	LoadDotEnv(home)
+	loadDotEnv(home)
 	return home, nil
 }
 
@@ -74,9 +74,9 @@ func SetDotEnv(home, name, value string) error {
 	return os.Rename(tmp, path)
 }
 
-// LoadDotEnv sets the variables of $HERMES_HOME/.env that the environment
+// loadDotEnv sets the variables of $HERMES_HOME/.env that the environment
 // does not set already (the environment wins, as Hermes has it).
-func LoadDotEnv(home string) {
+func loadDotEnv(home string) {
 	data, err := os.ReadFile(filepath.Join(home, ".env"))
 	if err != nil {
 		return
