@@ -28,9 +28,7 @@ import (
 
 // gatewaySettings is the gateway's configuration after the environment.
 type gatewaySettings struct {
-	config.GatewayConfig
-	Platforms config.PlatformsConfig
-	Drain     time.Duration
+	config.GatewaySettings
 	// dashboardOnly is `hermes dashboard`: the API server alone, and no
 	// cron scheduler.
 	dashboardOnly bool
@@ -38,100 +36,10 @@ type gatewaySettings struct {
 	onAPI func(*apiserver.Server)
 }
 
-func envBool(name string) (bool, bool) {
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return false, false
-	}
-	switch strings.ToLower(v) {
-	case "1", "true", "yes", "on":
-		return true, true
-	}
-	return false, true
-}
-
-// resolveGateway applies Hermes' environment variables over the file.
+// resolveGateway is the gateway's configuration (see config.Gateway).
 func resolveGateway(c config.Config) (gatewaySettings, error) {
-	s := gatewaySettings{GatewayConfig: c.Gateway, Platforms: c.Platforms, Drain: 30 * time.Second}
-	if v := os.Getenv("GATEWAY_ALLOWED_USERS"); v != "" {
-		s.AllowedUsers = append(s.AllowedUsers, gateway.SplitList(v)...)
-	}
-	if b, ok := envBool("GATEWAY_ALLOW_ALL_USERS"); ok {
-		s.AllowAllUsers = b
-	}
-	s.Bus = first(os.Getenv("GATEWAY_BUS"), s.Bus)
-	switch s.Busy {
-	case "", "queue", "interrupt":
-	default:
-		return s, fmt.Errorf("gateway.busy %q: use queue or interrupt", s.Busy)
-	}
-	switch s.SessionReset.Mode {
-	case "", "none":
-	case "idle":
-		if s.SessionReset.IdleMinutes <= 0 {
-			s.SessionReset.IdleMinutes = 24 * 60
-		}
-	default:
-		return s, fmt.Errorf("gateway.session_reset.mode %q: use none or idle", s.SessionReset.Mode)
-	}
-	if s.DrainTimeout != "" {
-		d, err := time.ParseDuration(s.DrainTimeout)
-		if err != nil || d < 0 {
-			return s, fmt.Errorf("gateway.drain_timeout %q: use a duration such as 30s", s.DrainTimeout)
-		}
-		s.Drain = d
-	}
-	a := &s.Platforms.APIServer
-	if b, ok := envBool("API_SERVER_ENABLED"); ok {
-		a.Enabled = b
-	}
-	a.Key = first(os.Getenv("API_SERVER_KEY"), a.Key)
-	a.Host = first(os.Getenv("API_SERVER_HOST"), a.Host, "127.0.0.1")
-	if v := os.Getenv("API_SERVER_PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			return s, fmt.Errorf("API_SERVER_PORT %q: not a port", v)
-		}
-		a.Port = p
-	}
-	if a.Port == 0 {
-		a.Port = 8642
-	}
-	t := &s.Platforms.Telegram
-	t.Token = first(os.Getenv("TELEGRAM_BOT_TOKEN"), t.Token)
-	if v := os.Getenv("TELEGRAM_ALLOWED_USERS"); v != "" {
-		t.AllowedUsers = append(t.AllowedUsers, gateway.SplitList(v)...)
-	}
-	t.APIURL = first(os.Getenv("TELEGRAM_API_URL"), t.APIURL)
-	t.WebhookURL = first(os.Getenv("TELEGRAM_WEBHOOK_URL"), t.WebhookURL)
-	t.WebhookListen = first(os.Getenv("TELEGRAM_WEBHOOK_LISTEN"), t.WebhookListen)
-	t.WebhookSecret = first(os.Getenv("TELEGRAM_WEBHOOK_SECRET"), t.WebhookSecret)
-	resolveSlack(&s.Platforms.Slack)
-	resolveMatrix(&s.Platforms.Matrix)
-	if err := resolveEmail(&s.Platforms.Email); err != nil {
-		return s, err
-	}
-	w := &s.Platforms.Webhook
-	if b, ok := envBool("WEBHOOK_ENABLED"); ok {
-		w.Enabled = b
-	}
-	w.Secret = first(os.Getenv("WEBHOOK_SECRET"), w.Secret)
-	w.Host = first(os.Getenv("WEBHOOK_HOST"), w.Host, "127.0.0.1")
-	if v := os.Getenv("WEBHOOK_PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			return s, fmt.Errorf("WEBHOOK_PORT %q: not a port", v)
-		}
-		w.Port = p
-	}
-	if w.Port == 0 {
-		w.Port = 8644
-	}
-	if err := resolveIRC(&s.Platforms.IRC); err != nil {
-		return s, err
-	}
-	resolveXMPP(&s.Platforms.XMPP)
-	return s, nil
+	s, err := config.Gateway(c)
+	return gatewaySettings{GatewaySettings: s}, err
 }
 
 func (s gatewaySettings) auth() gateway.Auth {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/gateway/email/emailtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
-	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // `hermes gateway run` with EMAIL_* set reads the bot's mailbox on Dovecot
@@ -43,37 +42,5 @@ func TestEmailGatewayAnswersMail(t *testing.T) {
 	g.kill()
 	if strings.Contains(g.stderr.String(), pass) {
 		t.Fatal("the gateway logged the mail password")
-	}
-}
-
-// platforms.email's settings from the environment, and the errors that
-// name what is wrong.
-func TestResolveEmail(t *testing.T) {
-	t.Setenv("EMAIL_ADDRESS", "bot@example.org")
-	t.Setenv("EMAIL_IMAP_PORT", "143")
-	t.Setenv("EMAIL_POLL_INTERVAL", "45")
-	t.Setenv("EMAIL_ALLOWED_USERS", "Alice <ALICE@example.org>, bob@Example.org")
-	e := config.EmailConfig{AllowedUsers: []string{"Carol@example.org"}, SMTPPort: 2525}
-	if err := resolveEmail(&e); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := e.PollEvery()
-	if e.Address != "bot@example.org" || e.IMAPPort != 143 || e.SMTPPort != 2525 || d != 45*time.Second ||
-		strings.Join(e.AllowedUsers, ",") != "carol@example.org,alice@example.org,bob@example.org" {
-		t.Fatalf("%+v (poll %s)", e, d)
-	}
-	for env, want := range map[string]string{
-		"EMAIL_SMTP_PORT=70000":         "EMAIL_SMTP_PORT",
-		"EMAIL_POLL_INTERVAL=soon":      "platforms.email.poll_interval",
-		"EMAIL_ALLOWED_USERS=not-an-at": "platforms.email.allowed_users",
-	} {
-		t.Run(env, func(t *testing.T) {
-			k, v, _ := strings.Cut(env, "=")
-			t.Setenv(k, v)
-			var e config.EmailConfig
-			if err := resolveEmail(&e); err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("%s: %v", env, err)
-			}
-		})
 	}
 }

@@ -1,26 +1,12 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/hermes-go/hermes/actors/gateway"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/matrix"
-	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
-
-// resolveMatrix applies the MATRIX_* environment over platforms.matrix.
-func resolveMatrix(m *config.MatrixConfig) {
-	m.Homeserver = first(os.Getenv("MATRIX_HOMESERVER"), m.Homeserver)
-	m.UserID = first(os.Getenv("MATRIX_USER_ID"), m.UserID)
-	m.AccessToken = first(os.Getenv("MATRIX_ACCESS_TOKEN"), m.AccessToken)
-	m.Password = first(os.Getenv("MATRIX_PASSWORD"), m.Password)
-	if v := os.Getenv("MATRIX_ALLOWED_USERS"); v != "" {
-		m.AllowedUsers = append(m.AllowedUsers, gateway.SplitList(v)...)
-	}
-}
 
 // matrixPlatform builds the Matrix adapter when a homeserver is set. The
 // sync token is kept in $HERMES_HOME/gateway/matrix; invites are accepted
