@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -24,63 +23,9 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// cronSettings is the cron: section after defaults and the environment.
-type cronSettings struct {
-	maxParallel, retention int
-	wrap, allowNested      bool
-	timeout, scriptTimeout time.Duration
-	ackTimeout             time.Duration
-	timezone               string
-}
-
-func resolveCron(c config.CronConfig) (cronSettings, error) {
-	s := cronSettings{maxParallel: c.MaxParallelJobs, retention: cron.DefaultRetention, wrap: c.WrapResponse == nil || *c.WrapResponse,
-		allowNested: c.AllowNested, timeout: cron.DefaultTimeout, ackTimeout: cron.DefaultAckTimeout, timezone: c.Timezone}
-	if c.MaxParallelJobs < 0 {
-		return s, fmt.Errorf("cron.max_parallel_jobs must not be negative, got %d", c.MaxParallelJobs)
-	}
-	if c.OutputRetention != nil {
-		s.retention = *c.OutputRetention
-		if s.retention <= 0 {
-			s.retention = -1 // keep all
-		}
-	}
-	if c.ScriptTimeoutSeconds < 0 {
-		return s, fmt.Errorf("cron.script_timeout_seconds must not be negative, got %d", c.ScriptTimeoutSeconds)
-	}
-	s.scriptTimeout = time.Duration(c.ScriptTimeoutSeconds) * time.Second
-	if c.Timeout != "" {
-		d, err := time.ParseDuration(c.Timeout)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("cron.timeout %q: use a duration such as 10m", c.Timeout)
-		}
-		s.timeout = d
-	}
-	if v := os.Getenv("HERMES_CRON_TIMEOUT"); v != "" {
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil || secs <= 0 {
-			return s, fmt.Errorf("HERMES_CRON_TIMEOUT %q: give seconds, such as 600", v)
-		}
-		s.timeout = time.Duration(secs * float64(time.Second))
-	}
-	if c.DeliveryTimeout != "" {
-		d, err := time.ParseDuration(c.DeliveryTimeout)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("cron.delivery_timeout %q: use a duration such as 2m", c.DeliveryTimeout)
-		}
-		s.ackTimeout = d
-	}
-	if c.Timezone != "" {
-		if _, err := time.LoadLocation(c.Timezone); err != nil {
-			return s, fmt.Errorf("cron.timezone %q: use an IANA name such as Europe/Berlin", c.Timezone)
-		}
-	}
-	return s, nil
-}
-
 // cronWiring is what a chatter needs to run jobs.
 type cronWiring struct {
-	set   cronSettings
+	set   config.CronSettings
 	jobs  *cron.Jobs
 	tool  *app.CronTool
 	allow *grants.List
@@ -92,13 +37,13 @@ func (c *chatter) cron() *cronWiring { return c.cronw }
 // and a scheduler for its run action (not firing anything by itself: the
 // gateway and `hermes cron daemon` run one that does).
 func (c *chatter) wireCron(fileCfg config.Config, cj *app.CronTool) error {
-	set, err := resolveCron(fileCfg.Cron)
+	set, err := config.Cron(fileCfg.Cron)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(c.App.Home, "config.yaml"), err)
 	}
 	w := &cronWiring{set: set, allow: cj.Allow}
 	w.tool = cj
-	w.tool.AllowNested = set.allowNested
+	w.tool.AllowNested = set.AllowNested
 	w.jobs = w.tool.Jobs
 	c.cronw = w
 	w.tool.SetRunner(c.scheduler(nil, nil))
@@ -114,12 +59,12 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	cfg := cron.Config{
 		Agent: &cron.SessionAgent{Sys: c.Sys, Deps: c.Deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.scriptTimeout,
+		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.ScriptTimeout,
 			Sandboxes: app.CronSandboxes(c.App.Home, c.Cfg, c.App.Log)},
 		Leases:        c.App.Leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
-		MaxConcurrent: w.set.maxParallel, Timeout: w.set.timeout, AckTimeout: w.set.ackTimeout,
-		OutputDir: filepath.Join(c.App.Home, "cron", "output"), Retention: w.set.retention, Wrap: w.set.wrap,
+		MaxConcurrent: w.set.MaxParallel, Timeout: w.set.Timeout, AckTimeout: w.set.AckTimeout,
+		OutputDir: filepath.Join(c.App.Home, "cron", "output"), Retention: w.set.Retention, Wrap: w.set.Wrap,
 		Bus: pub, Platforms: up, Log: c.App.Log,
 	}
 	return cron.New(c.App.Store, w.jobs, c.Sys, cfg)
@@ -137,7 +82,7 @@ func (c *chatter) createCronSession(ctx context.Context, id string, job *cron.Jo
 // the same narrowing for its subagents.
 func (c *chatter) cronTools(job *cron.Job) (tool.Toolbox, func([]string, bool) tool.Toolbox) {
 	sel := c.Cfg.Tools
-	if !c.cron().set.allowNested {
+	if !c.cron().set.AllowNested {
 		sel.DisabledToolsets = append(slices.Clone(sel.DisabledToolsets), "cronjob")
 	}
 	restrict := app.Restrictor(c.Reg, sel)
@@ -190,7 +135,7 @@ type cronHome struct {
 	a     *app.App
 	jobs  *cron.Jobs
 	rules cron.Rules
-	set   cronSettings
+	set   config.CronSettings
 }
 
 func openCronHome(g *app.Factory) (*cronHome, error) {
@@ -203,7 +148,7 @@ func openCronHome(g *app.Factory) (*cronHome, error) {
 		a.Close()
 		return nil, err
 	}
-	set, err := resolveCron(fileCfg.Cron)
+	set, err := config.Cron(fileCfg.Cron)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("%s: %w", filepath.Join(a.Home, "config.yaml"), err)

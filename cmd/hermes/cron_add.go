@@ -49,7 +49,7 @@ func runCronAdd(ctx context.Context, opts *cronAddOptions) error {
 		return err
 	}
 	if spec.Timezone == "" && !strings.HasPrefix(spec.Schedule, "CRON_TZ=") && !strings.HasPrefix(spec.Schedule, "TZ=") {
-		spec.Timezone = h.set.timezone
+		spec.Timezone = h.set.Timezone
 	}
 	spec, err = cron.Normalize(spec, h.jobs.Now(), h.rules)
 	if err != nil {
