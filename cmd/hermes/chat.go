@@ -191,15 +191,15 @@ func progress(w io.Writer, quiet bool) agent.Observer {
 			return
 		}
 		switch o.Kind {
-		case "tool_start":
+		case agent.ObserveToolStart:
 			fmt.Fprintf(w, "  ⚙ %s %s\n", o.Tool, clip(o.Text, 100))
-		case "tool_end":
+		case agent.ObserveToolEnd:
 			if o.Err != "" {
 				fmt.Fprintf(w, "  ✗ %s: %s\n", o.Tool, clip(o.Err, 200))
 			} else {
 				fmt.Fprintf(w, "  ✓ %s\n", o.Tool)
 			}
-		case "status":
+		case agent.ObserveStatus:
 			if !strings.HasPrefix(o.Text, "calling ") {
 				fmt.Fprintf(w, "  … %s\n", o.Text)
 			}
@@ -338,7 +338,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 	running, model := 0, ""
 	shown := id // the session last announced
 	observe := func(o agent.Observation) {
-		if o.Kind == "delta" {
+		if o.Kind == agent.ObserveDelta {
 			fmt.Fprint(out, o.Text)
 			return
 		}

@@ -85,7 +85,7 @@ func (c *console) Ask(ctx context.Context, q tool.Question) (string, error) {
 		return a, nil
 	case <-p.gone:
 		what := "the question"
-		if q.Kind == "approval" {
+		if q.Kind == tool.QuestionApproval {
 			what = "the command is denied; to allow it without a question, run with --yolo or grant its rule (hermes approvals add RULE)"
 		}
 		fmt.Fprintf(c.errw, "\n? %s\n  no answer is possible: standard input is not a terminal and has ended: %s\n", q.Text, what)

@@ -202,7 +202,7 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 			case b.res.Err != nil:
 				sc.scr.Error(fmt.Sprintf("   %v", b.res.Err))
 			default:
-				sc.scr.Observe(agent.Observation{Kind: "delta", Text: b.res.Answer})
+				sc.scr.Observe(agent.Observation{Kind: agent.ObserveDelta, Text: b.res.Answer})
 				sc.scr.EndAnswer()
 			}
 			sc.status()
