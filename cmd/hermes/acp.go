@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/prompt"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/acp"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+)
+
+// acpOptions are the flags of `hermes acp`.
+type acpOptions struct {
+	app *app.Factory
+	io  app.IOStreams
+	ov  config.Overrides
+}
+
+func acpCmd(g *app.Factory) *cobra.Command {
+	opts := &acpOptions{app: g}
+	cmd := &cobra.Command{
+		Use:   "acp",
+		Short: "Serve Hermes to an editor over the Agent Client Protocol on stdio (Zed, JetBrains, Neovim, any ACP client)",
+		Long: `Speak the Agent Client Protocol on stdin and stdout: an editor starts "hermes acp" as its agent server.
+Each session the editor opens is a Hermes session (source acp) working in the editor's project directory,
+listed by "hermes sessions list" and resumable with "hermes chat --resume". Approvals of dangerous commands
+are asked in the editor. Diagnostics go to stderr (--log-level); stdout carries only the protocol.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.io = ioOf(cmd)
+			return runACP(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.ov.Model, "model", "", "model name")
+	fl.StringVar(&opts.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")
+	fl.StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
+	fl.IntVar(&opts.ov.MaxTurns, "max-turns", 0, "iteration budget of a turn (default agent.max_turns or 90)")
+	fl.BoolVar(&opts.ov.Yolo, "yolo", false, "approve dangerous commands without asking the editor (hard-line ones stay blocked)")
+	fl.StringVar(&opts.ov.Sandbox, "sandbox", "", "sandbox mode over sandbox.mode: read-only, workspace-write or full-access")
+	return cmd
+}
+
+// runACP runs `hermes acp` until the editor disconnects or a signal.
+func runACP(ctx context.Context, opts *acpOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ag := &acp.Agent{Log: opts.app.Log, Version: app.Version()}
+	c, err := newChatter(opts.app, opts.ov, ag, func(d *session.Deps, _ model.Provider, _ config.Resolved) {
+		// A permission request names the tool call it is about.
+		d.Exec = acp.CallExecutor{Next: d.Exec}
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	ag.Turns, ag.Store = c.Mgr, c.App.Store
+	ag.Create = func(ctx context.Context, cwd string) (string, error) {
+		id := uuid.NewString()
+		return id, c.startIn(ctx, id, cwd)
+	}
+	ag.Open = func(ctx context.Context, id string) error {
+		_, err := c.Mgr.Session(ctx, id)
+		return err
+	}
+	err = ag.Serve(ctx, opts.io.In, opts.io.Out)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// startIn creates session id, from source acp, working in cwd (the
+// editor's project) rather than in the directory hermes was started in.
+func (c *chatter) startIn(ctx context.Context, id, cwd string) error {
+	var index []prompt.Skill
+	if slices.Contains(c.Tools, "skill_view") {
+		all, _ := app.Library(c.App.Home, cwd).All()
+		for _, s := range all {
+			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
+		}
+	}
+	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: cwd, ToolNames: c.Tools, Skills: index, Now: time.Now()})
+	return session.Create(ctx, c.App.Store, id, session.Start{Source: "acp", Model: c.Cfg.Model, Provider: c.Cfg.LLM.Provider, WorkingDir: cwd, System: sys})
+}

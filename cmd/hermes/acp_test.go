@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+)
+
+// acpClient runs testdata/acp_client.mjs, the official TypeScript ACP
+// SDK's client, against `hermes ARGS` and returns its JSON lines.
+func acpClient(t *testing.T, env []string, args []string, steps []map[string]any) []map[string]any {
+	t.Helper()
+	dir := os.Getenv("HERMES_NODE_MODULES")
+	if dir == "" {
+		t.Skip("HERMES_NODE_MODULES is not set: the TypeScript ACP SDK is not installed (bash .ci/run installs it into .ci/node/node_modules)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "@agentclientprotocol", "sdk")); err != nil {
+		t.Skipf("HERMES_NODE_MODULES=%s holds no @agentclientprotocol/sdk: run npm ci --prefix .ci/node", dir)
+	}
+	cmd := exec.Command("node", filepath.Join("testdata", "acp_client.mjs"), bin, steps2(t, args), steps2(t, steps))
+	cmd.Env = append(env, "HERMES_NODE_MODULES="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%q: %v\nstderr: %s", l, err, stderr.String())
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+func steps2(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// updates condenses the client's lines between two prompt results: each
+// update as "kind detail", chunks of one kind joined, and the stop line.
+func updates(lines []map[string]any) []string {
+	var out []string
+	for _, l := range lines {
+		switch {
+		case l["update"] != nil:
+			u := l["update"].(map[string]any)
+			kind := u["sessionUpdate"].(string)
+			s := kind
+			switch kind {
+			case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
+				text, _ := u["content"].(map[string]any)["text"].(string)
+				if n := len(out); n > 0 && strings.HasPrefix(out[n-1], kind+" ") {
+					out[n-1] += text
+					continue
+				}
+				s += " " + text
+			case "tool_call":
+				var locs []string
+				for _, l := range asList(u["locations"]) {
+					locs = append(locs, l.(map[string]any)["path"].(string))
+				}
+				s += fmt.Sprintf(" %v %v %v %v", u["toolCallId"], u["status"], u["kind"], locs)
+			case "tool_call_update":
+				s += fmt.Sprintf(" %v %v", u["toolCallId"], u["status"])
+			}
+			out = append(out, s)
+		case l["permission"] != nil:
+			p := l["permission"].(map[string]any)
+			var kinds []string
+			for _, o := range asList(p["options"]) {
+				kinds = append(kinds, o.(map[string]any)["kind"].(string))
+			}
+			out = append(out, fmt.Sprintf("permission %v %v", p["toolCall"].(map[string]any)["toolCallId"], kinds))
+		case l["stop"] != nil:
+			out = append(out, "stop "+l["stop"].(string))
+		case l["error"] != nil:
+			out = append(out, fmt.Sprintf("error %v", l["error"].(map[string]any)["code"]))
+		case l["new"] != nil:
+			out = append(out, "new")
+		case l["loaded"] != nil:
+			out = append(out, "loaded")
+		}
+	}
+	return out
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// TestACPWithTypeScriptClient: `hermes acp` serves the official TypeScript
+// ACP SDK's client over stdio: a new session in the editor's project, a
+// turn that reads a file (tool call, its location, its completion, then the
+// answer), a turn whose command needs approval (asked in the editor,
+// allowed, run), an unknown session refused; then a second editor process
+// loads the session (replayed) and continues it, and `hermes sessions
+// list` shows it from source acp. The time from a prompt to its first
+// update is logged beside chat -q's time to its answer.
+func TestACPWithTypeScriptClient(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_read", Name: "read_file", Args: `{"path":"notes.txt"}`}}},
+		llmtest.Reply{Content: "The notes say hello."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_rm", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Deleted."},
+		llmtest.Reply{Content: "Hi again."},
+	)
+	defer srv.Close()
+	home, project := t.TempDir(), t.TempDir()
+	writeConfig(t, home, "model: gpt-4o-mini\n")
+	if err := os.WriteFile(filepath.Join(project, "notes.txt"), []byte("hello from the notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(project, "build"), 0o755)
+	env := chatEnv(srv)
+
+	lines := acpClient(t, env, []string{"--home", home, "acp"}, []map[string]any{
+		{"new": project},
+		{"prompt": "what do my notes say?"},
+		{"prompt": "clean the build"},
+		{"prompt": "hello?", "session": "nope"},
+	})
+	init := lines[0]["initialize"].(map[string]any)
+	if caps := init["agentCapabilities"].(map[string]any); init["protocolVersion"] != float64(1) || caps["loadSession"] != true {
+		t.Fatalf("initialize: %v", init)
+	}
+	id := lines[1]["new"].(map[string]any)["sessionId"].(string)
+	got := updates(lines[1:])
+	want := []string{
+		"new",
+		fmt.Sprintf("tool_call call_read in_progress read [%s]", filepath.Join(project, "notes.txt")),
+		"tool_call_update call_read completed",
+		"agent_message_chunk The notes say hello.",
+		"stop end_turn",
+		"tool_call call_rm in_progress execute []",
+		"permission call_rm [allow_once allow_always allow_always reject_once]",
+		"tool_call_update call_rm completed",
+		"agent_message_chunk Deleted.",
+		"stop end_turn",
+		"error -32602",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("updates:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(project, "build")); !os.IsNotExist(err) {
+		t.Fatalf("the allowed command did not run in the editor's project: %v", err)
+	}
+	var first []float64
+	for _, l := range lines {
+		if v, ok := l["ms_to_first_update"].(float64); ok {
+			first = append(first, v)
+		}
+	}
+
+	// A second editor process loads the session: the conversation is
+	// replayed, then it goes on.
+	lines = acpClient(t, env, []string{"--home", home, "acp"}, []map[string]any{
+		{"load": id, "cwd": project},
+		{"prompt": "say hi"},
+	})
+	got = updates(lines[1:])
+	want = []string{
+		"user_message_chunk what do my notes say?",
+		fmt.Sprintf("tool_call call_read in_progress read [%s]", filepath.Join(project, "notes.txt")),
+		"tool_call_update call_read completed",
+		"agent_message_chunk The notes say hello.",
+		"user_message_chunk clean the build",
+		"tool_call call_rm in_progress execute []",
+		"tool_call_update call_rm completed",
+		"agent_message_chunk Deleted.",
+		"loaded",
+		"agent_message_chunk Hi again.",
+		"stop end_turn",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("load:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	last := lines[len(lines)-1]
+	if out := mustRun(t, home, "sessions", "list"); !strings.Contains(out, id[:8]) || !strings.Contains(out, "acp") {
+		t.Fatalf("sessions list:\n%s", out)
+	}
+
+	// Measured, not asserted: a prompt's first streamed update against
+	// chat -q's answer, the same scripted reply.
+	srv.Add(llmtest.Reply{Content: "Hi again."})
+	cmd := exec.Command(bin, "--home", home, "chat", "-q", "say hi")
+	cmd.Env = env
+	stdout, _ := cmd.StdoutPipe()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	if _, err := r.ReadByte(); err != nil {
+		t.Fatal(err)
+	}
+	chatFirst := time.Since(start)
+	io.Copy(io.Discard, r)
+	cmd.Wait()
+	t.Logf("ACP prompt to first update: %v ms (tool-calling turns), %.1f ms (plain answer, loaded session); ACP spawn to first update of that prompt: %.1f ms; chat -q start to first byte of its answer: %.1f ms",
+		first, last["ms_to_first_update"], last["ms_spawn_to_first_update"], float64(chatFirst.Microseconds())/1000)
+}
