@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -285,7 +286,24 @@ func (r *rig) connect(t *testing.T, c *client) *sdk.ClientSideConnection {
 		cancel()
 		<-done
 	})
-	return sdk.NewClientSideConnection(c, fromClient, toClient)
+	// The client's logger is set before it reads (the SDK's SetLogger is
+	// not safe while it does): quiet tests.
+	open := make(chan struct{})
+	cs := sdk.NewClientSideConnection(c, fromClient, gated{toClient, open})
+	cs.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	close(open)
+	return cs
+}
+
+// gated reads nothing until open is closed.
+type gated struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g gated) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // start initializes and opens a new session in r.cwd.
@@ -435,7 +453,9 @@ func TestPermissionRequestAnswersTheApproval(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_a", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
 		llmtest.Reply{Content: "done"},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_b", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
-		llmtest.Reply{Content: "not done"})
+		llmtest.Reply{Content: "not done"},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_c", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "done for good"})
 	pick := "once"
 	c := &client{}
 	c.answer = func(p sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
@@ -456,11 +476,15 @@ func TestPermissionRequestAnswersTheApproval(t *testing.T) {
 	if got := joined(c.take()); !slices.Equal(got, []string{`tool_call call_b in_progress execute "terminal: rm -rf build" []`, "tool_call_update call_b failed", "message not done"}) {
 		t.Fatalf("denied: %v", got)
 	}
-	if got := r.danger.got(); !slices.Equal(got, []string{"once", "deny"}) {
-		t.Fatalf("the tool got %v, want [once deny]", got)
+	pick = "always"
+	if got := prompt(t, cs, id, "and again"); got != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %q", got)
 	}
-	if len(c.asked) != 2 {
-		t.Fatalf("%d permission requests, want 2", len(c.asked))
+	if got := r.danger.got(); !slices.Equal(got, []string{"once", "deny", "always"}) {
+		t.Fatalf("the tool got %v, want [once deny always]", got)
+	}
+	if len(c.asked) != 3 {
+		t.Fatalf("%d permission requests, want 3", len(c.asked))
 	}
 	q := c.asked[0]
 	if q.SessionId != id || q.ToolCall.ToolCallId != "call_a" || q.ToolCall.Kind == nil || *q.ToolCall.Kind != sdk.ToolKindExecute {
@@ -594,5 +618,74 @@ func TestMalformedRequestsKeepServing(t *testing.T) {
 	res, _ := m["result"].(map[string]any)
 	if res["protocolVersion"] != float64(1) {
 		t.Fatalf("initialize after the errors: %v", m)
+	}
+}
+
+// A turn whose answer the provider's filter withheld ends with refusal;
+// one still cut by the output limit after its continuations with
+// max_tokens; one that ran out of its iteration budget with
+// max_turn_requests.
+func TestStopReasons(t *testing.T) {
+	cut := llmtest.Reply{Content: "and so", Finish: "length"}
+	r := newRig(t, llmtest.Reply{Content: "I can't", Finish: "content_filter"}, cut, cut, cut, cut)
+	cs := r.connect(t, &client{})
+	id := r.start(t, cs)
+	if got := prompt(t, cs, id, "something filtered"); got != sdk.StopReasonRefusal {
+		t.Fatalf("filtered: %q, want refusal", got)
+	}
+	if got := prompt(t, cs, id, "write a lot"); got != sdk.StopReasonMaxTokens {
+		t.Fatalf("cut: %q, want max_tokens", got)
+	}
+	r.srv.SetDefault(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: "read_file", Args: `{"path":"c"}`}}})
+	if got := prompt(t, cs, id, "read everything"); got != sdk.StopReasonMaxTurnRequests {
+		t.Fatalf("budget: %q, want max_turn_requests", got)
+	}
+}
+
+// A session compressed into a child is replayed whole, the parent's
+// messages and then the child's, not as its summary; session/resume
+// continues a session without replaying it.
+func TestLoadFollowsCompressionAndResume(t *testing.T) {
+	r := newRig(t)
+	r.srv.SetDefault(llmtest.Reply{Content: "fine"})
+	c := &client{}
+	cs := r.connect(t, c)
+	id := r.start(t, cs)
+	for _, q := range []string{"one", "two", "three"} {
+		prompt(t, cs, id, q)
+	}
+	next, err := r.mgr.CompressNow(context.Background(), string(id), session.CompressNow{Force: true})
+	if err != nil || next == string(id) {
+		t.Fatalf("compress: %q %v", next, err)
+	}
+	prompt(t, cs, id, "four")
+
+	second := &client{}
+	cs2 := r.connect(t, second)
+	ctx := context.Background()
+	if _, err := cs2.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: r.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, q := range []string{"one", "two", "three", "four"} {
+		want = append(want, "user "+q, "message fine")
+	}
+	if got := joined(second.take()); !slices.Equal(got, want) {
+		t.Fatalf("replay across the compression:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	third := &client{}
+	cs3 := r.connect(t, third)
+	if _, err := cs3.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: r.cwd}); err != nil {
+		t.Fatal(err)
+	}
+	if got := third.take(); len(got) != 0 {
+		t.Fatalf("resume replayed %v", got)
+	}
+	if got := prompt(t, cs3, id, "five"); got != sdk.StopReasonEndTurn {
+		t.Fatalf("after resume: %q", got)
+	}
+	if got := joined(third.take()); !slices.Equal(got, []string{"message fine"}) {
+		t.Fatalf("after resume: %v", got)
 	}
 }
