@@ -86,9 +86,16 @@ func updates(lines []map[string]any) []string {
 			p := l["permission"].(map[string]any)
 			var kinds []string
 			for _, o := range asList(p["options"]) {
-				kinds = append(kinds, o.(map[string]any)["kind"].(string))
+				if m, ok := o.(map[string]any); ok {
+					o = m["kind"] // the TypeScript client prints whole options
+				}
+				kinds = append(kinds, o.(string))
 			}
-			out = append(out, fmt.Sprintf("permission %v %v", p["toolCall"].(map[string]any)["toolCallId"], kinds))
+			call := p["toolCallId"]
+			if tc, ok := p["toolCall"].(map[string]any); ok {
+				call = tc["toolCallId"]
+			}
+			out = append(out, fmt.Sprintf("permission %v %v", call, kinds))
 		case l["stop"] != nil:
 			out = append(out, "stop "+l["stop"].(string))
 		case l["error"] != nil:
@@ -217,4 +224,89 @@ func TestACPWithTypeScriptClient(t *testing.T) {
 	cmd.Wait()
 	t.Logf("ACP prompt to first update: %v ms (tool-calling turns), %.1f ms (plain answer, loaded session); ACP spawn to first update of that prompt: %.1f ms; chat -q start to first byte of its answer: %.1f ms",
 		first, last["ms_to_first_update"], last["ms_spawn_to_first_update"], float64(chatFirst.Microseconds())/1000)
+}
+
+// acpPythonClient runs testdata/acp_client.py, the Python ACP SDK's client
+// (agent-client-protocol, in $HERMES_ACP_PYTHONPATH), against `hermes
+// ARGS` and returns its JSON lines.
+func acpPythonClient(t *testing.T, env []string, args []string, steps []map[string]any) []map[string]any {
+	t.Helper()
+	dir := os.Getenv("HERMES_ACP_PYTHONPATH")
+	if dir == "" {
+		t.Skip("HERMES_ACP_PYTHONPATH is not set: the Python ACP SDK is not installed (bash .ci/run installs it into .ci/acp-python)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "acp")); err != nil {
+		t.Skipf("HERMES_ACP_PYTHONPATH=%s holds no acp package: pip install --target it agent-client-protocol==0.12.1", dir)
+	}
+	cmd := exec.Command("python3", filepath.Join("testdata", "acp_client.py"), bin, steps2(t, args), steps2(t, steps))
+	cmd.Env = append(env, "PYTHONPATH="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%q: %v\nstderr: %s", l, err, stderr.String())
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// TestACPWithPythonClient: the Python ACP SDK as a second client of the
+// real binary: a turn cancelled from the editor while its command runs
+// (cancelled, the call failed, the session goes on), and a command
+// allowed through a permission request.
+func TestACPWithPythonClient(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "terminal", Args: `{"command":"sleep 30"}`}}},
+		llmtest.Reply{Content: "Still here."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_rm", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Deleted."},
+	)
+	defer srv.Close()
+	home, project := t.TempDir(), t.TempDir()
+	writeConfig(t, home, "model: gpt-4o-mini\n")
+	os.MkdirAll(filepath.Join(project, "build"), 0o755)
+	start := time.Now()
+	lines := acpPythonClient(t, chatEnv(srv), []string{"--home", home, "acp"}, []map[string]any{
+		{"new": project},
+		{"prompt": "wait a while", "cancel_on": "tool_call"},
+		{"prompt": "are you there?"},
+		{"prompt": "clean the build"},
+	})
+	if d := time.Since(start); d > 25*time.Second {
+		t.Fatalf("took %s: the cancel did not stop the command", d)
+	}
+	if init := lines[0]["initialize"].(map[string]any); init["protocolVersion"] != float64(1) {
+		t.Fatalf("initialize: %v", init)
+	}
+	id := lines[1]["new"].(map[string]any)["sessionId"].(string)
+	got := updates(lines[1:])
+	want := []string{
+		"new",
+		"tool_call call_sleep in_progress execute []",
+		"tool_call_update call_sleep failed",
+		"stop cancelled",
+		"agent_message_chunk Still here.",
+		"stop end_turn",
+		"tool_call call_rm in_progress execute []",
+		"permission call_rm [allow_once allow_always allow_always reject_once]",
+		"tool_call_update call_rm completed",
+		"agent_message_chunk Deleted.",
+		"stop end_turn",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("updates:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(project, "build")); !os.IsNotExist(err) {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+	if out := mustRun(t, home, "sessions", "events", id); !strings.Contains(out, "TurnInterrupted") {
+		t.Fatalf("the cancelled turn is not recorded as interrupted:\n%s", out)
+	}
 }
