@@ -170,6 +170,17 @@ func TestACPWithTypeScriptClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(project, "build")); !os.IsNotExist(err) {
 		t.Fatalf("the allowed command did not run in the editor's project: %v", err)
 	}
+	// read_file read notes.txt in the editor's project, not in the
+	// directory hermes acp was started in.
+	read := false
+	for _, l := range lines {
+		if u, ok := l["update"].(map[string]any); ok && u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "call_read" {
+			read = strings.Contains(steps2(t, u["content"]), "hello from the notes")
+		}
+	}
+	if !read {
+		t.Fatalf("the read's result is not in its update: %v", lines)
+	}
 	var first []float64
 	for _, l := range lines {
 		if v, ok := l["ms_to_first_update"].(float64); ok {
