@@ -557,8 +557,8 @@ func TestLoadReplaysAndContinues(t *testing.T) {
 	}
 }
 
-// A prompt to a session the connection does not know is a JSON-RPC error
-// (invalid params), and the connection goes on.
+// A prompt to a session the connection does not know (never opened, or
+// closed) is a JSON-RPC error (invalid params), and the connection goes on.
 func TestPromptToUnknownSession(t *testing.T) {
 	r := newRig(t, llmtest.Reply{Content: "hi"})
 	cs := r.connect(t, &client{})
@@ -570,6 +570,14 @@ func TestPromptToUnknownSession(t *testing.T) {
 	}
 	if got := prompt(t, cs, id, "hello"); got != sdk.StopReasonEndTurn {
 		t.Fatalf("after the error: %q", got)
+	}
+	// A closed session is unknown to the connection from then on.
+	if _, err := cs.CloseSession(context.Background(), sdk.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.Prompt(context.Background(), sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hello")}})
+	if !errors.As(err, &re) || re.Code != -32602 {
+		t.Fatalf("prompt after close: %v", err)
 	}
 }
 
@@ -687,5 +695,37 @@ func TestLoadFollowsCompressionAndResume(t *testing.T) {
 	}
 	if got := joined(third.take()); !slices.Equal(got, []string{"message fine"}) {
 		t.Fatalf("after resume: %v", got)
+	}
+}
+
+// What an editor attaches to a prompt reaches the model: a link to a file
+// by its URI, an embedded file's text inline with its URI.
+func TestPromptWithResources(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "ok"})
+	cs := r.connect(t, &client{})
+	id := r.start(t, cs)
+	ctx := context.Background()
+	_, err := cs.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{
+		sdk.TextBlock("compare"),
+		sdk.ResourceLinkBlock("a.go", "file:///project/a.go"),
+		sdk.TextBlock("with"),
+		sdk.ResourceBlock(sdk.EmbeddedResourceResource{TextResourceContents: &sdk.TextResourceContents{Uri: "file:///project/b.go", Text: "package b"}}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user string
+	for _, p := range payloads(t, r.store, string(id)) {
+		if u, ok := p.(schema.UserMessageAdded); ok {
+			user = u.Content
+		}
+	}
+	for _, want := range []string{"compare", "[a.go](file:///project/a.go)", "with", "file:///project/b.go", "package b"} {
+		if !strings.Contains(user, want) {
+			t.Fatalf("the user message %q lacks %q", user, want)
+		}
+	}
+	if _, err := cs.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{}}); err == nil {
+		t.Fatal("an empty prompt was run")
 	}
 }
