@@ -114,6 +114,8 @@ func callFrom(ctx context.Context) string {
 	return id
 }
 
+var _ tool.Asker = (*Agent)(nil)
+
 // CallExecutor runs calls with Next, telling each call's context its id,
 // so that a permission request names the tool call it is about.
 type CallExecutor struct{ Next tool.Executor }
