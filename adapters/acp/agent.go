@@ -48,9 +48,10 @@ type Agent struct {
 	// Create starts a new Hermes session whose working directory is cwd
 	// and returns its id.
 	Create func(ctx context.Context, cwd string) (string, error)
-	// Open, when set, takes an existing session for this process before
-	// it is loaded (the session manager's lease): a session another
-	// process runs is refused at load rather than at the first prompt.
+	// Open, when set, starts a session in this process (the session
+	// manager's actor and lease) when it is created or loaded: a session
+	// another process runs is refused at load rather than at the first
+	// prompt.
 	Open func(ctx context.Context, id string) error
 	// Log receives diagnostics; stdout is the protocol, so never stdout.
 	Log zerolog.Logger
@@ -164,6 +165,13 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	id, err := a.Create(ctx, p.Cwd)
 	if err != nil {
 		return sdk.NewSessionResponse{}, fmt.Errorf("create a session: %w", err)
+	}
+	if a.Open != nil {
+		// Started now rather than at the first prompt, which then
+		// streams sooner.
+		if err := a.Open(ctx, id); err != nil {
+			return sdk.NewSessionResponse{}, err
+		}
 	}
 	a.track(id, p.Cwd)
 	a.Log.Info().Str("session", id).Str("cwd", p.Cwd).Msg("acp: new session")
