@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,6 +81,25 @@ func (d *dangerTool) got() []string {
 	return slices.Clone(d.answers)
 }
 
+// writeTool stands in for write_file: it writes content to path, under
+// the session's working directory when relative.
+type writeTool struct{}
+
+func (writeTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "write_file", Description: "write", Parameters: map[string]any{"type": "object"}}
+}
+func (writeTool) Flags() tool.Flags { return tool.Flags{} }
+func (writeTool) Run(ctx context.Context, a json.RawMessage) (string, error) {
+	var v struct{ Path, Content string }
+	json.Unmarshal(a, &v)
+	if strings.Contains(v.Path, "forbidden") {
+		return "", errors.New("refused")
+	}
+	p := filepath.Join(tool.EnvFrom(ctx).WorkingDir, v.Path)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	return "wrote " + v.Path, os.WriteFile(p, []byte(v.Content), 0o644)
+}
+
 // slowTool runs until its call is interrupted.
 type slowTool struct{}
 
@@ -101,8 +121,11 @@ func (slowTool) Run(ctx context.Context, a json.RawMessage) (string, error) {
 type client struct {
 	mu      sync.Mutex
 	updates []string
-	asked   []sdk.RequestPermissionRequest
-	answer  func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
+	// diffs are the diffs tool call updates carried: "path: old => new",
+	// old "<none>" for a new file.
+	diffs  []string
+	asked  []sdk.RequestPermissionRequest
+	answer func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
 	// onUpdate, when set, hears each update as it arrives.
 	onUpdate func(string)
 }
@@ -111,6 +134,17 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 	s := describe(n.Update)
 	c.mu.Lock()
 	c.updates = append(c.updates, s)
+	if u := n.Update.ToolCallUpdate; u != nil {
+		for _, tc := range u.Content {
+			if d := tc.Diff; d != nil {
+				old := "<none>"
+				if d.OldText != nil {
+					old = *d.OldText
+				}
+				c.diffs = append(c.diffs, fmt.Sprintf("%s: %s => %s", d.Path, old, d.NewText))
+			}
+		}
+	}
 	f := c.onUpdate
 	c.mu.Unlock()
 	if f != nil {
@@ -234,7 +268,7 @@ func newRig(t *testing.T, script ...llmtest.Reply) *rig {
 	sys := actors.NewSystem(zerolog.Nop())
 	r := &rig{srv: srv, store: store, danger: &dangerTool{}, cwd: filepath.Join(dir, "project")}
 	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
-		Tools: tool.NewTools(readTool{}, r.danger, slowTool{}), Exec: acp.CallExecutor{Next: tool.DirectExecutor{}},
+		Tools: tool.NewTools(readTool{}, writeTool{}, r.danger, slowTool{}), Exec: acp.CallExecutor{Next: tool.DirectExecutor{}},
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: &r.ask}
 	r.mgr = session.NewManager(sys, deps)
 	t.Cleanup(func() {
@@ -727,5 +761,29 @@ func TestPromptWithResources(t *testing.T) {
 	}
 	if _, err := cs.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{}}); err == nil {
 		t.Fatal("an empty prompt was run")
+	}
+}
+
+// An edit is shown to the editor as a diff of the file it changed: a new
+// file with no old text, a changed one with both; a refused edit has none.
+func TestEditsCarryDiffs(t *testing.T) {
+	r := newRig(t,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w1", Name: "write_file", Args: `{"path":"docs/a.md","content":"one\n"}`}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w2", Name: "write_file", Args: `{"path":"docs/a.md","content":"two\n"}`}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w3", Name: "write_file", Args: `{"path":"forbidden.md","content":"x"}`}}},
+		llmtest.Reply{Content: "written"})
+	c := &client{}
+	cs := r.connect(t, c)
+	id := r.start(t, cs)
+	prompt(t, cs, id, "write the docs")
+	p := filepath.Join(r.cwd, "docs", "a.md")
+	want := []string{p + ": <none> => one\n", p + ": one\n => two\n"}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Equal(c.diffs, want) {
+		t.Fatalf("diffs %q, want %q", c.diffs, want)
+	}
+	if got := joined(c.updates); !slices.Contains(got, "tool_call_update w3 failed") {
+		t.Fatalf("updates %v", got)
 	}
 }

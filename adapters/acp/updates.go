@@ -2,9 +2,13 @@ package acp
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -84,6 +88,61 @@ type toolInfo struct {
 	kind      sdk.ToolKind
 	input     any
 	locations []sdk.ToolCallLocation
+	// before is the file an edit touches as it was when the call
+	// started, for the diff shown when it ends.
+	before *snapshot
+}
+
+// snapshot is a text file's content at one moment (absent: it did not
+// exist).
+type snapshot struct {
+	path    string
+	text    string
+	absent  bool
+	tooBig  bool
+	invalid bool
+}
+
+// maxDiff bounds the files whose edits are shown as diffs.
+const maxDiff = 256 << 10
+
+// snap reads path for a diff; a file too big or not text is not diffed.
+func snap(path string) *snapshot {
+	s := &snapshot{path: path}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.absent = true
+		return s
+	case err != nil || !fi.Mode().IsRegular():
+		s.invalid = true
+		return s
+	case fi.Size() > maxDiff:
+		s.tooBig = true
+		return s
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !utf8.Valid(b) {
+		s.invalid = true
+		return s
+	}
+	s.text = string(b)
+	return s
+}
+
+// diff is the edit from s to the file as it is now, if both are text.
+func (s *snapshot) diff() (sdk.ToolCallContent, bool) {
+	if s == nil || s.tooBig || s.invalid {
+		return sdk.ToolCallContent{}, false
+	}
+	after := snap(s.path)
+	if after.absent || after.tooBig || after.invalid || (!s.absent && after.text == s.text) {
+		return sdk.ToolCallContent{}, false
+	}
+	if s.absent {
+		return sdk.ToolDiffContent(s.path, after.text), true
+	}
+	return sdk.ToolDiffContent(s.path, after.text, s.text), true
 }
 
 // observer turns a turn's observations into session updates.
@@ -100,6 +159,11 @@ func (a *Agent) observer(s *state, out *outbox) agent.Observer {
 			}
 		case agent.ObserveToolStart:
 			info := describe(o.Tool, o.Text, s.cwd)
+			if info.kind == sdk.ToolKindEdit && len(info.locations) == 1 {
+				// Read before the call runs: an edit the tool makes is
+				// shown to the editor as a diff.
+				info.before = snap(info.locations[0].Path)
+			}
 			a.mu.Lock()
 			s.calls[o.ID] = info
 			a.mu.Unlock()
@@ -108,15 +172,26 @@ func (a *Agent) observer(s *state, out *outbox) agent.Observer {
 				sdk.WithStartLocations(info.locations)))
 		case agent.ObserveToolEnd:
 			a.mu.Lock()
+			info := s.calls[o.ID]
 			delete(s.calls, o.ID)
 			a.mu.Unlock()
 			status, text := sdk.ToolCallStatusCompleted, o.Text
 			if o.Err != "" {
 				status, text = sdk.ToolCallStatusFailed, o.Err
 			}
-			opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(status)}
+			var content []sdk.ToolCallContent
 			if text != "" {
-				opts = append(opts, sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))
+				content = append(content, sdk.ToolContent(sdk.TextBlock(text)))
+			}
+			if o.Err == "" {
+				// Only an edit the tool was allowed to make is shown.
+				if d, ok := info.before.diff(); ok {
+					content = append(content, d)
+				}
+			}
+			opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(status)}
+			if len(content) > 0 {
+				opts = append(opts, sdk.WithUpdateContent(content))
 			}
 			out.push(sdk.UpdateToolCall(sdk.ToolCallId(o.ID), opts...))
 		}
