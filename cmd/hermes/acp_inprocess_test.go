@@ -63,7 +63,7 @@ func (e *acpEditor) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExit
 // `hermes acp` run in this process on pipes: a new session in the
 // editor's directory and a turn, with stdout carrying only JSON-RPC (the
 // diagnostics, at debug level here, go to stderr), and the command ending
-// when the editor closes its side.
+// when the editor closes its side; chat --resume continues the session.
 func TestACPCommandInProcess(t *testing.T) {
 	quietEnv(t)
 	srv := llmtest.New(llmtest.Reply{Content: "Hello from Hermes."})
@@ -128,6 +128,16 @@ func TestACPCommandInProcess(t *testing.T) {
 	out, errOut, err := inHome(t, home, "sessions", "list")
 	if err != nil || !strings.Contains(out, string(ns.SessionId)[:8]) || !strings.Contains(out, "acp") {
 		t.Fatalf("sessions list: %v\n%s\n%s", err, out, errOut)
+	}
+	// The editor gone, the session goes on in the terminal.
+	srv.Add(llmtest.Reply{Content: "Still here."})
+	out, errOut, err = inHome(t, home, "chat", "--resume", string(ns.SessionId), "-q", "and now?", "--quiet")
+	if err != nil || out != "Still here.\n" {
+		t.Fatalf("chat --resume: %q %v\n%s", out, err, errOut)
+	}
+	reqs := srv.Requests()
+	if msgs, _ := reqs[len(reqs)-1].Body["messages"].([]any); len(msgs) < 4 { // system, hi, answer, and now?
+		t.Fatalf("the resumed turn's call has %d messages: the editor's exchange is not in it", len(msgs))
 	}
 }
 
