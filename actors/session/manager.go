@@ -4,25 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/events"
 )
 
+// DefaultIdleAfter is how long a session stays idle before its actor
+// passivates when Deps.IdleAfter is zero.
+const DefaultIdleAfter = 10 * time.Minute
+
 // Manager spawns session actors on demand under one supervisor, which
 // restarts a failed session (it recovers from its stream) a bounded number
-// of times.
+// of times. A session idle for Deps.IdleAfter passivates: its actor stops,
+// releasing its lease, files and memory, and the next use spawns it again
+// from its stream, so that what a long-running process holds follows its
+// active sessions, not every session it ever saw.
 type Manager struct {
 	sys    *actor.ActorSystem
 	deps   Deps
 	parent *actor.PID
 	mu     sync.Mutex
-	pids   map[string]*actor.PID
+	pids   map[string]*entry
+}
+
+// entry is a session's actor as the manager knows it.
+type entry struct {
+	pid *actor.PID
+	// users counts callers between taking the actor and hearing its
+	// answer: an actor with users does not passivate, so that no message
+	// of theirs lands in the mailbox of an actor that stops.
+	users int
+	// leaving: the actor is stopping (passivating or restarted); callers
+	// wait for gone and start a new one.
+	leaving bool
+	// gone is closed once the actor has stopped (its lease released).
+	gone chan struct{}
 }
 
 // NewManager starts the sessions supervisor.
@@ -30,18 +53,30 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	if deps.AuxCooldown == nil {
 		deps.AuxCooldown = &compress.Cooldown{}
 	}
-	m := &Manager{sys: sys, deps: deps, pids: map[string]*actor.PID{}}
+	if deps.IdleAfter == 0 {
+		deps.IdleAfter = DefaultIdleAfter
+	}
+	m := &Manager{sys: sys, deps: deps, pids: map[string]*entry{}}
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch s := c.Message().(type) {
 		case *spawn:
-			pid, err := c.SpawnNamed(props(s.id, deps, s.ready), s.id)
+			pid, err := c.SpawnNamed(props(s.id, deps, s.ready, m.passivate), s.id)
 			if err != nil {
 				c.Respond(err)
 				return
 			}
 			c.Respond(pid)
-		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+		case *actor.Terminated:
+			// A session actor stopped (passivated, restarted, or given
+			// up by this supervisor): forget it, so that its next use
+			// starts a new one. Not here: the manager's lock is held
+			// while it asks this actor to spawn.
+			id, ok := strings.CutPrefix(s.Who.Id, c.Self().Id+"/")
+			if ok {
+				go m.stopped(id, s.Who)
+			}
+		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.ReceiveTimeout:
 			// Lifecycle messages protoactor delivers that need nothing here.
 		default:
 			deps.Log.Warn().Str("message_type", fmt.Sprintf("%T", s)).Msg("sessions supervisor: message not handled")
@@ -50,15 +85,111 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	return m
 }
 
-// Session returns the actor of session id, spawning it (and so leasing and
-// recovering it from its stream) on first use. A session another live
-// process runs is refused with an *InUseError.
-func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
+// IdleAfter is how long a session stays idle before its actor passivates
+// (negative: never).
+func (m *Manager) IdleAfter() time.Duration { return m.deps.IdleAfter }
+
+// Active is how many session actors run now (passivated ones are not
+// counted).
+func (m *Manager) Active() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if pid, ok := m.pids[id]; ok {
-		return pid, nil
+	n := 0
+	for _, e := range m.pids {
+		if !e.leaving {
+			n++
+		}
 	}
+	return n
+}
+
+// passivate is a session actor asking to stop because it is idle: it may
+// unless a caller is using it. From then on, callers wait for it to be
+// gone and start a new one.
+func (m *Manager) passivate(id string, pid *actor.PID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.pids[id]
+	// Pointers are compared: a new incarnation has the same name.
+	if !ok || e.pid != pid {
+		return true // not handed out (a failed start): nobody sends to it
+	}
+	if e.users > 0 || e.leaving {
+		return false
+	}
+	e.leaving = true
+	return true
+}
+
+// stopped forgets session id's actor pid once it has stopped.
+func (m *Manager) stopped(id string, pid *actor.PID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.pids[id]; ok && e.pid == pid {
+		delete(m.pids, id)
+		close(e.gone)
+	}
+}
+
+// Session returns the actor of session id, spawning it (and so leasing and
+// recovering it from its stream) on first use and after it passivated. A
+// session another live process runs is refused with an *InUseError.
+func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
+	e, err := m.take(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.pid, nil
+}
+
+// use takes session id's actor for a caller that sends it a message and
+// waits for its answer; done must be called after.
+func (m *Manager) use(ctx context.Context, id string) (*entry, func(), error) {
+	e, err := m.take(ctx, id, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, func() {
+		m.mu.Lock()
+		e.users--
+		m.mu.Unlock()
+	}, nil
+}
+
+func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error) {
+	for {
+		m.mu.Lock()
+		e, ok := m.pids[id]
+		if ok && e.leaving {
+			// Passivating or restarting: wait until it is gone (its
+			// lease released), then start it anew.
+			m.mu.Unlock()
+			select {
+			case <-e.gone:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if !ok {
+			pid, err := m.start(ctx, id)
+			if err != nil {
+				m.mu.Unlock()
+				return nil, err
+			}
+			e = &entry{pid: pid, gone: make(chan struct{})}
+			m.pids[id] = e
+		}
+		if user {
+			e.users++
+		}
+		m.mu.Unlock()
+		return e, nil
+	}
+}
+
+// start spawns session id's actor and waits for its recovery; m.mu is held.
+func (m *Manager) start(ctx context.Context, id string) (*actor.PID, error) {
 	rs, err := m.deps.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 	if err != nil {
 		return nil, err
@@ -86,7 +217,6 @@ func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 			}
 			return nil, fmt.Errorf("start session %s: %w", id, err)
 		}
-		m.pids[id] = v
 		return v, nil
 	case error:
 		return nil, fmt.Errorf("start session %s: %w", id, v)
@@ -100,35 +230,72 @@ func (m *Manager) Run(ctx context.Context, id, text string, observe agent.Observ
 	return m.RunTurn(ctx, id, &Turn{Text: text, Observe: observe})
 }
 
-// RunTurn is Run with every field of a Turn; its Reply is set here.
+// RunTurn is Run with every field of a Turn; its Reply is set here (and
+// its ID when it has none). A turn whose actor stopped before it started
+// (restarted meanwhile) is sent once more to a new actor.
 func (m *Manager) RunTurn(ctx context.Context, id string, t *Turn) TurnResult {
-	pid, err := m.Session(ctx, id)
-	if err != nil {
-		return TurnResult{Err: err}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
 	}
+	for attempt := 0; ; attempt++ {
+		r, gone := m.runTurn(ctx, id, t)
+		if !gone {
+			return r
+		}
+		st, err := LookupTurn(context.WithoutCancel(ctx), m.deps.Store, id, t.ID)
+		switch {
+		case err != nil:
+			return TurnResult{SessionID: id, TurnID: t.ID, Err: err}
+		case st.Completed:
+			return TurnResult{SessionID: st.Session, TurnID: t.ID, Answer: st.Answer}
+		case st.Started || t.Continue || attempt > 0 || ctx.Err() != nil:
+			return TurnResult{SessionID: st.Session, TurnID: t.ID, Err: fmt.Errorf("session %s stopped during the turn: %w", id, agent.ErrInterrupted)}
+		}
+	}
+}
+
+// runTurn sends t to session id's actor once; gone says that the actor
+// stopped without answering.
+func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, bool) {
+	e, done, err := m.use(ctx, id)
+	if err != nil {
+		return TurnResult{Err: err}, false
+	}
+	defer done()
 	reply := make(chan TurnResult, 1)
 	t.Reply = reply
-	m.sys.Root.Send(pid, t)
+	m.sys.Root.Send(e.pid, t)
 	select {
 	case r := <-reply:
-		return r
+		return r, false
+	case <-e.gone:
 	case <-ctx.Done():
 		reason := "interrupted"
 		if c := context.Cause(ctx); c != nil && c != context.Canceled {
 			reason = c.Error()
 		}
-		m.sys.Root.Send(pid, &Stop{Reason: reason})
-		return <-reply
+		m.sys.Root.Send(e.pid, &Stop{Reason: reason})
+		select {
+		case r := <-reply:
+			return r, false
+		case <-e.gone:
+		}
+	}
+	select {
+	case r := <-reply:
+		return r, false
+	default:
+		return TurnResult{}, true
 	}
 }
 
 // Stop interrupts session id's turn in flight.
 func (m *Manager) Stop(id, reason string) {
 	m.mu.Lock()
-	pid, ok := m.pids[id]
+	e, ok := m.pids[id]
 	m.mu.Unlock()
 	if ok {
-		m.sys.Root.Send(pid, &Stop{Reason: reason})
+		m.sys.Root.Send(e.pid, &Stop{Reason: reason})
 	}
 }
 
@@ -146,29 +313,47 @@ func (m *Manager) Compress(ctx context.Context, id, model string) (string, error
 // CompressNow is Compress with every field of a CompressNow (Force); its
 // Reply is set here.
 func (m *Manager) CompressNow(ctx context.Context, id string, c CompressNow) (string, error) {
-	pid, err := m.Session(ctx, id)
+	e, done, err := m.use(ctx, id)
 	if err != nil {
 		return "", err
 	}
+	defer done()
 	reply := make(chan TurnResult, 1)
 	c.Reply = reply
-	m.sys.Root.Send(pid, &c)
-	r := <-reply
-	return r.SessionID, r.Err
+	m.sys.Root.Send(e.pid, &c)
+	select {
+	case r := <-reply:
+		return r.SessionID, r.Err
+	case <-e.gone:
+		select {
+		case r := <-reply:
+			return r.SessionID, r.Err
+		default:
+			return "", fmt.Errorf("session %s stopped before compressing: %w", id, agent.ErrInterrupted)
+		}
+	}
 }
 
 // Retitle records title as session id's title (the person's: a generated
 // title arriving later does not replace it).
 func (m *Manager) Retitle(ctx context.Context, id, title string) error {
-	pid, err := m.Session(ctx, id)
+	e, done, err := m.use(ctx, id)
 	if err != nil {
 		return err
 	}
+	defer done()
 	reply := make(chan error, 1)
-	m.sys.Root.Send(pid, &Retitle{Title: title, Reply: reply})
+	m.sys.Root.Send(e.pid, &Retitle{Title: title, Reply: reply})
 	select {
 	case err := <-reply:
 		return err
+	case <-e.gone:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return fmt.Errorf("session %s stopped before recording its title", id)
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -179,10 +364,12 @@ func (m *Manager) Retitle(ctx context.Context, id, title string) error {
 // another process).
 func (m *Manager) Restart(id string) {
 	m.mu.Lock()
-	pid, ok := m.pids[id]
-	delete(m.pids, id)
+	e, ok := m.pids[id]
+	if ok {
+		e.leaving = true
+	}
 	m.mu.Unlock()
 	if ok {
-		m.sys.Root.StopFuture(pid).Wait()
+		m.sys.Root.StopFuture(e.pid).Wait()
 	}
 }

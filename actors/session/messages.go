@@ -87,6 +87,10 @@ type childFailed struct{ err error }
 // turn was interrupted).
 type stopChild struct{ id string }
 
+// idleCheck comes back to an idle session actor after Deps.IdleAfter;
+// gen tells which idle spell it ends.
+type idleCheck struct{ gen uint64 }
+
 // spawn asks the sessions supervisor to start the actor of session id;
 // ready receives the outcome of its recovery.
 type spawn struct {

@@ -114,6 +114,13 @@ type Deps struct {
 	// summaries): the events are what search, export, the dashboard and
 	// the API serve. Hermes passes its secrets.Set's Redact.
 	Redact func(string) string
+	// IdleAfter is how long a session managed by a Manager stays idle
+	// (no turn running or queued, no subagent, no compression or title
+	// in flight, no message) before its actor passivates: it stops,
+	// releasing its lease, lock file, sandbox and memory, and its next
+	// message starts it again from its events. Zero is
+	// DefaultIdleAfter; negative never passivates.
+	IdleAfter time.Duration
 }
 
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
@@ -155,26 +162,77 @@ type Actor struct {
 
 	// own outlives restarts: the leases held and the first start's report.
 	own *ownership
+
+	// titling: a generated title is being asked for.
+	titling bool
+	// passivate asks the manager whether this idle actor may stop (nil:
+	// not managed, it never passivates); idleGen tells the idle check
+	// of the current idle spell from stale ones, idleTimer sends it;
+	// leaving: the actor passivates.
+	passivate func(id string, self *actor.PID) bool
+	idleGen   uint64
+	idleTimer *time.Timer
+	leaving   bool
 }
 
 // Props returns the props of the actor for session id.
 func Props(id string, deps Deps) *actor.Props {
-	return props(id, deps, nil)
+	return props(id, deps, nil, nil)
 }
 
 // props are Props whose first start reports its outcome on ready: nil
 // when the session was recovered, else why not (then the actor waits to
-// be stopped instead of failing to its supervisor).
-func props(id string, deps Deps, ready chan<- error) *actor.Props {
+// be stopped instead of failing to its supervisor). An idle actor asks
+// passivate whether it may stop (nil: it never does).
+func props(id string, deps Deps, ready chan<- error, passivate func(string, *actor.PID) bool) *actor.Props {
 	strategy := newChildStrategy(deps.ChildRestarts, deps.ChildWindow)
 	own := newOwnership(deps.Leases, ready)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger(), strategy: strategy, own: own}
+		return &Actor{id: id, deps: deps, log: deps.Log.With().Str("session", id).Logger(), strategy: strategy, own: own, passivate: passivate}
 	}, actor.WithSupervisor(strategy))
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
+	a.receive(c)
+	switch c.Message().(type) {
+	case *idleCheck, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		// Any other message is activity: the idle clock starts again.
+		a.idleClock(c)
+	}
+}
+
+// idle says whether the session could stop now without cutting anything
+// short or losing a message it sent itself: no turn or compression runs or
+// waits (a pending question is asked from a running turn), no subagent
+// lives, no title is being generated. A subagent is never idle: it stops
+// when its task ends.
+func (a *Actor) idle() bool {
+	return a.task == nil && a.rec != nil && a.cancel == nil && len(a.queue) == 0 && len(a.children) == 0 && !a.titling
+}
+
+// idleClock restarts the idle clock: when the session is idle, an
+// idleCheck comes back after Deps.IdleAfter unless something happens
+// meanwhile.
+func (a *Actor) idleClock(c actor.Context) {
+	a.stopIdleClock()
+	if a.passivate == nil || a.deps.IdleAfter <= 0 || a.leaving || !a.idle() {
+		return
+	}
+	gen, self, root := a.idleGen, c.Self(), c.ActorSystem().Root
+	a.idleTimer = time.AfterFunc(a.deps.IdleAfter, func() { root.Send(self, &idleCheck{gen: gen}) })
+}
+
+func (a *Actor) stopIdleClock() {
+	a.idleGen++
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+		a.idleTimer = nil
+	}
+}
+
+func (a *Actor) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		n := a.deps.MaxConcurrent
@@ -208,6 +266,26 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *childFailed:
 		panic(m.err)
+	case *idleCheck:
+		if m.gen != a.idleGen || a.leaving || !a.idle() {
+			return // stale: something happened since
+		}
+		a.idleTimer = nil
+		if !a.passivate(a.id, c.Self()) {
+			a.idleClock(c) // a caller is about to send something
+			return
+		}
+		a.leaving = true
+		a.log.Debug().Dur("idle", a.deps.IdleAfter).Msg("session idle: passivating")
+		c.Stop(c.Self())
+	case *actor.Terminated:
+		// A subagent stopped (its task ended, or it was given up).
+		for id, pid := range a.children {
+			if pid.Id == m.Who.Id {
+				delete(a.children, id)
+				a.strategy.unregister(pid.Id)
+			}
+		}
 	case *Turn:
 		if a.cancel != nil {
 			a.queue = append(a.queue, m)
@@ -264,6 +342,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.hasTitle, a.userTitle = true, true
 		m.Reply <- a.rec.Record(context.Background(), "", schema.SessionTitled{Title: m.Title})
 	case *titled:
+		a.titling = false
+		if m.title == "" {
+			return // none generated
+		}
 		ps := []schema.Payload{m.call}
 		if !a.userTitle {
 			ps = append(ps, schema.SessionTitled{Title: m.title})
@@ -272,6 +354,7 @@ func (a *Actor) Receive(c actor.Context) {
 			a.log.Warn().Err(err).Msg("recording the generated title failed")
 		}
 	case *actor.Stopping:
+		a.stopIdleClock()
 		if a.cancel != nil {
 			a.cancel(agent.Cause("session stopped"))
 		}
@@ -280,7 +363,9 @@ func (a *Actor) Receive(c actor.Context) {
 			a.values.Close()
 		}
 		a.own.release()
-	case *actor.Restarting, *actor.Terminated, *actor.ReceiveTimeout:
+	case *actor.Restarting:
+		a.stopIdleClock()
+	case *actor.ReceiveTimeout:
 		// Lifecycle messages protoactor delivers that need nothing here.
 	default:
 		a.log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("session actor: message not handled")
@@ -391,6 +476,7 @@ func (a *Actor) maybeTitle(c actor.Context, r TurnResult) {
 		return
 	}
 	a.hasTitle = true // one try per actor
+	a.titling = true  // the actor does not passivate before the answer
 	self, root, title, log, id := c.Self(), c.ActorSystem().Root, a.deps.Title, a.log, a.rec.sessionID()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -398,6 +484,7 @@ func (a *Actor) maybeTitle(c actor.Context, r TurnResult) {
 		t, call, err := title(ctx, id, user, answer)
 		if err != nil || t == "" {
 			log.Debug().Err(err).Msg("no title generated")
+			root.Send(self, &titled{turnID: r.TurnID})
 			return
 		}
 		root.Send(self, &titled{turnID: r.TurnID, title: t, call: call})

@@ -68,6 +68,12 @@ func (s *childStrategy) register(id string, t *childTask) {
 	s.mu.Unlock()
 }
 
+func (s *childStrategy) unregister(id string) {
+	s.mu.Lock()
+	delete(s.tasks, id)
+	s.mu.Unlock()
+}
+
 // HandleFailure implements actor.SupervisorStrategy.
 func (s *childStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason interface{}, _ interface{}) {
 	rs.Fail()
