@@ -123,6 +123,10 @@ type Deps struct {
 	IdleAfter time.Duration
 }
 
+// stopWait bounds how long a stopping session waits for its cancelled
+// turn to record how it ended before it gives its lease up.
+const stopWait = 10 * time.Second
+
 const skillNudge = "[Your last task took many tool calls. If you learned a procedure worth reusing, save it with skill_manage (action=create) after answering.]"
 
 // Actor is the session actor.
@@ -152,6 +156,9 @@ type Actor struct {
 	openTurn string
 
 	cancel context.CancelCauseFunc // of the turn in flight
+	// running is closed when the last turn or compression started has
+	// ended (written its last event).
+	running chan struct{}
 	queue  []*Turn
 
 	// hasTitle: the session has a title (recorded, or asked for);
@@ -312,6 +319,8 @@ func (a *Actor) receive(c actor.Context) {
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		a.cancel = cancel
+		running := make(chan struct{})
+		a.running = running
 		model := m.Model
 		if model == "" {
 			model = a.deps.Cfg.Model
@@ -321,6 +330,7 @@ func (a *Actor) receive(c actor.Context) {
 		go func() {
 			err := comp.Compress(ctx, tr, true)
 			cancel(nil)
+			close(running)
 			root.Send(self, &turnDone{turn: &Turn{Reply: m.Reply}, result: TurnResult{SessionID: a.rec.sessionID(), Err: err}})
 		}()
 	case *turnDone:
@@ -359,6 +369,15 @@ func (a *Actor) receive(c actor.Context) {
 			a.cancel(agent.Cause("session stopped"))
 		}
 	case *actor.Stopped:
+		if a.running != nil {
+			// The turn cancelled on Stopping records how it ended: the
+			// lease is given up after that, not while it still writes.
+			select {
+			case <-a.running:
+			case <-time.After(stopWait):
+				a.log.Warn().Dur("waited", stopWait).Msg("the stopped session's turn did not end: releasing its lease anyway")
+			}
+		}
 		if a.values != nil {
 			a.values.Close()
 		}
@@ -375,6 +394,8 @@ func (a *Actor) receive(c actor.Context) {
 func (a *Actor) start(c actor.Context, t *Turn) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancel = cancel
+	running := make(chan struct{})
+	a.running = running
 	turnID := t.ID
 	if turnID == "" {
 		turnID = uuid.NewString()
@@ -426,6 +447,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 			answer, err = loop.Turn(ctx, tr, turnID, t.Text)
 		}
 		cancel(nil)
+		close(running)
 		root.Send(self, &turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
 	}()
 }
