@@ -64,7 +64,15 @@ func helperNode() error {
 	}
 	sys := actors.NewSystem(log)
 	ask := node.NewAsker(store)
-	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask,
+	// HERMES_NODE_IDLE sets the idle time after which sessions passivate;
+	// each grain that stops is reported on stdout.
+	idle, _ := time.ParseDuration(os.Getenv("HERMES_NODE_IDLE"))
+	sys.EventStream.Subscribe(func(ev any) {
+		if a, ok := ev.(*cluster.ActivationTerminating); ok {
+			fmt.Printf("deactivated %s\n", a.ClusterIdentity.Identity)
+		}
+	})
+	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask, IdleAfter: idle,
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
 		Tools:    tool.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
@@ -78,10 +86,12 @@ func helperNode() error {
 	select {}
 }
 
-// proc is a helper node process.
+// proc is a helper node process; lines are the lines it printed after
+// joining.
 type proc struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd   *exec.Cmd
+	addr  string
+	lines chan string
 }
 
 func startNode(t testing.TB, env []string, races string) *proc {
@@ -98,17 +108,23 @@ func startNode(t testing.TB, env []string, races string) *proc {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	ready := make(chan string, 1)
+	lines := make(chan string, 1024)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
 				ready <- a
+				continue
+			}
+			select {
+			case lines <- sc.Text():
+			default:
 			}
 		}
 	}()
 	select {
 	case a := <-ready:
-		return &proc{cmd: cmd, addr: a}
+		return &proc{cmd: cmd, addr: a, lines: lines}
 	case <-time.After(60 * time.Second):
 		t.Fatal("a node did not join the cluster within 60 s")
 	}

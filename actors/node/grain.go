@@ -43,7 +43,18 @@ type grain struct {
 	// compressing holds a channel per compression started (closed when
 	// it ends).
 	compressing []chan struct{}
+
+	// The grain passivates after its session manager's IdleAfter without
+	// a turn or compression running: idleGen tells the current idle
+	// spell's check from stale ones, idleTimer sends it; leaving: the
+	// grain is poisoned.
+	idleGen   uint64
+	idleTimer *time.Timer
+	leaving   bool
 }
+
+// grainIdle comes back to an idle grain after IdleAfter.
+type grainIdle struct{ gen uint64 }
 
 // turnRun is a turn the grain started: done closes when res is set.
 type turnRun struct {
@@ -53,6 +64,50 @@ type turnRun struct {
 
 // Receive implements actor.Actor.
 func (g *grain) Receive(c actor.Context) {
+	g.receive(c)
+	switch c.Message().(type) {
+	case *grainIdle, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		g.idleClock(c)
+	}
+}
+
+// idle says whether no turn or compression started here still runs.
+func (g *grain) idle() bool {
+	for _, r := range g.turns {
+		select {
+		case <-r.done:
+		default:
+			return false
+		}
+	}
+	for _, d := range g.compressing {
+		select {
+		case <-d:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// idleClock restarts the grain's idle clock: an idle grain hears
+// grainIdle after IdleAfter unless a message comes meanwhile.
+func (g *grain) idleClock(c actor.Context) {
+	g.idleGen++
+	if g.idleTimer != nil {
+		g.idleTimer.Stop()
+		g.idleTimer = nil
+	}
+	after := g.mgr.IdleAfter()
+	if g.id == "" || g.leaving || after <= 0 || !g.idle() {
+		return
+	}
+	gen, self, root := g.idleGen, c.Self(), c.ActorSystem().Root
+	g.idleTimer = time.AfterFunc(after, func() { root.Send(self, &grainIdle{gen: gen}) })
+}
+
+func (g *grain) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *cluster.ClusterInit:
 		g.id = m.Identity.Identity
@@ -62,9 +117,24 @@ func (g *grain) Receive(c actor.Context) {
 		g.log = g.log.With().Str("session", g.id).Logger()
 		g.hosted.activated(g.id)
 		g.log.Info().Msg("session grain activated")
+	case *grainIdle:
+		if m.gen != g.idleGen || g.leaving || !g.idle() {
+			return
+		}
+		// Idle: the grain passivates, and with it the session (its
+		// actor, lease and memory). Poisoned, not stopped: requests
+		// already queued are handled first; later ones reach a new
+		// activation (they are idempotent: a turn is looked up by id).
+		g.leaving = true
+		g.log.Debug().Msg("session grain idle: passivating")
+		c.Poison(c.Self())
 	case *actor.Stopped:
-		// The grain stops when the session moves to another member (one
-		// joined) or this one leaves. A turn in flight is not cut short:
+		if g.idleTimer != nil {
+			g.idleTimer.Stop()
+		}
+		// The grain stops when it was idle for IdleAfter, when the
+		// session moves to another member (one joined) or this one
+		// leaves. A turn in flight is not cut short:
 		// it goes on holding the session's lease, so the new owner waits
 		// (its callers are answered "pending") and then answers the turn
 		// from its events instead of running its model and tool calls
