@@ -159,7 +159,7 @@ type Actor struct {
 	// running is closed when the last turn or compression started has
 	// ended (written its last event).
 	running chan struct{}
-	queue  []*Turn
+	queue   []*Turn
 
 	// hasTitle: the session has a title (recorded, or asked for);
 	// userTitle: the person set it, so a generated one arriving late
