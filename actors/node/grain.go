@@ -53,6 +53,13 @@ type grain struct {
 	leaving   bool
 }
 
+// forgotten is sent by a stopped grain to itself; it is a dead letter,
+// not logged.
+type forgotten struct{}
+
+// IgnoreDeadLetterLogging implements actor.IgnoreDeadLetterLogging.
+func (forgotten) IgnoreDeadLetterLogging() {}
+
 // grainIdle comes back to an idle grain after IdleAfter.
 type grainIdle struct{ gen uint64 }
 
@@ -149,6 +156,11 @@ func (g *grain) receive(c actor.Context) {
 		for _, r := range g.turns {
 			running = append(running, r.done)
 		}
+		// A send to the grain's own PID makes it drop the process it
+		// caches, which the placement actor's stale reference would
+		// otherwise keep, with this grain (see the session actor's
+		// Stopped); a dead letter, not logged.
+		c.Send(c.Self(), forgotten{})
 		id, h, log, cancel := g.id, g.hosted, g.log, g.cancel
 		go func() {
 			for _, d := range running {

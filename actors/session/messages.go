@@ -91,6 +91,13 @@ type stopChild struct{ id string }
 // gen tells which idle spell it ends.
 type idleCheck struct{ gen uint64 }
 
+// forgotten is sent by a stopped actor to itself so that its PID drops
+// the process it caches (see Stopped); it is a dead letter, not logged.
+type forgotten struct{}
+
+// IgnoreDeadLetterLogging implements actor.IgnoreDeadLetterLogging.
+func (forgotten) IgnoreDeadLetterLogging() {}
+
 // spawn asks the sessions supervisor to start the actor of session id;
 // ready receives the outcome of its recovery.
 type spawn struct {

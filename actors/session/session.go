@@ -382,6 +382,14 @@ func (a *Actor) receive(c actor.Context) {
 			a.values.Close()
 		}
 		a.own.release()
+		a.tr, a.started, a.queue = nil, schema.SessionStarted{}, nil
+		// The supervisor keeps a stale reference to this actor's PID
+		// (protoactor's PIDSet leaves removed children in its slice's
+		// spare capacity), and the PID caches the process, so the whole
+		// actor, until a send to the PID notices the process is dead
+		// and drops the cache: this is that send (a dead letter, not
+		// logged).
+		c.Send(c.Self(), forgotten{})
 	case *actor.Restarting:
 		a.stopIdleClock()
 	case *actor.ReceiveTimeout:
