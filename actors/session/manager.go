@@ -32,11 +32,18 @@ type Manager struct {
 	parent *actor.PID
 	mu     sync.Mutex
 	pids   map[string]*entry
+	// moved maps a session that compression continued a running actor's
+	// conversation in to that actor's entry: the actor writes it (and
+	// holds its lease), so it is the one to use for it.
+	moved map[string]*entry
 }
 
 // entry is a session's actor as the manager knows it.
 type entry struct {
+	id  string
 	pid *actor.PID
+	// moved lists the sessions its conversation moved on to.
+	moved []string
 	// users counts callers between taking the actor and hearing its
 	// answer: an actor with users does not passivate, so that no message
 	// of theirs lands in the mailbox of an actor that stops.
@@ -56,7 +63,7 @@ func NewManager(sys *actor.ActorSystem, deps Deps) *Manager {
 	if deps.IdleAfter == 0 {
 		deps.IdleAfter = DefaultIdleAfter
 	}
-	m := &Manager{sys: sys, deps: deps, pids: map[string]*entry{}}
+	m := &Manager{sys: sys, deps: deps, pids: map[string]*entry{}, moved: map[string]*entry{}}
 	strategy := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	m.parent = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch s := c.Message().(type) {
@@ -127,7 +134,39 @@ func (m *Manager) stopped(id string, pid *actor.PID) {
 	defer m.mu.Unlock()
 	if e, ok := m.pids[id]; ok && e.pid == pid {
 		delete(m.pids, id)
+		for _, s := range e.moved {
+			if m.moved[s] == e {
+				delete(m.moved, s)
+			}
+		}
 		close(e.gone)
+	}
+}
+
+// lookup is the live entry that runs session id, if any; m.mu is held.
+func (m *Manager) lookup(id string) (*entry, bool) {
+	if e, ok := m.pids[id]; ok {
+		return e, true
+	}
+	e, ok := m.moved[id]
+	return e, ok
+}
+
+// movedOn notes that e's conversation goes on in session to (compression
+// made it): e's actor writes it and holds its lease, so uses of to go to
+// e until it stops.
+func (m *Manager) movedOn(e *entry, to string) {
+	if to == "" || to == e.id {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pids[to]; ok || m.pids[e.id] != e || e.leaving {
+		return
+	}
+	if _, ok := m.moved[to]; !ok {
+		m.moved[to] = e
+		e.moved = append(e.moved, to)
 	}
 }
 
@@ -159,7 +198,7 @@ func (m *Manager) use(ctx context.Context, id string) (*entry, func(), error) {
 func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error) {
 	for {
 		m.mu.Lock()
-		e, ok := m.pids[id]
+		e, ok := m.lookup(id)
 		if ok && e.leaving {
 			// Passivating or restarting: wait until it is gone (its
 			// lease released), then start it anew.
@@ -177,7 +216,7 @@ func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error
 				m.mu.Unlock()
 				return nil, err
 			}
-			e = &entry{pid: pid, gone: make(chan struct{})}
+			e = &entry{id: id, pid: pid, gone: make(chan struct{})}
 			m.pids[id] = e
 		}
 		if user {
@@ -267,6 +306,7 @@ func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, 
 	m.sys.Root.Send(e.pid, t)
 	select {
 	case r := <-reply:
+		m.movedOn(e, r.SessionID)
 		return r, false
 	case <-e.gone:
 	case <-ctx.Done():
@@ -277,12 +317,14 @@ func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, 
 		m.sys.Root.Send(e.pid, &Stop{Reason: reason})
 		select {
 		case r := <-reply:
+			m.movedOn(e, r.SessionID)
 			return r, false
 		case <-e.gone:
 		}
 	}
 	select {
 	case r := <-reply:
+		m.movedOn(e, r.SessionID)
 		return r, false
 	default:
 		return TurnResult{}, true
@@ -292,7 +334,7 @@ func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, 
 // Stop interrupts session id's turn in flight.
 func (m *Manager) Stop(id, reason string) {
 	m.mu.Lock()
-	e, ok := m.pids[id]
+	e, ok := m.lookup(id)
 	m.mu.Unlock()
 	if ok {
 		m.sys.Root.Send(e.pid, &Stop{Reason: reason})
@@ -323,6 +365,7 @@ func (m *Manager) CompressNow(ctx context.Context, id string, c CompressNow) (st
 	m.sys.Root.Send(e.pid, &c)
 	select {
 	case r := <-reply:
+		m.movedOn(e, r.SessionID)
 		return r.SessionID, r.Err
 	case <-e.gone:
 		select {
@@ -364,7 +407,7 @@ func (m *Manager) Retitle(ctx context.Context, id, title string) error {
 // another process).
 func (m *Manager) Restart(id string) {
 	m.mu.Lock()
-	e, ok := m.pids[id]
+	e, ok := m.lookup(id)
 	if ok {
 		e.leaving = true
 	}

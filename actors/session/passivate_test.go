@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/delegate"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // idleRig is a manager whose sessions passivate after idle, leased by
@@ -422,5 +423,107 @@ func TestNeverPassivate(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if r.mgr.Active() != 1 || len(r.lockFiles(t)) != 1 {
 		t.Fatalf("IdleAfter < 0 passivated: %d actors", r.mgr.Active())
+	}
+}
+
+// TestTheSessionCompressionMovedToRunsOnItsActor: after a compression, the
+// session the conversation goes on in is leased by the actor that made it;
+// using it reaches that actor (instead of being refused as in use), and
+// once that actor passivated, a new one runs it.
+func TestTheSessionCompressionMovedToRunsOnItsActor(t *testing.T) {
+	var n atomic.Int32
+	r := newIdleRig(t, 200*time.Millisecond, func(llmtest.Request) *llmtest.Reply {
+		return &llmtest.Reply{Content: fmt.Sprintf("answer %d", n.Add(1))}
+	}, nil)
+	r.create(t, "s")
+	ctx := context.Background()
+	for _, q := range []string{"one", "two", "three"} {
+		if res := r.mgr.Run(ctx, "s", q, nil); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	next, err := r.mgr.CompressNow(ctx, "s", session.CompressNow{Force: true})
+	if err != nil || next == "s" {
+		t.Fatalf("compress: %q %v", next, err)
+	}
+	res := r.mgr.Run(ctx, next, "four", nil)
+	if res.Err != nil || res.SessionID != next {
+		t.Fatalf("a turn in the compressed child: %+v", res)
+	}
+	if r.mgr.Active() != 1 {
+		t.Fatalf("%d actors run the parent and its child", r.mgr.Active())
+	}
+	waitIdle(t, r.mgr)
+	if held := r.lockFiles(t); len(held) != 0 {
+		t.Fatalf("locks left: %v", held)
+	}
+	if res := r.mgr.Run(ctx, next, "five", nil); res.Err != nil || res.SessionID != next {
+		t.Fatalf("after passivating: %+v", res)
+	}
+	reqs := r.srv.Requests()
+	body, _ := json.Marshal(reqs[len(reqs)-1].Body["messages"])
+	for _, want := range []string{"three", "four", "five"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("the woken child lacks %q: %s", want, body)
+		}
+	}
+}
+
+// TestACompressingSessionDoesNotPassivate: a compression that takes far
+// longer than the idle time keeps the session's actor.
+func TestACompressingSessionDoesNotPassivate(t *testing.T) {
+	var slow atomic.Bool
+	r := newIdleRig(t, 50*time.Millisecond, func(llmtest.Request) *llmtest.Reply {
+		if slow.Load() {
+			return &llmtest.Reply{Content: "the summary", Delay: time.Second}
+		}
+		return &llmtest.Reply{Content: "fine"}
+	}, nil)
+	r.create(t, "s")
+	ctx := context.Background()
+	for _, q := range []string{"one", "two", "three"} {
+		if res := r.mgr.Run(ctx, "s", q, nil); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	slow.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.mgr.CompressNow(ctx, "s", session.CompressNow{Force: true})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // ten idle times, the summariser still answering
+	if r.mgr.Active() != 1 || len(r.lockFiles(t)) == 0 {
+		t.Fatalf("a compressing session passivated: %d actors, locks %v", r.mgr.Active(), r.lockFiles(t))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, r.mgr)
+}
+
+// TestASessionWaitingForItsTitleDoesNotPassivate: after the first answer,
+// with no caller left, the session waits for its generated title (which
+// it records itself) before it passivates.
+func TestASessionWaitingForItsTitleDoesNotPassivate(t *testing.T) {
+	release := make(chan struct{})
+	r := newIdleRig(t, 50*time.Millisecond, answerWith("hello"), func(d *session.Deps) {
+		d.Title = func(ctx context.Context, _, _, _ string) (string, schema.AuxiliaryCallCompleted, error) {
+			<-release
+			return "Greetings", schema.AuxiliaryCallCompleted{Purpose: "title", Model: "m"}, nil
+		}
+	})
+	r.create(t, "s")
+	if res := r.mgr.Run(context.Background(), "s", "hi", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if r.mgr.Active() != 1 {
+		t.Fatal("the session passivated while its title was being generated")
+	}
+	close(release)
+	waitIdle(t, r.mgr)
+	if types := strings.Join(typesOf(t, r.store, "s"), " "); !strings.HasSuffix(types, "SessionTitled") {
+		t.Fatalf("the title was lost: %s", types)
 	}
 }
