@@ -93,7 +93,9 @@ func TestPassivationFootprint(t *testing.T) {
 	defer store.Close()
 	srv := llmtest.New()
 	srv.NoRecord = true
-	srv.SetRoute(func(llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "hello to you", Prompt: 20, Completion: 4} })
+	srv.SetRoute(func(llmtest.Request) *llmtest.Reply {
+		return &llmtest.Reply{Content: "hello to you", Prompt: 20, Completion: 4}
+	})
 	defer srv.Close()
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
