@@ -40,8 +40,12 @@ type Manager struct {
 
 // entry is a session's actor as the manager knows it.
 type entry struct {
-	id  string
-	pid *actor.PID
+	id string
+	// pid is nil while the actor starts; started is closed when it has
+	// (pid set), or failed to (err set, and the entry dropped).
+	pid     *actor.PID
+	started chan struct{}
+	err     error
 	// moved lists the sessions its conversation moved on to.
 	moved []string
 	// users counts callers between taking the actor and hearing its
@@ -103,7 +107,7 @@ func (m *Manager) Active() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.pids {
-		if !e.leaving {
+		if e.pid != nil && !e.leaving {
 			n++
 		}
 	}
@@ -117,9 +121,12 @@ func (m *Manager) passivate(id string, pid *actor.PID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.pids[id]
+	if ok && e.pid == nil {
+		return false // being handed out: it is this actor
+	}
 	// Pointers are compared: a new incarnation has the same name.
 	if !ok || e.pid != pid {
-		return true // not handed out (a failed start): nobody sends to it
+		return true // not handed out: nobody sends to it
 	}
 	if e.users > 0 || e.leaving {
 		return false
@@ -210,14 +217,37 @@ func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error
 			}
 			continue
 		}
+		if ok && e.pid == nil {
+			// Starting: wait for its outcome, which is theirs too
+			// unless it was the starter's context that ended.
+			m.mu.Unlock()
+			select {
+			case <-e.started:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if e.err != nil && !errors.Is(e.err, context.Canceled) && !errors.Is(e.err, context.DeadlineExceeded) {
+				return nil, e.err
+			}
+			continue
+		}
 		if !ok {
+			// Started outside the lock: a recovery reading a long
+			// stream holds up only the callers of this session.
+			e = &entry{id: id, started: make(chan struct{}), gone: make(chan struct{})}
+			m.pids[id] = e
+			m.mu.Unlock()
 			pid, err := m.start(ctx, id)
+			m.mu.Lock()
 			if err != nil {
+				delete(m.pids, id)
+				e.err = err
+				close(e.started)
 				m.mu.Unlock()
 				return nil, err
 			}
-			e = &entry{id: id, pid: pid, gone: make(chan struct{})}
-			m.pids[id] = e
+			e.pid = pid
+			close(e.started)
 		}
 		if user {
 			e.users++
@@ -227,7 +257,7 @@ func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error
 	}
 }
 
-// start spawns session id's actor and waits for its recovery; m.mu is held.
+// start spawns session id's actor and waits for its recovery.
 func (m *Manager) start(ctx context.Context, id string) (*actor.PID, error) {
 	rs, err := m.deps.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 	if err != nil {
@@ -335,6 +365,7 @@ func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, 
 func (m *Manager) Stop(id, reason string) {
 	m.mu.Lock()
 	e, ok := m.lookup(id)
+	ok = ok && e.pid != nil
 	m.mu.Unlock()
 	if ok {
 		m.sys.Root.Send(e.pid, &Stop{Reason: reason})
@@ -406,13 +437,21 @@ func (m *Manager) Retitle(ctx context.Context, id, title string) error {
 // use recovers it from its stream again (after events were written by
 // another process).
 func (m *Manager) Restart(id string) {
-	m.mu.Lock()
-	e, ok := m.lookup(id)
-	if ok {
+	for {
+		m.mu.Lock()
+		e, ok := m.lookup(id)
+		if !ok {
+			m.mu.Unlock()
+			return
+		}
+		if e.pid == nil {
+			m.mu.Unlock()
+			<-e.started
+			continue
+		}
 		e.leaving = true
-	}
-	m.mu.Unlock()
-	if ok {
+		m.mu.Unlock()
 		m.sys.Root.StopFuture(e.pid).Wait()
+		return
 	}
 }

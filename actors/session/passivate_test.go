@@ -381,32 +381,33 @@ func TestSubagentsPassivate(t *testing.T) {
 
 // TestOpenFilesFollowActiveSessions: many sessions touched once hold a
 // lock file each while active; once idle, the process is back to the
-// files it had before.
+// files it had before. Two waves of new sessions: the first fills the
+// pools that follow concurrency (the store's connections), the second
+// shows that nothing grows with the sessions seen.
 func TestOpenFilesFollowActiveSessions(t *testing.T) {
 	r := newIdleRig(t, 300*time.Millisecond, answerWith("ok"), nil)
 	const n = 40
-	for i := range n {
-		r.create(t, fmt.Sprintf("s%d", i))
+	wave := func(from int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for i := from; i < from+n; i++ {
+			r.create(t, fmt.Sprintf("s%d", i))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if res := r.mgr.Run(context.Background(), fmt.Sprintf("s%d", i), "hello", nil); res.Err != nil {
+					t.Error(res.Err)
+				}
+			}()
+		}
+		wg.Wait()
+		waitIdle(t, r.mgr)
 	}
+	wave(0)
 	before := openFDs(t)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if res := r.mgr.Run(context.Background(), fmt.Sprintf("s%d", i), "hello", nil); res.Err != nil {
-				t.Error(res.Err)
-			}
-		}()
-	}
-	wg.Wait()
-	if active := r.mgr.Active(); active < n/2 {
-		t.Logf("only %d sessions were still active after the turns", active)
-	}
-	waitIdle(t, r.mgr)
-	after := openFDs(t)
-	if after > before+2 {
-		t.Fatalf("open files: %d before %d sessions, %d once they are idle", before, n, after)
+	wave(n)
+	if after := openFDs(t); after > before+2 {
+		t.Fatalf("open files: %d after %d sessions, %d once %d more are idle", before, n, after, n)
 	}
 	if held := r.lockFiles(t); len(held) != 0 {
 		t.Fatalf("locks left: %v", held)
@@ -525,5 +526,57 @@ func TestASessionWaitingForItsTitleDoesNotPassivate(t *testing.T) {
 	waitIdle(t, r.mgr)
 	if types := strings.Join(typesOf(t, r.store, "s"), " "); !strings.HasSuffix(types, "SessionTitled") {
 		t.Fatalf("the title was lost: %s", types)
+	}
+}
+
+// TestConcurrentWakesStartOneActor: callers of a passivated session at
+// once wake one actor (the others wait for its start), and a session that
+// is slow to start holds up only its own callers.
+func TestConcurrentWakesStartOneActor(t *testing.T) {
+	r := newIdleRig(t, 100*time.Millisecond, answerWith("ok"), nil)
+	r.create(t, "s")
+	r.create(t, "other")
+	ctx := context.Background()
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each message interrupts the turn running (as a
+				// person's next message does) and runs after it.
+				if res := r.mgr.Run(ctx, "s", fmt.Sprintf("round %d caller %d", round, i), nil); res.Err != nil && !errors.Is(res.Err, agent.ErrInterrupted) {
+					t.Error(res.Err)
+				}
+			}()
+		}
+		wg.Wait()
+		waitIdle(t, r.mgr)
+	}
+	// A session another process holds is refused to every caller at
+	// once, and does not hold up another session.
+	other := session.NewFileLeases(r.locks, session.Owner{Host: "there", PID: 2})
+	l, err := other.Lease("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var inUse *session.InUseError
+			if res := r.mgr.Run(ctx, "s", "refused", nil); !errors.As(res.Err, &inUse) {
+				t.Errorf("%+v", res)
+			}
+		}()
+	}
+	if res := r.mgr.Run(ctx, "other", "hi", nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	wg.Wait()
+	if u := strings.Count(strings.Join(typesOf(t, r.store, "s"), " "), "UserMessageAdded"); u != 24 {
+		t.Fatalf("%d user messages, want 24", u)
 	}
 }
