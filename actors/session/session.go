@@ -369,12 +369,14 @@ func (a *Actor) receive(c actor.Context) {
 			a.cancel(agent.Cause("session stopped"))
 		}
 	case *actor.Stopped:
+		ended := true
 		if a.running != nil {
 			// The turn cancelled on Stopping records how it ended: the
 			// lease is given up after that, not while it still writes.
 			select {
 			case <-a.running:
 			case <-time.After(stopWait):
+				ended = false
 				a.log.Warn().Dur("waited", stopWait).Msg("the stopped session's turn did not end: releasing its lease anyway")
 			}
 		}
@@ -382,7 +384,10 @@ func (a *Actor) receive(c actor.Context) {
 			a.values.Close()
 		}
 		a.own.release()
-		a.tr, a.started, a.queue = nil, schema.SessionStarted{}, nil
+		if ended {
+			// Nothing reads them any more.
+			a.tr, a.started, a.queue = nil, schema.SessionStarted{}, nil
+		}
 		// The supervisor keeps a stale reference to this actor's PID
 		// (protoactor's PIDSet leaves removed children in its slice's
 		// spare capacity), and the PID caches the process, so the whole
