@@ -179,7 +179,10 @@ func (m *Manager) movedOn(e *entry, to string) {
 
 // Session returns the actor of session id, spawning it (and so leasing and
 // recovering it from its stream) on first use and after it passivated. A
-// session another live process runs is refused with an *InUseError.
+// session another live process runs is refused with an *InUseError. The
+// actor passivates once idle, so messages go through the Manager's
+// methods (which keep it from passivating until answered), not to a PID
+// kept from here.
 func (m *Manager) Session(ctx context.Context, id string) (*actor.PID, error) {
 	e, err := m.take(ctx, id, false)
 	if err != nil {
