@@ -29,16 +29,18 @@ import (
 // footprint is what the process holds at one moment.
 type footprint struct {
 	rssKiB, heapKiB   uint64
+	anonKiB, fileKiB  uint64
 	files, goroutines int
 }
 
 func (f footprint) String() string {
-	return fmt.Sprintf("RSS %6.1f MiB  heap %6.1f MiB  open files %5d  goroutines %5d",
-		float64(f.rssKiB)/1024, float64(f.heapKiB)/1024, f.files, f.goroutines)
+	return fmt.Sprintf("RSS %6.1f MiB (anon %6.1f, file %5.1f)  heap %6.1f MiB  open files %5d  goroutines %5d",
+		float64(f.rssKiB)/1024, float64(f.anonKiB)/1024, float64(f.fileKiB)/1024, float64(f.heapKiB)/1024, f.files, f.goroutines)
 }
 
 // measure collects garbage, returns freed memory to the system, and reads
-// VmRSS, the Go heap in use, the open files (/proc/self/fd, sockets
+// VmRSS (anonymous and file-backed: the store's memory-mapped database),
+// the Go heap in use, the open files (/proc/self/fd, sockets
 // included) and the goroutines.
 func measure(t testing.TB) footprint {
 	t.Helper()
@@ -49,8 +51,10 @@ func measure(t testing.TB) footprint {
 		t.Skip("no /proc/self/status here")
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			f.rssKiB, _ = strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		for key, into := range map[string]*uint64{"VmRSS:": &f.rssKiB, "RssAnon:": &f.anonKiB, "RssFile:": &f.fileKiB} {
+			if v, ok := strings.CutPrefix(l, key); ok {
+				*into, _ = strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			}
 		}
 	}
 	var ms runtime.MemStats
