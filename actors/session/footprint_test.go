@@ -30,17 +30,19 @@ import (
 type footprint struct {
 	rssKiB, heapKiB   uint64
 	anonKiB, fileKiB  uint64
+	goKiB             uint64 // obtained by the Go runtime and not returned
 	files, goroutines int
 }
 
 func (f footprint) String() string {
-	return fmt.Sprintf("RSS %6.1f MiB (anon %6.1f, file %5.1f)  heap %6.1f MiB  open files %5d  goroutines %5d",
-		float64(f.rssKiB)/1024, float64(f.anonKiB)/1024, float64(f.fileKiB)/1024, float64(f.heapKiB)/1024, f.files, f.goroutines)
+	return fmt.Sprintf("RSS %6.1f MiB (anon %6.1f, file %5.1f)  Go %6.1f MiB  heap %6.1f MiB  open files %5d  goroutines %5d",
+		float64(f.rssKiB)/1024, float64(f.anonKiB)/1024, float64(f.fileKiB)/1024, float64(f.goKiB)/1024, float64(f.heapKiB)/1024, f.files, f.goroutines)
 }
 
 // measure collects garbage, returns freed memory to the system, and reads
 // VmRSS (anonymous and file-backed: the store's memory-mapped database),
-// the Go heap in use, the open files (/proc/self/fd, sockets
+// what the Go runtime holds (the rest of the anonymous memory is the
+// store's SQLite, allocated outside it), the Go heap in use, the open files (/proc/self/fd, sockets
 // included) and the goroutines.
 func measure(t testing.TB) footprint {
 	t.Helper()
@@ -60,6 +62,7 @@ func measure(t testing.TB) footprint {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	f.heapKiB = ms.HeapInuse / 1024
+	f.goKiB = (ms.Sys - ms.HeapReleased) / 1024
 	es, _ := os.ReadDir("/proc/self/fd")
 	f.files = len(es)
 	f.goroutines = runtime.NumGoroutine()
