@@ -111,6 +111,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		Cfg: agent.Config{Model: cfg.Model, BudgetWarningAt: cfg.BudgetWarningAt, MaxParallelTools: cfg.MaxParallel, MaxTokens: cfg.MaxTokens,
 			Prices: cfg.Prices, MaxDelegatesPerResponse: cfg.MaxDelegates},
 		MaxDepth:          cfg.MaxDepth,
+		IdleAfter:         cfg.IdleAfter,
 		MaxConcurrent:     cfg.MaxConcurrent,
 		Restrict:          Restrictor(reg, cfg.Tools),
 		MaxTurns:          cfg.MaxTurns,

@@ -62,6 +62,11 @@ type Config struct {
 		MaxConcurrent  int `yaml:"max_concurrent"`
 		MaxPerResponse int `yaml:"max_per_response"`
 	} `yaml:"delegation"`
+	// Sessions: sessions.idle_after is how long a session stays idle
+	// before its actor passivates (a duration; never: it stays).
+	Sessions struct {
+		IdleAfter string `yaml:"idle_after"`
+	} `yaml:"sessions"`
 	Gateway   GatewayConfig   `yaml:"gateway"`
 	Platforms PlatformsConfig `yaml:"platforms"`
 	Cron      CronConfig      `yaml:"cron"`
@@ -192,6 +197,9 @@ type Resolved struct {
 	ContextWindow                         int
 	MaxCostPerSession, MaxCostPerDay      float64
 	MaxDepth, MaxConcurrent, MaxDelegates int
+	// IdleAfter is sessions.idle_after (0: session.DefaultIdleAfter,
+	// negative: never).
+	IdleAfter time.Duration
 	// MCPServers and Hooks are as config has them, validated.
 	MCPServers map[string]mcp.ServerConfig
 	Hooks      hooks.Config
@@ -397,6 +405,15 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	d := c.Delegation
 	r.MaxDepth, r.MaxConcurrent, r.MaxDelegates = d.MaxDepth, d.MaxConcurrent, d.MaxPerResponse
 	r.MaxCostPerSession, r.MaxCostPerDay = c.Budget.MaxCostPerSession, c.Budget.MaxCostPerDay
+	if v := c.Sessions.IdleAfter; v == "never" {
+		r.IdleAfter = -1
+	} else if v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("%s: sessions.idle_after %q: use a duration such as 10m, or never", path, v)
+		}
+		r.IdleAfter = d
+	}
 	if v := os.Getenv("HERMES_BACKOFF_BASE"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

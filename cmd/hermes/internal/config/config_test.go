@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -92,6 +93,29 @@ func TestMaxTurnsPrecedence(t *testing.T) {
 	}
 	if _, err := resolveIn(t, homeWith(t, "model: m\n"), Overrides{MaxTurns: -1}); err == nil || !strings.Contains(err.Error(), "--max-turns") {
 		t.Fatalf("negative --max-turns: %v", err)
+	}
+}
+
+func TestSessionsIdleAfter(t *testing.T) {
+	clean(t)
+	for _, c := range []struct {
+		file string
+		want time.Duration
+	}{
+		{"model: m\n", 0},
+		{"model: m\nsessions:\n  idle_after: 90s\n", 90 * time.Second},
+		{"model: m\nsessions:\n  idle_after: never\n", -1},
+	} {
+		r, err := resolveIn(t, homeWith(t, c.file), Overrides{})
+		if err != nil || r.IdleAfter != c.want {
+			t.Errorf("%q: idle after %v (%v), want %v", c.file, r.IdleAfter, err, c.want)
+		}
+	}
+	for _, bad := range []string{"soon", "0s", "-1m"} {
+		_, err := resolveIn(t, homeWith(t, "model: m\nsessions:\n  idle_after: "+bad+"\n"), Overrides{})
+		if err == nil || !strings.Contains(err.Error(), "sessions.idle_after") {
+			t.Errorf("idle_after %s: %v", bad, err)
+		}
 	}
 }
 
