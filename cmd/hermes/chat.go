@@ -224,7 +224,11 @@ func runChat(ctx context.Context, f *chatFlags) error {
 		return runScreenChat(ctx, g, f)
 	}
 	con := newConsole(f.io.In, f.io.ErrOut)
-	var opts []app.ChatOption
+	// The person's own chat keeps its session, and the session's lease,
+	// for as long as it is open: passivation (sessions.idle_after) is for
+	// the many sessions of a gateway or node, and an idle terminal must not
+	// let another process take the conversation it shows.
+	opts := []app.ChatOption{func(d *session.Deps, _ model.Provider, _ config.Resolved) { d.IdleAfter = -1 }}
 	if f.query == "" && stdinTerminal(f.io) {
 		// A person typing plain lines gets titles as on the screen; a
 		// script (-q, or lines from a pipe) does not pay for the extra
