@@ -104,6 +104,7 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	ov := f.ov
 	sc.yolo, ov.Yolo = ov.Yolo, false // per turn: /yolo switches it
 	c, err := newChatter(g, ov, scr, func(d *session.Deps, provider model.Provider, cfg config.Resolved) {
+		d.IdleAfter = -1 // the screen keeps its session while open, as plain chat does
 		if cfg.AutoTitle {
 			d.Title = titler(provider, cfg, func(id, title string) { sc.titles <- [2]string{id, title} })
 		}
