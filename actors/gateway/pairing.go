@@ -22,6 +22,11 @@ const PairingStream = "gateway-pairing"
 // alphabet without look-alikes, lives an hour, one user asks at most once
 // per 10 minutes, a platform has at most 3 codes pending, and 5 wrong
 // codes within an hour lock approvals for that hour.
+//
+// The pending cap never locks anyone out: a user holds at most one code
+// (a new one replaces theirs), and a request on a platform with
+// MaxPending codes waiting pushes out the oldest. Strangers asking for
+// codes cannot keep someone else from getting one.
 const (
 	CodeLength      = 8
 	CodeTTL         = time.Hour
@@ -81,19 +86,59 @@ func (p *Pairings) refresh(ctx context.Context, store events.Store) error {
 		return fmt.Errorf("read pairings: %w", err)
 	}
 	for _, r := range rs {
-		pl, err := schema.Decode(r.Envelope)
-		if err != nil {
-			return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+		if err := p.applyRecorded(r); err != nil {
+			return err
 		}
-		p.apply(pl, r.Time)
-		p.Revision, p.Exists = r.Revision, true
 	}
 	return nil
+}
+
+// applyRecorded applies one event of the pairing stream.
+func (p *Pairings) applyRecorded(r events.Recorded) error {
+	pl, err := schema.Decode(r.Envelope)
+	if err != nil {
+		return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+	}
+	p.apply(pl, r.Time)
+	p.Revision, p.Exists = r.Revision, true
+	return nil
+}
+
+// follow applies r, an event of the pairing stream seen in the global log:
+// one already applied (this process's own append, or read by a refresh) is
+// skipped, the next one is applied, and after a gap the stream is read
+// again from where the fold stands.
+func (p *Pairings) follow(ctx context.Context, store events.Store, r events.Recorded) error {
+	switch {
+	case p.Exists && r.Revision <= p.Revision:
+		return nil
+	case (!p.Exists && r.Revision == 0) || (p.Exists && r.Revision == p.Revision+1):
+		return p.applyRecorded(r)
+	}
+	return p.refresh(ctx, store)
 }
 
 func (p *Pairings) apply(pl schema.Payload, at time.Time) {
 	switch e := pl.(type) {
 	case schema.PairingRequested:
+		// A user's new code replaces their old one, and the oldest code of
+		// a platform with MaxPending waiting makes room: part of the fold,
+		// so every process that reads the stream drops the same codes.
+		p.dropPending(e.Platform, e.User)
+		n := 0
+		for _, q := range p.Pending {
+			if q.Platform == e.Platform {
+				n++
+			}
+		}
+		for i := 0; n >= MaxPending && i < len(p.Pending); {
+			if p.Pending[i].Platform == e.Platform {
+				p.Pending = append(p.Pending[:i], p.Pending[i+1:]...)
+				n--
+				continue
+			}
+			i++
+		}
 		p.Pending = append(p.Pending, Pending{Platform: e.Platform, User: e.User, UserName: e.UserName, Chat: e.Chat,
 			CodeHash: e.CodeHash, Requested: at, Expires: e.ExpiresAt})
 	case schema.PairingApproved:
@@ -170,24 +215,16 @@ func (p *Pairings) append(ctx context.Context, store events.Store, pl schema.Pay
 // ErrPairingLimited is returned when a code may not be given now.
 var ErrPairingLimited = errors.New("pairing limited")
 
-// Request gives user a new code, unless one was given within
-// CodeInterval or the platform has MaxPending codes waiting. The code is
-// returned; only its hash is recorded.
+// Request gives user a new code, unless one was given to them within
+// CodeInterval. The new code replaces the user's previous one; on a
+// platform with MaxPending codes waiting it replaces the oldest. The code
+// is returned; only its hash is recorded.
 func (p *Pairings) Request(ctx context.Context, store events.Store, platform, user, userName, chat string, now time.Time) (string, error) {
-	live := p.Live(now)
-	n := 0
-	for _, q := range live {
-		if q.Platform != platform {
-			continue
-		}
-		n++
-		if q.User == user && now.Sub(q.Requested) < CodeInterval {
+	for _, q := range p.Live(now) {
+		if q.Platform == platform && q.User == user && now.Sub(q.Requested) < CodeInterval {
 			return "", fmt.Errorf("%w: a code was sent to this user at %s; it expires at %s", ErrPairingLimited,
 				q.Requested.UTC().Format("15:04 UTC"), q.Expires.UTC().Format("15:04 UTC"))
 		}
-	}
-	if n >= MaxPending {
-		return "", fmt.Errorf("%w: %d pairing codes are already waiting on %s", ErrPairingLimited, n, platform)
 	}
 	code, err := newCode()
 	if err != nil {

@@ -100,6 +100,13 @@ type Router struct {
 	stats *Stats
 	ready chan struct{}
 
+	// pairFrom is the global position the pairing stream is followed
+	// after (the log's head when the router folded it); pairSeen is the
+	// revision of the last pairing event the router applied, plus one (0:
+	// none).
+	pairFrom uint64
+	pairSeen atomic.Uint64
+
 	outMu     sync.Mutex
 	outq      map[string]chan queued
 	outClosed bool
@@ -132,6 +139,62 @@ func (r *Router) Stats() *Stats { return r.stats }
 
 // Ready is closed once the router has recovered its chats and subscribed.
 func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// PairingRevision is the revision of the last event of the pairing stream
+// the router has applied (ok false: none yet). The router follows the
+// stream, so a pairing approved or revoked by another process (`hermes
+// pairing revoke`) applies to the next message once this has reached the
+// revision it was recorded at.
+func (r *Router) PairingRevision() (rev uint64, ok bool) {
+	n := r.pairSeen.Load()
+	if n == 0 {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+func (r *Router) notePairings(p *Pairings) {
+	if p.Exists {
+		r.pairSeen.Store(p.Revision + 1)
+	}
+}
+
+// followPairings hands the router actor every pairing event appended after
+// position after, by any process, until ctx ends: a revocation recorded by
+// the CLI or by another gateway of a cluster bites on the next message.
+func (r *Router) followPairings(ctx context.Context, after uint64) {
+	wait := 100 * time.Millisecond
+	for {
+		err := r.store.SubscribeAll(ctx, after, func(rec events.Recorded) error {
+			if rec.Stream == PairingStream && !rec.IsTombstone() {
+				r.sys.Root.Send(r.pid, &pairingRecorded{rec: rec})
+			}
+			after = rec.Position
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		var ce *events.CorruptEventError
+		if errors.As(err, &ce) && ce.Stream != PairingStream && ce.Position > after {
+			// Another stream's damage is not the router's to judge
+			// (projections quarantine it): read on past it.
+			r.log.Warn().Err(err).Msg("follow the pairing stream: skipping a damaged event of another stream")
+			after = ce.Position
+			continue
+		}
+		r.log.Warn().Err(err).Dur("retry_in", wait).Msg("follow the pairing stream")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// pairingRecorded is an event of the pairing stream, as followed.
+type pairingRecorded struct{ rec events.Recorded }
 
 // Run recovers every chat (replies recorded but not delivered are sent
 // again, turns a crash cut short are finished), then consumes the gateway_in_N topics
@@ -166,6 +229,13 @@ func (r *Router) Run(ctx context.Context) error {
 		r.sys.Root.StopFuture(r.pid).Wait()
 		return err
 	}
+	fctx, stopFollow := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		r.followPairings(fctx, r.pairFrom)
+	}()
+	defer func() { stopFollow(); <-followed }()
 	runErr := make(chan error, 1)
 	go func() { runErr <- wr.Run(ctx) }()
 	select {
@@ -276,6 +346,8 @@ func (a *routerActor) Receive(c actor.Context) {
 		m.reply <- nil
 	case *bound:
 		a.sessionChat[m.session] = m.key
+	case *pairingRecorded:
+		a.followPairing(m.rec)
 	case *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
 		// Lifecycle messages protoactor delivers that need nothing here.
 	default:
@@ -288,11 +360,20 @@ func (a *routerActor) Receive(c actor.Context) {
 // crash cut short.
 func (a *routerActor) recover(c actor.Context) error {
 	ctx := context.Background()
+	// The head first: what is appended after it is followed, so nothing
+	// between the fold and the follow is missed (what both see is applied
+	// once).
+	head, err := a.r.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("read the log's head: %w", err)
+	}
 	p, err := LoadPairings(ctx, a.r.store)
 	if err != nil {
 		return err
 	}
 	a.pairings = p
+	a.r.pairFrom = head
+	a.r.notePairings(p)
 	rs, err := a.r.store.ReadStream(ctx, ChatIndexStream, events.Forward, 0, 0)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", ChatIndexStream, err)
@@ -382,14 +463,28 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 	c.Send(pid, m)
 }
 
+// followPairing applies a pairing event another process (or this one)
+// recorded.
+func (a *routerActor) followPairing(rec events.Recorded) {
+	if err := a.pairings.follow(context.Background(), a.r.store, rec); err != nil {
+		a.r.log.Warn().Err(err).Msg("follow the pairing stream")
+	}
+	a.r.notePairings(a.pairings)
+	if rec.Type == schema.TypePairingRevoked {
+		a.r.log.Info().Uint64("revision", rec.Revision).Msg("a pairing was revoked: its user is refused from the next message on")
+	}
+}
+
 func (a *routerActor) paired(platform, user string) bool {
 	if a.pairings.IsPaired(platform, user) {
 		return true
 	}
-	// `hermes pairing approve` runs in another process: look again.
+	// `hermes pairing approve` runs in another process: look again (the
+	// follow would bring it too, a moment later).
 	if err := a.pairings.refresh(context.Background(), a.r.store); err != nil {
 		a.r.log.Warn().Err(err).Msg("read pairings")
 	}
+	a.r.notePairings(a.pairings)
 	return a.pairings.IsPaired(platform, user)
 }
 
@@ -409,6 +504,7 @@ func (a *routerActor) refuse(in *schema.Inbound, corr string) error {
 				code, err = a.pairings.Request(ctx, a.r.store, in.Platform, in.User, in.UserName, in.Chat, a.r.cfg.Now())
 			}
 		}
+		a.r.notePairings(a.pairings)
 		switch {
 		case err == nil:
 			reason = "not allowed: pairing code sent"

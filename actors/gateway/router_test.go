@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -462,5 +463,130 @@ func TestGatewayModelSurvivesRestart(t *testing.T) {
 	got := r2.plat.waitReplies(t, 1)
 	if len(got) != 1 || got[0].InReplyTo != "2" || !strings.Contains(got[0].Text, "Model: other-model\n") {
 		t.Fatalf("/status after the restart: %+v", got)
+	}
+}
+
+// TestGatewayRevokeBitesAtOnce: a paired user revoked by another process
+// (`hermes pairing revoke`: its own store handle, its own fold of the
+// pairing stream) is refused on their very next message — no turn, the
+// refusal recorded — once the router's follow of the pairing stream has
+// reached the revocation (it was answered for ever before: pairings were
+// read again only for users not paired).
+func TestGatewayRevokeBitesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	r := newGwRig(t, dir, gateway.Config{Auth: gateway.Auth{Pairing: true}},
+		llmtest.Reply{Content: "hello, paired user"}, llmtest.Reply{Content: "the model ran for a revoked user"})
+	ctx := context.Background()
+	r.plat.send(t, dm("999", "1", "let me in"))
+	code := strings.Fields(strings.SplitAfter(r.plat.waitReplies(t, 1)[0].Text, "approve ")[1])[0]
+
+	// The CLI is another process: another handle on the same store.
+	cli, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	p, err := gateway.LoadPairings(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Approve(ctx, cli, code, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.plat.send(t, dm("999", "2", "hi"))
+	if got := r.plat.waitReplies(t, 2)[1].Text; got != "hello, paired user" {
+		t.Fatalf("paired user: %q", got)
+	}
+	turns := countTypes(t, r.store, "UserMessageAdded")
+	refused := countTypes(t, r.store, "GatewayInboundRefused")
+
+	p, err = gateway.LoadPairings(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Revoke(ctx, cli, "testchat/999"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { rev, ok := r.router.PairingRevision(); return ok && rev >= p.Revision })
+
+	r.plat.send(t, dm("999", "3", "still there?"))
+	got := r.plat.waitReplies(t, 3)[2]
+	if got.Kind != schema.OutboundNotice || !strings.Contains(got.Text, "I don't know you yet") {
+		t.Fatalf("the revoked user's next message was answered: %+v", got)
+	}
+	if n := countTypes(t, r.store, "GatewayInboundRefused"); n != refused+1 {
+		t.Fatalf("%d refusals recorded, want %d", n, refused+1)
+	}
+	if n := countTypes(t, r.store, "UserMessageAdded"); n != turns {
+		t.Fatalf("a turn started for the revoked user (%d user messages, want %d)", n, turns)
+	}
+	if n := len(r.srv.Requests()); n != 1 {
+		t.Fatalf("the model was called %d times, want 1", n)
+	}
+	if !strings.Contains(allPayloads(t, r.store), `"user":"999","message_id":"3","reason":"not allowed: pairing code sent"`) {
+		t.Fatalf("the refusal of message 3 is not recorded: %s", allPayloads(t, r.store))
+	}
+}
+
+// TestPairingStrangersCannotBlockPairing: three (or thirty) strangers
+// asking for codes do not stop the next person from getting one, and one
+// stranger asking again holds one code, not three.
+func TestPairingStrangersCannotBlockPairing(t *testing.T) {
+	ctx := context.Background()
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	p, err := gateway.LoadPairings(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	codes := map[string]string{}
+	for i := 0; i < 30; i++ {
+		user := fmt.Sprintf("stranger%d", i)
+		if codes[user], err = p.Request(ctx, store, "telegram", user, "", "c"+user, now); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	// One stranger asks again and again, past the interval each time.
+	for i := 1; i <= 3; i++ {
+		if codes["stranger29"], err = p.Request(ctx, store, "telegram", "stranger29", "", "c", now.Add(time.Duration(i)*(gateway.CodeInterval+time.Minute))); err != nil {
+			t.Fatalf("stranger29 again: %v", err)
+		}
+	}
+	later := now.Add(4 * (gateway.CodeInterval + time.Minute))
+	code, err := p.Request(ctx, store, "telegram", "friend", "Friend", "cfriend", later)
+	if err != nil {
+		t.Fatalf("the friend got no code after the strangers: %v", err)
+	}
+	// Another process folds the same codes.
+	q, err := gateway.LoadPairings(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := q.Live(later)
+	if len(live) != gateway.MaxPending {
+		t.Fatalf("%d codes pending, want %d: %+v", len(live), gateway.MaxPending, live)
+	}
+	per := map[string]int{}
+	for _, c := range live {
+		per[c.User]++
+	}
+	if per["stranger29"] != 1 || per["friend"] != 1 {
+		t.Fatalf("pending per user %v: want one each for stranger29 and friend", per)
+	}
+	if _, err := q.Approve(ctx, store, codes["stranger0"], later); err == nil {
+		t.Fatal("the oldest stranger's code, pushed out, still pairs")
+	}
+	who, err := q.Approve(ctx, store, code, later)
+	if err != nil || who.User != "friend" {
+		t.Fatalf("approve the friend: %v %+v", err, who)
+	}
+	// The per-user interval still holds (it counts from when the code was
+	// recorded).
+	if _, err := q.Request(ctx, store, "telegram", "stranger29", "", "c", time.Now()); !errors.Is(err, gateway.ErrPairingLimited) {
+		t.Fatalf("a second code within the interval: %v", err)
 	}
 }
