@@ -1,6 +1,6 @@
 // Package bus wires the watermill pub/sub that carries the gateway's
-// messages between platform adapters and the router: an in-process
-// GoChannel by default, NATS JetStream when adapters and agents run in
+// messages between platform adapters and the router: an in-process bus by
+// default (gochannel), NATS JetStream when adapters and agents run in
 // separate processes. The topics and the messages' encoding (JSON, the
 // correlation id in their metadata) are actors/gateway/wire's.
 package bus
@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway/wire"
@@ -42,13 +41,15 @@ func Open(url string, log zerolog.Logger) (*Bus, error) {
 		// Not persistent: the router and the adapters subscribe before
 		// anything is published, and what must survive a crash is in the
 		// event store, not on the bus. Publish waits for the subscriber's
-		// ack: GoChannel otherwise hands each message to its own goroutine,
-		// and a chat's messages would overtake each other. So a publisher
-		// learns that its message was handled (an adapter, that its inbound
-		// message is recorded) and must not publish from inside a handler
-		// of the same chain; the router publishes from a queue of its own.
-		gc := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024, BlockPublishUntilSubscriberAck: true}, wlog)
-		return &Bus{Transport: wire.Transport{Publisher: gc, Subscriber: gc, Logger: wlog}, Kind: "gochannel", close: gc.Close}, nil
+		// ack, so a chat's messages cannot overtake each other, and a
+		// publisher learns that its message was handled (an adapter, that
+		// its inbound message is recorded) and must not publish from
+		// inside a handler of the same chain; the router publishes from a
+		// queue of its own. The name is watermill's GoChannel, which it
+		// was until GoChannel's shared lock let one slow platform stop the
+		// others (see inProcess).
+		ip := newInProcess(wlog)
+		return &Bus{Transport: wire.Transport{Publisher: ip, Subscriber: ip, Logger: wlog}, Kind: "gochannel", close: ip.Close}, nil
 	case strings.HasPrefix(url, "nats://"):
 		return OpenNATS(url, 0, log)
 	}
