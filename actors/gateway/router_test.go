@@ -590,3 +590,59 @@ func TestPairingStrangersCannotBlockPairing(t *testing.T) {
 		t.Fatalf("a second code within the interval: %v", err)
 	}
 }
+
+// TestGatewayRevokeBitesInEveryRouter: two gateways on one store (the
+// processes of a cluster) each follow the pairing stream, so a revocation
+// recorded by a third process is refused by both.
+func TestGatewayRevokeBitesInEveryRouter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := gateway.Config{Auth: gateway.Auth{Pairing: true}}
+	a := newGwRig(t, dir, cfg, llmtest.Reply{Content: "from a"}, llmtest.Reply{Content: "a answered a revoked user"})
+	b := newGwRig(t, dir, cfg, llmtest.Reply{Content: "from b"}, llmtest.Reply{Content: "b answered a revoked user"})
+	ctx := context.Background()
+	cli, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	a.plat.send(t, dm("999", "1", "let me in"))
+	code := strings.Fields(strings.SplitAfter(a.plat.waitReplies(t, 1)[0].Text, "approve ")[1])[0]
+	p, err := gateway.LoadPairings(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Approve(ctx, cli, code, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The same user, in a chat each gateway serves.
+	inB := func(id, text string) schema.Inbound {
+		in := dm("999", id, text)
+		in.Chat = "b999"
+		return in
+	}
+	a.plat.send(t, dm("999", "2", "hi a"))
+	b.plat.send(t, inB("1", "hi b"))
+	if got := a.plat.waitReplies(t, 2)[1].Text; got != "from a" {
+		t.Fatalf("a: %q", got)
+	}
+	if got := b.plat.waitReplies(t, 1)[0].Text; got != "from b" {
+		t.Fatalf("b: %q", got)
+	}
+
+	if _, err := p.Revoke(ctx, cli, "999"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*gwRig{a, b} {
+		waitFor(t, func() bool { rev, ok := r.router.PairingRevision(); return ok && rev >= p.Revision })
+	}
+	a.plat.send(t, dm("999", "3", "still there, a?"))
+	b.plat.send(t, inB("2", "still there, b?"))
+	for name, got := range map[string]schema.Outbound{"a": a.plat.waitReplies(t, 3)[2], "b": b.plat.waitReplies(t, 2)[1]} {
+		if got.Kind != schema.OutboundNotice || !strings.Contains(got.Text, "I don't know you yet") {
+			t.Errorf("%s answered the revoked user: %+v", name, got)
+		}
+	}
+	if n := len(a.srv.Requests()) + len(b.srv.Requests()); n != 2 {
+		t.Fatalf("%d model calls, want 2", n)
+	}
+}
