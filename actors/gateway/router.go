@@ -183,6 +183,12 @@ func (r *Router) followPairings(ctx context.Context, after uint64) {
 			after = ce.Position
 			continue
 		}
+		if errors.Is(err, events.ErrLogLost) || errors.Is(err, events.ErrClosed) {
+			// The store has stopped working for good: retrying would only
+			// say so again.
+			r.log.Error().Err(err).Msg("follow the pairing stream: stopped")
+			return
+		}
 		r.log.Warn().Err(err).Dur("retry_in", wait).Msg("follow the pairing stream")
 		select {
 		case <-ctx.Done():
