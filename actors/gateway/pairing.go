@@ -104,7 +104,7 @@ func (p *Pairings) applyRecorded(r events.Recorded) error {
 	return nil
 }
 
-// follow applies r, an event of the pairing stream seen in the global log:
+// follow applies r, an event of the pairing stream as the router follows it:
 // one already applied (this process's own append, or read by a refresh) is
 // skipped, the next one is applied, and after a gap the stream is read
 // again from where the fold stands.

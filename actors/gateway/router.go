@@ -100,8 +100,8 @@ type Router struct {
 	stats *Stats
 	ready chan struct{}
 
-	// pairFrom is the global position the pairing stream is followed
-	// after (the log's head when the router folded it); pairSeen is the
+	// pairFrom is the revision of the pairing stream the router follows
+	// it from (the one after those it folded on start); pairSeen is the
 	// revision of the last pairing event the router applied, plus one (0:
 	// none).
 	pairFrom uint64
@@ -159,43 +159,47 @@ func (r *Router) notePairings(p *Pairings) {
 	}
 }
 
-// followPairings hands the router actor every pairing event appended after
-// position after, by any process, until ctx ends: a revocation recorded by
-// the CLI or by another gateway of a cluster bites on the next message.
-func (r *Router) followPairings(ctx context.Context, after uint64) {
-	wait := 100 * time.Millisecond
+// PairingPoll is how often the router reads the pairing stream for what
+// other processes recorded: a revocation bites within it.
+const PairingPoll = 200 * time.Millisecond
+
+// followPairings hands the router actor every event of the pairing stream
+// from revision from on, by any process, until ctx ends: a revocation
+// recorded by the CLI or by another gateway of a cluster bites on the next
+// message. It reads the pairing stream itself, not the global log: one
+// indexed read per PairingPoll costs nothing, where following the log
+// would read every event of every session again.
+func (r *Router) followPairings(ctx context.Context, from uint64) {
+	t := time.NewTicker(PairingPoll)
+	defer t.Stop()
+	failing := false
 	for {
-		err := r.store.SubscribeAll(ctx, after, func(rec events.Recorded) error {
-			if rec.Stream == PairingStream && !rec.IsTombstone() {
-				r.sys.Root.Send(r.pid, &pairingRecorded{rec: rec})
-			}
-			after = rec.Position
-			return nil
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		var ce *events.CorruptEventError
-		if errors.As(err, &ce) && ce.Stream != PairingStream && ce.Position > after {
-			// Another stream's damage is not the router's to judge
-			// (projections quarantine it): read on past it.
-			r.log.Warn().Err(err).Msg("follow the pairing stream: skipping a damaged event of another stream")
-			after = ce.Position
-			continue
-		}
-		if errors.Is(err, events.ErrLogLost) || errors.Is(err, events.ErrClosed) {
-			// The store has stopped working for good: retrying would only
-			// say so again.
-			r.log.Error().Err(err).Msg("follow the pairing stream: stopped")
-			return
-		}
-		r.log.Warn().Err(err).Dur("retry_in", wait).Msg("follow the pairing stream")
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-t.C:
 		}
-		wait = min(wait*2, 5*time.Second)
+		rs, err := r.store.ReadStream(ctx, PairingStream, events.Forward, from, 0)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, events.ErrLogLost) || errors.Is(err, events.ErrClosed):
+			// The store has stopped working for good: reading again would
+			// only say so again.
+			r.log.Error().Err(err).Msg("follow the pairing stream: stopped")
+			return
+		case err != nil:
+			if !failing {
+				r.log.Warn().Err(err).Msg("follow the pairing stream: read failed, trying again")
+			}
+			failing = true
+			continue
+		}
+		failing = false
+		for _, rec := range rs {
+			r.sys.Root.Send(r.pid, &pairingRecorded{rec: rec})
+			from = rec.Revision + 1
+		}
 	}
 }
 
@@ -366,19 +370,14 @@ func (a *routerActor) Receive(c actor.Context) {
 // crash cut short.
 func (a *routerActor) recover(c actor.Context) error {
 	ctx := context.Background()
-	// The head first: what is appended after it is followed, so nothing
-	// between the fold and the follow is missed (what both see is applied
-	// once).
-	head, err := a.r.store.Head(ctx)
-	if err != nil {
-		return fmt.Errorf("read the log's head: %w", err)
-	}
 	p, err := LoadPairings(ctx, a.r.store)
 	if err != nil {
 		return err
 	}
 	a.pairings = p
-	a.r.pairFrom = head
+	if p.Exists {
+		a.r.pairFrom = p.Revision + 1
+	}
 	a.r.notePairings(p)
 	rs, err := a.r.store.ReadStream(ctx, ChatIndexStream, events.Forward, 0, 0)
 	if err != nil {
