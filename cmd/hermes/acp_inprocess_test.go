@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +74,9 @@ func TestACPCommandInProcess(t *testing.T) {
 
 	toAgent, fromEditor := io.Pipe()
 	toEditor, fromAgent := io.Pipe()
-	var stdout, stderr bytes.Buffer
+	// The SDK's connection goroutines may still write after the command
+	// returned: the copies are read under a lock.
+	var stdout, stderr syncBuffer
 	f := &app.Factory{IO: app.IOStreams{In: toAgent, Out: io.MultiWriter(fromAgent, &stdout), ErrOut: &stderr}}
 	root := newRoot(f)
 	root.SetArgs([]string{"--home", home, "--log-level", "debug", "acp"})
@@ -115,7 +116,7 @@ func TestACPCommandInProcess(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("hermes acp did not end when the editor closed its side")
 	}
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m["jsonrpc"] != "2.0" {
