@@ -71,12 +71,8 @@ func Gateway(c Config) (GatewaySettings, error) {
 	}
 	a.Key = first(os.Getenv("API_SERVER_KEY"), a.Key)
 	a.Host = first(os.Getenv("API_SERVER_HOST"), a.Host, "127.0.0.1")
-	if v := os.Getenv("API_SERVER_PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			return s, fmt.Errorf("API_SERVER_PORT %q: not a port", v)
-		}
-		a.Port = p
+	if err := envPort("API_SERVER_PORT", &a.Port); err != nil {
+		return s, err
 	}
 	if a.Port == 0 {
 		a.Port = 8642
@@ -101,12 +97,8 @@ func Gateway(c Config) (GatewaySettings, error) {
 	}
 	w.Secret = first(os.Getenv("WEBHOOK_SECRET"), w.Secret)
 	w.Host = first(os.Getenv("WEBHOOK_HOST"), w.Host, "127.0.0.1")
-	if v := os.Getenv("WEBHOOK_PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			return s, fmt.Errorf("WEBHOOK_PORT %q: not a port", v)
-		}
-		w.Port = p
+	if err := envPort("WEBHOOK_PORT", &w.Port); err != nil {
+		return s, err
 	}
 	if w.Port == 0 {
 		w.Port = 8644
@@ -218,4 +210,19 @@ func resolveXMPP(c *XMPPConfig) {
 		bare, _, _ := strings.Cut(strings.TrimSpace(u), "/")
 		c.AllowedUsers[i] = strings.ToLower(bare)
 	}
+}
+
+// envPort sets *port from the environment variable name when it is set,
+// refusing a value that is not a port number (0 to 65535).
+func envPort(name string, port *int) error {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%s %q: not a port", name, v)
+	}
+	*port = p
+	return nil
 }
