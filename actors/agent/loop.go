@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -196,6 +197,10 @@ type turn struct {
 	// record appends events and folds them into the transcript; it is
 	// never cut by the interrupt: what happened is kept.
 	record func(ps ...schema.Payload) error
+	// recordResult is record for a tool's result: written at once (a kill
+	// keeps it) but synced to disk by the step's next commit (see
+	// events.DeferSync), so a step costs one fsync, not one per event.
+	recordResult func(ps ...schema.Payload) error
 }
 
 func (l *Loop) turnContext(ctx context.Context, t *history.Transcript, turnID string) *turn {
@@ -203,8 +208,8 @@ func (l *Loop) turnContext(ctx context.Context, t *history.Transcript, turnID st
 	if tc.obs == nil {
 		tc.obs = func(Observation) {}
 	}
-	tc.record = func(ps ...schema.Payload) error {
-		if err := l.Rec.Record(context.WithoutCancel(ctx), turnID, ps...); err != nil {
+	rec := func(ctx context.Context, ps ...schema.Payload) error {
+		if err := l.Rec.Record(ctx, turnID, ps...); err != nil {
 			return err
 		}
 		for _, p := range ps {
@@ -212,6 +217,10 @@ func (l *Loop) turnContext(ctx context.Context, t *history.Transcript, turnID st
 		}
 		return nil
 	}
+	durable := context.WithoutCancel(ctx)
+	tc.record = func(ps ...schema.Payload) error { return rec(durable, ps...) }
+	lazy := events.DeferSync(durable)
+	tc.recordResult = func(ps ...schema.Payload) error { return rec(lazy, ps...) }
 	return tc
 }
 
@@ -223,7 +232,7 @@ func (tc *turn) interrupted(reason string) (string, error) {
 }
 
 func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer string, err error) {
-	cfg, obs, record, interrupted, turnID := tc.cfg, tc.obs, tc.record, tc.interrupted, tc.id
+	cfg, obs, record, recordResult, interrupted, turnID := tc.cfg, tc.obs, tc.record, tc.recordResult, tc.interrupted, tc.id
 	env := l.Env
 	env.TurnID = turnID
 	env.Record = func(ctx context.Context, ps ...schema.Payload) error {
@@ -376,7 +385,10 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			if r.Interrupted {
 				content = InterruptedResult
 			}
-			return record(schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
+			// The result has no write-ahead role: the step's next
+			// commit (the model's next message or the turn's end) is
+			// durable and takes it to disk with it.
+			return recordResult(schema.ToolResultAdded{CallID: c.call.ID, Name: c.call.Function.Name, Content: content,
 				DurationMS: r.Duration.Milliseconds(), Error: r.Err, Interrupted: r.Interrupted})
 		})
 		if refundable(calls) {

@@ -338,6 +338,7 @@ func (s *Store) startGuard(ctx context.Context) error {
 		return err
 	}
 	s.acked.Store(uint64(head))
+	s.durable.Store(uint64(head))
 	for _, g := range []guarded{
 		{path: s.path, gone: "was deleted while in use", replaced: "was replaced by another file while in use"},
 		{path: s.path + "-wal", gone: "lost its write-ahead log (events.db-wal deleted while in use)", replaced: "had its write-ahead log (events.db-wal) replaced while in use"},
@@ -364,7 +365,7 @@ func (s *Store) recordWitness(now bool) error {
 	if s.witnessPath == "" || s.lost.Load() != nil {
 		return nil
 	}
-	pos := s.acked.Load()
+	pos := s.durable.Load()
 	if !now && (pos == s.witnessPos || time.Since(s.witnessAt) < s.witnessEvery) {
 		return nil
 	}

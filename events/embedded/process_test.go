@@ -70,8 +70,15 @@ func appendForever(path string) {
 				next = last[0].Revision + 1
 				exp = events.Exact(last[0].Revision)
 			}
+			// Two of the four writers defer their syncs (what the
+			// agent does for a tool's result): a kill must keep their
+			// acknowledged appends too.
+			ctx := context.Background()
+			if w%2 == 1 {
+				ctx = events.DeferSync(ctx)
+			}
 			for {
-				res, err := s.Append(context.Background(), stream, exp, storetest.Event("c", fmt.Sprintf("%s/%d", stream, next)))
+				res, err := s.Append(ctx, stream, exp, storetest.Event("c", fmt.Sprintf("%s/%d", stream, next)))
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(1)

@@ -116,6 +116,15 @@ type Store struct {
 	gmu          sync.Mutex
 	guarded      []guarded     // guarded by gmu
 	acked        atomic.Uint64 // the highest position committed or seen
+	// durable is the highest position known to be on disk (what the
+	// witness may remember): acked, less lazily committed events not yet
+	// synced (events.DeferSync).
+	durable atomic.Uint64
+	// Owned by the writer goroutine: whether the connection's synchronous
+	// pragma is known and FULL, and whether a lazy commit awaits a sync.
+	modeSet, modeFull bool
+	unsynced          bool
+	flushArmed        atomic.Bool
 	lost         atomic.Pointer[events.LogLostError]
 	watchDone    chan struct{}
 }
@@ -330,9 +339,13 @@ func (s *Store) Close() error {
 		<-s.w.Done()
 	}
 	var lost, werr error
+	if s.unsynced {
+		// Lazy commits are made durable before the files are closed.
+		werr = s.syncWAL()
+	}
 	if s.watchDone != nil {
 		<-s.watchDone
-		if lost = s.checkFiles(); lost == nil {
+		if lost = s.checkFiles(); lost == nil && werr == nil {
 			werr = s.recordWitness(true)
 		}
 		s.pin.Close()
@@ -352,7 +365,11 @@ type request struct {
 	evs      []schema.Envelope
 	delete   bool
 	// fn, when set, is run alone in the writer's transaction (repairs).
-	fn    func(*sql.Tx) error
+	fn func(*sql.Tx) error
+	// lazy: the append may be committed without an fsync (events.DeferSync).
+	lazy bool
+	// flush: no write, only make lazily committed events durable.
+	flush bool
 	reply chan reply
 }
 
@@ -378,7 +395,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 			return events.AppendResult{}, fmt.Errorf("append to %s: event %d (%s) payload is not valid JSON", stream, i, e.Type)
 		}
 	}
-	return s.submit(ctx, &request{ctx: ctx, stream: stream, expected: expected, evs: evs})
+	return s.submit(ctx, &request{ctx: ctx, stream: stream, expected: expected, evs: evs, lazy: events.SyncDeferred(ctx)})
 }
 
 // DeleteStream implements events.Store.
@@ -484,15 +501,27 @@ func (st streamState) String() string {
 func (s *Store) commit(batch []*request) {
 	replies := make([]reply, len(batch))
 	wrote := false
+	// A transaction syncs unless every request in it deferred its sync; a
+	// batch of flushes alone writes nothing and only syncs the WAL.
+	lazy, work := true, false
+	for _, r := range batch {
+		lazy = lazy && r.lazy
+		work = work || !r.flush
+	}
 	// The files are looked at before the transaction, so that nothing is
 	// written to a lost log, and after it, so that nothing written to a
 	// file that went meanwhile is acknowledged as safe.
 	err := s.checkFiles()
-	if err == nil {
-		err = s.inTx(func(tx *sql.Tx) (err error) {
-			wrote, err = s.write(tx, batch, replies)
-			return err
-		})
+	if err == nil && work {
+		err = s.syncMode(!lazy)
+		if err == nil {
+			err = s.inTx(func(tx *sql.Tx) (err error) {
+				wrote, err = s.write(tx, batch, replies)
+				return err
+			})
+		}
+	} else if err == nil && s.unsynced {
+		err = s.syncWAL()
 	}
 	if err != nil {
 		clear(s.cache) // the transaction rolled back: the cache may be ahead
@@ -501,6 +530,7 @@ func (s *Store) commit(batch []*request) {
 		if s.nextPos > 0 {
 			s.raiseAcked(uint64(s.nextPos - 1))
 		}
+		s.settle(lazy && work)
 		err = s.checkFiles()
 	}
 	for i, r := range batch {
@@ -526,6 +556,9 @@ func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, erro
 	wrote := false
 	w := &txWriter{s: s, tx: tx, insert: tx.Stmt(s.insert), touched: map[string]streamState{}}
 	for i, r := range batch {
+		if r.flush {
+			continue // the commit syncs: nothing to write
+		}
 		if err := r.ctx.Err(); err != nil {
 			replies[i] = reply{err: err}
 			continue
@@ -591,6 +624,80 @@ func isVerdict(err error) bool {
 	var wev *events.WrongExpectedVersionError
 	var ce *events.CorruptEventError
 	return errors.As(err, &wev) || errors.Is(err, events.ErrStreamDeleted) || errors.As(err, &ce)
+}
+
+// lazyDelay bounds how long a commit whose sync was deferred waits for a
+// durable commit to carry it to disk before the writer syncs the WAL on
+// its own.
+const lazyDelay = 500 * time.Millisecond
+
+// syncMode sets the writing connection's synchronous pragma for the next
+// transaction: FULL syncs the WAL at commit, NORMAL leaves it to the next
+// FULL commit or checkpoint. An fsync of the WAL covers every frame before
+// it, so one durable commit makes the lazy ones before it durable too.
+func (s *Store) syncMode(full bool) error {
+	if s.modeSet && s.modeFull == full {
+		return nil
+	}
+	mode := "NORMAL"
+	if full {
+		mode = "FULL"
+	}
+	if _, err := s.wdb.Exec("PRAGMA synchronous=" + mode); err != nil {
+		return fmt.Errorf("event store %s: synchronous=%s: %w", s.path, mode, err)
+	}
+	s.modeSet, s.modeFull = true, full
+	return nil
+}
+
+// syncWAL makes lazily committed events durable without writing anything:
+// an fsync of the write-ahead log file. (Frames a checkpoint has moved
+// into the main file were synced before it moved them.)
+func (s *Store) syncWAL() error {
+	f, err := os.Open(s.path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // nothing unsynced can be in a WAL that is not there
+	}
+	if err != nil {
+		return fmt.Errorf("event store %s: sync: %w", s.path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("event store %s: sync: %w", s.path, err)
+	}
+	s.unsynced = false
+	s.raiseDurable(s.acked.Load())
+	return nil
+}
+
+// settle records after a successful commit whether the log is on disk up
+// to what was acknowledged; a lazy commit arms the delayed flush.
+func (s *Store) settle(lazy bool) {
+	if !lazy {
+		s.unsynced = false
+		s.raiseDurable(s.acked.Load())
+		return
+	}
+	s.unsynced = true
+	if s.flushArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(lazyDelay, func() {
+			s.flushArmed.Store(false)
+			r := &request{ctx: context.Background(), flush: true, lazy: false, reply: make(chan reply, 1)}
+			if s.w.Queue(context.Background(), r) == nil {
+				<-r.reply
+			}
+		})
+	}
+}
+
+// raiseDurable records that the log is on disk up to position p.
+func (s *Store) raiseDurable(p uint64) {
+	for {
+		old := s.durable.Load()
+		if p <= old || s.durable.CompareAndSwap(old, p) {
+			return
+		}
+	}
 }
 
 func (s *Store) inTx(fn func(*sql.Tx) error) error {

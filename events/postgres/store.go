@@ -307,7 +307,7 @@ func (s *Store) write(ctx context.Context, stream string, expected events.Expect
 	if s.trap {
 		return s.writeAlone(ctx, stream, expected, evs)
 	}
-	return s.submit(&request{ctx: ctx, stream: stream, expected: expected, evs: evs})
+	return s.submit(&request{ctx: ctx, stream: stream, expected: expected, evs: evs, lazy: events.SyncDeferred(ctx)})
 }
 
 // writeAlone appends in a transaction of its own, retrying when it lost a

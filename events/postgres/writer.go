@@ -31,7 +31,10 @@ type request struct {
 	stream   string
 	expected events.Expected
 	evs      []schema.Envelope // nil: delete the stream
-	reply    chan reply
+	// lazy: the append may commit without waiting for the WAL flush
+	// (events.DeferSync); PostgreSQL's own WAL writer flushes it shortly.
+	lazy  bool
+	reply chan reply
 }
 
 type reply struct {
@@ -124,6 +127,18 @@ func (s *Store) groupTx(group []*request, replies []reply) error {
 		return err
 	}
 	defer tx.Rollback(context.Background())
+	lazy := true
+	for _, r := range group {
+		lazy = lazy && r.lazy
+	}
+	if lazy {
+		// Asynchronous commit for this transaction only: visible and kept
+		// by a crash of this process, on disk within PostgreSQL's
+		// wal_writer_delay (a server crash in that window can lose it).
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+	}
 	var head int64
 	if err := tx.QueryRow(ctx, `SELECT position FROM hermes_head FOR UPDATE`).Scan(&head); err != nil {
 		return err

@@ -93,6 +93,7 @@ func Cases() []Case {
 		{Name: "BadInputWritesNothing", run: plain(testBadInput)},
 		{Name: "ReadStreamBesideAppends", run: plain(testReadStreamBeside)},
 		{Name: "AppendsAfterClose", run: plain(testAppendsAfterClose)},
+		{Name: "DeferSyncAppends", run: plain(testDeferSync)},
 		{Name: "SurvivesReopen", Needs: []Feature{Reopen}, run: testSurvivesReopen},
 		{Name: "SharedLog", Needs: []Feature{Reopen, Shared}, run: testSharedLog},
 		{Name: "SharedLogWriters", Needs: []Feature{Reopen, Shared}, run: testSharedWriters},
