@@ -125,8 +125,8 @@ type Store struct {
 	modeSet, modeFull bool
 	unsynced          bool
 	flushArmed        atomic.Bool
-	lost         atomic.Pointer[events.LogLostError]
-	watchDone    chan struct{}
+	lost              atomic.Pointer[events.LogLostError]
+	watchDone         chan struct{}
 }
 
 // Option configures Open.
