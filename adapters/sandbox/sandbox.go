@@ -74,9 +74,9 @@ type Sandbox struct {
 	closed bool
 	// proxies bounds the connections NetAllow's proxy serves at once.
 	proxies chan struct{}
-	// missing are hidden paths that did not exist when the sandbox
-	// started (nothing hides them until it starts again).
-	missing []string
+	// appear watches the hidden paths that did not exist when the
+	// sandbox started (nothing hides them until it starts again).
+	appear *appearWatch
 }
 
 // Process is a command running in a sandbox.
@@ -107,11 +107,7 @@ func Start(ctx context.Context, p Policy, o Options) (*Sandbox, error) {
 		return nil, pr.Refusal()
 	}
 	sb := &Sandbox{policy: p, opts: o, procs: map[int]*Process{}, dead: make(chan struct{}), proxies: make(chan struct{}, 64)}
-	for _, h := range p.Hidden {
-		if _, err := os.Lstat(h); err != nil {
-			sb.missing = append(sb.missing, h)
-		}
-	}
+	sb.appear = newAppearWatch(p.Hidden)
 	if p.Tmp == "" {
 		if sb.tmp, err = os.MkdirTemp("", "hermes-sandbox-"); err != nil {
 			return nil, err
@@ -214,14 +210,7 @@ var ErrStale = errors.New("a hidden path appeared after the sandbox started (a n
 
 // Stale reports whether a hidden path appeared since the sandbox started
 // (a credential store made by a login): only a new sandbox hides it.
-func (sb *Sandbox) Stale() bool {
-	for _, h := range sb.missing {
-		if _, err := os.Lstat(h); err == nil {
-			return true
-		}
-	}
-	return false
-}
+func (sb *Sandbox) Stale() bool { return sb.appear.Stale() }
 
 // Running is how many commands run in the sandbox now.
 func (sb *Sandbox) Running() int {
@@ -396,6 +385,7 @@ func (sb *Sandbox) Close() error {
 }
 
 func (sb *Sandbox) cleanup() {
+	sb.appear.Close()
 	if sb.cg != nil {
 		sb.cg.remove()
 	}
