@@ -1,0 +1,388 @@
+// Command toolbench measures what one more tool call costs a turn of the
+// hermes binary, run the way a user runs it (`hermes chat -q`, a fresh
+// process per turn), beside two baselines measured in the same run:
+//
+//   - the floor: what a tool call cannot cost less than — a fork and exec
+//     of the same command with its output captured, one fsync of an
+//     appended record, and one HTTP round trip to the same model server;
+//   - optionally the Python Hermes Agent (-python: its `hermes` command),
+//     on the same scripted model with the same home layout.
+//
+// Each system runs turns of 1 and of K sequential terminal calls against a
+// scripted OpenAI-compatible model (adapters/llm/llmtest) that answers
+// instantly; runs are interleaved, and the cost of an extra call is
+// (median(K) - median(1)) / (K - 1). With -strace it also counts, with
+// strace -f -c, the syscalls of one turn of each size and reports fsyncs
+// and failing syscalls per extra call (the command's own bash excluded from
+// the failures, as the floor runs the same bash; EAGAIN excluded, as that is
+// how non-blocking I/O waits).
+//
+//	go build -o /tmp/hermes ./cmd/hermes
+//	go run ./cmd/toolbench -hermes /tmp/hermes [-python .ci/hermes-venv/bin/hermes] [-k 20] [-reps 7] [-strace]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+)
+
+func main() {
+	hermes := flag.String("hermes", "", "path to the hermes binary (required)")
+	python := flag.String("python", "", "path to the Python Hermes Agent's hermes command (optional baseline)")
+	k := flag.Int("k", 20, "tool calls in the long turn")
+	reps := flag.Int("reps", 7, "interleaved repetitions of every run")
+	sandbox := flag.String("sandbox", "workspace-write", "hermes --sandbox mode")
+	straceOn := flag.Bool("strace", false, "count syscalls per extra call with strace -f -c")
+	flag.Parse()
+	if *hermes == "" || *k < 2 || *reps < 1 {
+		fmt.Fprintln(os.Stderr, "usage: toolbench -hermes PATH [-python PATH] [-k N>=2] [-reps N] [-sandbox MODE] [-strace]")
+		os.Exit(2)
+	}
+	if err := run(*hermes, *python, *k, *reps, *sandbox, *straceOn); err != nil {
+		fmt.Fprintln(os.Stderr, "toolbench:", err)
+		os.Exit(1)
+	}
+}
+
+// system is one thing measured: it runs one turn of n tool calls against
+// the model server at url.
+type system struct {
+	name string
+	turn func(n int, url string) error
+}
+
+func run(hermesBin, pythonBin string, k, reps int, sandbox string, straceOn bool) error {
+	root, err := os.MkdirTemp("", "toolbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	// One scripted model per turn size: it answers by what the request
+	// holds — a terminal call while the turn has fewer than n results since
+	// its user message, then "done" (a request without tools, such as a
+	// title, gets "done" too), so extra calls a system makes cannot shift
+	// the script.
+	urls := map[int]string{}
+	for _, n := range []int{1, k} {
+		srv := llmtest.New()
+		srv.NoRecord = true
+		srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+			if _, tools := r.Body["tools"]; !tools {
+				return &llmtest.Reply{Content: "done"}
+			}
+			msgs, _ := r.Body["messages"].([]any)
+			results := 0
+			for _, m := range msgs {
+				switch role, _ := m.(map[string]any)["role"].(string); role {
+				case "user":
+					results = 0
+				case "tool":
+					results++
+				}
+			}
+			if results >= n {
+				return &llmtest.Reply{Content: "done"}
+			}
+			args, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo step %d", results)})
+			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Args: string(args)}}}
+		})
+		defer srv.Close()
+		urls[n] = srv.URL
+	}
+
+	systems := []system{
+		{name: "floor", turn: floorTurn(filepath.Join(root, "floor"))},
+		{name: "hermes (Go)", turn: hermesTurn(hermesBin, filepath.Join(root, "go"), sandbox, nil)},
+	}
+	if pythonBin != "" {
+		systems = append(systems, system{name: "Python Hermes Agent", turn: pythonTurn(pythonBin, filepath.Join(root, "py"), nil)})
+	}
+	// Warm-up: homes made, caches filled.
+	for _, s := range systems {
+		for _, n := range []int{1, k} {
+			if err := s.turn(n, urls[n]); err != nil {
+				return fmt.Errorf("%s, warm-up turn of %d calls: %w", s.name, n, err)
+			}
+		}
+	}
+	times := map[string]map[int][]time.Duration{}
+	for rep := range reps {
+		for _, s := range systems {
+			for _, n := range []int{1, k} {
+				start := time.Now()
+				if err := s.turn(n, urls[n]); err != nil {
+					return fmt.Errorf("%s, rep %d, turn of %d calls: %w", s.name, rep, n, err)
+				}
+				if times[s.name] == nil {
+					times[s.name] = map[int][]time.Duration{}
+				}
+				times[s.name][n] = append(times[s.name][n], time.Since(start))
+			}
+		}
+	}
+	fmt.Printf("turns of 1 and %d sequential terminal calls, %d interleaved runs each, medians:\n", k, reps)
+	per := map[string]time.Duration{}
+	for _, s := range systems {
+		m1, mk := median(times[s.name][1]), median(times[s.name][k])
+		per[s.name] = (mk - m1) / time.Duration(k-1)
+		fmt.Printf("  %-20s 1 call %9s   %d calls %9s   per extra call %8s\n", s.name, round(m1), k, round(mk), round(per[s.name]))
+	}
+	g := per["hermes (Go)"]
+	fmt.Printf("hermes per extra call: %.2f× the floor", ratio(g, per["floor"]))
+	if p, ok := per["Python Hermes Agent"]; ok {
+		fmt.Printf(", %.3f× the Python Hermes Agent", ratio(g, p))
+	}
+	fmt.Println()
+
+	if !straceOn {
+		return nil
+	}
+	if _, err := exec.LookPath("strace"); err != nil {
+		return errors.New("-strace: no strace on PATH (apt-get install strace)")
+	}
+	fmt.Printf("syscalls per extra call (strace -f -c of one turn of 1 and of %d calls):\n", k)
+	for _, s := range systems {
+		if s.name == "floor" {
+			continue // in this process: not straced
+		}
+		var counts [2]map[string][2]int
+		for i, n := range []int{1, k} {
+			out := filepath.Join(root, fmt.Sprintf("strace-%d.txt", n))
+			var turn func(int, string) error
+			wrap := []string{"strace", "-f", "-o", out}
+			switch s.name {
+			case "hermes (Go)":
+				turn = hermesTurn(hermesBin, filepath.Join(root, "go"), sandbox, wrap)
+			default:
+				turn = pythonTurn(pythonBin, filepath.Join(root, "py"), wrap)
+			}
+			if err := turn(n, urls[n]); err != nil {
+				return fmt.Errorf("%s under strace: %w", s.name, err)
+			}
+			if counts[i], err = countSyscalls(out); err != nil {
+				return err
+			}
+		}
+		d := func(name string, field int) float64 {
+			return float64(counts[1][name][field]-counts[0][name][field]) / float64(k-1)
+		}
+		fmt.Printf("  %-20s fsync %.1f  fdatasync %.1f  rename %.1f  unlink %.1f  openat %.1f  all %.1f  failing %.1f",
+			s.name, d("fsync", 0), d("fdatasync", 0), d("rename", 0)+d("renameat", 0)+d("renameat2", 0), d("unlink", 0)+d("unlinkat", 0), d("openat", 0), d("*", 0), d("*", 1))
+		var fails []string
+		for name := range counts[1] {
+			if name == "*" {
+				continue
+			}
+			if v := d(name, 1); v >= 0.5 {
+				fails = append(fails, fmt.Sprintf("%s %.1f", name, v))
+			}
+		}
+		sort.Strings(fails)
+		if len(fails) > 0 {
+			fmt.Printf(" (%s)", strings.Join(fails, ", "))
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// floorTurn is the least a turn of n tool calls can cost: n+1 HTTP round
+// trips to the model, and for each call a fork and exec of its command
+// with output captured and one fsync of an appended record.
+func floorTurn(dir string) func(n int, url string) error {
+	client := &http.Client{}
+	return func(n int, url string) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		// The request carries the turn so far, as an agent's does: the
+		// user message, then one assistant call and one result per step.
+		msgs := []any{map[string]any{"role": "user", "content": "go"}}
+		tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "terminal", "parameters": map[string]any{"type": "object"}}}}
+		for i := 0; ; i++ {
+			body, _ := json.Marshal(map[string]any{"model": "gpt-test", "messages": msgs, "tools": tools})
+			resp, err := client.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			var out struct {
+				Choices []struct {
+					Message struct {
+						ToolCalls []struct {
+							Function struct{ Arguments string } `json:"function"`
+						} `json:"tool_calls"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if len(out.Choices) == 0 || len(out.Choices[0].Message.ToolCalls) == 0 {
+				if i != n {
+					return fmt.Errorf("the model answered after %d calls, want %d", i, n)
+				}
+				return nil
+			}
+			var args struct{ Command string }
+			json.Unmarshal([]byte(out.Choices[0].Message.ToolCalls[0].Function.Arguments), &args)
+			cmd := exec.Command("/bin/bash", "-c", args.Command)
+			cmd.Dir = dir
+			var output bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &output, &output
+			if err := cmd.Run(); err != nil {
+				return err
+			}
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": fmt.Sprint("c", i), "type": "function",
+				"function": map[string]any{"name": "terminal", "arguments": out.Choices[0].Message.ToolCalls[0].Function.Arguments}}}},
+				map[string]any{"role": "tool", "tool_call_id": fmt.Sprint("c", i), "content": output.String()})
+			if _, err := log.Write(append(output.Bytes(), '\n')); err != nil {
+				return err
+			}
+			if err := log.Sync(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// hermesTurn runs `hermes chat -q` in a home of its own.
+func hermesTurn(bin, dir, sandbox string, wrap []string) func(n int, url string) error {
+	return func(n int, url string) error {
+		home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+		args := append(wrap, bin, "--home", home, "chat", "-q", "go", "--model", "gpt-test", "--yolo", "--sandbox", sandbox)
+		return runIn(work, []string{"HOME=" + dir, "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-bench"}, args)
+	}
+}
+
+// pythonTurn runs the Python Hermes Agent's `hermes chat -q` with a home
+// whose config.yaml points at the scripted model.
+func pythonTurn(bin, dir string, wrap []string) func(n int, url string) error {
+	return func(n int, url string) error {
+		home, work := filepath.Join(dir, "n"+strconv.Itoa(n)), filepath.Join(dir, "work")
+		if err := os.MkdirAll(filepath.Join(home, ".hermes"), 0o755); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+		cfg := fmt.Sprintf("model:\n  default: gpt-test\n  provider: custom\n  base_url: %s/v1\n", url)
+		if err := os.WriteFile(filepath.Join(home, ".hermes", "config.yaml"), []byte(cfg), 0o644); err != nil {
+			return err
+		}
+		args := append(wrap, bin, "chat", "-q", "go", "--yolo", "-Q")
+		return runIn(work, []string{"HOME=" + home, "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-bench"}, args)
+	}
+}
+
+func runIn(dir string, env, args []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, tail(out.String(), 2000))
+	}
+	if !strings.Contains(out.String(), "done") {
+		return fmt.Errorf("%s: no final answer in its output:\n%s", strings.Join(args, " "), tail(out.String(), 2000))
+	}
+	return nil
+}
+
+var (
+	callRE   = regexp.MustCompile(`^(\d+)\s+(?:<\.\.\. )?([a-z_0-9]+)[( ]`)
+	execRE   = regexp.MustCompile(`^(\d+)\s+execve\("/bin/bash"`)
+	failedRE = regexp.MustCompile(`= -1 E[A-Z]+`)
+)
+
+// countSyscalls reads an strace -f log: per syscall name, [calls,
+// failures], with "*" for the totals; a call that was split over two lines
+// (unfinished/resumed) counts once. Failures in the command's own bash are
+// not counted (the floor runs the same bash), nor EAGAIN: it is how
+// non-blocking I/O and Go's runtime wait (a read before data came, a futex
+// whose value moved), not a probe that failed.
+func countSyscalls(path string) (map[string][2]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	bash := map[string]bool{}
+	for _, l := range lines {
+		if m := execRE.FindStringSubmatch(l); m != nil {
+			bash[m[1]] = true
+		}
+	}
+	c := map[string][2]int{}
+	for _, l := range lines {
+		m := callRE.FindStringSubmatch(l)
+		if m == nil || strings.HasSuffix(l, "<unfinished ...>") {
+			continue
+		}
+		v, all := c[m[2]], c["*"]
+		v[0]++
+		all[0]++
+		if f := failedRE.FindString(l); f != "" && f != "= -1 EAGAIN" && !bash[m[1]] {
+			v[1]++
+			all[1]++
+		}
+		c[m[2]], c["*"] = v, all
+	}
+	return c, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func round(d time.Duration) time.Duration {
+	if d > 100*time.Millisecond || d < -100*time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Microsecond)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
