@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/protoreg"
@@ -13,7 +14,18 @@ import (
 
 func main() {
 	protoreg.Restore()
-	if err := newRoot(app.New()).Execute(); err != nil {
+	// HERMES_CPUPROFILE=FILE writes a CPU profile of the whole command
+	// (go tool pprof FILE): how the per-call costs toolbench reports are
+	// taken apart.
+	stop := func() {}
+	if path := os.Getenv("HERMES_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			stop = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+	}
+	err := run()
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "hermes:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -22,6 +34,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+func run() error { return newRoot(app.New()).Execute() }
 
 // first is the first of vs that is not empty.
 func first(vs ...string) string {
