@@ -23,7 +23,7 @@ func main() {
 			stop = func() { pprof.StopCPUProfile(); f.Close() }
 		}
 	}
-	err := run()
+	err := runRoot()
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hermes:", err)
@@ -35,7 +35,7 @@ func main() {
 	}
 }
 
-func run() error { return newRoot(app.New()).Execute() }
+func runRoot() error { return newRoot(app.New()).Execute() }
 
 // first is the first of vs that is not empty.
 func first(vs ...string) string {
