@@ -18,7 +18,7 @@
 // how non-blocking I/O waits).
 //
 //	go build -o /tmp/hermes ./cmd/hermes
-//	go run ./cmd/toolbench -hermes /tmp/hermes [-python .ci/hermes-venv/bin/hermes] [-k 20] [-reps 7] [-strace]
+//	go run ./cmd/toolbench -hermes /tmp/hermes [-before /tmp/hermes-old] [-python .ci/hermes-venv/bin/hermes] [-k 20] [-reps 7] [-strace]
 package main
 
 import (
@@ -45,6 +45,7 @@ import (
 func main() {
 	hermes := flag.String("hermes", "", "path to the hermes binary (required)")
 	python := flag.String("python", "", "path to the Python Hermes Agent's hermes command (optional baseline)")
+	before := flag.String("before", "", "path to another hermes binary (an earlier build) measured beside -hermes (optional)")
 	k := flag.Int("k", 20, "tool calls in the long turn")
 	reps := flag.Int("reps", 7, "interleaved repetitions of every run")
 	sandbox := flag.String("sandbox", "workspace-write", "hermes --sandbox mode")
@@ -54,7 +55,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: toolbench -hermes PATH [-python PATH] [-k N>=2] [-reps N] [-sandbox MODE] [-strace]")
 		os.Exit(2)
 	}
-	if err := run(*hermes, *python, *k, *reps, *sandbox, *straceOn); err != nil {
+	if err := run(*hermes, *before, *python, *k, *reps, *sandbox, *straceOn); err != nil {
 		fmt.Fprintln(os.Stderr, "toolbench:", err)
 		os.Exit(1)
 	}
@@ -67,7 +68,7 @@ type system struct {
 	turn func(n int, url string) error
 }
 
-func run(hermesBin, pythonBin string, k, reps int, sandbox string, straceOn bool) error {
+func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, straceOn bool) error {
 	root, err := os.MkdirTemp("", "toolbench-")
 	if err != nil {
 		return err
@@ -110,6 +111,9 @@ func run(hermesBin, pythonBin string, k, reps int, sandbox string, straceOn bool
 		{name: "floor", turn: floorTurn(filepath.Join(root, "floor"))},
 		{name: "hermes (Go)", turn: hermesTurn(hermesBin, filepath.Join(root, "go"), sandbox, nil)},
 	}
+	if beforeBin != "" {
+		systems = append(systems, system{name: "hermes (before)", turn: hermesTurn(beforeBin, filepath.Join(root, "before"), sandbox, nil)})
+	}
 	if pythonBin != "" {
 		systems = append(systems, system{name: "Python Hermes Agent", turn: pythonTurn(pythonBin, filepath.Join(root, "py"), nil)})
 	}
@@ -145,6 +149,9 @@ func run(hermesBin, pythonBin string, k, reps int, sandbox string, straceOn bool
 	}
 	g := per["hermes (Go)"]
 	fmt.Printf("hermes per extra call: %.2f× the floor", ratio(g, per["floor"]))
+	if b, ok := per["hermes (before)"]; ok {
+		fmt.Printf(", %.2f× the earlier build", ratio(g, b))
+	}
 	if p, ok := per["Python Hermes Agent"]; ok {
 		fmt.Printf(", %.3f× the Python Hermes Agent", ratio(g, p))
 	}
@@ -169,6 +176,8 @@ func run(hermesBin, pythonBin string, k, reps int, sandbox string, straceOn bool
 			switch s.name {
 			case "hermes (Go)":
 				turn = hermesTurn(hermesBin, filepath.Join(root, "go"), sandbox, wrap)
+			case "hermes (before)":
+				turn = hermesTurn(beforeBin, filepath.Join(root, "before"), sandbox, wrap)
 			default:
 				turn = pythonTurn(pythonBin, filepath.Join(root, "py"), wrap)
 			}
