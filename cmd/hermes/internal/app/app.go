@@ -223,10 +223,17 @@ func (g *Factory) Open() (*App, error) {
 		}
 		projs = append(projs, local.Projection(memory.NewFilesModel(filepath.Join(home, "memories"))))
 	}
-	a.Runner = projections.NewRunner(store, g.Log, projs...).WithQuarantine(pdb).WithOrigins(origins)
+	// A turn's steps come milliseconds apart with a fast model: gathering
+	// them for 25 ms makes one projection write of a burst instead of one
+	// per commit (issue 30), while a person never sees the lag.
+	a.Runner = projections.NewRunner(store, g.Log, projs...).WithQuarantine(pdb).WithOrigins(origins).WithLinger(projectionLinger)
 	a.leaseProjections()
 	return a, nil
 }
+
+// projectionLinger is how long the projections' runner gathers events
+// before applying them (projections.Runner.WithLinger).
+const projectionLinger = 25 * time.Millisecond
 
 // OpenProjections opens the table projections that go with the app's
 // store: with a PostgreSQL store, schema hermes_projections of its
