@@ -17,6 +17,10 @@ const (
 	ModeChatCompletions = "chat_completions"
 	ModeAnthropic       = "anthropic_messages"
 	ModeResponses       = "codex_responses"
+	// ModeGemini is Google's native Gemini API (generateContent).
+	ModeGemini = "gemini_native"
+	// ModeBedrock is Amazon Bedrock's Converse API.
+	ModeBedrock = "bedrock_converse"
 )
 
 // ToolSpec is what the model is told about one tool.
