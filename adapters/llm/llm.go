@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
+	"github.com/hermes-go/hermes/adapters/llm/gemini"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 )
 
@@ -28,26 +30,26 @@ type Config struct {
 	CallTimeout time.Duration
 }
 
-// ResolveMode decides the API mode: an explicit api_mode, then the
-// provider's name, then the base URL, then chat_completions.
+// ResolveMode decides the API mode: an endpoint that speaks only one
+// (Google's native Gemini host), then an explicit api_mode, then the
+// provider's catalog entry, then the base URL, then chat_completions.
 func ResolveMode(c Config) (string, error) {
+	if isNativeGemini(c.BaseURL) {
+		return model.ModeGemini, nil
+	}
 	switch c.APIMode {
-	case model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses:
+	case model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses, model.ModeGemini, model.ModeBedrock:
 		return c.APIMode, nil
 	case "":
 	default:
-		return "", fmt.Errorf("api_mode %q: use %s, %s or %s", c.APIMode, model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses)
+		return "", fmt.Errorf("api_mode %q: use %s, %s, %s, %s or %s", c.APIMode, model.ModeChatCompletions, model.ModeAnthropic,
+			model.ModeResponses, model.ModeGemini, model.ModeBedrock)
 	}
-	switch strings.ToLower(c.Provider) {
-	case "anthropic", "claude":
-		return model.ModeAnthropic, nil
-	case "openai-codex", "codex":
-		return model.ModeResponses, nil
-	case "":
-	default:
-		if c.BaseURL == "" {
-			return model.ModeChatCompletions, nil
-		}
+	if u, err := url.Parse(c.BaseURL); err == nil && strings.EqualFold(u.Hostname(), "generativelanguage.googleapis.com") {
+		return model.ModeChatCompletions, nil // Gemini's OpenAI-compatible path
+	}
+	if known, ok := catalog.Lookup(c.Provider); ok && (c.BaseURL == "" || c.BaseURL == known.BaseURL || known.Mode != model.ModeChatCompletions) {
+		return known.Mode, nil
 	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
@@ -65,6 +67,16 @@ func ResolveMode(c Config) (string, error) {
 	return model.ModeChatCompletions, nil
 }
 
+// isNativeGemini: Google's Gemini host outside its OpenAI-compatible
+// /openai path speaks only the native API.
+func isNativeGemini(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(u.Hostname(), "generativelanguage.googleapis.com") && !strings.Contains(strings.ToLower(u.Path), "/openai")
+}
+
 // New builds the provider for c.
 func New(c Config) (model.Provider, error) {
 	mode, err := ResolveMode(c)
@@ -72,64 +84,72 @@ func New(c Config) (model.Provider, error) {
 		return nil, err
 	}
 	name := c.Provider
+	known, isKnown := catalog.Lookup(name)
+	if isKnown {
+		name = known.ID
+	}
 	if name == "" {
 		name = "openai"
 		if mode == model.ModeAnthropic {
 			name = "anthropic"
 		}
 	}
+	o := openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}
+	if isKnown && known.KeyHeader != "" && c.APIKey != "" {
+		o.Headers = map[string]string{known.KeyHeader: c.APIKey}
+	}
 	switch mode {
 	case model.ModeAnthropic:
 		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
 	case model.ModeResponses:
-		return openai.NewResponses(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
+		return openai.NewResponses(o), nil
+	case model.ModeGemini:
+		return gemini.New(gemini.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout})
+	case model.ModeBedrock:
+		return nil, fmt.Errorf("api_mode %s: this build does not speak Bedrock's Converse API yet", mode)
 	}
-	return openai.NewChat(openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
+	return openai.NewChat(o), nil
 }
 
 // Known is a provider this build knows by name: its API mode, its
 // default base URL ("" for the SDK's own) and the environment variable
-// its key is read from.
+// its key is read from (the first of catalog.Provider.KeyEnv).
 type Known struct {
 	Name, Mode, BaseURL, KeyEnv string
 	Aliases                     []string
 }
 
-// Providers are the providers --provider and model.provider accept.
-// custom is any server speaking the OpenAI chat API at base_url.
+// Providers are the providers --provider and model.provider accept
+// (actors/model/catalog). custom is any server speaking the OpenAI chat
+// API at base_url.
 func Providers() []Known {
-	return []Known{
-		{Name: "openai", Mode: model.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY"},
-		{Name: "anthropic", Mode: model.ModeAnthropic, KeyEnv: "ANTHROPIC_API_KEY", Aliases: []string{"claude"}},
-		{Name: "openrouter", Mode: model.ModeChatCompletions, BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY"},
-		{Name: "openai-codex", Mode: model.ModeResponses, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"codex"}},
-		{Name: "custom", Mode: model.ModeChatCompletions, KeyEnv: "OPENAI_API_KEY", Aliases: []string{"local"}},
+	var out []Known
+	for _, p := range catalog.All() {
+		out = append(out, knownOf(p))
 	}
+	return out
+}
+
+func knownOf(p catalog.Provider) Known {
+	k := Known{Name: p.ID, Mode: p.Mode, BaseURL: p.BaseURL, Aliases: p.Aliases}
+	if len(p.KeyEnv) > 0 {
+		k.KeyEnv = p.KeyEnv[0]
+	}
+	return k
 }
 
 // Lookup finds a known provider by name or alias (case-insensitive).
 func Lookup(name string) (Known, bool) {
-	n := strings.ToLower(strings.TrimSpace(name))
-	for _, k := range Providers() {
-		if k.Name == n {
-			return k, true
-		}
-		for _, a := range k.Aliases {
-			if a == n {
-				return k, true
-			}
-		}
+	p, ok := catalog.Lookup(name)
+	if !ok {
+		return Known{}, false
 	}
-	return Known{}, false
+	return knownOf(p), true
 }
 
 // ProviderNames lists the known providers, for error messages.
 func ProviderNames() string {
-	var names []string
-	for _, k := range Providers() {
-		names = append(names, k.Name)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(catalog.Names(), ", ")
 }
 
 // NeedsKey reports whether c's endpoint is a public service that refuses
@@ -138,12 +158,21 @@ func NeedsKey(c Config) bool {
 	if c.BaseURL == "" {
 		return true // the SDK's own endpoint: api.openai.com, api.anthropic.com
 	}
+	if p, ok := catalog.Lookup(c.Provider); ok && c.BaseURL == p.BaseURL {
+		return p.NeedsKey()
+	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil {
 		return false
 	}
 	host := strings.ToLower(u.Hostname())
-	for _, public := range []string{"api.openai.com", "api.anthropic.com", "openrouter.ai", "chatgpt.com"} {
+	public := []string{"api.openai.com", "api.anthropic.com", "openrouter.ai", "chatgpt.com"}
+	for _, p := range catalog.All() {
+		if pu, err := url.Parse(p.BaseURL); err == nil && p.NeedsKey() && pu.Hostname() != "" {
+			public = append(public, pu.Hostname())
+		}
+	}
+	for _, public := range public {
 		if host == public || strings.HasSuffix(host, "."+public) {
 			return true
 		}
