@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/hermes-go/hermes/actors/model/catalog"
 )
 
 // knownWindows are context windows of well-known models (prefix match).
@@ -26,7 +28,7 @@ const DefaultWindow = 128_000
 
 // Windows resolves a model's context window: configuration first, then
 // limits confirmed by overflow errors (remembered on disk), then the
-// table of well-known models.
+// provider catalog's models, then the table of model families.
 type Windows struct {
 	// Path is the JSON file of confirmed limits ($HERMES_HOME/context_limits.json).
 	Path string
@@ -67,6 +69,9 @@ func (w *Windows) Of(model string) int {
 	w.load()
 	if n, ok := w.confirmed[baseName(model)]; ok {
 		return n
+	}
+	if m, ok := catalog.Find("", model); ok && m.Window > 0 {
+		return m.Window
 	}
 	name := baseName(model)
 	for _, k := range knownWindows {

@@ -300,7 +300,7 @@ func providers() []Provider {
 		{ID: "lmstudio", Label: "LM Studio", Mode: model.ModeChatCompletions, BaseURL: "http://127.0.0.1:1234/v1", BaseURLEnv: "LM_BASE_URL", KeyEnv: []string{"LM_API_KEY"}, Local: true, Aliases: []string{"lm-studio", "lm_studio"}},
 		{ID: "vllm", Label: "vLLM", Mode: model.ModeChatCompletions, BaseURL: "http://localhost:8000/v1", BaseURLEnv: "", KeyEnv: []string{}, Local: true, Aliases: []string{}},
 		{ID: "llamacpp", Label: "llama.cpp server", Mode: model.ModeChatCompletions, BaseURL: "http://localhost:8080/v1", BaseURLEnv: "", KeyEnv: []string{}, Local: true, Aliases: []string{"llama.cpp", "llama-cpp"}},
-		{ID: "openai-codex", Label: "OpenAI Responses API", Mode: model.ModeResponses, BaseURL: "", BaseURLEnv: "", KeyEnv: []string{"OPENAI_API_KEY"}, Aliases: []string{"codex"}},
+		{ID: "openai-codex", Label: "OpenAI Responses API", Mode: model.ModeResponses, BaseURL: "", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: []string{"OPENAI_API_KEY"}, Aliases: []string{"codex"}},
 		{ID: "custom", Label: "Custom OpenAI-compatible endpoint", Mode: model.ModeChatCompletions, BaseURL: "", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: []string{"OPENAI_API_KEY"}, Local: true, NeedsBaseURL: true, Aliases: []string{"local"}},
 	}
 }

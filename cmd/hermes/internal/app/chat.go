@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
@@ -72,12 +73,15 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 	}
 	if cfg.LLM.APIKey == "" && llm.NeedsKey(cfg.LLM) {
 		a.Close()
-		where := "the provider's API"
+		where, vars := "the provider's API", cfg.LLM.KeyEnv
 		if cfg.LLM.Provider != "" {
 			where = cfg.LLM.Provider
 		}
+		if p, ok := catalog.Lookup(cfg.LLM.Provider); ok && len(p.KeyEnv) > 1 {
+			vars = p.KeyVars()
+		}
 		return nil, fmt.Errorf("no API key for %s: set %s (or put it in %s, or run hermes setup); a local server needs no key: point --base-url or OPENAI_BASE_URL at it",
-			where, cfg.LLM.KeyEnv, filepath.Join(a.Home, ".env"))
+			where, vars, filepath.Join(a.Home, ".env"))
 	}
 	provider, err := Ladder(cfg)
 	if err != nil {

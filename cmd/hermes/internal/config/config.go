@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
@@ -268,47 +269,61 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	// below are the ones of the API that will be spoken.
 	r.LLM.Provider = first(o.Provider, r.LLM.Provider)
 	r.LLM.APIMode = first(o.APIMode, r.LLM.APIMode)
-	known, isKnown := llm.Lookup(r.LLM.Provider)
+	known, isKnown := catalog.Lookup(r.LLM.Provider)
 	if r.LLM.Provider != "" && !isKnown {
 		src := "--provider"
 		if o.Provider == "" {
 			src = path + ": model.provider"
 		}
-		return r, fmt.Errorf("%s %q is not a provider this build knows: use one of %s (custom: any OpenAI-compatible server at base_url)", src, r.LLM.Provider, llm.ProviderNames())
+		return r, catalog.UnknownError(src, r.LLM.Provider)
 	}
 	if isKnown {
-		r.LLM.Provider = known.Name
+		r.LLM.Provider = known.ID
 	}
 	// A Claude model with no provider and no server named is Anthropic's.
 	if model := strings.ToLower(first(o.Model, r.Model)); r.LLM.Provider == "" && r.LLM.BaseURL == "" && o.BaseURL == "" &&
 		os.Getenv("OPENAI_BASE_URL") == "" && strings.HasPrefix(model, "claude") {
-		r.LLM.Provider, known, isKnown = "anthropic", mustKnown("anthropic"), true
+		r.LLM.Provider = "anthropic"
+		known, isKnown = catalog.Lookup("anthropic")
 	}
 	mode, err := llm.ResolveMode(r.LLM)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	keyEnv, urlEnv := "OPENAI_API_KEY", "OPENAI_BASE_URL"
-	if mode == model.ModeAnthropic {
-		keyEnv, urlEnv = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+	keyEnvs, urlEnv := []string{"OPENAI_API_KEY"}, "OPENAI_BASE_URL"
+	switch mode {
+	case model.ModeAnthropic:
+		keyEnvs, urlEnv = []string{"ANTHROPIC_API_KEY"}, "ANTHROPIC_BASE_URL"
+	case model.ModeGemini:
+		g, _ := catalog.Lookup("gemini")
+		keyEnvs, urlEnv = g.KeyEnv, ""
 	}
 	if isKnown {
-		keyEnv = known.KeyEnv
+		keyEnvs, urlEnv = known.KeyEnv, known.BaseURLEnv
 	}
-	if v := os.Getenv(urlEnv); v != "" && (!isKnown || known.BaseURL == "") {
+	if v := os.Getenv(urlEnv); urlEnv != "" && v != "" {
 		r.LLM.BaseURL = v
 	}
 	if r.LLM.BaseURL == "" && isKnown {
 		r.LLM.BaseURL = known.BaseURL
 	}
-	if v := os.Getenv(keyEnv); v != "" {
-		r.LLM.APIKey = v
+	r.LLM.KeyEnv = ""
+	for _, e := range keyEnvs {
+		if v := os.Getenv(e); v != "" {
+			r.LLM.APIKey, r.LLM.KeyEnv = v, e
+			break
+		}
 	}
-	r.LLM.KeyEnv = keyEnv
+	if r.LLM.KeyEnv == "" && len(keyEnvs) > 0 {
+		r.LLM.KeyEnv = keyEnvs[0]
+	}
 	r.Model = first(o.Model, r.Model)
 	r.LLM.BaseURL = first(o.BaseURL, r.LLM.BaseURL)
 	if r.Mode, err = llm.ResolveMode(r.LLM); err != nil {
 		return r, err
+	}
+	if isKnown && known.NeedsBaseURL && known.ID != "custom" && r.LLM.BaseURL == "" {
+		return r, fmt.Errorf("provider %s has no default endpoint: set %s, model.base_url in %s, or pass --base-url", known.ID, known.BaseURLEnv, path)
 	}
 	if r.Model == "" {
 		return r, fmt.Errorf("no model configured: set model in %s, set HERMES_MODEL, or pass --model", path)
@@ -387,6 +402,20 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		if mode == model.ModeAnthropic {
 			fc.KeyEnv = "ANTHROPIC_API_KEY"
 		}
+		if k, ok := catalog.Lookup(f.Provider); ok {
+			fc.Provider = k.ID
+			if fc.BaseURL == "" {
+				fc.BaseURL = k.BaseURL
+			}
+			for i, e := range k.KeyEnv {
+				if i == 0 || os.Getenv(e) != "" {
+					fc.KeyEnv = e
+				}
+				if os.Getenv(e) != "" {
+					break
+				}
+			}
+		}
 		if f.APIKeyEnv != "" {
 			fc.KeyEnv = f.APIKeyEnv
 		}
@@ -439,6 +468,11 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	}
 	r.SandboxEnv = c.Sandbox.Env
 	r.Prices = model.DefaultPrices()
+	for k, v := range catalog.Prices() {
+		if _, ok := r.Prices[k]; !ok {
+			r.Prices[k] = v
+		}
+	}
 	for k, v := range c.Prices {
 		r.Prices[k] = v
 	}
@@ -466,11 +500,6 @@ func backendOf(t map[string]any, path string) (terminal.Backend, error) {
 	default:
 		return nil, fmt.Errorf("%s: terminal.backend %q: use local, ssh or docker", path, b)
 	}
-}
-
-func mustKnown(name string) llm.Known {
-	k, _ := llm.Lookup(name)
-	return k
 }
 
 func first(vs ...string) string {
