@@ -3,6 +3,7 @@
 package llm
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/llm/anthropic"
+	"github.com/hermes-go/hermes/adapters/llm/bedrock"
 	"github.com/hermes-go/hermes/adapters/llm/gemini"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 )
@@ -31,11 +33,15 @@ type Config struct {
 }
 
 // ResolveMode decides the API mode: an endpoint that speaks only one
-// (Google's native Gemini host), then an explicit api_mode, then the
+// (Google's native Gemini host, Bedrock's runtime), then an explicit api_mode, then the
 // provider's catalog entry, then the base URL, then chat_completions.
 func ResolveMode(c Config) (string, error) {
 	if isNativeGemini(c.BaseURL) {
 		return model.ModeGemini, nil
+	}
+	if u, err := url.Parse(c.BaseURL); err == nil && strings.HasPrefix(strings.ToLower(u.Hostname()), "bedrock-runtime.") &&
+		strings.HasSuffix(strings.ToLower(u.Hostname()), ".amazonaws.com") {
+		return model.ModeBedrock, nil
 	}
 	switch c.APIMode {
 	case model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses, model.ModeGemini, model.ModeBedrock:
@@ -106,7 +112,7 @@ func New(c Config) (model.Provider, error) {
 	case model.ModeGemini:
 		return gemini.New(gemini.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout})
 	case model.ModeBedrock:
-		return nil, fmt.Errorf("api_mode %s: this build does not speak Bedrock's Converse API yet", mode)
+		return bedrock.New(context.Background(), bedrock.Options{Provider: name, BaseURL: c.BaseURL, CallTimeout: c.CallTimeout})
 	}
 	return openai.NewChat(o), nil
 }
@@ -155,11 +161,11 @@ func ProviderNames() string {
 // NeedsKey reports whether c's endpoint is a public service that refuses
 // calls without a key (a local or self-hosted server usually takes none).
 func NeedsKey(c Config) bool {
-	if c.BaseURL == "" {
-		return true // the SDK's own endpoint: api.openai.com, api.anthropic.com
-	}
 	if p, ok := catalog.Lookup(c.Provider); ok && c.BaseURL == p.BaseURL {
 		return p.NeedsKey()
+	}
+	if c.BaseURL == "" {
+		return true // the SDK's own endpoint: api.openai.com, api.anthropic.com
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil {

@@ -34,6 +34,9 @@ func TestResolveMode(t *testing.T) {
 		{Config{Provider: "minimax", BaseURL: "http://127.0.0.1:9"}, model.ModeAnthropic},
 		{Config{Provider: "xai"}, model.ModeResponses},
 		{Config{Provider: "deepseek"}, model.ModeChatCompletions},
+		{Config{Provider: "aws"}, model.ModeBedrock},
+		{Config{BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"}, model.ModeBedrock},
+		{Config{BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com.evil.test/v1"}, model.ModeChatCompletions},
 	}
 	for _, c := range cases {
 		got, err := ResolveMode(c.c)
@@ -58,6 +61,8 @@ func TestNeedsKey(t *testing.T) {
 		{Config{Provider: "lmstudio", BaseURL: "http://127.0.0.1:1234/v1"}, false},
 		{Config{Provider: "deepseek", BaseURL: "http://127.0.0.1:9/v1"}, false},
 		{Config{BaseURL: "http://10.0.0.5:8000/v1"}, false},
+		{Config{Provider: "bedrock"}, false}, // AWS credentials, not a key
+		{Config{Provider: "openai-codex"}, true},
 	} {
 		if got := NeedsKey(c.c); got != c.want {
 			t.Errorf("NeedsKey(%+v) = %v, want %v", c.c, got, c.want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -199,6 +200,8 @@ func keySet(p catalog.Provider) bool {
 // keyStatus says what p needs for a key and whether it is there.
 func keyStatus(p catalog.Provider) string {
 	switch {
+	case p.Mode == model.ModeBedrock:
+		return "AWS credentials"
 	case p.Local && len(p.KeyEnv) == 0:
 		return "local, no key"
 	case p.Local:

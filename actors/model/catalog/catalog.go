@@ -30,8 +30,8 @@ type Provider struct {
 	Label string
 	// Mode is the API mode spoken (one of the model.Mode constants).
 	Mode string
-	// BaseURL is the default endpoint ("" for custom and Azure: the user
-	// names it).
+	// BaseURL is the default endpoint ("" where the user names it, custom
+	// and Azure, or the SDK knows it, Bedrock's per region).
 	BaseURL string
 	// BaseURLEnv, when set in the environment, replaces BaseURL.
 	BaseURLEnv string

@@ -63,7 +63,7 @@ func TestTableIsWellFormed(t *testing.T) {
 		if p.Label == "" {
 			t.Errorf("%s: no label", p.ID)
 		}
-		if p.BaseURL == "" && !p.NeedsBaseURL && p.ID != "openai-codex" {
+		if p.BaseURL == "" && !p.NeedsBaseURL && p.ID != "openai-codex" && p.Mode != model.ModeBedrock {
 			t.Errorf("%s: no base URL and none needed", p.ID)
 		}
 		if p.BaseURL != "" {

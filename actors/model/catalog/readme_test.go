@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's provider table from the catalog")
@@ -27,14 +29,21 @@ func table() string {
 		}
 		key := "`" + strings.Join(p.KeyEnv, "`, `") + "`"
 		switch {
+		case p.Mode == model.ModeBedrock:
+			key = "AWS credentials (`AWS_ACCESS_KEY_ID`…, `AWS_PROFILE`, a role)"
 		case len(p.KeyEnv) == 0:
 			key = "none"
 		case p.Local:
 			key += " (optional)"
 		}
 		base := p.BaseURL
-		if base == "" {
+		switch {
+		case base == "" && p.NeedsBaseURL:
 			base = "set `base_url`"
+		case base == "" && p.Mode == model.ModeBedrock:
+			base = "the SDK's, in `AWS_REGION`"
+		case base == "":
+			base = "the SDK's"
 		}
 		if p.BaseURLEnv != "" {
 			base += " (`" + p.BaseURLEnv + "`)"
