@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/actors/model/catalog"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
@@ -176,5 +177,52 @@ func TestModelListAndSet(t *testing.T) {
 	out, _, err = inHome(t, home, "model")
 	if err != nil || !strings.Contains(out, "provider  deepseek") || !strings.Contains(out, "model     deepseek-v9") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// Through the binary: a catalog provider without its key is refused
+// before any request, naming every variable it may come from; a mistyped
+// provider gets the nearest name.
+func TestProviderKeyAndTypo(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	_, errOut, code := hermes(t, env, "", "--home", home, "chat", "--provider", "gemini", "--model", "gemini-3.5-flash", "-q", "hi")
+	if code == 0 || !strings.Contains(errOut, "no API key for gemini: set GOOGLE_API_KEY (or GEMINI_API_KEY)") {
+		t.Fatalf("missing key: %d\n%s", code, errOut)
+	}
+	_, errOut, code = hermes(t, env, "", "--home", home, "chat", "--provider", "deepsek", "--model", "m", "-q", "hi")
+	if code == 0 || !strings.Contains(errOut, "did you mean deepseek") {
+		t.Fatalf("typo: %d\n%s", code, errOut)
+	}
+	// A local server needs no key.
+	_, errOut, _ = hermes(t, env, "", "--home", home, "chat", "--provider", "ollama", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "-q", "hi")
+	if strings.Contains(errOut, "no API key") || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Fatalf("local server:\n%s", errOut)
+	}
+}
+
+// hermes setup takes any provider of the catalog, with its key variable
+// and first model as the defaults offered.
+func TestSetupCatalogProvider(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "OK"})
+	defer srv.Close()
+	home := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	// Provider, base URL, Enter for the default model, the key.
+	out, errOut, code := hermes(t, env, "deepseek\n"+srv.URL+"/v1\n\nsk-ds-test\n", "--home", home, "setup")
+	if code != 0 || !strings.Contains(errOut, "Model [deepseek-v4-pro]") {
+		t.Fatalf("setup: %d %s %s", code, out, errOut)
+	}
+	req := srv.Requests()[0]
+	if req.Body["model"] != "deepseek-v4-pro" || req.Header.Get("Authorization") != "Bearer sk-ds-test" {
+		t.Fatalf("test call %v %q", req.Body["model"], req.Header.Get("Authorization"))
+	}
+	dotenv, _ := os.ReadFile(filepath.Join(home, ".env"))
+	if cfg := readConfig(t, home); !strings.Contains(string(dotenv), "DEEPSEEK_API_KEY=sk-ds-test") || !strings.Contains(cfg, "provider: deepseek") {
+		t.Fatalf(".env %q\nconfig.yaml %s", dotenv, cfg)
+	}
+	_, errOut, code = hermes(t, env, "", "--home", t.TempDir(), "setup", "--provider", "deepsek")
+	if code == 0 || !strings.Contains(errOut, "did you mean deepseek") {
+		t.Fatalf("typo: %d %s", code, errOut)
 	}
 }

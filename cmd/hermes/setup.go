@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -52,7 +53,7 @@ func setupCmd(g *app.Factory) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.provider, "provider", "", "openai, anthropic, openrouter or local")
+	fl.StringVar(&opts.provider, "provider", "", "openai, anthropic, openrouter, local, or any provider of hermes model list")
 	fl.StringVar(&opts.model, "model", "", "model name")
 	fl.StringVar(&opts.baseURL, "base-url", "", "API base URL")
 	fl.StringVar(&opts.key, "api-key", "", "API key (better: let it be asked, or set the environment variable)")
@@ -102,8 +103,25 @@ func runSetup(ctx context.Context, opts *setupOptions) error {
 			p = c
 		}
 	}
+	if k, ok := catalog.Lookup(opts.provider); p.name == "" && ok {
+		// Any provider of the catalog (hermes model list), with its endpoint,
+		// key variable and first model.
+		p = setupProvider{name: k.ID, baseURL: k.BaseURL, model: k.DefaultModel()}
+		for i, e := range k.KeyEnv {
+			if i == 0 || os.Getenv(e) != "" {
+				p.keyEnv = e
+			}
+			if os.Getenv(e) != "" {
+				break
+			}
+		}
+	}
 	if p.name == "" {
-		return fmt.Errorf("provider %q: choose one of %s", opts.provider, strings.Join(names, ", "))
+		msg := fmt.Sprintf("provider %q: choose one of %s, or a provider of hermes model list", opts.provider, strings.Join(names, ", "))
+		if s := catalog.Suggest(opts.provider); len(s) > 0 {
+			msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(msg)
 	}
 	if opts.baseURL == "" && (p.name == "local" || p.baseURL != "") {
 		if opts.baseURL, err = ask("Base URL of the API", p.baseURL); err != nil {
