@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
@@ -176,6 +177,9 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 }
 
 func apiKeyCheck(cfg config.Resolved) check {
+	if cfg.Mode == model.ModeBedrock {
+		return check{name: "API key", detail: "none: Bedrock takes AWS credentials (AWS_ACCESS_KEY_ID…, AWS_PROFILE, a role)", ok: true}
+	}
 	if cfg.LLM.APIKey != "" {
 		return check{name: "API key", detail: mask(cfg.LLM.APIKey), ok: true}
 	}
@@ -201,6 +205,9 @@ func isLocal(base string) bool {
 // reach asks the provider for its models: the cheapest call that proves
 // the address and the key.
 func reach(ctx context.Context, cfg config.Resolved) check {
+	if cfg.Mode == model.ModeBedrock {
+		return check{name: "provider", detail: "Bedrock: the AWS credentials and region are checked by the first call", ok: true}
+	}
 	base := cfg.LLM.BaseURL
 	if base == "" {
 		base = "https://api.openai.com/v1"
@@ -218,10 +225,16 @@ func reach(ctx context.Context, cfg config.Resolved) check {
 	if err != nil {
 		return check{name: "provider", detail: err.Error(), fix: "check base_url"}
 	}
-	if cfg.Mode == model.ModeAnthropic {
+	known, _ := catalog.Lookup(cfg.LLM.Provider)
+	switch {
+	case cfg.Mode == model.ModeAnthropic:
 		req.Header.Set("x-api-key", cfg.LLM.APIKey)
 		req.Header.Set("anthropic-version", "2023-06-01")
-	} else if cfg.LLM.APIKey != "" {
+	case cfg.Mode == model.ModeGemini:
+		req.Header.Set("x-goog-api-key", cfg.LLM.APIKey)
+	case known.KeyHeader != "":
+		req.Header.Set(known.KeyHeader, cfg.LLM.APIKey)
+	case cfg.LLM.APIKey != "":
 		req.Header.Set("Authorization", "Bearer "+cfg.LLM.APIKey)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -224,5 +226,25 @@ func TestSetupCatalogProvider(t *testing.T) {
 	_, errOut, code = hermes(t, env, "", "--home", t.TempDir(), "setup", "--provider", "deepsek")
 	if code == 0 || !strings.Contains(errOut, "did you mean deepseek") {
 		t.Fatalf("typo: %d %s", code, errOut)
+	}
+}
+
+// doctor asks a Gemini endpoint for its models with Gemini's key header.
+func TestDoctorGemini(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1beta/models" || r.Header.Get("X-Goog-Api-Key") != "g-key" {
+			http.Error(w, `{"error":{"message":"no"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"models":[]}`))
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	writeConfig(t, home, "model:\n  default: gemini-3.5-flash\n  provider: gemini\n")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GEMINI_BASE_URL=" + srv.URL + "/v1beta", "GEMINI_API_KEY=g-key"}
+	out, _, _ := hermes(t, env, "", "--home", home, "doctor")
+	if !strings.Contains(out, "✓ provider") {
+		t.Fatalf("doctor:\n%s", out)
 	}
 }
