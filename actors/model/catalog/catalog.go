@@ -161,10 +161,25 @@ func Suggest(name string) []string {
 // it says which names are close and lists the rest.
 func UnknownError(src, name string) error {
 	msg := fmt.Sprintf("%s %q is not a provider this build knows", src, name)
-	if s := Suggest(name); len(s) > 0 {
+	if why, ok := pythonOnly[strings.ToLower(strings.TrimSpace(name))]; ok {
+		msg += " (the Python Hermes Agent reaches it through " + why + ", which this build does not do; use a provider with an API key)"
+	} else if s := Suggest(name); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 	}
 	return fmt.Errorf("%s: use one of %s (custom: any OpenAI-compatible server at base_url; hermes model list shows them all)", msg, strings.Join(Names(), ", "))
+}
+
+// pythonOnly are providers of the Python Hermes Agent that log in rather
+// than take a key, with how they do.
+var pythonOnly = map[string]string{
+	"copilot":        "GitHub Copilot's token exchange",
+	"github-copilot": "GitHub Copilot's token exchange",
+	"copilot-acp":    "the Copilot CLI over ACP",
+	"vertex":         "Google Cloud credentials (Vertex AI)",
+	"xai-oauth":      "an xAI OAuth login",
+	"qwen-oauth":     "the Qwen CLI's OAuth login",
+	"minimax-oauth":  "a MiniMax OAuth login",
+	"moa":            "its mixture-of-agents presets",
 }
 
 // Find finds model id in the catalog: in provider's models when provider

@@ -143,6 +143,9 @@ func TestSuggest(t *testing.T) {
 	if s := Suggest("zzzzzzzz"); len(s) != 0 {
 		t.Errorf("Suggest(zzzzzzzz) = %v", s)
 	}
+	if msg := UnknownError("model.provider", "copilot").Error(); !strings.Contains(msg, "token exchange") || !strings.Contains(msg, "use a provider with an API key") {
+		t.Fatalf("a Python-only provider: %s", msg)
+	}
 	err := UnknownError("--provider", "gemeni")
 	if msg := err.Error(); !strings.Contains(msg, `"gemeni" is not a provider`) || !strings.Contains(msg, "did you mean gemini") || !strings.Contains(msg, "openai, anthropic, openrouter") {
 		t.Fatalf("unknown error: %s", msg)
