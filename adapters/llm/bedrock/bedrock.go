@@ -269,7 +269,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 	if !stopped {
 		return model.Response{}, stream.Fail(p.name, stream.Cut("no messageStop"))
 	}
-	res := model.Response{Content: text.String(), Reasoning: thinking.String(), Model: req.Model, Calls: 1}
+	res := model.Response{Content: text.String(), Reasoning: thinking.String(), Model: req.Model}
 	for _, i := range order {
 		u := uses[i]
 		args := u.input.String()

@@ -318,7 +318,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 	if finish == "" {
 		return model.Response{}, stream.Fail(p.name, stream.Cut("no finishReason"))
 	}
-	out := model.Response{Content: text.String(), Reasoning: thinking.String(), ToolCalls: calls, Model: modelName, Calls: 1}
+	out := model.Response{Content: text.String(), Reasoning: thinking.String(), ToolCalls: calls, Model: modelName}
 	if usage != nil {
 		out.Usage = schema.Usage{PromptTokens: int64(usage.PromptTokenCount),
 			CompletionTokens: int64(usage.CandidatesTokenCount) + int64(usage.ThoughtsTokenCount),
