@@ -63,14 +63,14 @@ func TestModelPickerWritesConfig(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, want := range []string{"Current: openai / gpt-4o-mini", "openrouter", "did you mean gemini", "gemini-3.5-flash", "1.05M context, price unknown",
-		"model.provider = gemini, model.default = gemini-3.5-flash", "set GOOGLE_API_KEY (or GEMINI_API_KEY)"} {
+		"model.provider = gemini, model.default = gemini-3.5-flash", "set GOOGLE_API_KEY or GEMINI_API_KEY"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("picker output lacks %q:\n%s", want, out)
 		}
 	}
 	cfg := readConfig(t, home)
-	for _, want := range []string{"# my settings", "max_turns: 12 # keep", `provider: "gemini"`, `default: "gemini-3.5-flash"`,
-		`base_url: "https://generativelanguage.googleapis.com/v1beta"`} {
+	for _, want := range []string{"# my settings", "max_turns: 12 # keep", "provider: gemini", "default: gemini-3.5-flash",
+		"base_url: https://generativelanguage.googleapis.com/v1beta"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config.yaml lacks %q:\n%s", want, cfg)
 		}
@@ -105,7 +105,7 @@ func TestModelPickerLocalServer(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	cfg := readConfig(t, home)
-	for _, want := range []string{`provider: "vllm"`, `default: "qwen3-coder"`, `base_url: "http://gpu-box:8000/v1"`, `api_mode: "chat_completions"`} {
+	for _, want := range []string{"provider: vllm", "default: qwen3-coder", "base_url: http://gpu-box:8000/v1", "api_mode: chat_completions"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config.yaml lacks %q:\n%s", want, cfg)
 		}
@@ -155,7 +155,7 @@ func TestModelListAndSet(t *testing.T) {
 		t.Fatalf("%v\n%s%s", err, out, errOut)
 	}
 	cfg := readConfig(t, home)
-	if !strings.Contains(cfg, `provider: "openrouter"`) || !strings.Contains(cfg, `base_url: "https://openrouter.ai/api/v1"`) {
+	if !strings.Contains(cfg, "provider: openrouter") || !strings.Contains(cfg, "base_url: https://openrouter.ai/api/v1") {
 		t.Fatalf("config.yaml:\n%s", cfg)
 	}
 	// The provider alone: its first model.
@@ -189,7 +189,7 @@ func TestProviderKeyAndTypo(t *testing.T) {
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	_, errOut, code := hermes(t, env, "", "--home", home, "chat", "--provider", "gemini", "--model", "gemini-3.5-flash", "-q", "hi")
-	if code == 0 || !strings.Contains(errOut, "no API key for gemini: set GOOGLE_API_KEY (or GEMINI_API_KEY)") {
+	if code == 0 || !strings.Contains(errOut, "no API key for gemini: set GOOGLE_API_KEY or GEMINI_API_KEY") {
 		t.Fatalf("missing key: %d\n%s", code, errOut)
 	}
 	_, errOut, code = hermes(t, env, "", "--home", home, "chat", "--provider", "deepsek", "--model", "m", "-q", "hi")

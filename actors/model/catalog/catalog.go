@@ -81,15 +81,17 @@ func (p Provider) Model(id string) (Model, bool) {
 // NeedsKey reports whether calls to p's default endpoint need a key.
 func (p Provider) NeedsKey() bool { return !p.Local && len(p.KeyEnv) > 0 }
 
-// KeyVars says which variables to set, for messages: "A" or "A (or B, C)".
+// KeyVars says which variables to set, for messages: "A", "A or B",
+// "A, B or C".
 func (p Provider) KeyVars() string {
-	switch len(p.KeyEnv) {
+	switch n := len(p.KeyEnv); n {
 	case 0:
 		return ""
 	case 1:
 		return p.KeyEnv[0]
+	default:
+		return strings.Join(p.KeyEnv[:n-1], ", ") + " or " + p.KeyEnv[n-1]
 	}
-	return p.KeyEnv[0] + " (or " + strings.Join(p.KeyEnv[1:], ", ") + ")"
 }
 
 // All is the catalog, in the order lists show it.

@@ -126,7 +126,7 @@ func TestModelsWindowsAndPrices(t *testing.T) {
 	if p, _ := Lookup("vllm"); p.NeedsKey() || p.DefaultModel() != "" {
 		t.Fatalf("vllm: %+v", p)
 	}
-	if p, _ := Lookup("gemini"); !p.NeedsKey() || p.KeyVars() != "GOOGLE_API_KEY (or GEMINI_API_KEY)" {
+	if p, _ := Lookup("gemini"); !p.NeedsKey() || p.KeyVars() != "GOOGLE_API_KEY or GEMINI_API_KEY" {
 		t.Fatalf("gemini key vars %q", p.KeyVars())
 	}
 }

@@ -39,7 +39,7 @@ func SetModel(home string, c ModelChoice) error {
 			k, v := root.Content[i].Value, root.Content[i+1]
 			switch {
 			case k == "model" && v.Kind == yaml.ScalarNode && v.Value != "":
-				if err := Set(home, "model", "default: "+strconv.Quote(v.Value)); err != nil {
+				if err := Set(home, "model", "default: "+yamlString(v.Value)); err != nil {
 					return err
 				}
 			case k == "model" && v.Kind == yaml.MappingNode:
@@ -58,9 +58,22 @@ func SetModel(home string, c ModelChoice) error {
 		set = append(set, [2]string{"model.api_mode", c.APIMode})
 	}
 	for _, kv := range set {
-		if err := Set(home, kv[0], strconv.Quote(kv[1])); err != nil {
+		if err := Set(home, kv[0], yamlString(kv[1])); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// yamlString is s as a YAML string: plain when YAML reads it back as the
+// same string, quoted when it would read a number, a boolean, null or
+// something else.
+func yamlString(s string) string {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(s), &n); err == nil && len(n.Content) == 1 {
+		if v := n.Content[0]; v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Style == 0 && v.Value == s {
+			return s
+		}
+	}
+	return strconv.Quote(s)
 }

@@ -138,3 +138,26 @@ func TestProviderCallArrives(t *testing.T) {
 		})
 	}
 }
+
+// SetModel writes names YAML would read as something else quoted, and
+// turns a `model: NAME` scalar into the mapping form.
+func TestSetModel(t *testing.T) {
+	cleanKeys(t)
+	home := homeWith(t, "model: old-model # mine\n")
+	if err := SetModel(home, ModelChoice{Provider: "vllm", Model: "1.5", BaseURL: "http://box:8000/v1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.Name != "1.5" || c.Model.Provider != "vllm" || c.Model.BaseURL != "http://box:8000/v1" || c.Model.APIMode != "" {
+		t.Fatalf("model %+v", c.Model)
+	}
+	if err := SetModel(home, ModelChoice{Provider: "bedrock", Model: "us.amazon.nova-pro-v1:0", APIMode: "bedrock_converse"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := Load(home); c.Model.Name != "us.amazon.nova-pro-v1:0" || c.Model.BaseURL != "" || c.Model.APIMode != "" {
+		t.Fatalf("model %+v", c.Model)
+	}
+}
