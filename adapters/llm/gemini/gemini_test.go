@@ -1,6 +1,11 @@
 package gemini
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"google.golang.org/genai"
@@ -69,5 +74,45 @@ func TestConfig(t *testing.T) {
 	req.NoTools = true
 	if c := Config(req); len(c.Tools) != 0 {
 		t.Fatal("tools sent on a no-tools call")
+	}
+}
+
+// A broken server gets errors the recovery ladder can classify: a stream
+// that ends without a finishReason is cut, an HTML page is malformed, a
+// 503 keeps its status.
+func TestBrokenServers(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		ctype  string
+		body   string
+		check  func(*model.ProviderError) bool
+	}{
+		{"cut", 200, "text/event-stream", "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hel\"}]}}]}\n\n",
+			func(pe *model.ProviderError) bool { return errors.Is(pe, model.ErrStreamCut) }},
+		{"html", 200, "text/html", "<html>login</html>",
+			func(pe *model.ProviderError) bool { return errors.Is(pe, model.ErrMalformedStream) }},
+		{"unavailable", 503, "application/json", `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`,
+			func(pe *model.ProviderError) bool {
+				return pe.Status == 503 && strings.Contains(pe.Message, "overloaded")
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.ctype)
+				w.WriteHeader(c.status)
+				w.Write([]byte(c.body))
+			}))
+			defer srv.Close()
+			p, err := New(Options{BaseURL: srv.URL + "/v1beta", APIKey: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Complete(context.Background(), model.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
+			var pe *model.ProviderError
+			if !errors.As(err, &pe) || !c.check(pe) {
+				t.Fatalf("error %#v", err)
+			}
+		})
 	}
 }
