@@ -163,7 +163,9 @@ func Suggest(name string) []string {
 // it says which names are close and lists the rest.
 func UnknownError(src, name string) error {
 	msg := fmt.Sprintf("%s %q is not a provider this build knows", src, name)
-	if why, ok := pythonOnly[strings.ToLower(strings.TrimSpace(name))]; ok {
+	if n := strings.ToLower(strings.TrimSpace(name)); strings.HasPrefix(n, "custom:") {
+		msg += " (it names an entry of the Python Hermes Agent's custom_providers, which this build does not read: set the provider to custom and base_url to the entry's URL)"
+	} else if why, ok := pythonOnly[n]; ok {
 		msg += " (the Python Hermes Agent reaches it through " + why + ", which this build does not do; use a provider with an API key)"
 	} else if s := Suggest(name); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))

@@ -146,6 +146,9 @@ func TestSuggest(t *testing.T) {
 	if msg := UnknownError("model.provider", "copilot").Error(); !strings.Contains(msg, "token exchange") || !strings.Contains(msg, "use a provider with an API key") {
 		t.Fatalf("a Python-only provider: %s", msg)
 	}
+	if msg := UnknownError("model.provider", "custom:my-box").Error(); !strings.Contains(msg, "custom_providers") || !strings.Contains(msg, "base_url") {
+		t.Fatalf("a Python custom provider: %s", msg)
+	}
 	err := UnknownError("--provider", "gemeni")
 	if msg := err.Error(); !strings.Contains(msg, `"gemeni" is not a provider`) || !strings.Contains(msg, "did you mean gemini") || !strings.Contains(msg, "openai, anthropic, openrouter") {
 		t.Fatalf("unknown error: %s", msg)
