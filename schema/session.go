@@ -149,6 +149,10 @@ type MemoryUpdated struct {
 	Action  string   `json:"action"`
 	Entry   string   `json:"entry,omitempty"`
 	Entries []string `json:"entries"`
+	// Source is empty for a change the memory tool made, and says where
+	// the change came from otherwise ("adopted from disk": a file the
+	// Python agent or a person wrote, taken into the stream).
+	Source string `json:"source,omitempty"`
 }
 
 // SkillWritten records a created, patched or deleted skill.

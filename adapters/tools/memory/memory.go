@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +107,18 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	env := tool.EnvFrom(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	d := disk{t.Dir, a.Target}
+	unlock, err := lockFile(d)
+	if err != nil {
+		return "", fmt.Errorf("lock %s: %w", d.path(), err)
+	}
+	defer unlock()
+	// What the file holds and the stream does not (the Python agent's
+	// entries, a hand edit) is taken in first, so the change is made to
+	// everything the file holds.
+	if _, err := adopt(ctx, t.Store, d); err != nil {
+		return "", fmt.Errorf("%w; memory was not changed", err)
+	}
 	// Optimistic concurrency: retry when another process changed memory
 	// between our read and our append.
 	for attempt := 0; attempt < 20; attempt++ {
@@ -140,7 +150,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := WriteFile(t.Dir, a.Target, next); err != nil {
+		if err := t.writeOwn(d, next); err != nil {
 			return "", fmt.Errorf("saved, but writing %s failed: %w", Files[a.Target], err)
 		}
 		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)", Files[a.Target], a.Action, size(next), limit, len(next)), nil
@@ -206,35 +216,12 @@ func apply(entries []string, action, content, old string) ([]string, error) {
 	return nil, fmt.Errorf("action must be add, replace or remove, not %q", action)
 }
 
-// WriteFile writes target's file from its entries (atomically), unless it
-// already holds them: re-applying the events it was written from costs a
-// read, no write.
-func WriteFile(dir, target string, entries []string) error {
-	p := filepath.Join(dir, Files[target])
-	text := strings.Join(entries, Separator)
-	if text != "" {
-		text += "\n"
-	}
-	if b, err := os.ReadFile(p); err == nil && string(b) == text {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	// A temporary file of its own per writer: several processes may write.
-	tmp, err := os.CreateTemp(dir, "."+Files[target]+"-*")
+// writeOwn writes d's file after a change of the tool; the caller holds
+// its lock, and adopted it just before, so a file there is ours.
+func (t *Tool) writeOwn(d disk, entries []string) error {
+	text, exists, err := d.read()
 	if err != nil {
 		return err
 	}
-	_, err = tmp.WriteString(text)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return d.write(text, exists, entries)
 }

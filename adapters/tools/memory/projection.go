@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -23,10 +25,15 @@ import (
 // written or swept since it was last reset: a reset empties it (in the
 // reset's transaction, leaving the files alone), and the first batch after
 // it removes the file of every target not listed and not in the batch,
-// which a log without that target's events must not keep.
+// which a log without that target's events must not keep, if this build
+// wrote that file. A file it did not write (the Python agent's, a hand
+// edit: see disk.go) is never written over nor removed: it is left for
+// Adopt to take into the stream, and Log says so.
 type FilesModel struct {
 	// Dir is $HERMES_HOME/memories.
 	Dir string
+	// Log hears of files left alone (the zero Logger: nothing).
+	Log zerolog.Logger
 	// pending is the latest entries of each target met in the batch.
 	pending map[string][]string
 	// swept is set once this process saw every target listed; cleared by
@@ -115,7 +122,7 @@ func (m *FilesModel) Flush(tx *projections.Tx) error {
 		if _, ok := Files[target]; !ok {
 			continue
 		}
-		if err := WriteFile(m.Dir, target, entries); err != nil {
+		if err := m.write(disk{m.Dir, target}, entries); err != nil {
 			return err
 		}
 		if err := m.own(tx, target); err != nil {
@@ -123,6 +130,26 @@ func (m *FilesModel) Flush(tx *projections.Tx) error {
 		}
 	}
 	return nil
+}
+
+// write writes d's file from entries if the file is ours or missing, under
+// its lock; a foreign or unreadable file is left alone, with a warning.
+func (m *FilesModel) write(d disk, entries []string) error {
+	unlock, err := lockFile(d)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	text, exists, err := d.read()
+	if err != nil {
+		m.Log.Warn().Err(err).Str("file", d.path()).Msg("memory file left as it is")
+		return nil
+	}
+	if exists && !d.ours(text, entries) {
+		m.Log.Warn().Str("file", d.path()).Msg("memory file changed outside hermes: left as it is, to be adopted the next time hermes starts")
+		return nil
+	}
+	return d.write(text, exists, entries)
 }
 
 // sweep removes the file of every target the table does not list and the
@@ -149,7 +176,7 @@ func (m *FilesModel) sweep(tx *projections.Tx) error {
 			continue
 		}
 		if _, ok := m.pending[target]; !ok {
-			if err := os.Remove(filepath.Join(m.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := m.remove(disk{m.Dir, target}); err != nil {
 				return fmt.Errorf("remove %s: %w", name, err)
 			}
 		}
@@ -159,6 +186,19 @@ func (m *FilesModel) sweep(tx *projections.Tx) error {
 	}
 	m.swept = true
 	return nil
+}
+
+// remove removes d's file if this build wrote it, under its lock.
+func (m *FilesModel) remove(d disk) error {
+	if _, err := os.Lstat(d.path()); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockFile(d)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return d.remove()
 }
 
 // own lists target in the table.

@@ -99,7 +99,8 @@ func chatter(t *testing.T, s events.Store, i int) {
 }
 
 // snapshot is what a directory holds: each entry's name, inode, size and
-// modification time.
+// modification time; the locks and the records of what was written (see
+// disk.go) are left out.
 func snapshot(t *testing.T, dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -107,6 +108,9 @@ func snapshot(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".lock") || strings.HasSuffix(e.Name(), ".written") {
+			continue
+		}
 		info, err := e.Info()
 		if err != nil {
 			t.Fatal(err)
@@ -194,8 +198,9 @@ func TestBatchesThatChangeNothingWriteNothing(t *testing.T) {
 }
 
 // TestResetSweepsStaleFiles: a rebuild over a log without a target's
-// events removes that target's file, and one interrupted before its
-// commit leaves the files its checkpoint describes.
+// events removes that target's file if this build wrote it (from another
+// log), and one interrupted before its commit leaves the files its
+// checkpoint describes.
 func TestResetSweepsStaleFiles(t *testing.T) {
 	ctx := context.Background()
 	h := openHome(t, t.TempDir())
@@ -206,7 +211,7 @@ func TestResetSweepsStaleFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(h.memories(), "USER.md")
-	if err := os.WriteFile(stale, []byte("from a log replaced since\n"), 0o600); err != nil {
+	if err := WriteFile(h.memories(), "user", []string{"from a log replaced since"}); err != nil {
 		t.Fatal(err)
 	}
 	// A reset alone (a rebuild that has applied nothing yet) keeps every
@@ -226,6 +231,42 @@ func TestResetSweepsStaleFiles(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(h.memories(), "MEMORY.md")); string(b) != "kept\n" {
 		t.Fatalf("MEMORY.md %q after the rebuild", b)
+	}
+}
+
+// TestRebuildLeavesForeignFiles: a file this build did not write (the
+// Python agent's USER.md, of no event in the log; a MEMORY.md edited by
+// hand after the projection wrote it) is neither removed nor written over
+// by a rebuild, byte for byte.
+func TestRebuildLeavesForeignFiles(t *testing.T) {
+	ctx := context.Background()
+	h := openHome(t, t.TempDir())
+	if _, err := remember(ctx, h.store, "memory", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	user := filepath.Join(h.memories(), "USER.md")
+	mem := filepath.Join(h.memories(), "MEMORY.md")
+	const userText = "Name: Ada\n§\nPrefers metric units"
+	const memText = "one\n§\nadded in an editor\n"
+	os.WriteFile(user, []byte(userText), 0o644)
+	os.WriteFile(mem, []byte(memText), 0o644)
+	if err := h.run.Rebuild(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remember(ctx, h.store, "memory", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(user); err != nil || string(b) != userText {
+		t.Fatalf("USER.md after the rebuild: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(mem); err != nil || string(b) != memText {
+		t.Fatalf("MEMORY.md after the rebuild and a change: %q %v", b, err)
 	}
 }
 
