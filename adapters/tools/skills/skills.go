@@ -37,6 +37,7 @@ type Skill struct {
 // Parse reads SKILL.md text.
 func Parse(text string) (Skill, error) {
 	var s Skill
+	text = strings.ReplaceAll(text, "\r\n", "\n") // a file saved on Windows
 	rest, ok := strings.CutPrefix(strings.TrimLeft(text, "\ufeff"), "---\n")
 	if !ok {
 		return s, errors.New("SKILL.md must start with a --- frontmatter block")
@@ -61,7 +62,10 @@ func Parse(text string) (Skill, error) {
 	return s, nil
 }
 
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+// validName is the Python Hermes Agent's rule for skill names (lowercase
+// letters, digits, hyphens, dots and underscores, at most 64), so that
+// every skill it wrote loads here.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // Library is the set of skill directories, first one wins on a name clash
 // (the project's ./.hermes/skills before the user's).
@@ -72,6 +76,29 @@ type Library struct {
 }
 
 func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
+
+// dirOf is the directory of the home library's skill name: where its
+// SKILL.md is, at any depth (the Python agent files skills under category
+// directories, skills/devops/deploy-check), else home/name for a new one.
+func (l Library) dirOf(name string) string {
+	found := ""
+	filepath.WalkDir(l.home(), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" || d.IsDir() || d.Name() != "SKILL.md" {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil {
+			if s, err := Parse(string(data)); err == nil && s.Name == name {
+				found = filepath.Dir(p)
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	if found != "" {
+		return found
+	}
+	return filepath.Join(l.home(), name)
+}
 
 // All lists every valid skill; broken files are reported in errs.
 func (l Library) All() ([]Skill, []error) {
@@ -145,7 +172,7 @@ func (l Library) install(src string, replace bool) (Skill, error) {
 	if err != nil {
 		return Skill{}, err
 	}
-	dst := filepath.Join(l.home(), s.Name)
+	dst := l.dirOf(s.Name)
 	if _, err := os.Stat(dst); err == nil {
 		if !replace {
 			return Skill{}, fmt.Errorf("%w: %s (use --force to replace it)", ErrSkillExists, dst)
@@ -236,7 +263,7 @@ func (t manageTool) Flags() tool.Flags {
 	return tool.Flags{WritesPaths: func(args json.RawMessage) []string {
 		var a struct{ Name string }
 		json.Unmarshal(args, &a)
-		return []string{filepath.Join(t.l.home(), a.Name)}
+		return []string{t.l.dirOf(a.Name)}
 	}}
 }
 
@@ -254,7 +281,7 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 	if !validName.MatchString(a.Name) {
 		return "", fmt.Errorf("name %q: use lowercase letters, digits and hyphens", a.Name)
 	}
-	dir := filepath.Join(t.l.home(), a.Name)
+	dir := t.l.dirOf(a.Name)
 	path := filepath.Join(dir, "SKILL.md")
 	var content string
 	switch a.Action {

@@ -84,3 +84,49 @@ func TestSkillsLifecycle(t *testing.T) {
 		t.Fatal("install did not copy the skill's files")
 	}
 }
+
+// TestPythonAgentSkills: skills as the Python Hermes Agent files them
+// (under a category directory, names with dots and underscores, saved with
+// CRLF line ends) load, are patched where they are, and are neither
+// duplicated by a create of the same name nor replaced by an install.
+func TestPythonAgentSkills(t *testing.T) {
+	home := t.TempDir()
+	lib := Library{Dirs: []string{home}}
+	dir := filepath.Join(home, "devops", "deploy_check.v2")
+	os.MkdirAll(dir, 0o755)
+	py := "---\r\nname: deploy_check.v2\r\ndescription: Check a deploy\r\nmetadata:\r\n  hermes:\r\n    tags: [ops]\r\n---\r\n\r\nRun the smoke tests.\r\n"
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(py), 0o644)
+	all, errs := lib.All()
+	if len(errs) > 0 || len(all) != 1 || all[0].Name != "deploy_check.v2" || all[0].Body != "Run the smoke tests.\n" {
+		t.Fatalf("skills %+v, errors %v", all, errs)
+	}
+	ctx := tool.WithEnv(context.Background(), &tool.Env{Values: tool.NewSessionValues()})
+	var manage tool.Tool
+	for _, tl := range Tools(lib) {
+		if tl.Spec().Name == "skill_manage" {
+			manage = tl
+		}
+	}
+	run := func(args map[string]any) error {
+		b, _ := json.Marshal(args)
+		_, err := manage.Run(ctx, b)
+		return err
+	}
+	if err := run(map[string]any{"action": "create", "name": "deploy_check.v2", "content": "---\nname: deploy_check.v2\ndescription: another\n---\nx\n"}); err == nil {
+		t.Fatal("a create of an existing name succeeded")
+	}
+	if err := run(map[string]any{"action": "patch", "name": "deploy_check.v2", "old_string": "smoke", "new_string": "canary"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "SKILL.md")); !strings.Contains(string(b), "Run the canary tests.\r\n") {
+		t.Fatalf("patched in place: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(home, "deploy_check.v2")); !os.IsNotExist(err) {
+		t.Fatalf("a second copy at the top: %v", err)
+	}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: deploy_check.v2\ndescription: another\n---\nx\n"), 0o644)
+	if _, err := lib.Install(src); err == nil {
+		t.Fatal("an install over the Python skill succeeded without --force")
+	}
+}

@@ -89,6 +89,9 @@ type App struct {
 	// Runner feeds the projections from the store.
 	Runner *projections.Runner
 
+	// errOut is where warnings for the user go (stderr).
+	errOut io.Writer
+
 	// locksMu guards lockSet (see locks).
 	locksMu sync.Mutex
 	lockSet map[string]*postgres.Locks
@@ -186,7 +189,7 @@ func (g *Factory) Open() (*App, error) {
 		store.Close()
 		return nil, err
 	}
-	a := &App{Home: home, Log: g.Log, Store: store, Spec: spec}
+	a := &App{Home: home, Log: g.Log, Store: store, Spec: spec, errOut: g.errOut()}
 	var pdb *projections.DB
 	if ro {
 		pdb, err = projections.OpenScratch(filepath.Join(home, "projections.db"))
@@ -221,7 +224,10 @@ func (g *Factory) Open() (*App, error) {
 		if a.Local != nil {
 			local = a.Local
 		}
-		projs = append(projs, local.Projection(memory.NewFilesModel(filepath.Join(home, "memories"))))
+		mem := memory.NewFilesModel(filepath.Join(home, "memories"))
+		mem.Log = g.Log
+		projs = append(projs, local.Projection(mem))
+		a.adoptMemories()
 	}
 	// A turn's steps come milliseconds apart with a fast model: gathering
 	// them for 25 ms makes one projection write of a burst instead of one
@@ -234,6 +240,22 @@ func (g *Factory) Open() (*App, error) {
 // projectionLinger is how long the projections' runner gathers events
 // before applying them (projections.Runner.WithLinger).
 const projectionLinger = 25 * time.Millisecond
+
+// adoptMemories takes into the log what the memory files hold and the log
+// does not: a Python Hermes Agent's MEMORY.md and USER.md the first time
+// this build sees them, and hand edits since (see adapters/tools/memory).
+// A file it cannot adopt is left as it is, and named on stderr; the
+// command goes on.
+func (a *App) adoptMemories() {
+	dir := filepath.Join(a.Home, "memories")
+	n, err := memory.Adopt(context.Background(), a.Store, dir)
+	if err != nil {
+		fmt.Fprintf(a.errOut, "hermes: memories not adopted: %v\n", err)
+	}
+	if n > 0 {
+		a.Log.Info().Int("entries", n).Str("dir", dir).Msg("adopted memory entries written outside hermes")
+	}
+}
 
 // OpenProjections opens the table projections that go with the app's
 // store: with a PostgreSQL store, schema hermes_projections of its
