@@ -107,6 +107,10 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 		return out
 	}
 	add(check{name: "config.yaml", detail: "valid", ok: true})
+	if n := len(fileCfg.Ignored()); n > 0 {
+		add(check{name: "config.yaml", detail: fmt.Sprintf("%d key(s) of the Python Hermes Agent ignored: %s", n, strings.Join(fileCfg.Ignored(), ", ")),
+			ok: true, warn: true, fix: "nothing to do: they are left for the Python agent, which reads the same file"})
+	}
 	cfg, err := config.Resolve(home, fileCfg, config.Overrides{})
 	if err != nil {
 		add(check{name: "model", detail: err.Error(), fix: "hermes config set model NAME (or run hermes setup)"})

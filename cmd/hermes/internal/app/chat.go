@@ -63,8 +63,8 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		a.Close()
 		return nil, err
 	}
-	for _, k := range fileCfg.Ignored() {
-		g.Log.Warn().Str("key", k).Msgf("%s: ignoring %s: this build of hermes does not use it", filepath.Join(a.Home, "config.yaml"), k)
+	if w := fileCfg.IgnoredWarning(filepath.Join(a.Home, "config.yaml")); w != "" {
+		fmt.Fprintln(g.errOut(), "hermes: "+w)
 	}
 	cfg, err := config.Resolve(a.Home, fileCfg, ov)
 	if err != nil {

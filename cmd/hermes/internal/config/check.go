@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -14,14 +15,17 @@ import (
 
 // How config.yaml's keys are checked: inside a section this build reads
 // (agent, tools, terminal, compression, ...) every key must be one it
-// knows, or hermes refuses to start, naming the key and the nearest known
-// one: a misspelt key silently keeps its default, and for keys such as
+// knows (or the Python agent's, below), or hermes refuses to start,
+// naming the key and the nearest known one: a misspelt key silently keeps its default, and for keys such as
 // tools.disabled_tools that default is the less safe one. A top-level key
 // this build does not know is refused the same way when it looks like a
 // known key or names a key of a section (disabled_tools: at the top
-// instead of under tools:); otherwise it is a section of the Python
-// Hermes Agent's config this build has no use for, and is ignored with a
-// warning, so that one config.yaml serves both.
+// instead of under tools:). A key of the Python Hermes Agent's config
+// (python_keys.go, generated from its package) that this build has no use
+// for is ignored, with one warning naming them all, so that one
+// config.yaml serves both; a key neither has is refused.
+//
+//go:generate sh -c "$HERMES_AGENT_VENV/bin/python testdata/python_keys.py | gofmt > python_keys.go"
 
 // mapKeys are the keys of a section held as a plain map (nil: any).
 func mapKeys(section string) []string {
@@ -95,8 +99,14 @@ func (k *keyCheck) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 }
 
-// unknown records key p, not one of known (the keys of section).
+// unknown records key p, not one of known (the keys of section): a key
+// of the Python agent's config is ignored (and warned about), any other
+// is refused.
 func (k *keyCheck) unknown(key *yaml.Node, p, section string, known []string) {
+	if pythonKey(p) {
+		k.ignored = append(k.ignored, p)
+		return
+	}
 	if section != "" {
 		msg := "unknown key " + p
 		if s := nearest(key.Value, known); s != "" {
@@ -115,8 +125,25 @@ func (k *keyCheck) unknown(key *yaml.Node, p, section string, known []string) {
 		k.problems = append(k.problems, keyProblem{key.Line, fmt.Sprintf("unknown key %s: did you mean %s (under %s:)?", p, s, strings.Split(s, ".")[0])})
 		return
 	}
-	k.ignored = append(k.ignored, p)
+	k.problems = append(k.problems, keyProblem{key.Line, fmt.Sprintf("unknown key %s: neither this build nor the Python Hermes Agent %s has it", p, pythonAgentVersion)})
 }
+
+// pythonKey says whether dotted key p (list indexes dropped) is one of the
+// Python Hermes Agent's config (see python_keys.go).
+func pythonKey(p string) bool {
+	p = listIndex.ReplaceAllString(p, "")
+	if _, ok := pythonKeys[p]; ok {
+		return true
+	}
+	for i := range len(p) {
+		if p[i] == '.' && pythonKeys[p[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // sectionKey finds name (or a near miss) among the keys one level down:
 // a key written at the top instead of in its section.

@@ -248,10 +248,16 @@ func Load(home string) (Config, error) {
 			return c, fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	var used []string
+	if len(doc.Content) > 0 {
+		if used, err = c.honourPython(&doc); err != nil {
+			return c, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if bad := checkValues(c, keys.set); len(bad) > 0 {
 		return c, fmt.Errorf("%s:\n  %s", path, strings.Join(bad, "\n  "))
 	}
-	c.ignored = keys.ignored
+	c.ignored = dropUsed(keys.ignored, used)
 	return c, nil
 }
 

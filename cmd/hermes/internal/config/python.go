@@ -1,0 +1,94 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// pythonOnly are the keys of the Python Hermes Agent's config.yaml that
+// this build honours though they are not its own: each maps onto the key
+// of this build that does the same thing, unless that key is set too.
+type pythonOnly struct {
+	Model       yaml.Node `yaml:"model"`
+	Compression struct {
+		// SummaryModel, SummaryProvider and SummaryBaseURL are the
+		// compression model before the Python agent moved it to
+		// auxiliary.compression (its migrate_config does the same).
+		SummaryModel    string `yaml:"summary_model"`
+		SummaryProvider string `yaml:"summary_provider"`
+		SummaryBaseURL  string `yaml:"summary_base_url"`
+	} `yaml:"compression"`
+}
+
+// pythonModel is the Python agent's model: mapping beyond ModelRef.
+type pythonModel struct {
+	APIKey        string `yaml:"api_key"`
+	ContextLength int    `yaml:"context_length"`
+	MaxTokens     int    `yaml:"max_tokens"`
+}
+
+// honourPython sets c's keys from the Python agent's keys that mean the
+// same (see pythonOnly), and returns those it used.
+func (c *Config) honourPython(doc *yaml.Node) ([]string, error) {
+	var p pythonOnly
+	if err := doc.Decode(&p); err != nil {
+		return nil, err
+	}
+	var used []string
+	use := func(key string, unset bool, set func()) {
+		if unset {
+			set()
+		}
+		used = append(used, key)
+	}
+	if p.Model.Kind == yaml.MappingNode {
+		var m pythonModel
+		if err := p.Model.Decode(&m); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		if m.ContextLength < 0 {
+			return nil, fmt.Errorf("model.context_length must be a number of tokens, got %d", m.ContextLength)
+		}
+		if m.MaxTokens < 0 {
+			return nil, fmt.Errorf("model.max_tokens must be a number of tokens, got %d", m.MaxTokens)
+		}
+		if m.APIKey != "" {
+			use("model.api_key", c.APIKey == "", func() { c.APIKey = m.APIKey })
+		}
+		if m.ContextLength > 0 {
+			use("model.context_length", c.ContextWindow == 0, func() { c.ContextWindow = m.ContextLength })
+		}
+		if m.MaxTokens > 0 {
+			use("model.max_tokens", c.Agent.MaxTokens == 0, func() { c.Agent.MaxTokens = m.MaxTokens })
+		}
+	}
+	aux := &c.Auxiliary.Compression
+	if v := strings.TrimSpace(p.Compression.SummaryModel); v != "" {
+		use("compression.summary_model", aux.Name == "", func() { aux.Name = v })
+	}
+	if v := strings.TrimSpace(p.Compression.SummaryProvider); v != "" && v != "auto" {
+		use("compression.summary_provider", aux.Provider == "", func() { aux.Provider = v })
+	}
+	if v := strings.TrimSpace(p.Compression.SummaryBaseURL); v != "" {
+		use("compression.summary_base_url", aux.BaseURL == "", func() { aux.BaseURL = v })
+	}
+	return used, nil
+}
+
+// IgnoredWarning is the one line that names the keys of the Python agent
+// this build does not use (empty when there are none).
+func (c Config) IgnoredWarning(path string) string {
+	if len(c.ignored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: ignoring %d key(s) of the Python Hermes Agent this build has no use for: %s",
+		path, len(c.ignored), strings.Join(c.ignored, ", "))
+}
+
+// dropUsed removes the keys honoured from the ignored ones.
+func dropUsed(ignored, used []string) []string {
+	return slices.DeleteFunc(ignored, func(k string) bool { return slices.Contains(used, k) })
+}
