@@ -223,3 +223,48 @@ func TestPythonDefaultConfigLoads(t *testing.T) {
 		t.Fatalf("a key neither has: %v\n%s\n%s", err, out, errOut)
 	}
 }
+
+// TestImportPythonHome: import hermes-state of a Python agent's home
+// elsewhere brings its sessions, adds its memory entries to this home's
+// (keeping the entries here) and copies its skills (categories kept, none
+// replaced); a second import adds nothing.
+func TestImportPythonHome(t *testing.T) {
+	venv := pythonAgent(t)
+	py := filepath.Join(t.TempDir(), ".hermes")
+	os.MkdirAll(py, 0o700)
+	python(t, venv, py, "", "memory-add", "memory", "Project uses uv, not pip")
+	python(t, venv, py, "", "memory-add", "memory", "Shell is zsh")
+	python(t, venv, py, "", "memory-add", "user", "Name: Ada")
+	python(t, venv, py, "---\nname: deploy_check\ndescription: Check a deploy before it ships\n---\n\nRun the smoke tests.\n", "skill-create", "deploy_check", "devops")
+	python(t, venv, py, "", "session", "20260301_090000_aaaaaa", "How full is my disk?")
+
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, "memories"), 0o700)
+	os.WriteFile(filepath.Join(home, "memories", "MEMORY.md"), []byte("Shell is zsh\n§\nEditor is helix\n"), 0o600)
+	out := mustRun(t, home, "import", "hermes-state", filepath.Join(py, "state.db"))
+	if !strings.Contains(out, "imported 1 sessions") || !strings.Contains(out, "imported 2 memory entries and 1 skills") {
+		t.Fatalf("import:\n%s", out)
+	}
+	want := []string{"Shell is zsh", "Editor is helix", "Project uses uv, not pip"}
+	if got := memory.Parse(readFile(t, filepath.Join(home, "memories", "MEMORY.md"))); !slices.Equal(got, want) {
+		t.Fatalf("MEMORY.md %q, want %q", got, want)
+	}
+	res := python(t, venv, home, "", "memory-read")
+	if !slices.Equal(strs(res["memory"]), want) || !slices.Equal(strs(res["user"]), []string{"Name: Ada"}) {
+		t.Fatalf("the Python agent reads the imported home as %v", res)
+	}
+	skill := filepath.Join("skills", "devops", "deploy_check", "SKILL.md")
+	if readFile(t, filepath.Join(home, skill)) != readFile(t, filepath.Join(py, skill)) {
+		t.Fatal("the skill was not copied as it is")
+	}
+	if out := mustRun(t, home, "sessions", "list"); !strings.Contains(out, "How full is my disk") && !strings.Contains(out, "20260301") {
+		t.Fatalf("sessions list:\n%s", out)
+	}
+	out = mustRun(t, home, "import", "hermes-state", filepath.Join(py, "state.db"))
+	if !strings.Contains(out, "imported 0 sessions") || !strings.Contains(out, "imported 0 memory entries and 0 skills; 1 skills already there") {
+		t.Fatalf("second import:\n%s", out)
+	}
+	if got := memory.Parse(readFile(t, filepath.Join(home, "memories", "MEMORY.md"))); !slices.Equal(got, want) {
+		t.Fatalf("MEMORY.md after the second import %q", got)
+	}
+}

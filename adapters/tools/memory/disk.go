@@ -349,3 +349,67 @@ func Changes(target string, from, to []string) []schema.MemoryUpdated {
 	}
 	return out
 }
+
+// Import adds to target's memory in dir the entries of another home's
+// file (text, in the file format) that it does not hold yet, each a
+// MemoryUpdated "add" event with Source source, and writes the file; it
+// removes nothing and returns how many entries it added. The file in dir
+// is adopted first, as for any change. The limits of the files are not
+// applied: nothing imported is dropped; the memory tool refuses to add
+// more until entries are removed.
+func Import(ctx context.Context, store events.Store, dir, target, text, source string) (int, error) {
+	if _, ok := Files[target]; !ok {
+		return 0, fmt.Errorf("no memory file for target %q", target)
+	}
+	if !utf8.ValidString(text) {
+		return 0, &MalformedError{Path: source, Reason: "is not UTF-8 text"}
+	}
+	d := disk{dir, target}
+	unlock, err := lockFile(d)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if _, err := adopt(ctx, store, d); err != nil {
+		return 0, err
+	}
+	for attempt := 0; attempt < 20; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt*attempt) * time.Millisecond)
+		}
+		current, expected, err := Current(ctx, store, target)
+		if err != nil {
+			return 0, err
+		}
+		state := slices.Clone(current)
+		var evs []schema.Envelope
+		for _, e := range Parse(text) {
+			if slices.Contains(state, e) {
+				continue
+			}
+			state = append(state, e)
+			ev, err := schema.NewEnvelope(schema.Meta{}, schema.MemoryUpdated{Target: target, Action: "add", Entry: e, Entries: slices.Clone(state), Source: source})
+			if err != nil {
+				return 0, err
+			}
+			evs = append(evs, ev)
+		}
+		if len(evs) == 0 {
+			return 0, nil
+		}
+		_, err = store.Append(ctx, Stream, expected, evs...)
+		var wev *events.WrongExpectedVersionError
+		if errors.As(err, &wev) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		old, exists, err := d.read()
+		if err != nil {
+			return len(evs), err
+		}
+		return len(evs), d.write(old, exists, state)
+	}
+	return 0, errors.New("memory is being changed by other sessions right now; try again")
+}

@@ -181,3 +181,27 @@ func TestAdoptOnce(t *testing.T) {
 		t.Fatalf("rewritten: %q", b)
 	}
 }
+
+// TestImport adds another home's entries that are missing, keeps those
+// here, and refuses text that is not UTF-8 without changing anything.
+func TestImport(t *testing.T) {
+	tool, ctx, store := setup(t)
+	writePython(t, tool.Dir, "MEMORY.md", "here\n§\nshared")
+	n, err := Import(ctx, store, tool.Dir, "memory", "shared\n§\nthere", "imported from elsewhere")
+	if err != nil || n != 1 {
+		t.Fatalf("Import: %d %v", n, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(tool.Dir, "MEMORY.md"))
+	if got := Parse(string(b)); !slices.Equal(got, []string{"here", "shared", "there"}) {
+		t.Fatalf("MEMORY.md %q", got)
+	}
+	if h := history(t, store); h[len(h)-1].Source != "imported from elsewhere" {
+		t.Fatalf("last event %+v", h[len(h)-1])
+	}
+	if n, err := Import(ctx, store, tool.Dir, "memory", "bad \xff", "x"); n != 0 || err == nil || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Fatalf("Import of bad text: %d %v", n, err)
+	}
+	if b2, _ := os.ReadFile(filepath.Join(tool.Dir, "MEMORY.md")); string(b2) != string(b) {
+		t.Fatalf("changed by a refused import: %q", b2)
+	}
+}

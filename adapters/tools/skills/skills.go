@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -107,6 +108,9 @@ func (l Library) All() ([]Skill, []error) {
 	var errs []error
 	for _, dir := range l.Dirs {
 		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != dir && hiddenDir(d.Name()) {
+				return filepath.SkipDir
+			}
 			if err != nil || d.IsDir() || d.Name() != "SKILL.md" {
 				return nil
 			}
@@ -130,6 +134,13 @@ func (l Library) All() ([]Skill, []error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errs
+}
+
+// hiddenDir says whether a directory of that name holds no skills to list:
+// hidden ones (the Python agent keeps its skills hub state, archives and
+// backups in .hub, .archive, .curator_backups, ...) and those of tools.
+func hiddenDir(name string) bool {
+	return strings.HasPrefix(name, ".") || slices.Contains([]string{"venv", "node_modules", "site-packages", "__pycache__"}, name)
 }
 
 // Get finds one skill by name.
@@ -198,6 +209,80 @@ func (l Library) install(src string, replace bool) (Skill, error) {
 	})
 	s.Path = filepath.Join(dst, "SKILL.md")
 	return s, err
+}
+
+// ImportTree copies the skills under src (another home's skills/
+// directory: every directory holding a SKILL.md, at any depth) into the
+// home library, at the same place under it (categories kept). A skill
+// whose name the home library has already, or whose place is taken, is
+// skipped: nothing there is replaced. It returns the names imported and
+// skipped; a SKILL.md that does not parse is skipped and named in errs.
+func (l Library) ImportTree(src string) (imported, skipped []string, errs []error) {
+	home := Library{Dirs: []string{l.home()}}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != src && hiddenDir(d.Name()) {
+			return filepath.SkipDir
+		}
+		data, err := os.ReadFile(filepath.Join(p, "SKILL.md"))
+		if err != nil {
+			return nil
+		}
+		s, err := Parse(string(data))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(p, "SKILL.md"), err))
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(l.home(), rel)
+		if _, err := home.Get(s.Name); err == nil {
+			skipped = append(skipped, s.Name)
+			return filepath.SkipDir
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			skipped = append(skipped, s.Name)
+			return filepath.SkipDir
+		}
+		if err := copyTree(p, dst); err != nil {
+			errs = append(errs, fmt.Errorf("copy skill %s: %w", s.Name, err))
+			return filepath.SkipDir
+		}
+		imported = append(imported, s.Name)
+		return filepath.SkipDir
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return imported, skipped, errs
+}
+
+// copyTree copies the directory src to dst (which must not exist),
+// regular files and directories only.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, 0o644)
+		}
+		return nil
+	})
 }
 
 // Tools returns skills_list, skill_view and skill_manage.

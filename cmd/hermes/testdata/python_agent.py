@@ -8,6 +8,7 @@ the venv where hermes-agent is installed ($HERMES_AGENT_VENV/bin/python).
   skill-create NAME CATEGORY  its skill writer (body from stdin)
   config-load                 its config loader and checker: the loaded config
                               and the problems validate_config_structure finds
+  session ID TEXT             its SessionDB: a session in $HERMES_HOME/state.db
 
 Each prints one JSON document and exits 1 if the Python code refused.
 """
@@ -38,6 +39,17 @@ def main(argv):
         conf = load_config()
         issues = [i.message for i in validate_config_structure(conf) if i.severity == "error"]
         res = {"success": not issues, "config": conf, "errors": issues}
+    elif cmd == "session":
+        from hermes_constants import get_hermes_home
+        from hermes_state import SessionDB
+
+        db = SessionDB(get_hermes_home() / "state.db")
+        db.create_session(argv[1], "cli", model="gpt-4o-mini")
+        db.append_message(argv[1], "user", argv[2])
+        db.append_message(argv[1], "assistant", "Done.", finish_reason="stop")
+        db.end_session(argv[1], "user_exit")
+        db.close()
+        res = {"success": True}
     else:
         raise SystemExit("unknown command " + cmd)
     print(json.dumps(res, default=str))
