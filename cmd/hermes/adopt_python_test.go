@@ -268,3 +268,32 @@ func TestImportPythonHome(t *testing.T) {
 		t.Fatalf("MEMORY.md after the second import %q", got)
 	}
 }
+
+// TestPythonKeysInAuthAndEnv: the API key the Python agent keeps in its
+// auth.json credential pool (hermes auth add) is used for its provider,
+// and one it wrote to .env (hermes config set NAME KEY) wins over it.
+func TestPythonKeysInAuthAndEnv(t *testing.T) {
+	venv := pythonAgent(t)
+	srv := llmtest.New(llmtest.Reply{Content: "one"}, llmtest.Reply{Content: "two"})
+	defer srv.Close()
+	home := filepath.Join(t.TempDir(), ".hermes")
+	os.MkdirAll(home, 0o700)
+	pythonHermes(t, venv, home, "config", "set", "model.default", "openai/gpt-4o-mini")
+	pythonHermes(t, venv, home, "config", "set", "model.provider", "openrouter")
+	pythonHermes(t, venv, home, "config", "set", "model.base_url", srv.URL+"/v1")
+	pythonHermes(t, venv, home, "auth", "add", "openrouter", "--type", "api-key", "--api-key", "sk-or-from-auth-json")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(home)}
+	if out, errOut, code := hermes(t, env, "", "--home", home, "chat", "-q", "hi"); code != 0 {
+		t.Fatalf("chat: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if auth := srv.Requests()[0].Header.Get("Authorization"); auth != "Bearer sk-or-from-auth-json" {
+		t.Fatalf("Authorization %q: auth.json's key not used", auth)
+	}
+	pythonHermes(t, venv, home, "config", "set", "OPENROUTER_API_KEY", "sk-or-from-dotenv")
+	if out, errOut, code := hermes(t, env, "", "--home", home, "chat", "-q", "hi again"); code != 0 {
+		t.Fatalf("chat: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if auth := srv.Requests()[1].Header.Get("Authorization"); auth != "Bearer sk-or-from-dotenv" {
+		t.Fatalf("Authorization %q: .env's key not used", auth)
+	}
+}

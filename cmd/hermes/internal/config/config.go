@@ -323,6 +323,9 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if r.LLM.KeyEnv == "" && len(keyEnvs) > 0 {
 		r.LLM.KeyEnv = keyEnvs[0]
 	}
+	if r.LLM.APIKey == "" && isKnown {
+		r.LLM.APIKey = authPoolKey(home, known.ID) // the Python agent's auth.json
+	}
 	r.Model = first(o.Model, r.Model)
 	r.LLM.BaseURL = first(o.BaseURL, r.LLM.BaseURL)
 	if r.Mode, err = llm.ResolveMode(r.LLM); err != nil {

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -91,4 +94,37 @@ func (c Config) IgnoredWarning(path string) string {
 // dropUsed removes the keys honoured from the ignored ones.
 func dropUsed(ignored, used []string) []string {
 	return slices.DeleteFunc(ignored, func(k string) bool { return slices.Contains(used, k) })
+}
+
+// authPoolKey is the API key the Python agent's auth.json in home holds for
+// provider (its credential_pool, as `hermes auth add PROVIDER --type
+// api-key` writes it): the entry of the lowest priority that is an API key
+// and not marked exhausted. OAuth entries are left to the Python agent,
+// which refreshes them. An absent or unreadable auth.json gives "".
+func authPoolKey(home, provider string) string {
+	b, err := os.ReadFile(filepath.Join(home, "auth.json"))
+	if err != nil || provider == "" {
+		return ""
+	}
+	var auth struct {
+		Pool map[string][]struct {
+			AuthType    string `json:"auth_type"`
+			AccessToken string `json:"access_token"`
+			Priority    int    `json:"priority"`
+			LastStatus  string `json:"last_status"`
+		} `json:"credential_pool"`
+	}
+	if json.Unmarshal(b, &auth) != nil {
+		return ""
+	}
+	key, best := "", 0
+	for _, e := range auth.Pool[provider] {
+		if e.AuthType != "api_key" || e.AccessToken == "" || e.LastStatus == "exhausted" {
+			continue
+		}
+		if key == "" || e.Priority < best {
+			key, best = e.AccessToken, e.Priority
+		}
+	}
+	return key
 }

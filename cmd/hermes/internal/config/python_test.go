@@ -94,3 +94,26 @@ fallback_providers:
 		}
 	}
 }
+
+// TestAuthPoolKey: the pool's API key entry of the lowest priority that
+// is not exhausted; OAuth entries, other providers and a malformed file
+// give none.
+func TestAuthPoolKey(t *testing.T) {
+	home := t.TempDir()
+	write := func(s string) { os.WriteFile(filepath.Join(home, "auth.json"), []byte(s), 0o600) }
+	write(`{"version":1,"providers":{},"credential_pool":{"openrouter":[
+{"auth_type":"oauth","access_token":"tok","priority":0},
+{"auth_type":"api_key","access_token":"sk-2","priority":2},
+{"auth_type":"api_key","access_token":"sk-0","priority":1,"last_status":"exhausted"},
+{"auth_type":"api_key","access_token":"sk-1","priority":1}]}}`)
+	if k := authPoolKey(home, "openrouter"); k != "sk-1" {
+		t.Fatalf("key %q", k)
+	}
+	if k := authPoolKey(home, "anthropic"); k != "" {
+		t.Fatalf("another provider's key %q", k)
+	}
+	write("{not json")
+	if k := authPoolKey(home, "openrouter"); k != "" {
+		t.Fatalf("malformed: %q", k)
+	}
+}
