@@ -272,9 +272,6 @@ func adopt(ctx context.Context, store events.Store, d disk) (int, error) {
 			return 0, err
 		}
 		if d.ours(text, current) {
-			if slices.Equal(Parse(text), current) {
-				return 0, d.claim(text)
-			}
 			return 0, nil
 		}
 		changes := Changes(d.target, current, Parse(text))
@@ -294,7 +291,10 @@ func adopt(ctx context.Context, store events.Store, d disk) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("adopt %s: %w", d.path(), err)
 		}
-		return len(changes), d.claim(text)
+		// The file now holds the stream's latest entries: ours for every
+		// check against them, not yet for a projection writing an older
+		// state (it is not claimed).
+		return len(changes), nil
 	}
 	return 0, errors.New("memory is being changed by other sessions right now; try again")
 }

@@ -1,13 +1,16 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -34,6 +37,12 @@ type FilesModel struct {
 	Dir string
 	// Log hears of files left alone (the zero Logger: nothing).
 	Log zerolog.Logger
+	// Store, when set, is the log the projection follows: a batch then
+	// writes a target's file only if its state is the stream's latest, so
+	// that a projection lagging behind a memory tool (which writes the
+	// file itself) never puts an older state on disk for the Python agent
+	// to read and build on.
+	Store events.Store
 	// pending is the latest entries of each target met in the batch.
 	pending map[string][]string
 	// swept is set once this process saw every target listed; cleared by
@@ -140,6 +149,15 @@ func (m *FilesModel) write(d disk, entries []string) error {
 		return err
 	}
 	defer unlock()
+	if m.Store != nil {
+		latest, _, err := Current(context.Background(), m.Store, d.target)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(latest, entries) {
+			return nil // a later change is in the log: its batch writes the file
+		}
+	}
 	text, exists, err := d.read()
 	if err != nil {
 		m.Log.Warn().Err(err).Str("file", d.path()).Msg("memory file left as it is")

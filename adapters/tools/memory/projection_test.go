@@ -484,3 +484,64 @@ func TestKill9NeverLeavesTheCheckpointAhead(t *testing.T) {
 		t.Fatalf("after recovery MEMORY.md %q, the log's last state %q", b, last)
 	}
 }
+
+// hookedModel runs hook once, in the first Flush, before the files are
+// written: a memory tool in another process changing memory while the
+// projection's batch is in flight.
+type hookedModel struct {
+	*FilesModel
+	hook *func()
+}
+
+func (m hookedModel) Flush(tx *projections.Tx) error {
+	if f := *m.hook; f != nil {
+		*m.hook = nil
+		f()
+	}
+	return m.FilesModel.Flush(tx)
+}
+
+// TestLaggingProjectionKeepsNewerFile: a batch applying a change older
+// than the one a memory tool has since written to the file leaves the
+// file as the tool wrote it (the Python agent may read it in between).
+func TestLaggingProjectionKeepsNewerFile(t *testing.T) {
+	tool, ctx, _ := setup(t)
+	dir := filepath.Dir(tool.Dir)
+	store, err := embedded.Open(filepath.Join(dir, "lagging.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tool.Store = store
+	fm := NewFilesModel(tool.Dir)
+	fm.Store = store
+	var hook func()
+	h, err := openWithStore(dir, store, hookedModel{fm, &hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.db.Close()
+	if _, err := remember(ctx, store, "memory", "one"); err != nil {
+		t.Fatal(err)
+	}
+	hook = func() {
+		if _, err := call(t, tool, ctx, map[string]any{"action": "add", "target": "memory", "content": "two"}); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := h.run.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tool.Dir, "MEMORY.md")); string(b) != "one\n§\ntwo\n" {
+		t.Fatalf("MEMORY.md %q: the lagging batch wrote its older state", b)
+	}
+}
+
+func openWithStore(dir string, store *embedded.Store, m projections.Model) (*home, error) {
+	db, err := projections.OpenDB(filepath.Join(dir, "lagging-projections.db"))
+	if err != nil {
+		return nil, err
+	}
+	run := projections.NewRunner(store, zerolog.Nop(), db.Projection(m))
+	return &home{dir: dir, store: store, db: db, run: run}, nil
+}

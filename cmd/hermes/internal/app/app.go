@@ -225,7 +225,7 @@ func (g *Factory) Open() (*App, error) {
 			local = a.Local
 		}
 		mem := memory.NewFilesModel(filepath.Join(home, "memories"))
-		mem.Log = g.Log
+		mem.Log, mem.Store = g.Log, store
 		projs = append(projs, local.Projection(mem))
 		a.adoptMemories()
 	}
