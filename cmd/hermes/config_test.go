@@ -47,7 +47,7 @@ func TestConfigKeysAndRanges(t *testing.T) {
 			os.WriteFile(filepath.Join(home, "config.yaml"), []byte(c.yaml), 0o600)
 			out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "hi")
 			if c.want == nil {
-				if code != 0 || out != "ok\n" || !strings.Contains(errOut, "ignoring display: this build of hermes does not use it") {
+				if code != 0 || out != "ok\n" || !strings.Contains(errOut, "ignoring 1 key(s) of the Python Hermes Agent this build has no use for: display") {
 					t.Fatalf("exit %d stdout %q stderr:\n%s", code, out, errOut)
 				}
 				return

@@ -101,9 +101,13 @@ func (k *keyCheck) walk(n *yaml.Node, t reflect.Type, path string) {
 
 // unknown records key p, not one of known (the keys of section): a key
 // of the Python agent's config is ignored (and warned about), any other
-// is refused.
+// is refused. A key the Python agent's list names is its; one it does
+// not name but that falls below a key whose contents it leaves open
+// (model:, fallback_providers:) is its too, unless it looks like a
+// misspelling of a key of this build.
 func (k *keyCheck) unknown(key *yaml.Node, p, section string, known []string) {
-	if pythonKey(p) {
+	exact, open := pythonKey(p)
+	if exact || open && nearest(key.Value, known) == "" {
 		k.ignored = append(k.ignored, p)
 		return
 	}
@@ -128,19 +132,20 @@ func (k *keyCheck) unknown(key *yaml.Node, p, section string, known []string) {
 	k.problems = append(k.problems, keyProblem{key.Line, fmt.Sprintf("unknown key %s: neither this build nor the Python Hermes Agent %s has it", p, pythonAgentVersion)})
 }
 
-// pythonKey says whether dotted key p (list indexes dropped) is one of the
-// Python Hermes Agent's config (see python_keys.go).
-func pythonKey(p string) bool {
+// pythonKey says whether dotted key p (list indexes dropped) is one the
+// Python Hermes Agent's config names (exact), or falls below one whose
+// contents it leaves open (see python_keys.go).
+func pythonKey(p string) (exact, open bool) {
 	p = listIndex.ReplaceAllString(p, "")
 	if _, ok := pythonKeys[p]; ok {
-		return true
+		return true, false
 	}
 	for i := range len(p) {
 		if p[i] == '.' && pythonKeys[p[:i]] {
-			return true
+			return false, true
 		}
 	}
-	return false
+	return false, false
 }
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
