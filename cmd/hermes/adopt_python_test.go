@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/events/embedded"
 )
 
 // The tests of this file check that a home the Python Hermes Agent wrote
@@ -295,5 +297,41 @@ func TestPythonKeysInAuthAndEnv(t *testing.T) {
 	}
 	if auth := srv.Requests()[1].Header.Get("Authorization"); auth != "Bearer sk-or-from-dotenv" {
 		t.Fatalf("Authorization %q: .env's key not used", auth)
+	}
+}
+
+// TestMalformedMemoryFileIsLeftAlone: a MEMORY.md that is not UTF-8 text
+// (it cannot be adopted without losing bytes) is named on stderr when a
+// command opens the home, the command goes on, and neither the opening
+// nor a rebuild changes the file; USER.md beside it is adopted.
+func TestMalformedMemoryFileIsLeftAlone(t *testing.T) {
+	quietEnv(t)
+	home := t.TempDir()
+	dir := filepath.Join(home, "memories")
+	os.MkdirAll(dir, 0o700)
+	bad := []byte("caf\xe9 au lait\n§\nsecond")
+	os.WriteFile(filepath.Join(dir, "MEMORY.md"), bad, 0o644)
+	os.WriteFile(filepath.Join(dir, "USER.md"), []byte("Name: Ada"), 0o644)
+	_, errOut, err := inHome(t, home, "projections", "rebuild")
+	if err != nil || !strings.Contains(errOut, "memories not adopted") || !strings.Contains(errOut, "MEMORY.md is not UTF-8 text") {
+		t.Fatalf("rebuild: %v\n%s", err, errOut)
+	}
+	if got := readFile(t, filepath.Join(dir, "MEMORY.md")); got != string(bad) {
+		t.Fatalf("MEMORY.md changed: %q", got)
+	}
+	if got := readFile(t, filepath.Join(dir, "USER.md")); got != "Name: Ada" {
+		t.Fatalf("USER.md changed: %q", got)
+	}
+	store, err := embedded.Open(filepath.Join(home, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	user, _, err := memory.Current(context.Background(), store, "user")
+	if err != nil || !slices.Equal(user, []string{"Name: Ada"}) {
+		t.Fatalf("USER.md adopted as %q, %v", user, err)
+	}
+	if mem, _, _ := memory.Current(context.Background(), store, "memory"); len(mem) != 0 {
+		t.Fatalf("the malformed MEMORY.md was adopted as %q", mem)
 	}
 }
