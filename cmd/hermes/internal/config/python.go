@@ -24,6 +24,13 @@ type pythonOnly struct {
 		SummaryProvider string `yaml:"summary_provider"`
 		SummaryBaseURL  string `yaml:"summary_base_url"`
 	} `yaml:"compression"`
+	Delegation struct {
+		// MaxConcurrentChildren is this build's delegation.max_concurrent,
+		// MaxSpawnDepth its delegation.max_depth (1: subagents do not
+		// delegate further).
+		MaxConcurrentChildren int `yaml:"max_concurrent_children"`
+		MaxSpawnDepth         int `yaml:"max_spawn_depth"`
+	} `yaml:"delegation"`
 }
 
 // pythonModel is the Python agent's model: mapping beyond ModelRef.
@@ -77,6 +84,13 @@ func (c *Config) honourPython(doc *yaml.Node) ([]string, error) {
 	}
 	if v := strings.TrimSpace(p.Compression.SummaryBaseURL); v != "" {
 		use("compression.summary_base_url", aux.BaseURL == "", func() { aux.BaseURL = v })
+	}
+	d := &c.Delegation
+	if v := p.Delegation.MaxConcurrentChildren; v > 0 {
+		use("delegation.max_concurrent_children", d.MaxConcurrent == 0, func() { d.MaxConcurrent = v })
+	}
+	if v := p.Delegation.MaxSpawnDepth; v > 0 {
+		use("delegation.max_spawn_depth", d.MaxDepth == 0, func() { d.MaxDepth = v })
 	}
 	return used, nil
 }

@@ -51,6 +51,9 @@ agent:
 compression:
   summary_model: cheap
   summary_provider: auto
+delegation:
+  max_spawn_depth: 1
+  max_concurrent_children: 5
 toolsets:
 - hermes-cli
 terminal:
@@ -65,7 +68,8 @@ fallback_providers:
 		t.Fatal(err)
 	}
 	if c.APIKey != "sk-in-config" || c.ContextWindow != 64000 || c.Agent.MaxTokens != 2048 || c.Agent.MaxTurns != 12 ||
-		c.Auxiliary.Compression.Name != "cheap" || c.Auxiliary.Compression.Provider != "" || c.Model.Name != "gpt-4o-mini" {
+		c.Auxiliary.Compression.Name != "cheap" || c.Auxiliary.Compression.Provider != "" || c.Model.Name != "gpt-4o-mini" ||
+		c.Delegation.MaxDepth != 1 || c.Delegation.MaxConcurrent != 5 {
 		t.Fatalf("honoured: %+v", c)
 	}
 	want := []string{"agent.reasoning_effort", "compression.summary_provider", "toolsets", "terminal.modal_mode", "fallback_providers[0].api_key"}
