@@ -34,8 +34,10 @@ import (
 // A write records the new bytes' hash before it replaces the file and
 // forgets the old ones after, so a file killed halfway through a write is
 // still known as ours. Every look at a file and every write to it holds
-// the file's lock, MEMORY.md.lock, a flock(2) on the same file the Python
-// agent locks, so neither program writes while the other reads.
+// the file's lock, MEMORY.md.lock: a flock(2) on the file the Python
+// agent's memory tool locks around its own read-change-write, so the two
+// programs' changes never interleave (both replace the file by a rename,
+// so a reader never sees half a file).
 
 // AdoptedFromDisk is the Source of the MemoryUpdated events that take a
 // file's entries into the stream.
@@ -48,6 +50,7 @@ type MalformedError struct {
 	Reason string
 }
 
+// Error names the file and says what to do.
 func (e *MalformedError) Error() string {
 	return fmt.Sprintf("%s %s: fix or move the file; hermes leaves it as it is and changes nothing in it until then", e.Path, e.Reason)
 }
