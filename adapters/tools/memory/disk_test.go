@@ -85,8 +85,8 @@ func TestAddKeepsEntriesWrittenByPython(t *testing.T) {
 	tool, ctx, store := setup(t)
 	writePython(t, tool.Dir, "MEMORY.md", pythonMemory)
 	user := writePython(t, tool.Dir, "USER.md", "Name: Ada")
-	if _, err := call(t, tool, ctx, map[string]any{"action": "add", "target": "memory", "content": "Tests need -race"}); err != nil {
-		t.Fatal(err)
+	if out, err := call(t, tool, ctx, map[string]any{"action": "add", "target": "memory", "content": "Tests need -race"}); err != nil || !strings.Contains(out, "first took in 2 change(s)") {
+		t.Fatalf("%q %v", out, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(tool.Dir, "MEMORY.md"))
 	want := []string{"Project uses uv, not pip", "Deploys go through\nthe staging box first", "Tests need -race"}

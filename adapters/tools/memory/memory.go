@@ -116,7 +116,8 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	// What the file holds and the stream does not (the Python agent's
 	// entries, a hand edit) is taken in first, so the change is made to
 	// everything the file holds.
-	if _, err := adopt(ctx, t.Store, d); err != nil {
+	adopted, err := adopt(ctx, t.Store, d)
+	if err != nil {
 		return "", fmt.Errorf("%w; memory was not changed", err)
 	}
 	// Optimistic concurrency: retry when another process changed memory
@@ -153,7 +154,11 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		if err := t.writeOwn(d, next); err != nil {
 			return "", fmt.Errorf("saved, but writing %s failed: %w", Files[a.Target], err)
 		}
-		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)", Files[a.Target], a.Action, size(next), limit, len(next)), nil
+		note := ""
+		if adopted > 0 {
+			note = fmt.Sprintf("; first took in %d change(s) made to the file outside hermes", adopted)
+		}
+		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)%s", Files[a.Target], a.Action, size(next), limit, len(next), note), nil
 	}
 	return "", errors.New("memory is being changed by other sessions right now; try again")
 }
