@@ -82,13 +82,13 @@ type Config struct {
 	// (cmd/hermes/node_run.go).
 	Cluster ClusterConfig `yaml:"cluster"`
 
-	// ignored are top-level keys this build does not use (sections of
-	// the Python Hermes Agent's config), warned about.
+	// ignored are the keys of the Python Hermes Agent's config this build
+	// does not use (dotted), warned about.
 	ignored []string
 }
 
-// Ignored are the top-level keys of the file this build does not use
-// (sections of the Python Hermes Agent's config), to warn about.
+// Ignored are the keys of the file this build does not use (the Python
+// Hermes Agent's, dotted: agent.reasoning_effort), to warn about.
 func (c Config) Ignored() []string { return c.ignored }
 
 // ModelRef is a model name, or Hermes' mapping form {default, provider,
