@@ -84,6 +84,9 @@ func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
 func (l Library) dirOf(name string) string {
 	found := ""
 	filepath.WalkDir(l.home(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != l.home() && hiddenDir(d.Name()) {
+			return filepath.SkipDir
+		}
 		if err != nil || found != "" || d.IsDir() || d.Name() != "SKILL.md" {
 			return nil
 		}

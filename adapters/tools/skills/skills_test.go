@@ -96,6 +96,9 @@ func TestPythonAgentSkills(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	py := "---\r\nname: deploy_check.v2\r\ndescription: Check a deploy\r\nmetadata:\r\n  hermes:\r\n    tags: [ops]\r\n---\r\n\r\nRun the smoke tests.\r\n"
 	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(py), 0o644)
+	archived := filepath.Join(home, ".archive", "deploy_check.v2")
+	os.MkdirAll(archived, 0o755)
+	os.WriteFile(filepath.Join(archived, "SKILL.md"), []byte("---\nname: deploy_check.v2\ndescription: old\n---\nArchived.\n"), 0o644)
 	all, errs := lib.All()
 	if len(errs) > 0 || len(all) != 1 || all[0].Name != "deploy_check.v2" || all[0].Body != "Run the smoke tests.\n" {
 		t.Fatalf("skills %+v, errors %v", all, errs)
