@@ -78,7 +78,12 @@ func helperNode() error {
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
 		Leases: session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
-	c, err := node.Host(sys, node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask}, store, mgr, log)
+	cfg := node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask}
+	if dir := os.Getenv("HERMES_NODE_TLS"); dir != "" {
+		// HERMES_NODE_TLS: the directory of node.MakeCerts; this member is "node".
+		cfg.TLS = &node.TLSFiles{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "node.pem"), Key: filepath.Join(dir, "node-key.pem")}
+	}
+	c, err := node.Host(sys, cfg, store, mgr, log)
 	if err != nil {
 		return err
 	}

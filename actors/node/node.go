@@ -58,6 +58,11 @@ type Config struct {
 	// TTL is the etcd lease of the membership (whole seconds, default 3):
 	// how long after a kill the node leaves the topology.
 	TTL time.Duration
+	// TLS, when set, makes the remote speak mutual TLS: every member and
+	// client presents a certificate the cluster CA signed and refuses a
+	// peer that does not. Without it the remote is plain gRPC, for a
+	// network nobody else reaches.
+	TLS *TLSFiles
 	// Asker, on a member, is the asker its session manager was given:
 	// its grains register each turn's caller in it, so that questions to
 	// the person go to the gateway that asked for the turn.
@@ -161,8 +166,14 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if kind != nil {
 		opts = append(opts, cluster.WithKinds(kind))
 	}
+	var ropts []remote.ConfigOption
+	if cfg.TLS != nil {
+		if ropts, err = cfg.TLS.remoteOptions(); err != nil {
+			return nil, err
+		}
+	}
 	lk := newLookup()
-	ccfg := cluster.Configure(cfg.Name, provider, lk, remote.Configure(cfg.Host, cfg.Port), opts...)
+	ccfg := cluster.Configure(cfg.Name, provider, lk, remote.Configure(cfg.Host, cfg.Port, ropts...), opts...)
 	cl := cluster.New(sys, ccfg)
 	// The provider panics when etcd refuses it; a start is an error here.
 	defer func() {
@@ -189,8 +200,11 @@ type request struct {
 	Text     string `json:"text,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Continue bool   `json:"continue,omitempty"`
-	Yolo     bool   `json:"yolo,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	// No permission travels in a request: a turn the caller runs with
+	// approvals skipped (/yolo) still asks its questions of the caller,
+	// whose asker approves them (see Sessions.RunTurn). A "yolo" field
+	// sent by anyone is ignored.
+	Reason string `json:"reason,omitempty"`
 	// Caller is the caller's actor: it hears the turn's observations
 	// (when Observe is set) and answers its questions to the person.
 	Caller  *pidRef `json:"caller,omitempty"`

@@ -65,12 +65,18 @@ func (s *Sessions) call(id string, req request, timeout time.Duration) (reply, e
 // next, which recovers the turn from the session's events. When ctx ends,
 // the turn is stopped and RunTurn waits (boundedly) for its outcome.
 func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) session.TurnResult {
-	req := request{Op: "turn", ID: t.ID, Text: t.Text, Model: t.Model, Continue: t.Continue, Yolo: t.Yolo}
+	req := request{Op: "turn", ID: t.ID, Text: t.Text, Model: t.Model, Continue: t.Continue}
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}
-	if t.Observe != nil || s.Asker != nil {
-		pid := s.caller(t.Observe)
+	asker := s.Asker
+	if t.Yolo {
+		// Approvals are granted here, by the caller who may grant them,
+		// never by a flag the member would have to trust.
+		asker = yoloAsker{next: s.Asker}
+	}
+	if t.Observe != nil || asker != nil {
+		pid := s.caller(t.Observe, asker)
 		// Poisoned, not stopped: a poison pill is queued after the
 		// observations already delivered, which are handed over first.
 		defer func() { _ = s.c.c.ActorSystem.Root.PoisonFuture(pid).Wait() }()
@@ -152,7 +158,7 @@ func (s *Sessions) Compress(ctx context.Context, id, model string) (string, erro
 // caller spawns the turn's caller actor: it hands the observations the
 // grain running the turn sends to observe, in the order they arrive, and
 // answers the turn's questions to the person through s.Asker.
-func (s *Sessions) caller(observe agent.Observer) *actor.PID {
+func (s *Sessions) caller(observe agent.Observer, asker tool.Asker) *actor.PID {
 	return s.c.c.ActorSystem.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		var b *wrapperspb.BytesValue
 		switch msg := c.Message().(type) {
@@ -174,7 +180,22 @@ func (s *Sessions) caller(observe agent.Observer) *actor.PID {
 			observe(*m.Obs)
 		case m.Ask != nil && c.Sender() != nil:
 			q, _ := json.Marshal(m.Ask)
-			go answerQuestion(s.Asker, c.ActorSystem().Root, c.Sender(), q)
+			go answerQuestion(asker, c.ActorSystem().Root, c.Sender(), q)
 		}
 	}))
+}
+
+// yoloAsker answers a turn's approvals "once" for a caller that runs the
+// turn with approvals skipped, and hands its other questions (clarify) to
+// next. Hard-line refusals are never asked, so never approved.
+type yoloAsker struct{ next tool.Asker }
+
+func (y yoloAsker) Ask(ctx context.Context, q tool.Question) (string, error) {
+	if q.Kind == tool.QuestionApproval {
+		return "once", nil
+	}
+	if y.next == nil {
+		return "", tool.ErrNoAsker
+	}
+	return y.next.Ask(ctx, q)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+
 	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 
@@ -25,7 +27,18 @@ func nodeConfig(home, etcdFlag, listenFlag string) (node.Config, error) {
 		return node.Config{}, err
 	}
 	s, err := config.Cluster(fc, etcdFlag, listenFlag)
-	return node.Config{Name: s.Name, Etcd: s.Etcd, Host: s.Host, Port: s.Port}, err
+	cfg := node.Config{Name: s.Name, Etcd: s.Etcd, Host: s.Host, Port: s.Port}
+	if t := s.TLS; t != nil {
+		// Relative paths are the home's.
+		abs := func(p string) string {
+			if filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(home, p)
+		}
+		cfg.TLS = &node.TLSFiles{CA: abs(t.CA), Cert: abs(t.Cert), Key: abs(t.Key)}
+	}
+	return cfg, err
 }
 
 // clusterStore refuses a cluster over a store that is not PostgreSQL: the

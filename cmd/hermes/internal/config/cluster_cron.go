@@ -83,6 +83,8 @@ type ClusterSettings struct {
 	Etcd []string
 	Host string
 	Port int
+	// TLS is the remote's mutual TLS files, nil for plain gRPC.
+	TLS *ClusterTLS
 }
 
 // Cluster is the cluster settings: the flags --cluster (etcdFlag, comma
@@ -99,6 +101,12 @@ func Cluster(c Config, etcdFlag, listenFlag string) (ClusterSettings, error) {
 		return ClusterSettings{}, errors.New("no cluster: pass --cluster host:port[,host:port] (etcd's client endpoints) or set cluster.etcd in config.yaml")
 	}
 	cfg := ClusterSettings{Name: cc.Name, Etcd: cc.Etcd, Host: "127.0.0.1"}
+	if t := cc.TLS; t != (ClusterTLS{}) {
+		if t.CA == "" || t.Cert == "" || t.Key == "" {
+			return ClusterSettings{}, errors.New("cluster.tls needs ca, cert and key (hermes cluster certs makes them)")
+		}
+		cfg.TLS = &t
+	}
 	if cc.Listen != "" {
 		host, port, err := net.SplitHostPort(cc.Listen)
 		if err != nil {

@@ -40,4 +40,17 @@ type ClusterConfig struct {
 	// Listen is where this process's cluster remote listens (default
 	// 127.0.0.1:0, any free port; members advertise it through etcd).
 	Listen string `yaml:"listen"`
+	// TLS makes the cluster remote speak mutual TLS (hermes cluster certs
+	// makes the files): every member and gateway presents a certificate
+	// of the cluster's CA and refuses peers that do not.
+	TLS ClusterTLS `yaml:"tls"`
+}
+
+// ClusterTLS names the PEM files of this process in a cluster with TLS:
+// the cluster CA's certificate, and this member's certificate and key
+// (relative paths are taken from the home).
+type ClusterTLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
