@@ -8,10 +8,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +90,15 @@ func helperNode() error {
 		return err
 	}
 	fmt.Printf("ready %s\n", c.Address())
-	select {}
+	// SIGTERM leaves as hermes node run does: drain, then leave.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig
+	left := c.Drain(20 * time.Second)
+	mgr.Shutdown()
+	c.Leave()
+	fmt.Printf("left %d\n", left)
+	return nil
 }
 
 // proc is a helper node process; lines are the lines it printed after

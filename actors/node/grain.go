@@ -205,11 +205,20 @@ func (g *grain) handle(c actor.Context, req request) {
 			return
 		}
 		r, ok := g.turns[req.ID]
+		if !ok && !g.hosted.startTurn() {
+			// Draining: no new turn starts here. The caller hears
+			// "pending" after the usual poll and asks again; once this
+			// member has left, the session's next owner runs it.
+			sender, root, poll, node := c.Sender(), c.ActorSystem().Root, g.poll, g.node
+			time.AfterFunc(poll, func() { root.Send(sender, encode(reply{Pending: true, Node: node})) })
+			return
+		}
 		if !ok {
 			r = &turnRun{done: make(chan struct{})}
 			g.turns[req.ID] = r
 			self, root := c.Self(), c.ActorSystem().Root
 			go func() {
+				defer g.hosted.endTurn()
 				r.res = g.run(g.ctx, req)
 				r.res.Node = g.node
 				close(r.done)
@@ -338,6 +347,59 @@ type hosted struct {
 	active  map[string]int
 	letting map[string]chan struct{}
 	refused map[string]time.Time
+	// draining: the member is leaving; it starts no new turn (see
+	// Cluster.Drain). inflight counts the turns running here; idle is
+	// closed and replaced each time it falls to zero while draining.
+	draining bool
+	inflight int
+	idle     chan struct{}
+}
+
+// startTurn counts a turn that starts here, unless the member drains.
+func (h *hosted) startTurn() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.draining {
+		return false
+	}
+	h.inflight++
+	return true
+}
+
+// endTurn counts a turn that ended.
+func (h *hosted) endTurn() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inflight--
+	if h.inflight == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+}
+
+// drain stops new turns and waits until the running ones end or timeout
+// passes; it returns how many still run.
+func (h *hosted) drain(timeout time.Duration) int {
+	h.mu.Lock()
+	h.draining = true
+	if h.inflight == 0 {
+		h.mu.Unlock()
+		return 0
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	idle := h.idle
+	h.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.inflight
 }
 
 // activated counts a grain of id, after waiting for the session to be let

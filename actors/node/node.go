@@ -89,6 +89,24 @@ type Cluster struct {
 	cfg    Config
 	member bool
 	log    zerolog.Logger
+	// hosted is a member's sessions (nil on a client).
+	hosted *hosted
+}
+
+// Drain prepares a member's graceful leave: it starts no new turn (their
+// callers hear "pending" and ask again, reaching the session's next owner
+// once this member has left) and waits up to timeout for the turns running
+// here to end, so that none is cut short and run again elsewhere — the
+// model is not asked twice for one step because a member left. It returns
+// how many turns still run when it gives up; Leave then hands them over
+// (their new owner continues them from their events). A client has none.
+func (c *Cluster) Drain(timeout time.Duration) int {
+	if c.hosted == nil {
+		return 0
+	}
+	left := c.hosted.drain(timeout)
+	c.log.Info().Int("still_running", left).Msg("drained: leaving the cluster")
+	return left
 }
 
 // Address is this member's remote address (host:port).
@@ -145,6 +163,7 @@ func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.M
 	if err != nil {
 		return nil, err
 	}
+	c.hosted = h
 	return c, nil
 }
 

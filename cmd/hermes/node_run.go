@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ type nodeRunOptions struct {
 	io               app.IOStreams
 	ov               config.Overrides
 	etcdFlag, listen string
+	drain            time.Duration
 }
 
 // nodeRunCmd is `hermes node run`.
@@ -36,6 +38,7 @@ func nodeRunCmd(g *app.Factory) *cobra.Command {
 	}
 	run.Flags().StringVar(&opts.etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
 	run.Flags().StringVar(&opts.listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
+	run.Flags().DurationVar(&opts.drain, "drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, how long turns running here may take to finish before the node leaves anyway")
 	run.Flags().StringVar(&opts.ov.Model, "model", "", "model name")
 	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
@@ -47,13 +50,13 @@ func nodeRunCmd(g *app.Factory) *cobra.Command {
 func runNodeRun(ctx context.Context, opts *nodeRunOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runNode(ctx, opts.app, opts.ov, opts.etcdFlag, opts.listen)
+	return runNode(ctx, opts.app, opts.ov, opts.etcdFlag, opts.listen, opts.drain)
 }
 
 // runNode hosts session grains until ctx ends. The sessions run against
 // the configured store, which every node and the gateway share (a
 // postgres:// store: the embedded one is one process's).
-func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen string) error {
+func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen string, drain time.Duration) error {
 	// The asker is made before the session manager, which needs it, and
 	// learns the store once the app is open.
 	ask := &lateAsker{}
@@ -78,7 +81,13 @@ func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag,
 	g.Log.Info().Str("address", cl.Address()).Msg("node running")
 	fmt.Fprintf(os.Stderr, "hermes node: running at %s; Ctrl-C leaves the cluster\n", cl.Address())
 	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "hermes node: leaving the cluster")
+	// Drain first: no new turn starts here, the running ones finish (up
+	// to drain), so that none is cut short and asked of the model again
+	// by the session's next owner.
+	fmt.Fprintf(os.Stderr, "hermes node: draining (up to %s), then leaving the cluster\n", drain)
+	if left := cl.Drain(drain); left > 0 {
+		fmt.Fprintf(os.Stderr, "hermes node: %d turns still running after %s: handed over\n", left, drain)
+	}
 	c.Mgr.Shutdown()
 	cl.Leave()
 	return nil
