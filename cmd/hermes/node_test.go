@@ -104,7 +104,7 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	ghome := t.TempDir()
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	gcmd, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port)),
+	gcmd, gout, _ := startHermes(t, chatEnv(llm, "HERMES_STORE="+dsn, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test-0123456789abcdef", "API_SERVER_PORT="+strconv.Itoa(port)),
 		"--home", ghome, "--log-level", "info", "gateway", "run", "--bus", nats.URL, "--cluster", etcd.Endpoint, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--model", "gpt-4o-mini")
 	waitOutput(t, gout, "gateway in cluster mode", "the gateway")
 	waitOutput(t, gout, "bus=nats", "the gateway (on the bus given by --bus)")
@@ -112,7 +112,7 @@ func TestNodeRunClusterFailover(t *testing.T) {
 	complete := func(session, text string) (string, string, error) {
 		body := `{"model":"hermes-agent","messages":[{"role":"user","content":` + strconv.Quote(text) + `}]}`
 		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer k-test")
+		req.Header.Set("Authorization", "Bearer k-test-0123456789abcdef")
 		req.Header.Set("Content-Type", "application/json")
 		if session != "" {
 			req.Header.Set("X-Hermes-Session-Id", session)

@@ -36,7 +36,7 @@ func TestGatewayAPIServer(t *testing.T) {
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "--home", home, "--log-level", "info", "gateway", "run", "--model", "gpt-4o-mini")
-	cmd.Env = chatEnv(srv, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test", "API_SERVER_PORT="+strconv.Itoa(port))
+	cmd.Env = chatEnv(srv, "API_SERVER_ENABLED=true", "API_SERVER_KEY=k-test-0123456789abcdef", "API_SERVER_PORT="+strconv.Itoa(port))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -56,7 +56,7 @@ func TestGatewayAPIServer(t *testing.T) {
 	call := func(method, path, body string) (int, http.Header, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer k-test")
+		req.Header.Set("Authorization", "Bearer k-test-0123456789abcdef")
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}

@@ -7,8 +7,11 @@
 //
 // Every route needs the key: a browser logs in once with a form (and then
 // holds an HttpOnly, SameSite=Strict cookie with a random session token,
-// never the key), other clients send it as a bearer header. POST routes
-// reached with the cookie need the session's CSRF token as well.
+// never the key; Secure when the browser came over TLS), other clients send
+// it as a bearer header. POST routes reached with the cookie need the
+// session's CSRF token as well. Keys shorter than MinKeyLen are refused,
+// and a client address that gave five wrong keys in 15 minutes is refused
+// (429) until the window passes.
 package dashboard
 
 import (
@@ -18,7 +21,10 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +106,8 @@ type Handler struct {
 	mu     sync.Mutex
 	logins map[string]login // session token -> login
 	once   map[string]time.Time
+	// fails are the recent wrong keys per client address (throttle).
+	fails map[string][]time.Time
 
 	// turns counts background chat turns, so Close can wait for them.
 	turns sync.WaitGroup
@@ -126,10 +134,29 @@ type login struct {
 // conversation and can run turns, so it never runs open.
 var ErrNoKey = errors.New("the dashboard needs a key: set API_SERVER_KEY (or platforms.api_server.key)")
 
+// MinKeyLen is the shortest key the dashboard takes: it guards every
+// conversation and can run turns, so a guessable key is refused.
+const MinKeyLen = 16
+
+// ErrWeakKey is returned by New for a key shorter than MinKeyLen.
+var ErrWeakKey = fmt.Errorf("the dashboard's key (API_SERVER_KEY) is too short: it needs at least %d characters (e.g. `openssl rand -hex 24`)", MinKeyLen)
+
+// Login throttle: a client address that gave a wrong key maxFails times
+// within failWindow is refused (429) until the oldest of them is that old;
+// all addresses together get maxFailsAll per failWindow.
+const (
+	maxFails    = 5
+	maxFailsAll = 50
+	failWindow  = 15 * time.Minute
+)
+
 // New checks opts and returns the dashboard's handler.
 func New(opts Options) (*Handler, error) {
 	if opts.Key == "" {
 		return nil, ErrNoKey
+	}
+	if len(strings.TrimSpace(opts.Key)) < MinKeyLen {
+		return nil, ErrWeakKey
 	}
 	if opts.Store == nil || opts.Read == nil {
 		return nil, errors.New("dashboard: a store and a reader are required")
@@ -142,7 +169,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{opts: opts, log: opts.Log.With().Str("component", "dashboard").Logger(), keyHash: sha256.Sum256([]byte(opts.Key)),
-		pages: p, logins: map[string]login{}, once: map[string]time.Time{}}
+		pages: p, logins: map[string]login{}, once: map[string]time.Time{}, fails: map[string][]time.Time{}}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	h.routes()
 	return h, nil
@@ -202,6 +229,66 @@ func (h *Handler) keyOK(key string) bool {
 	return subtle.ConstantTimeCompare(sum[:], h.keyHash[:]) == 1
 }
 
+// clientOf is the address a request came from (its host, without port).
+// A proxy's forwarding headers are not believed: behind a proxy every
+// client shares the proxy's budget, which errs on the safe side.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// throttled says how long client must wait before its next key is looked
+// at (0: it may try now).
+func (h *Handler) throttled(client string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	total := 0
+	for c, ts := range h.fails {
+		live := ts[:0]
+		for _, t := range ts {
+			if now.Sub(t) < failWindow {
+				live = append(live, t)
+			}
+		}
+		if len(live) == 0 {
+			delete(h.fails, c)
+			continue
+		}
+		h.fails[c] = live
+		total += len(live)
+	}
+	if ts := h.fails[client]; len(ts) >= maxFails {
+		return failWindow - now.Sub(ts[len(ts)-maxFails])
+	}
+	if total >= maxFailsAll {
+		return time.Minute
+	}
+	return 0
+}
+
+// failed records a wrong key from client.
+func (h *Handler) failed(client string) {
+	h.mu.Lock()
+	h.fails[client] = append(h.fails[client], time.Now())
+	h.mu.Unlock()
+}
+
+// tooMany answers a throttled client.
+func tooMany(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	http.Error(w, "too many wrong keys from here: try again later", http.StatusTooManyRequests)
+}
+
+// secure says whether the browser reached us over TLS (directly, or
+// through a proxy that says so): then cookies are marked Secure.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
 // who is how a request authenticated.
 type who struct {
 	bearer bool
@@ -233,7 +320,17 @@ type whoKey struct{}
 // guard requires a login; POSTs by cookie need the CSRF token too.
 func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		bearer := r.Header.Get("Authorization") != ""
+		if bearer {
+			if wait := h.throttled(clientOf(r)); wait > 0 {
+				tooMany(w, wait)
+				return
+			}
+		}
 		u, ok := h.authenticate(r)
+		if !ok && bearer {
+			h.failed(clientOf(r))
+		}
 		if !ok {
 			if u.bearer || r.Header.Get("Accept") == "text/event-stream" || r.Method != http.MethodGet {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hermes"`)
@@ -273,27 +370,35 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 			delete(h.once, once)
 			h.mu.Unlock()
 			if ok && time.Now().Before(exp) {
-				h.startSession(w)
+				h.startSession(w, r)
 				http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 				return
 			}
-			h.renderLogin(w, http.StatusUnauthorized, "That login link was used already or has expired: enter the key.")
+			h.renderLogin(w, r, http.StatusUnauthorized, "That login link was used already or has expired: enter the key.")
 			return
 		}
-		h.renderLogin(w, http.StatusOK, "")
+		h.renderLogin(w, r, http.StatusOK, "")
 	case http.MethodPost:
 		c, err := r.Cookie(loginCookie)
 		field := r.PostFormValue(csrfField)
 		if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(field)) != 1 {
-			h.renderLogin(w, http.StatusForbidden, "The form expired: try again.")
+			h.renderLogin(w, r, http.StatusForbidden, "The form expired: try again.")
+			return
+		}
+		client := clientOf(r)
+		if wait := h.throttled(client); wait > 0 {
+			h.log.Warn().Str("remote", r.RemoteAddr).Msg("dashboard login refused: too many wrong keys")
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			h.renderLogin(w, r, http.StatusTooManyRequests, "Too many wrong keys from here: try again later.")
 			return
 		}
 		if !h.keyOK(r.PostFormValue("key")) {
+			h.failed(client)
 			h.log.Warn().Str("remote", r.RemoteAddr).Msg("dashboard login with a wrong key")
-			h.renderLogin(w, http.StatusUnauthorized, "Wrong key.")
+			h.renderLogin(w, r, http.StatusUnauthorized, "Wrong key.")
 			return
 		}
-		h.startSession(w)
+		h.startSession(w, r)
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 	default:
 		w.Header().Set("Allow", "GET, POST")
@@ -301,13 +406,13 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *Handler) renderLogin(w http.ResponseWriter, status int, msg string) {
+func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	t := token()
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: t, Path: Prefix + "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: t, Path: Prefix + "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 3600, Secure: secure(r)})
 	h.pages.render(w, nil, status, "login", map[string]any{"CSRF": t, "Error": msg, "Title": "Log in", "Prefix": Prefix})
 }
 
-func (h *Handler) startSession(w http.ResponseWriter) {
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request) {
 	t := token()
 	now := time.Now()
 	h.mu.Lock()
@@ -319,7 +424,7 @@ func (h *Handler) startSession(w http.ResponseWriter) {
 	h.logins[t] = login{csrf: token(), expires: now.Add(h.opts.SessionTTL)}
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		MaxAge: int(h.opts.SessionTTL / time.Second)})
+		MaxAge: int(h.opts.SessionTTL / time.Second), Secure: secure(r)})
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +433,6 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		delete(h.logins, c.Value)
 		h.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1, Secure: secure(r)})
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
