@@ -210,7 +210,8 @@ func (g *grain) handle(c actor.Context, req request) {
 			// "pending" after the usual poll and asks again; once this
 			// member has left, the session's next owner runs it.
 			sender, root, poll, node := c.Sender(), c.ActorSystem().Root, g.poll, g.node
-			time.AfterFunc(poll, func() { root.Send(sender, encode(reply{Pending: true, Node: node})) })
+			h := g.hosted
+			time.AfterFunc(poll, func() { h.send(func() { root.Send(sender, encode(reply{Pending: true, Node: node})) }) })
 			return
 		}
 		if !ok {
@@ -231,9 +232,9 @@ func (g *grain) handle(c actor.Context, req request) {
 			defer t.Stop()
 			select {
 			case <-r.done:
-				root.Send(sender, encode(r.res))
+				g.hosted.send(func() { root.Send(sender, encode(r.res)) })
 			case <-t.C:
-				root.Send(sender, encode(reply{Pending: true, Node: g.node}))
+				g.hosted.send(func() { root.Send(sender, encode(reply{Pending: true, Node: g.node})) })
 			}
 		}()
 	case "stop":
@@ -353,6 +354,26 @@ type hosted struct {
 	draining bool
 	inflight int
 	idle     chan struct{}
+	// sendMu: replies sent by timers hold it for reading; leave takes it
+	// to set left, after which they are dropped.
+	sendMu sync.RWMutex
+	left   bool
+}
+
+// send runs fn (a send to another actor) unless the member has left.
+func (h *hosted) send(fn func()) {
+	h.sendMu.RLock()
+	defer h.sendMu.RUnlock()
+	if !h.left {
+		fn()
+	}
+}
+
+// leave drops the replies not sent yet.
+func (h *hosted) leave() {
+	h.sendMu.Lock()
+	h.left = true
+	h.sendMu.Unlock()
 }
 
 // startTurn counts a turn that starts here, unless the member drains.

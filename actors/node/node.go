@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -122,6 +123,12 @@ func (c *Cluster) Members() []string { return c.lookup.members() }
 // close their connections. The actor system stays up for its owner to
 // shut down (protoactor's Cluster.Shutdown would shut it down too).
 func (c *Cluster) Leave() {
+	if c.hosted != nil {
+		// Replies the grains still owe (a draining member's "pending")
+		// are dropped from here on: a send racing the remote's shutdown
+		// is a data race inside protoactor-go.
+		c.hosted.leave()
+	}
 	if c.member {
 		c.c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
 	}
@@ -269,7 +276,10 @@ func encode(v any) *wrapperspb.BytesValue {
 // logger (an etcd client made before would be logging through it).
 type lazyEtcd struct {
 	cfg clientv3.Config
-	p   *etcd.Provider
+	// mu orders the provider's start before its shutdown: the provider
+	// reads and writes its state without synchronisation of its own.
+	mu sync.Mutex
+	p  *etcd.Provider
 }
 
 func (l *lazyEtcd) open() error {
@@ -282,6 +292,8 @@ func (l *lazyEtcd) open() error {
 }
 
 func (l *lazyEtcd) StartMember(c *cluster.Cluster) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err := l.open(); err != nil {
 		return err
 	}
@@ -289,6 +301,8 @@ func (l *lazyEtcd) StartMember(c *cluster.Cluster) error {
 }
 
 func (l *lazyEtcd) StartClient(c *cluster.Cluster) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err := l.open(); err != nil {
 		return err
 	}
@@ -296,6 +310,8 @@ func (l *lazyEtcd) StartClient(c *cluster.Cluster) error {
 }
 
 func (l *lazyEtcd) Shutdown(graceful bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.p == nil {
 		return nil
 	}

@@ -83,6 +83,9 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		req.Caller, req.Observe = &pidRef{Address: pid.Address, ID: pid.Id}, t.Observe != nil
 	}
 	var stopped time.Time
+	// reached: some grain answered this turn's request; until one has,
+	// a stopped turn has nothing to wait for.
+	reached := false
 	backoff := 100 * time.Millisecond
 	for {
 		if ctx.Err() != nil && stopped.IsZero() {
@@ -94,7 +97,7 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 			stopped = time.Now()
 			req.Stopped = true
 		}
-		if !stopped.IsZero() && time.Since(stopped) > stopGrace {
+		if !stopped.IsZero() && (!reached || time.Since(stopped) > stopGrace) {
 			return session.TurnResult{SessionID: id, TurnID: req.ID, Err: fmt.Errorf("turn %s in session %s: %w", req.ID, id, context.Cause(ctx))}
 		}
 		rep, err := s.call(id, req, s.c.cfg.Poll+3*time.Second)
@@ -105,6 +108,7 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		reached = true
 		if rep.Pending {
 			if s.OnPending != nil {
 				s.OnPending(id, rep.Node)

@@ -23,16 +23,18 @@ import (
 	"github.com/hermes-go/hermes/events/postgres/pgtest"
 )
 
-// TestClusterMutualTLS: with cluster TLS, a client holding a certificate
-// of the cluster's CA runs a turn on a node; a client without one, or with
-// one another CA signed, reaches nothing — the node asks no model and
-// records nothing for the sessions it asked for. Also: a turn its caller
-// runs with approvals skipped still asks its clarify question of the
-// caller (no permission travels in the request).
-func TestClusterMutualTLS(t *testing.T) {
-	if isolate(t) {
-		return
-	}
+// mtlsRig is a node speaking mutual TLS (certificates of the CA in certs)
+// on real etcd and PostgreSQL, the scripted model, and a way to make a
+// session and a client. One client per test process: protoactor-go sets
+// gRPC's global logger each time a remote starts.
+type mtlsRig struct {
+	certs, rogue string
+	llm          *llmtest.Server
+	store        *postgres.Store
+	etcd         string
+}
+
+func newMTLSRig(t *testing.T) *mtlsRig {
 	certs, rogue := t.TempDir(), t.TempDir()
 	if err := node.MakeCerts(certs, []string{"node", "client"}, time.Hour); err != nil {
 		t.Fatal(err)
@@ -52,81 +54,113 @@ func TestClusterMutualTLS(t *testing.T) {
 	races := t.TempDir()
 	t.Cleanup(func() { checkRaces(t, races) })
 	startNode(t, []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL, "HERMES_NODE_TLS=" + certs}, races)
-
-	ctx := context.Background()
-	log := testLog()
-	store, err := postgres.Open(ctx, dsn)
+	store, err := postgres.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	newSession := func() string {
-		sid := uuid.NewString()
-		if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
-			t.Fatal(err)
-		}
-		return sid
+	return &mtlsRig{certs: certs, rogue: rogue, llm: llm, store: store, etcd: etcd.Endpoint}
+}
+
+func (r *mtlsRig) session(t *testing.T) string {
+	sid := uuid.NewString()
+	if err := session.Create(context.Background(), r.store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
 	}
-	client := func(tls *node.TLSFiles) *node.Sessions {
-		sys := actors.NewSystem(log)
-		c, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second, TLS: tls}, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Leave(); sys.Shutdown() })
-		gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(c.Members()) == 1 })
-		return node.NewSessions(c)
+	return sid
+}
+
+func (r *mtlsRig) client(t *testing.T, tls *node.TLSFiles) *node.Sessions {
+	log := testLog()
+	sys := actors.NewSystem(log)
+	c, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{r.etcd}, Poll: time.Second, TLS: tls}, log)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Leave(); sys.Shutdown() })
+	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(c.Members()) == 1 })
+	return node.NewSessions(c)
+}
+
+// TestClusterMutualTLS: with cluster TLS, a client holding a certificate
+// of the cluster's CA runs a turn on a node; a turn its caller runs with
+// approvals skipped still asks its clarify question of the caller (no
+// permission travels in the request).
+func TestClusterMutualTLS(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	r := newMTLSRig(t)
+	good := r.client(t, &node.TLSFiles{CA: filepath.Join(r.certs, "ca.pem"), Cert: filepath.Join(r.certs, "client.pem"), Key: filepath.Join(r.certs, "client-key.pem")})
 	var mu sync.Mutex
 	var asked []tool.Question
-	asker := askerFunc(func(ctx context.Context, q tool.Question) (string, error) {
+	good.Asker = askerFunc(func(ctx context.Context, q tool.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, q)
 		return "blue", nil
 	})
-
-	// A member's certificate: the turn runs.
-	good := client(&node.TLSFiles{CA: filepath.Join(certs, "ca.pem"), Cert: filepath.Join(certs, "client.pem"), Key: filepath.Join(certs, "client-key.pem")})
-	good.Asker = asker
-	sid := newSession()
-	r := good.RunTurn(ctx, sid, &session.Turn{ID: "t1", Text: "paint it", Yolo: true})
-	if r.Err != nil || !strings.Contains(r.Answer, "blue") {
-		t.Fatalf("turn with the cluster's certificate: %+v", r)
+	res := good.RunTurn(context.Background(), r.session(t), &session.Turn{ID: "t1", Text: "paint it", Yolo: true})
+	if res.Err != nil || !strings.Contains(res.Answer, "blue") {
+		t.Fatalf("turn with the cluster's certificate: %+v", res)
 	}
 	mu.Lock()
+	defer mu.Unlock()
 	if len(asked) != 1 || asked[0].Kind != tool.QuestionClarify {
 		t.Fatalf("a yolo turn's clarify question reached the caller as %+v", asked)
 	}
-	mu.Unlock()
+}
 
-	// No certificate, and another CA's: nothing reaches the node.
-	for name, tls := range map[string]*node.TLSFiles{
-		"no certificate":      nil,
-		"another CA's member": {CA: filepath.Join(rogue, "ca.pem"), Cert: filepath.Join(rogue, "client.pem"), Key: filepath.Join(rogue, "client-key.pem")},
-	} {
-		before := len(llm.Requests())
-		c := client(tls)
-		c.Asker = asker
-		sid := newSession()
-		tctx, cancel := context.WithCancel(ctx)
-		done := make(chan session.TurnResult, 1)
-		go func() { done <- c.RunTurn(tctx, sid, &session.Turn{ID: "t1", Text: "paint it", Yolo: true}) }()
-		time.Sleep(6 * time.Second)
-		select {
-		case r := <-done:
-			if r.Err == nil {
-				t.Fatalf("%s: the turn ran: %+v", name, r)
-			}
-		default:
+// TestClusterMutualTLSRefusesNoCertificate: a client without a certificate
+// reaches nothing: the node asks no model and records nothing.
+func TestClusterMutualTLSRefusesNoCertificate(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	r := newMTLSRig(t)
+	r.refused(t, r.client(t, nil))
+}
+
+// TestClusterMutualTLSRefusesAnotherCA: a client whose certificate another
+// CA signed reaches nothing either.
+func TestClusterMutualTLSRefusesAnotherCA(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	r := newMTLSRig(t)
+	r.refused(t, r.client(t, &node.TLSFiles{CA: filepath.Join(r.rogue, "ca.pem"), Cert: filepath.Join(r.rogue, "client.pem"), Key: filepath.Join(r.rogue, "client-key.pem")}))
+}
+
+// refused runs a turn through c for six seconds and checks that it never
+// reached the node.
+func (r *mtlsRig) refused(t *testing.T, c *node.Sessions) {
+	c.Asker = askerFunc(func(context.Context, tool.Question) (string, error) { return "blue", nil })
+	sid := r.session(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan session.TurnResult, 1)
+	go func() { done <- c.RunTurn(ctx, sid, &session.Turn{ID: "t1", Text: "paint it", Yolo: true}) }()
+	time.Sleep(6 * time.Second)
+	select {
+	case res := <-done:
+		if res.Err == nil {
+			t.Fatalf("the turn ran: %+v", res)
 		}
-		cancel()
-		if n := len(llm.Requests()); n != before {
-			t.Fatalf("%s: the model was asked %d times", name, n-before)
-		}
-		rs, err := store.ReadStream(ctx, events.SessionStream(sid), events.Forward, 0, 0)
-		if err != nil || len(rs) != 2 { // SessionStarted and SystemPromptBuilt only
-			t.Fatalf("%s: the session holds %d events (%v)", name, len(rs), err)
-		}
+	default:
+	}
+	// Stopped before any grain answered, the turn ends at once (and
+	// before the client leaves).
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second): // its stop request times out first
+		t.Fatal("a stopped turn that reached no grain did not end")
+	}
+	if n := len(r.llm.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	rs, err := r.store.ReadStream(context.Background(), events.SessionStream(sid), events.Forward, 0, 0)
+	if err != nil || len(rs) != 2 { // SessionStarted and SystemPromptBuilt only
+		t.Fatalf("the session holds %d events (%v)", len(rs), err)
 	}
 }
