@@ -136,3 +136,31 @@ func TestGatewayBusFromTheEnvironment(t *testing.T) {
 		t.Fatalf("%d %s %s", code, out, errOut)
 	}
 }
+
+// doctor's advice for a missing model is one that works: `config set
+// model NAME` on a model: mapping without a name sets its default and
+// keeps the provider and base URL, and the next doctor finds the model on
+// that provider.
+func TestDoctorModelAdviceKeepsProviderInProcess(t *testing.T) {
+	quietEnv(t)
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	os.WriteFile(path, []byte("# my provider\nmodel:\n  provider: openrouter\n  base_url: http://127.0.0.1:9/v1  # local proxy\n"), 0o600)
+	out, _, _ := inHome(t, home, "doctor")
+	if !strings.Contains(out, "hermes config set model NAME") {
+		t.Fatalf("doctor gives no model advice:\n%s", out)
+	}
+	if _, _, err := inHome(t, home, "config", "set", "model", "my-model"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	for _, want := range []string{"# my provider", "default: my-model", "provider: openrouter", "base_url: http://127.0.0.1:9/v1", "# local proxy"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("config.yaml lacks %q:\n%s", want, data)
+		}
+	}
+	out, _, _ = inHome(t, home, "doctor")
+	if !strings.Contains(out, "my-model (openrouter") || strings.Contains(out, "hermes config set model NAME") {
+		t.Fatalf("doctor after the advice:\n%s", out)
+	}
+}
