@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
@@ -63,7 +64,12 @@ func chatCmd(g *app.Factory) *cobra.Command {
 			return runChat(cmd.Context(), f)
 		},
 	}
-	fl := cmd.Flags()
+	addChatFlags(cmd.Flags(), f)
+	return cmd
+}
+
+// addChatFlags defines chat's flags on fl, filling f.
+func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 	fl.StringVarP(&f.query, "query", "q", "", "run one turn with this prompt: the answer goes to stdout, progress to stderr")
 	fl.StringVar(&f.resume, "resume", "", "continue session ID")
 	fl.BoolVar(&f.cont, "continue", false, "continue the most recently active session")
@@ -77,7 +83,6 @@ func chatCmd(g *app.Factory) *cobra.Command {
 	fl.StringVar(&f.source, "source", "cli", "source recorded on new sessions")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fl.BoolVar(&f.plain, "plain", false, "on a terminal too, read plain lines instead of the full-screen editor")
-	return cmd
 }
 
 // chatter is a wired chat (app.Chat) and what runs its cron jobs.
