@@ -42,7 +42,7 @@ are asked in the editor. Diagnostics go to stderr (--log-level); stdout carries 
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.ov.Model, "model", "", "model name")
+	fl.StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	fl.StringVar(&opts.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")
 	fl.StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
 	fl.IntVar(&opts.ov.MaxTurns, "max-turns", 0, "iteration budget of a turn (default agent.max_turns or 90)")

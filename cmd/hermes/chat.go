@@ -73,7 +73,7 @@ func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 	fl.StringVarP(&f.query, "query", "q", "", "run one turn with this prompt: the answer goes to stdout, progress to stderr")
 	fl.StringVar(&f.resume, "resume", "", "continue session ID")
 	fl.BoolVar(&f.cont, "continue", false, "continue the most recently active session")
-	fl.StringVar(&f.ov.Model, "model", "", "model name")
+	fl.StringVarP(&f.ov.Model, "model", "m", "", "model name")
 	fl.StringVar(&f.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")
 	fl.StringVar(&f.ov.BaseURL, "base-url", "", "API base URL")
 	fl.StringVar(&f.ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")

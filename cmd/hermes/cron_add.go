@@ -85,7 +85,7 @@ func (f *jobFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.name, "name", "", "a short name (default: the start of the prompt)")
 	fl.StringVar(&f.deliver, "deliver", "", "where answers go: local (a file, the default), none, PLATFORM:CHAT[:THREAD] such as telegram:111111; comma-separated")
 	fl.StringSliceVar(&f.toolsets, "toolsets", nil, "restrict the runs to these toolsets (comma-separated)")
-	fl.StringVar(&f.model, "model", "", "model of the runs (default: the configured one)")
+	fl.StringVarP(&f.model, "model", "m", "", "model of the runs (default: the configured one)")
 	fl.StringVar(&f.catchUp, "catch-up", "", "after downtime: skip, once (default) or all missed runs")
 	fl.StringVar(&f.onCrash, "on-crash", "", "a run a crash cut short: retry (once, default) or fail")
 	fl.StringVar(&f.timeout, "timeout", "", "how long a run may take, such as 10m (default cron.timeout)")

@@ -65,7 +65,7 @@ func runCronRun(ctx context.Context, opts *cronRunOptions) error {
 // modelFlags are the flags of cron run and cron daemon that choose the
 // model.
 func modelFlags(c *cobra.Command, ov *config.Overrides) {
-	c.Flags().StringVar(&ov.Model, "model", "", "model name")
+	c.Flags().StringVarP(&ov.Model, "model", "m", "", "model name")
 	c.Flags().StringVar(&ov.Provider, "provider", "", "provider name")
 	c.Flags().StringVar(&ov.BaseURL, "base-url", "", "API base URL")
 	c.Flags().StringVar(&ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")

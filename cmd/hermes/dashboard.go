@@ -45,7 +45,7 @@ func dashboardCmd(g *app.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&opts.port, "port", 8643, "port on 127.0.0.1 (0: any free port)")
-	cmd.Flags().StringVar(&opts.ov.Model, "model", "", "model name (for the chat form's turns)")
+	cmd.Flags().StringVarP(&opts.ov.Model, "model", "m", "", "model name (for the chat form's turns)")
 	cmd.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	cmd.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
 	return cmd

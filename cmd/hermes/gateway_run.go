@@ -35,7 +35,7 @@ func gatewayRunCmd(g *app.Factory) *cobra.Command {
 	run.Flags().StringVar(&opts.busFlag, "bus", "", "the bus between the platforms and the gateway: gochannel (in-process) or nats://host:port (default GATEWAY_BUS, else gateway.bus in config.yaml)")
 	run.Flags().StringVar(&opts.clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
 	run.Flags().StringVar(&opts.listenFlag, "listen", "", "with --cluster: host:port of the gateway's cluster remote, reachable by the nodes (default cluster.listen, else 127.0.0.1 on a free port)")
-	run.Flags().StringVar(&opts.ov.Model, "model", "", "model name")
+	run.Flags().StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
 	run.Flags().StringVar(&opts.ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")

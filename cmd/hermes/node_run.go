@@ -39,7 +39,7 @@ func nodeRunCmd(g *app.Factory) *cobra.Command {
 	run.Flags().StringVar(&opts.etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
 	run.Flags().StringVar(&opts.listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
 	run.Flags().DurationVar(&opts.drain, "drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, how long turns running here may take to finish before the node leaves anyway")
-	run.Flags().StringVar(&opts.ov.Model, "model", "", "model name")
+	run.Flags().StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
 	run.Flags().StringVar(&opts.ov.APIMode, "api-mode", "", "chat_completions, anthropic_messages or codex_responses")

@@ -10,15 +10,26 @@ import (
 
 // newRoot is the hermes command over g, whose streams it reads and writes.
 func newRoot(g *app.Factory) *cobra.Command {
+	// hermes alone starts a chat, as Hermes does, and takes chat's flags.
+	chat := &chatFlags{}
 	root := &cobra.Command{
 		Use:           "hermes",
-		Short:         "Hermes: an event-sourced AI agent",
+		Short:         "Hermes: an event-sourced AI agent (alone: a chat, as hermes chat)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
+		Args:          unknownCommand,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return g.Setup()
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			chat.app, chat.io = g, ioOf(cmd)
+			return runChat(cmd.Context(), chat)
+		},
 	}
+	addChatFlags(root.Flags(), chat)
+	root.Flags().BoolP("version", "V", false, "print the version and the commit this hermes was built from")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(g.IO.In)
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.ErrOut)
@@ -26,7 +37,8 @@ func newRoot(g *app.Factory) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.LogLevel, "log-level", "warn", "diagnostics level on stderr: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.StoreFlag, "store", "", "event store: embedded (default), postgres://user@host/db or esdb://host:2113 (default $HERMES_STORE, then store: in config.yaml)")
 	root.PersistentFlags().BoolVar(&g.ReadOnly, "read-only", false, "open the home without writing to it (automatic when its files cannot be written); commands that write fail")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), dashboardCmd(g), nodeCmd(g), clusterCmd(g), pairingCmd(g), approvalsCmd(g), configCmd(g), modelCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), storeCmd(g), acpCmd(g))
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), dashboardCmd(g), nodeCmd(g), clusterCmd(g), pairingCmd(g), approvalsCmd(g), configCmd(g), modelCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), storeCmd(g), acpCmd(g), versionCmd())
+	refuseUnknownSubcommands(root)
 	return root
 }
 

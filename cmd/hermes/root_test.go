@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/events/embedded"
 )
@@ -81,5 +83,63 @@ func TestFlagErrorsInProcess(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("hermes %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
 		}
+	}
+}
+
+// A mistyped command exits 1 saying what was meant, at the top and in a
+// group; a group alone and --help still show help.
+func TestUnknownCommandInProcess(t *testing.T) {
+	quietEnv(t)
+	home := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chatt"}, `unknown command "chatt" for "hermes": did you mean hermes chat?`},
+		{[]string{"sessions", "lst"}, `unknown command "lst" for "hermes sessions": did you mean hermes sessions list?`},
+		{[]string{"sessions", "sh"}, `did you mean hermes sessions show?`},
+		{[]string{"cron", "frobnicate"}, `unknown command "frobnicate" for "hermes cron": hermes cron --help lists its commands`},
+		{[]string{"config", "st", "x"}, `did you mean hermes config set?`},
+	} {
+		_, _, err := inHome(t, home, c.args...)
+		var ee *exitError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ee) || ee.code != 1 {
+			t.Errorf("hermes %s: %v, want exit 1 with %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"sessions"}, {"sessions", "--help"}, {"help", "sessions"}} {
+		out, _, err := inHome(t, home, args...)
+		if err != nil || !strings.Contains(out, "Usage:") {
+			t.Errorf("hermes %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, _, _ := inHome(t, home, "--help"); !strings.Contains(out, "-m, --model") || !strings.Contains(out, "-V, --version") || !strings.Contains(out, "sessions") {
+		t.Errorf("hermes --help:\n%s", out)
+	}
+}
+
+// hermes alone is a chat, as hermes chat: with stdin not a terminal, the
+// plain chat that reads lines; -m names the model there and on chat.
+func TestHermesAloneChatsInProcess(t *testing.T) {
+	quietEnv(t)
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "hello there"})
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	home := t.TempDir()
+	out, errOut, err := execute(t, "hi\n/usage\n", "--home", home, "-m", "alone-model")
+	if err != nil || !strings.Contains(out, "hello there") || !strings.Contains(errOut, "commands: /help") || !strings.Contains(errOut, "1 model calls") {
+		t.Fatalf("hermes alone: %v\n%s\n%s", err, out, errOut)
+	}
+	if m, _ := srv.Requests()[0].Body["model"].(string); m != "alone-model" {
+		t.Fatalf("-m: asked for %q", m)
+	}
+	if out, _, err := inHome(t, home, "chat", "-m", "chat-model", "-q", "hi", "--quiet"); err != nil || out != "hello there\n" {
+		t.Fatalf("chat -m: %q %v", out, err)
+	}
+	reqs := srv.Requests()
+	if m, _ := reqs[len(reqs)-1].Body["model"].(string); m != "chat-model" {
+		t.Fatalf("chat -m: asked for %q", m)
 	}
 }

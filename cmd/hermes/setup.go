@@ -54,7 +54,7 @@ func setupCmd(g *app.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.provider, "provider", "", "openai, anthropic, openrouter, local, or any provider of hermes model list")
-	fl.StringVar(&opts.model, "model", "", "model name")
+	fl.StringVarP(&opts.model, "model", "m", "", "model name")
 	fl.StringVar(&opts.baseURL, "base-url", "", "API base URL")
 	fl.StringVar(&opts.key, "api-key", "", "API key (better: let it be asked, or set the environment variable)")
 	fl.BoolVar(&opts.noTest, "no-test", false, "write without a test call")

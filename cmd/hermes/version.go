@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// buildVersion is what `hermes --version` and `hermes version` print: the
+// module's version and the commit it was built from, as the Go toolchain
+// recorded them in the binary. A build from a checkout has the version
+// "(devel)"; one without VCS information (go run, a test binary, a tree
+// that is not a git checkout) says its commit is unknown.
+func buildVersion(info *debug.BuildInfo, ok bool) string {
+	version, commit, when, modified := "(devel)", "unknown", "", false
+	if ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	line := fmt.Sprintf("hermes %s, commit %s", version, commit)
+	if when != "" {
+		line += " of " + when
+	}
+	if modified {
+		line += " (with uncommitted changes)"
+	}
+	return line + ", " + runtime.Version()
+}
+
+// versionLine is buildVersion of this binary.
+func versionLine() string {
+	info, ok := debug.ReadBuildInfo()
+	return buildVersion(info, ok)
+}
+
+// versionCmd is `hermes version`, as `hermes --version` (-V).
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and the commit this hermes was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+			return err
+		},
+	}
+}
