@@ -544,11 +544,15 @@ type convUsage struct {
 }
 
 // usageOf totals the usage of the conversation that session id ends: id
-// and, through compression, the sessions before it. HTTP calls count
-// continuations and auxiliary calls (summaries, memory flushes).
+// and the sessions it continued, through compression or a fork (/undo,
+// /retry, /branch), each up to the moment the next one started from it:
+// the turns /undo took back were paid for in this conversation, and turns
+// another chat added to the original after a /branch were not. HTTP calls
+// count continuations and auxiliary calls (summaries, memory flushes).
 func usageOf(ctx context.Context, store events.Store, id string, prices model.Prices) (convUsage, error) {
 	var u convUsage
 	seen := map[string]bool{}
+	var before uint64 // the global position the session after this one started at (0: none)
 	for id != "" && !seen[id] {
 		seen[id] = true
 		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
@@ -556,8 +560,14 @@ func usageOf(ctx context.Context, store events.Store, id string, prices model.Pr
 			return u, err
 		}
 		u.Sessions++
-		next := ""
+		next, cut := "", before
+		if len(rs) > 0 {
+			before = rs[0].Position
+		}
 		for _, r := range rs {
+			if cut > 0 && r.Position >= cut {
+				break
+			}
 			switch r.Type {
 			case schema.TypeSessionStarted, schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted:
 			default:
@@ -570,7 +580,7 @@ func usageOf(ctx context.Context, store events.Store, id string, prices model.Pr
 			model := ""
 			switch e := p.(type) {
 			case schema.SessionStarted:
-				if e.Reason == schema.StartCompression {
+				if e.Reason == schema.StartCompression || e.Reason == schema.StartFork {
 					next = e.ParentSessionID
 				}
 				continue
@@ -593,7 +603,7 @@ func (u convUsage) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d model calls", u.Calls)
 	if u.Sessions > 1 {
-		fmt.Fprintf(&b, " over %d sessions (compressions)", u.Sessions)
+		fmt.Fprintf(&b, " over %d sessions (compressions, /undo, /retry, /branch)", u.Sessions)
 	}
 	fmt.Fprintf(&b, ", prompt %d (cache read %d, write %d), completion %d tokens", u.Usage.PromptTokens, u.Usage.CacheReadTokens,
 		u.Usage.CacheWriteTokens, u.Usage.CompletionTokens)

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -55,7 +56,7 @@ func sessionsList(g *app.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&opts.limit, "limit", 0, "show at most N sessions (0: all)")
-	cmd.Flags().BoolVar(&opts.all, "all", false, "also show subagent sessions and sessions without messages")
+	cmd.Flags().BoolVar(&opts.all, "all", false, "show every session on its own line: subagent sessions, sessions without messages, and each branch /undo, /retry, /branch or compression made")
 	return cmd
 }
 
@@ -74,28 +75,29 @@ func runSessionsList(ctx context.Context, opts *sessionsListOptions) error {
 		return err
 	}
 	hidden := 0
-	if !opts.all {
-		kept := list[:0]
+	var convs []conversation
+	if opts.all {
 		for _, s := range list {
-			if listed(s) {
-				kept = append(kept, s)
-			} else {
-				hidden++
-			}
+			convs = append(convs, conversation{Summary: s, Sessions: 1})
 		}
-		list = kept
+	} else {
+		nodes, err := lineage.Dump(ctx, a.ProjDB.Reader())
+		if err != nil {
+			return err
+		}
+		convs, hidden = conversations(list, nodes)
 	}
-	if opts.limit > 0 && len(list) > opts.limit {
-		list = list[:opts.limit]
+	if opts.limit > 0 && len(convs) > opts.limit {
+		convs = convs[:opts.limit]
 	}
 	out := opts.io.Out
 	if opts.asJSON {
-		if list == nil {
-			list = []sessions.Summary{}
+		if convs == nil {
+			convs = []conversation{}
 		}
-		return writeJSON(out, list)
+		return writeJSON(out, convs)
 	}
-	if len(list) == 0 {
+	if len(convs) == 0 {
 		if hidden > 0 {
 			fmt.Fprintf(out, "no sessions with messages (%d empty or subagent sessions: --all shows them)\n", hidden)
 			return nil
@@ -111,13 +113,104 @@ func runSessionsList(ctx context.Context, opts *sessionsListOptions) error {
 	prices := knownPrices(a.Home)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
-	for _, s := range list {
+	for _, s := range convs {
 		cost := fmt.Sprintf("$%.4f", s.CostUSD)
 		if _, ok := prices.Lookup(s.Model); !ok && s.CostUSD == 0 && s.Usage.Total() > 0 {
 			cost = "unknown"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.ID, clip(s.Title, 40), s.Source, s.Model, s.Messages,
+		title := clip(s.Title, 40)
+		if n := len(s.Branches); n > 0 {
+			title += fmt.Sprintf(" (+%d %s)", n, plural(n, "branch", "branches"))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.ID, title, s.Source, s.Model, s.Messages,
 			s.Usage.Total(), cost, s.Status, s.LastActive.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
+}
+
+// conversation is one entry of the session list: the sessions one chat
+// made as one conversation, which /undo, /retry, /branch and compression
+// fork into new sessions, shown as the most recently active of them.
+type conversation struct {
+	// Summary is the most recently active session of the conversation,
+	// the one a resume continues, with the tokens and cost of all of
+	// them.
+	sessions.Summary
+	// Sessions is how many sessions the conversation holds.
+	Sessions int `json:"sessions"`
+	// Branches are the other sessions, most recently active first.
+	Branches []string `json:"branches,omitempty"`
+}
+
+// conversations groups list (most recently active first) into
+// conversations by their lineage: a session forked or compressed from
+// another belongs to its conversation (a subagent's session, or a /new
+// one, starts its own). A conversation is listed when one of its
+// sessions is (listed); hidden counts the sessions of those that are not.
+func conversations(list []sessions.Summary, nodes []lineage.Node) (convs []conversation, hidden int) {
+	parent := map[string]string{}
+	for _, n := range nodes {
+		if n.Parent != "" && (n.Reason == schema.StartFork || n.Reason == schema.StartCompression) {
+			parent[n.ID] = n.Parent
+		}
+	}
+	root := func(id string) string {
+		for i := 0; i < 10000; i++ {
+			p, ok := parent[id]
+			if !ok {
+				break
+			}
+			id = p
+		}
+		return id
+	}
+	at := map[string]int{}
+	var groups [][]sessions.Summary
+	for _, s := range list {
+		r := root(s.ID)
+		i, ok := at[r]
+		if !ok {
+			i = len(groups)
+			at[r] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], s)
+	}
+	for _, g := range groups {
+		head := -1
+		for i, s := range g {
+			if listed(s) {
+				head = i
+				break
+			}
+		}
+		if head < 0 {
+			hidden += len(g)
+			continue
+		}
+		// The head is the most recently active session with messages; a
+		// fork left empty by /undo of the first message is a branch.
+		c := conversation{Summary: g[head], Sessions: len(g)}
+		c.Usage, c.CostUSD = schema.Usage{}, 0
+		for i, s := range g {
+			c.Usage = c.Usage.Add(s.Usage)
+			c.CostUSD += s.CostUSD
+			if c.Title == "" {
+				c.Title = s.Title
+			}
+			if i != head {
+				c.Branches = append(c.Branches, s.ID)
+			}
+		}
+		convs = append(convs, c)
+	}
+	return convs, hidden
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

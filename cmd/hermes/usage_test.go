@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -69,5 +70,49 @@ func TestEstimatedTokensAndUnknownCost(t *testing.T) {
 	}
 	if list := mustRun(t, home, "sessions", "list"); !strings.Contains(list, "unknown") || strings.Contains(list, "$0.0000") {
 		t.Fatalf("list:\n%s", list)
+	}
+}
+
+// After /undo, /retry or /branch the conversation on screen is a fork:
+// /usage counts the calls of the sessions it was forked from up to the
+// fork (the turns taken back were paid for), not those another chat added
+// to the original afterwards.
+func TestUsageFollowsForks(t *testing.T) {
+	s, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	seed(t, s, "orig", 2) // two calls, $0.002
+	fork, err := session.Fork(ctx, s, "orig", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The original goes on elsewhere after the fork: not this conversation.
+	app := func(sid string, p schema.Payload) {
+		if _, err := s.Append(ctx, events.SessionStream(sid), events.Any, schema.MustEnvelope(schema.Meta{SessionID: sid}, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app("orig", schema.AssistantMessageAdded{Model: "gpt-4o-mini", Usage: schema.Usage{PromptTokens: 7000}, CostUSD: 1})
+	u, err := usageOf(ctx, s, fork, model.DefaultPrices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Calls != 2 || u.Sessions != 2 || u.Usage.PromptTokens != 200 || u.Cost < 0.00199 || u.Cost > 0.0021 {
+		t.Fatalf("usage after a fork: %+v", u)
+	}
+	// A fork of the fork, with a call of its own.
+	fork2, err := session.Fork(ctx, s, fork, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app(fork2, schema.AssistantMessageAdded{Model: "gpt-4o-mini", Usage: schema.Usage{PromptTokens: 50}, CostUSD: 0.0005})
+	if u, _ = usageOf(ctx, s, fork2, model.DefaultPrices()); u.Calls != 3 || u.Sessions != 3 || u.Usage.PromptTokens != 250 {
+		t.Fatalf("usage after two forks: %+v", u)
+	}
+	if !strings.Contains(u.String(), "3 model calls over 3 sessions") {
+		t.Fatalf("%q", u.String())
 	}
 }
