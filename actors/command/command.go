@@ -76,6 +76,14 @@ const (
 	Approve
 	Deny
 	Exit
+	Clear
+	Sessions
+	Config
+	Copy
+	Personality
+	Verbose
+	Insights
+	Version
 )
 
 // Command is one slash command.
@@ -106,11 +114,15 @@ func (c *Command) Synopsis() string {
 // copies.
 var table = []Command{
 	{ID: Help, Name: "/help", Aliases: []string{"/start"}, Help: "list the commands", On: Screen | Plain | Gateway},
-	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Help: "start a new conversation", On: Screen | Plain | Gateway},
+	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Help: "start a new conversation", On: Gateway},
+	// On a terminal /new takes a title, as Hermes' does.
+	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Args: "[TITLE]", Help: "start a new conversation (titled TITLE)", On: Screen | Plain},
+	{ID: Clear, Name: "/clear", Help: "clear the screen and start a new conversation (the old one stays: /sessions)", On: Screen | Plain},
+	{ID: Sessions, Name: "/sessions", Args: "[N]", Help: "list the recent conversations, numbered; /sessions N continues number N", On: Screen | Plain},
 	{ID: Resume, Name: "/resume", Args: "ID", Help: "continue session ID (or a unique prefix)", On: Screen | Plain},
 	{ID: Undo, Name: "/undo", Args: "[N]", Help: "take back the last N turns (1): the chat goes on in a fork made before them; the message comes back to edit", On: Screen},
 	{ID: Retry, Name: "/retry", Help: "take back the last turn and send its message again", On: Screen},
-	{ID: Branch, Name: "/branch", Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)", On: Screen},
+	{ID: Branch, Name: "/branch", Aliases: []string{"/fork"}, Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)", On: Screen},
 	{ID: Title, Name: "/title", Args: "[TEXT]", Help: "show or set the session's title", On: Screen},
 	{ID: History, Name: "/history", Help: "show the conversation so far", On: Screen},
 	{ID: Save, Name: "/save", Args: "[FILE]", Help: "export the session's events as JSON lines (hermes sessions import reads them)", On: Screen},
@@ -118,18 +130,24 @@ var table = []Command{
 	{ID: Usage, Name: "/usage", Help: "tokens and cost of the conversation", On: Screen | Plain | Gateway},
 	{ID: Tools, Name: "/tools", Help: "the tools the agent has", On: Screen},
 	{ID: Skills, Name: "/skills", Help: "the skills it can load", On: Screen},
-	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn)", On: Screen | Plain | Gateway},
+	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn); alone, the models configured", On: Screen | Plain | Gateway},
+	{ID: Personality, Name: "/personality", Args: "[NAME]", Help: "list the personalities (agent.personalities in config.yaml) or take one on for this chat (none: back to none)", On: Screen | Plain | Gateway},
+	{ID: Config, Name: "/config", Help: "the configuration in effect (secrets masked)", On: Screen | Plain},
+	{ID: Verbose, Name: "/verbose", Args: "[MODE]", Help: "how tool calls show: off, new (when the tool changes), all, verbose (arguments and results); alone, the next", On: Screen | Plain, Words: []string{"all", "new", "off", "verbose"}},
 	{ID: Yolo, Name: "/yolo", Help: "approve dangerous commands without asking (again: ask)", On: Screen},
 	{ID: Reasoning, Name: "/reasoning", Args: "[show|hide]", Help: "show or hide the model's thinking", On: Screen, Words: []string{"hide", "show"}},
-	{ID: Queue, Name: "/queue", Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen},
-	{ID: Background, Name: "/background", Aliases: []string{"/bg"}, Args: "TEXT", Help: "run TEXT as a separate session in the background", On: Screen},
-	{ID: Compress, Name: "/compress", Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", On: Screen | Plain, Words: []string{"--force"}},
+	{ID: Queue, Name: "/queue", Aliases: []string{"/q"}, Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen},
+	{ID: Background, Name: "/background", Aliases: []string{"/bg", "/btw"}, Args: "TEXT", Help: "run TEXT as a separate session in the background", On: Screen},
+	{ID: Compress, Name: "/compress", Aliases: []string{"/compact"}, Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", On: Screen | Plain, Words: []string{"--force"}},
 	// The gateway's compression takes no --force, so its /compress is a
 	// second entry, offered only there.
-	{ID: Compress, Name: "/compress", Help: "summarise the conversation so far to free context", On: Gateway},
+	{ID: Compress, Name: "/compress", Aliases: []string{"/compact"}, Help: "summarise the conversation so far to free context", On: Gateway},
 	{ID: Stop, Name: "/stop", Help: "stop the turn in flight", On: Screen | Plain | Gateway},
 	{ID: Approve, Name: "/approve", Args: "[session|always]", Help: "allow what the waiting approval question asks: once, for the session, or always", On: Gateway},
 	{ID: Deny, Name: "/deny", Help: "refuse what the waiting approval question asks", On: Gateway},
+	{ID: Copy, Name: "/copy", Args: "[N]", Help: "copy the last answer (the N-th last) to the clipboard, through the terminal (OSC 52)", On: Screen | Plain},
+	{ID: Insights, Name: "/insights", Args: "[DAYS]", Help: "conversations, model calls, tool calls and cost of the last DAYS days (30)", On: Screen | Plain},
+	{ID: Version, Name: "/version", Help: "the version and commit of this hermes", On: Screen | Plain | Gateway},
 	{ID: Exit, Name: "/exit", Aliases: []string{"/quit"}, Help: "leave (Ctrl-D)", On: Screen | Plain},
 }
 
@@ -236,7 +254,10 @@ func (s Surface) Unknown(name string) *UnknownError {
 		return e
 	}
 	// A suggestion is at most two edits away, one for a name of two
-	// letters or less ("/x" means nothing).
+	// letters, none for one of a letter ("/x" means nothing).
+	if len(name) <= 2 {
+		return e
+	}
 	best := 3
 	if len(name) <= 3 {
 		best = 2

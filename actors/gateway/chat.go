@@ -35,6 +35,7 @@ type chat struct {
 
 	session    string
 	model      string
+	persona    string // the personality /personality took on ("": none)
 	lastActive time.Time
 	seen       map[string]bool
 	answered   map[string]bool
@@ -57,6 +58,7 @@ type work struct {
 	msg     schema.GatewayMessageReceived
 	stream  bool
 	model   string
+	persona string
 	corr    string
 	recover bool
 	cancel  context.CancelFunc
@@ -126,6 +128,8 @@ func (c *chat) recover(ctx actor.Context) error {
 			}
 			if cmd, arg, ok := command.Gateway.Parse(e.Text); ok && cmd.ID == command.Model && arg != "" {
 				c.model = arg
+			} else if ok && cmd.ID == command.Personality && arg != "" {
+				c.setPersona(arg)
 			}
 		case schema.GatewaySessionBound:
 			c.session = e.SessionID
@@ -305,7 +309,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	if in.Verified && in.Model != "" {
 		model = in.Model
 	}
-	w := &work{msg: rec, stream: in.Stream, model: model, corr: m.corr, verified: in.Verified}
+	w := &work{msg: rec, stream: in.Stream, model: model, persona: c.persona, corr: m.corr, verified: in.Verified}
 	c.queue = append(c.queue, w)
 	if c.running != nil && c.r.cfg.Busy == "interrupt" {
 		c.r.Sessions.Stop(c.running.msg.SessionID, "a new message arrived")
@@ -438,7 +442,7 @@ func ensureSession(ctx context.Context, store events.Store, create func(context.
 // its session first: a turn that completed is answered from the record, a
 // turn cut short is continued, a turn that never started is run.
 func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer) session.TurnResult {
-	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe}
+	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona}
 	sid := w.msg.SessionID
 	if w.recover {
 		st, err := session.LookupTurn(ctx, store, sid, w.msg.TurnID)
@@ -450,7 +454,7 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 		case st.Completed:
 			return session.TurnResult{SessionID: st.Session, TurnID: w.msg.TurnID, Answer: st.Answer}
 		case st.Started:
-			t = &session.Turn{Continue: true, Model: w.model, Observe: observe}
+			t = &session.Turn{Continue: true, Model: w.model, Observe: observe, Persona: w.persona}
 		}
 	}
 	return sessions.RunTurn(ctx, sid, t)

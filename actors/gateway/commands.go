@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -92,6 +93,27 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		fmt.Fprintf(&b, "Queued: %d", len(c.queue))
 		return say(b.String())
+	case command.Personality:
+		if arg == "" {
+			names := make([]string, 0, len(c.r.cfg.Personalities))
+			for n := range c.r.cfg.Personalities {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				return say("No personalities are configured (agent.personalities in config.yaml).")
+			}
+			return say("Personalities: none, " + strings.Join(names, ", ") + ". /personality NAME takes one on for this chat.")
+		}
+		if !c.setPersona(arg) {
+			return say(fmt.Sprintf("There is no personality %q. /personality lists them.", arg))
+		}
+		if c.persona == "" {
+			return say("No personality from the next message.")
+		}
+		return say("Personality " + strings.ToLower(arg) + " from the next message.")
+	case command.Version:
+		return say(first(c.r.cfg.Version, "The version is not known."))
 	case command.Approve, command.Deny:
 		// An answer from the person a question waits for was taken
 		// before: this one answers nothing.
@@ -184,4 +206,27 @@ func turnUsage(ctx context.Context, store events.Store, turnID string, ids ...st
 		}
 	}
 	return u, nil
+}
+
+// setPersona takes on the personality name (none, default or neutral:
+// none); false when there is no such personality.
+func (c *chat) setPersona(name string) bool {
+	name = strings.ToLower(strings.TrimSpace(name))
+	switch name {
+	case "none", "default", "neutral":
+		c.persona = ""
+		return true
+	}
+	p, ok := c.r.cfg.Personalities[name]
+	if ok {
+		c.persona = p
+	}
+	return ok
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

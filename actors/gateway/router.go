@@ -72,6 +72,10 @@ type Config struct {
 	CreateSession func(ctx context.Context, platform, id string) error
 	// Model is the configured model (shown by /status).
 	Model string
+	// Personalities are what /personality offers: prompts by name.
+	Personalities map[string]string
+	// Version is what /version answers (the program's version line).
+	Version string
 	// IdleReset starts a new session for a chat idle this long (0: never).
 	IdleReset time.Duration
 	// TypingEvery repeats the typing indicator while a turn runs

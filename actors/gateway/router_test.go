@@ -646,3 +646,62 @@ func TestGatewayRevokeBitesInEveryRouter(t *testing.T) {
 		t.Fatalf("%d model calls, want 2", n)
 	}
 }
+
+// TestGatewayPersonality: /personality lists the configured ones, takes one
+// on for the chat (sent with each message, never recorded), survives a
+// restart, and /personality none drops it; /copy, a terminal's command,
+// says where it is.
+func TestGatewayPersonality(t *testing.T) {
+	dir := t.TempDir()
+	cfg := gateway.Config{Auth: gateway.Auth{AllowAll: true}, Version: "hermes v9 test",
+		Personalities: map[string]string{"pirate": "Speak like a pirate.", "terse": "Answer in five words."}}
+	r := newGwRig(t, dir, cfg, llmtest.Reply{Content: "Arr."}, llmtest.Reply{Content: "Arr again."}, llmtest.Reply{Content: "Plain."})
+	n := 0
+	send := func(text string) string {
+		t.Helper()
+		n++
+		r.plat.send(t, dm("5", fmt.Sprint(n), text))
+		return r.plat.waitReplies(t, n)[n-1].Text
+	}
+	for text, want := range map[string]string{
+		"/personality":        "Personalities: none, pirate, terse. /personality NAME takes one on for this chat.",
+		"/personality nope":   `There is no personality "nope". /personality lists them.`,
+		"/version":            "hermes v9 test",
+		"/copy":               "/copy is not available here, only in the chat screen and plain chat: /help lists the commands here.",
+		"/personality Pirate": "Personality pirate from the next message.",
+	} {
+		if got := send(text); got != want {
+			t.Errorf("%s: %q, want %q", text, got, want)
+		}
+	}
+	if got := send("hello"); got != "Arr." {
+		t.Fatalf("answer: %q", got)
+	}
+	if msgs := r.srv.Requests(); len(msgs) != 1 || !strings.Contains(string(msgs[0].Raw), "Speak like a pirate.") {
+		t.Fatalf("the persona was not sent: %d requests", len(msgs))
+	}
+	if strings.Contains(allPayloads(t, r.store), "Speak like a pirate.") {
+		t.Fatal("the persona was recorded")
+	}
+	waitFor(t, func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == n })
+	r.stop()
+	r2 := newGwRig(t, dir, cfg, llmtest.Reply{Content: "Arr again."}, llmtest.Reply{Content: "Plain."})
+	m := 0
+	send2 := func(text string) string {
+		t.Helper()
+		m++
+		r2.plat.send(t, dm("5", fmt.Sprint(100+m), text))
+		return r2.plat.waitReplies(t, m)[m-1].Text
+	}
+	send2("hello again")
+	if msgs := r2.srv.Requests(); len(msgs) != 1 || !strings.Contains(string(msgs[0].Raw), "Speak like a pirate.") {
+		t.Fatal("the persona did not survive the restart")
+	}
+	if got := send2("/personality none"); got != "No personality from the next message." {
+		t.Fatalf("/personality none: %q", got)
+	}
+	send2("and now?")
+	if msgs := r2.srv.Requests(); len(msgs) != 2 || strings.Contains(string(msgs[1].Raw), "Speak like a pirate.") {
+		t.Fatal("the persona was not dropped")
+	}
+}

@@ -214,3 +214,31 @@ func TestForcedCompression(t *testing.T) {
 		t.Fatalf("the last exchange was not kept: %+v", started.History)
 	}
 }
+
+// A turn's Persona reaches the model with the latest user message on
+// every call, and is never recorded: the next turn without it sends none.
+func TestPersonaIsSentNotRecorded(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "Arr, hello."}, llmtest.Reply{Content: "Hello."})
+	r.create(t, "s")
+	persona := "You speak like a ship's captain."
+	if res := r.mgr.RunTurn(context.Background(), "s", &session.Turn{Text: "hi", Persona: persona}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res := r.mgr.RunTurn(context.Background(), "s", &session.Turn{Text: "hi again"}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	_, first, _ := lastMsg(reqs[0])
+	_, second, _ := lastMsg(reqs[1])
+	if !strings.Contains(first, persona) || !strings.HasPrefix(first, "hi") || strings.Contains(second, persona) {
+		t.Fatalf("the persona was not sent with the first turn alone:\n%q\n%q", first, second)
+	}
+	for _, p := range payloads(t, r.store, "s") {
+		if u, ok := p.(schema.UserMessageAdded); ok && strings.Contains(u.Content, persona) {
+			t.Fatalf("the persona was recorded: %q", u.Content)
+		}
+	}
+}

@@ -27,6 +27,10 @@ type Turn struct {
 	// Yolo approves dangerous commands in this turn and its subagents'
 	// (as Deps.Yolo does in every turn): the chat's /yolo.
 	Yolo bool
+	// Persona, when set, is a personality the chat took on (/personality):
+	// sent with the turn's latest message on every call, as the memory
+	// prefetch is, never recorded, so the stable prefix stays as built.
+	Persona string
 }
 
 // TurnResult is how a turn ended.
@@ -103,4 +107,9 @@ func (forgotten) IgnoreDeadLetterLogging() {}
 type spawn struct {
 	id    string
 	ready chan<- error
+}
+
+// personaNote is how a Turn's Persona reaches the model.
+func personaNote(persona string) string {
+	return "[Personality the user chose for this conversation; answer in it:]\n" + persona
 }

@@ -431,6 +431,15 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 			return base() + "\n\n" + skillNudge
 		}
 	}
+	if t.Persona != "" {
+		base, persona := ephemeral, personaNote(t.Persona)
+		ephemeral = func() string {
+			if base == nil {
+				return persona
+			}
+			return base() + "\n\n" + persona
+		}
+	}
 	provider := a.deps.Provider
 	if lad, ok := provider.(*model.Ladder); ok {
 		turn := lad.ForTurn()

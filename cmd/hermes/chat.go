@@ -89,6 +89,8 @@ func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 type chatter struct {
 	*app.Chat
 	cronw *cronWiring
+	// prefs are what the chat's slash commands set for it.
+	prefs chatPrefs
 }
 
 // newChatter wires a chat (see app.NewChat) able to run cron jobs.
@@ -346,12 +348,17 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 	results := make(chan ended, 4)
 	running, model := 0, ""
 	shown := id // the session last announced
+	tools := c.prefs.tools.observer(progress(errw, f.quiet), func(s string) {
+		if !f.quiet {
+			fmt.Fprintf(errw, "    %s\n", s)
+		}
+	})
 	observe := func(o agent.Observation) {
 		if o.Kind == agent.ObserveDelta {
 			fmt.Fprint(out, o.Text)
 			return
 		}
-		progress(errw, f.quiet)(o)
+		tools(o)
 	}
 	prompt := func() {
 		if running == 0 {
@@ -411,7 +418,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 					c.Mgr.Restart(prev)
 				}
 				switch typed.ID {
-				case command.New, command.Resume, command.Compress:
+				case command.New, command.Resume, command.Compress, command.Clear, command.Sessions:
 					shown = id
 				}
 				if quit {
@@ -432,9 +439,9 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			}
 			running++
 			waiting = true
-			turnID, text, m := id, line, model
+			turnID, text, m, persona := id, line, model, c.prefs.persona
 			go func() {
-				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m})}
+				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m, Persona: persona})}
 			}()
 		case e := <-results:
 			res := e.res
@@ -474,12 +481,20 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		return false, command.Plain.Unknown(cmd.Name)
 	case command.Exit:
 		return true, nil
-	case command.New:
+	case command.New, command.Clear:
+		if cmd.ID == command.Clear && isTerminal(errw) {
+			fmt.Fprint(errw, clearScreen)
+		}
 		nid, err := c.newSession(ctx, "cli")
 		if err != nil {
 			return false, err
 		}
 		*id = nid
+		if cmd.ID == command.New && arg != "" {
+			if err := c.Mgr.Retitle(ctx, nid, arg); err != nil {
+				return false, err
+			}
+		}
 		fmt.Fprintf(errw, "session: %s\n", nid)
 	case command.Resume:
 		if len(strings.Fields(arg)) != 1 {
@@ -507,9 +522,71 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		}
 		*id = next
 		fmt.Fprintf(errw, "compressed: the conversation continues in session %s\n", next)
+	case command.Sessions:
+		if arg == "" {
+			list, err := c.prefs.listSessions(ctx, c.App, *id)
+			if err != nil {
+				return false, err
+			}
+			fmt.Fprintln(errw, list)
+			return false, nil
+		}
+		rid, err := c.prefs.pick(arg)
+		if err != nil {
+			return false, err
+		}
+		if _, err := c.Mgr.Session(ctx, rid); err != nil {
+			return false, err
+		}
+		*id = rid
+		fmt.Fprintf(errw, "session: %s\n", rid)
+	case command.Config:
+		text, err := configText(c.App.Home, c.Cfg, *model, &c.prefs)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(errw, text)
+	case command.Copy:
+		n, err := copyArg(arg)
+		if err != nil {
+			return false, err
+		}
+		text, err := nthAnswer(ctx, c.App, *id, n)
+		if err != nil {
+			return false, err
+		}
+		if !isTerminal(errw) {
+			return false, errors.New("/copy reaches the clipboard through the terminal (OSC 52), and this chat's stderr is not one")
+		}
+		fmt.Fprint(errw, osc52(text))
+		fmt.Fprintf(errw, "copied %d characters\n", len(text))
+	case command.Personality:
+		msg, err := c.prefs.personality(c.File, arg)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(errw, msg)
+	case command.Verbose:
+		v, err := c.prefs.tools.set(arg)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintf(errw, "verbose %s: %s\n", v, v.describe())
+	case command.Insights:
+		days, err := insightsArg(arg)
+		if err != nil {
+			return false, err
+		}
+		in, err := insightsOf(ctx, c.App, days, time.Now())
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(errw, in)
+	case command.Version:
+		fmt.Fprintln(errw, versionLine())
 	case command.Model:
 		if len(strings.Fields(arg)) != 1 {
-			fmt.Fprintf(errw, "model: %s\n", first(*model, c.Cfg.Model))
+			fmt.Fprintln(errw, modelsText(c.Cfg, c.File, *model))
 			return false, nil
 		}
 		*model = arg
@@ -527,6 +604,9 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 	}
 	return false, nil
 }
+
+// clearScreen clears a terminal and puts the cursor at its top (/clear).
+const clearScreen = "\x1b[H\x1b[2J"
 
 // errNoHandler is a command the table offers a chat without a case in its
 // switch: a bug, which the tests look for.

@@ -158,6 +158,10 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Acks: jobs.Ack,
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
+	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
+	for name, p := range c.File.Personalities() {
+		rcfg.Personalities[name] = p.Prompt()
+	}
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}

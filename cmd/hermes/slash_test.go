@@ -2,10 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 )
@@ -84,5 +88,107 @@ func TestPlainChatCommands(t *testing.T) {
 	}
 	if !strings.Contains(out, "That path is fine.") || len(srv.Requests()) != 1 {
 		t.Errorf("the line starting with a path was not sent as a message: %q, %d requests", out, len(srv.Requests()))
+	}
+}
+
+// The everyday commands in plain chat, in process: /personality takes one
+// on (sent with the next message, not recorded), /verbose cycles, /new
+// titles, /sessions numbers the conversations and continues one by
+// number, /config and /insights report, /copy explains it needs a
+// terminal, /clear starts a new conversation.
+func TestPlainChatEverydayCommandsInProcess(t *testing.T) {
+	quietEnv(t)
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "Answered."})
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nagent:\n  personalities:\n    pirate: Speak like a pirate.\n    mentor:\n      system_prompt: You guide.\n      description: asks first\n"), 0o600)
+	script := strings.Join([]string{
+		"/personality", "/personality pirate", "first question",
+		"/personality none", "/verbose", "/verbose", "/verbose loud",
+		"/new Second topic", "second question",
+		"/sessions", "/sessions 2", "/sessions 9", "/config", "/insights", "/insights x", "/copy", "/model", "/version",
+		"/clear", "/usage",
+	}, "\n") + "\n"
+	_, errOut, err := execute(t, script, "--home", home, "chat")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		" none  no personality\n   mentor  asks first\n   pirate  Speak like a pirate.",
+		`personality pirate from the next turn, for this chat: "Speak like a pirate."`,
+		"no personality from the next turn",
+		"verbose verbose: tool calls show with their arguments and results in full",
+		"verbose off: tool calls do not show",
+		"error: usage: /verbose [off|new|all|verbose] (now off)",
+		"recent conversations (/sessions N continues number N):\n * 1. Second topic",
+		"\n   2. first question",
+		"error: /sessions showed 2 conversations, not 9",
+		"# this chat: model m, personality none, tool calls off",
+		"model calls    2:",
+		"error: usage: /insights [DAYS]",
+		"error: /copy reaches the clipboard through the terminal (OSC 52)",
+		"model: m\n/model NAME switches this chat",
+		versionLine(),
+		"0 model calls",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[0].Raw), "Speak like a pirate.") || strings.Contains(string(reqs[1].Raw), "pirate") {
+		t.Fatalf("the persona went with the first message alone: %d requests", len(reqs))
+	}
+	// /sessions 2 went back to the first conversation; /clear left it.
+	if n := strings.Count(errOut, "session: "); n != 5 {
+		t.Errorf("%d session lines, want 5 (start, /new, /sessions 2, /clear)", n)
+	}
+}
+
+// /verbose's modes filter what a chat shows of tool calls.
+func TestToolView(t *testing.T) {
+	var v toolView
+	var shown, details []string
+	obs := v.observer(func(o agent.Observation) { shown = append(shown, o.Kind+":"+o.Tool) }, func(s string) { details = append(details, s) })
+	calls := func() {
+		shown, details = nil, nil
+		for i, tool := range []string{"terminal", "terminal", "read_file"} {
+			id := fmt.Sprint(i)
+			obs(agent.Observation{Kind: agent.ObserveToolStart, Tool: tool, ID: id, Text: `{"x":1}`})
+			obs(agent.Observation{Kind: agent.ObserveToolEnd, Tool: tool, ID: id, Text: "ok"})
+		}
+		obs(agent.Observation{Kind: agent.ObserveDelta, Text: "answer"})
+	}
+	for _, c := range []struct {
+		arg, mode, shown string
+		details          int
+	}{
+		{"", "verbose", "tool_start:terminal tool_end:terminal tool_start:terminal tool_end:terminal tool_start:read_file tool_end:read_file delta:", 6},
+		{"", "off", "delta:", 0},
+		{"", "new", "tool_start:terminal tool_end:terminal tool_start:read_file tool_end:read_file delta:", 0},
+		{"", "all", "tool_start:terminal tool_end:terminal tool_start:terminal tool_end:terminal tool_start:read_file tool_end:read_file delta:", 0},
+		{"all", "all", "tool_start:terminal tool_end:terminal tool_start:terminal tool_end:terminal tool_start:read_file tool_end:read_file delta:", 0},
+	} {
+		m, err := v.set(c.arg)
+		if err != nil || m.String() != c.mode {
+			t.Fatalf("set(%q) = %v %v, want %s", c.arg, m, err, c.mode)
+		}
+		v.last = ""
+		calls()
+		if got := strings.Join(shown, " "); got != c.shown || len(details) != c.details {
+			t.Errorf("%s: shown %q, %d details; want %q, %d", c.mode, got, len(details), c.shown, c.details)
+		}
+	}
+	if _, err := v.set("loud"); err == nil {
+		t.Error("set(loud) accepted")
+	}
+	if got := osc52("hi"); got != "\x1b]52;c;aGk=\a" {
+		t.Errorf("osc52: %q", got)
 	}
 }

@@ -75,6 +75,8 @@ type screenChat struct {
 	bgRunning int
 	titles    chan [2]string
 	last      string // the last message sent (/retry)
+	// observe shows a turn's progress as /verbose says.
+	observe func(agent.Observation)
 }
 
 type bgResult struct {
@@ -117,6 +119,7 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	defer c.Stop()
 	sc.c = c
 	sc.ctx = ctx
+	sc.observe = c.prefs.tools.observer(scr.Observe, func(s string) { scr.Info("    " + s) })
 	var id string
 	if f.resume != "" || f.cont {
 		id, err = c.findResumable(ctx, f.resume, f.cont)
@@ -232,9 +235,9 @@ func (sc *screenChat) send(text string) {
 		sc.scr.Busy("thinking")
 	}
 	sc.running++
-	id, model, yolo := sc.id, sc.model, sc.yolo
+	id, model, yolo, persona := sc.id, sc.model, sc.yolo, sc.c.prefs.persona
 	go func() {
-		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Observe: sc.scr.Observe, Model: model, Yolo: yolo})
+		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Observe: sc.observe, Model: model, Yolo: yolo, Persona: persona})
 	}()
 }
 
@@ -346,11 +349,118 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			return nil
 		}
 	case command.New:
+		return func(title string) error {
+			if sc.running > 0 {
+				return errBusy
+			}
+			if err := sc.enter(sc.c.newSession(sc.ctx, "cli")); err != nil {
+				return err
+			}
+			if title == "" {
+				return nil
+			}
+			if err := sc.c.Mgr.Retitle(sc.ctx, sc.id, title); err != nil {
+				return err
+			}
+			sc.title = title
+			sc.status()
+			return nil
+		}
+	case command.Clear:
 		return func(string) error {
 			if sc.running > 0 {
 				return errBusy
 			}
-			return sc.enter(sc.c.newSession(sc.ctx, "cli"))
+			prev := sc.at
+			id, err := sc.c.newSession(sc.ctx, "cli")
+			if err != nil {
+				return err
+			}
+			if err := sc.switchTo(id); err != nil {
+				return err
+			}
+			sc.scr.Clear()
+			sc.scr.Info(fmt.Sprintf("Hermes · %s · session %s · the conversation before is kept: /sessions lists it, /resume %s goes back",
+				first(sc.model, sc.c.Cfg.Model), id, short(prev)))
+			return nil
+		}
+	case command.Sessions:
+		return func(arg string) error {
+			if arg == "" {
+				list, err := sc.c.prefs.listSessions(sc.ctx, sc.c.App, sc.at)
+				if err != nil {
+					return err
+				}
+				sc.scr.Info(list)
+				return nil
+			}
+			id, err := sc.c.prefs.pick(arg)
+			if err != nil {
+				return err
+			}
+			if sc.running > 0 {
+				return errBusy
+			}
+			return sc.enter(id, nil)
+		}
+	case command.Config:
+		return func(string) error {
+			text, err := configText(sc.c.App.Home, sc.c.Cfg, sc.model, &sc.c.prefs)
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(text)
+			return nil
+		}
+	case command.Copy:
+		return func(arg string) error {
+			n, err := copyArg(arg)
+			if err != nil {
+				return err
+			}
+			text, err := nthAnswer(sc.ctx, sc.c.App, sc.at, n)
+			if err != nil {
+				return err
+			}
+			sc.scr.Copy(text)
+			sc.scr.Info(fmt.Sprintf("copied %d characters (through the terminal: OSC 52)", len(text)))
+			return nil
+		}
+	case command.Personality:
+		return func(arg string) error {
+			msg, err := sc.c.prefs.personality(sc.c.File, arg)
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(msg)
+			return nil
+		}
+	case command.Verbose:
+		return func(arg string) error {
+			v, err := sc.c.prefs.tools.set(arg)
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(fmt.Sprintf("verbose %s: %s", v, v.describe()))
+			return nil
+		}
+	case command.Insights:
+		return func(arg string) error {
+			days, err := insightsArg(arg)
+			if err != nil {
+				return err
+			}
+			in, err := insightsOf(sc.ctx, sc.c.App, days, time.Now())
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(in.String())
+			return nil
+		}
+	case command.Version:
+		return func(string) error {
+			sc.scr.Info(versionLine())
+			return nil
 		}
 	case command.Resume:
 		return func(rest string) error {
@@ -455,7 +565,7 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 	case command.Model:
 		return func(rest string) error {
 			if rest == "" {
-				sc.scr.Info("model: " + first(sc.model, sc.c.Cfg.Model))
+				sc.scr.Info(modelsText(sc.c.Cfg, sc.c.File, sc.model))
 				return nil
 			}
 			sc.model = rest

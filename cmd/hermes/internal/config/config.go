@@ -137,6 +137,8 @@ type AgentConfig struct {
 	MaxParallelTools int      `yaml:"max_parallel_tools"`
 	MaxTokens        int      `yaml:"max_tokens"`
 	ModelCallTimeout string   `yaml:"model_call_timeout"`
+	// Personalities are what /personality offers, by name (Hermes' key).
+	Personalities map[string]Personality `yaml:"personalities"`
 }
 
 // SandboxConfig is the sandbox: section, the kernel sandbox of the local

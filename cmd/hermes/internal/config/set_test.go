@@ -65,3 +65,30 @@ func TestSetScalarIntoModelMapping(t *testing.T) {
 		t.Fatalf("%+v %v", cfg.Model, err)
 	}
 }
+
+// agent.personalities takes Hermes' two forms; without it a few built-in
+// ones are offered.
+func TestPersonalities(t *testing.T) {
+	home := t.TempDir()
+	if c, err := Load(home); err != nil || len(c.Personalities()) == 0 || c.Personalities()["concise"].Prompt() == "" {
+		t.Fatalf("built-in personalities: %v %v", c.Personalities(), err)
+	}
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte(`agent:
+  personalities:
+    pirate: Speak like a pirate.
+    mentor:
+      system_prompt: You guide.
+      tone: warm
+      style: Socratic
+      description: asks before it tells
+`), 0o600)
+	c, err := Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.Personalities()
+	if len(ps) != 2 || ps["pirate"].Prompt() != "Speak like a pirate." || ps["mentor"].Prompt() != "You guide.\nTone: warm\nStyle: Socratic" ||
+		ps["mentor"].Summary() != "asks before it tells" || strings.Join(c.PersonalityNames(), ",") != "mentor,pirate" {
+		t.Fatalf("personalities: %+v", ps)
+	}
+}
