@@ -1,10 +1,16 @@
 package tui
 
-import tea "charm.land/bubbletea/v2"
+import (
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
 
 // Clear clears the terminal's screen (/clear, between turns): what was
 // printed goes, the prompt stays.
 func (s *Screen) Clear() {
+	// The renderer's own clear repaints only its area: the lines printed
+	// above it are erased here, then it redraws from the top.
+	s.send(tea.Raw(ansi.EraseEntireScreen + ansi.CursorHomePosition)())
 	s.send(tea.ClearScreen())
 }
 

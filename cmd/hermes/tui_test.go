@@ -432,3 +432,74 @@ func TestPlainChatTitles(t *testing.T) {
 		t.Fatalf("%d title calls after -q and a chat with titles off", n)
 	}
 }
+
+// TestScreenEverydayCommands drives the chat screen in a tmux pane: /copy
+// puts the last answer on the clipboard with OSC 52 (tmux keeps it as a
+// buffer), /usage after /undo counts the conversation's calls, sessions
+// list shows the conversation once, /sessions numbers it and /clear
+// starts a new one, keeping it.
+func TestScreenEverydayCommands(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetRoute(screenRoute)
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	p := newPane(t, wd, screenEnv(srv), 110, 45, fmt.Sprintf("%s --home %s chat --model m; echo exit=$? > %s/exit; sleep 60", bin, home, home))
+	p.tmux("set-option", "-g", "set-clipboard", "on")
+	p.waitText("/help lists the commands")
+	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+	typed := func(line string) {
+		p.text(line)
+		p.waitFor(fmt.Sprintf("%q typed", line), func(s string) bool { return strings.HasPrefix(editor(s), "› "+line) })
+		p.keys("Enter")
+	}
+	typed("hello")
+	p.waitText("Hello, human.")
+	p.waitText("“Greeting The Human”")
+
+	typed("/copy")
+	p.waitText("copied 17 characters")
+	p.waitFor("the answer in tmux's buffer", func(string) bool {
+		out, _ := exec.Command("tmux", "-S", p.sock, "show-buffer").Output()
+		return string(out) == "Hello, **human**."
+	})
+
+	typed("/undo")
+	p.waitText("undid 1 turn(s)")
+	p.waitFor("the message back in the editor", func(s string) bool { return strings.HasPrefix(editor(s), "› hello") })
+	p.keys("C-c")
+	p.waitFor("the editor cleared", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+	typed("/usage")
+	s := p.waitText("model calls over 2 sessions")
+	if strings.Contains(s, ": 0 model calls") {
+		t.Fatalf("/usage after /undo counts nothing:\n%s", s)
+	}
+	list := strings.Split(strings.TrimSpace(mustRun(t, home, "sessions", "list")), "\n")
+	if len(list) != 2 || !strings.Contains(list[1], "Greeting The Human (+1 branch)") {
+		t.Fatalf("sessions list after /undo:\n%s", strings.Join(list, "\n"))
+	}
+	id := strings.Fields(list[1])[0]
+
+	typed("/clear")
+	p.waitText("the conversation before is kept")
+	if visible := p.tmux("capture-pane", "-p", "-t", "t"); strings.Contains(visible, "Hello, human.") || strings.Contains(visible, "undid 1 turn") {
+		t.Fatalf("/clear left the conversation on the screen:\n%s", visible)
+	}
+	typed("/sessions")
+	p.waitText("1. Greeting The Human (+1 branch)")
+	typed("/sessions 1")
+	p.waitText("session: " + id)
+	typed("/exit")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(home, "exit")); err == nil {
+			if strings.TrimSpace(string(b)) != "exit=0" {
+				t.Fatalf("hermes ended with %s\n%s", b, p.screen())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/exit did not end hermes:\n%s", p.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
