@@ -84,6 +84,8 @@ const (
 	Verbose
 	Insights
 	Version
+	Profile
+	Redraw
 )
 
 // Command is one slash command.
@@ -113,7 +115,7 @@ func (c *Command) Synopsis() string {
 // entry per surface. It is never changed: All and Commands hand out
 // copies.
 var table = []Command{
-	{ID: Help, Name: "/help", Aliases: []string{"/start"}, Help: "list the commands", On: Screen | Plain | Gateway},
+	{ID: Help, Name: "/help", Aliases: []string{"/start", "/commands"}, Help: "list the commands", On: Screen | Plain | Gateway},
 	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Help: "start a new conversation", On: Gateway},
 	// On a terminal /new takes a title, as Hermes' does.
 	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Args: "[TITLE]", Help: "start a new conversation (titled TITLE)", On: Screen | Plain},
@@ -148,6 +150,8 @@ var table = []Command{
 	{ID: Copy, Name: "/copy", Args: "[N]", Help: "copy the last answer (the N-th last) to the clipboard, through the terminal (OSC 52)", On: Screen | Plain},
 	{ID: Insights, Name: "/insights", Args: "[DAYS]", Help: "conversations, model calls, tool calls and cost of the last DAYS days (30)", On: Screen | Plain},
 	{ID: Version, Name: "/version", Help: "the version and commit of this hermes", On: Screen | Plain | Gateway},
+	{ID: Profile, Name: "/profile", Help: "the Hermes home this chat runs in (its config, sessions and memories)", On: Screen | Plain},
+	{ID: Redraw, Name: "/redraw", Help: "draw the screen again (after the terminal was garbled)", On: Screen},
 	{ID: Exit, Name: "/exit", Aliases: []string{"/quit"}, Help: "leave (Ctrl-D)", On: Screen | Plain},
 }
 

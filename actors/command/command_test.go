@@ -161,7 +161,7 @@ func containsWord(text, name string) bool {
 }
 
 func TestBrief(t *testing.T) {
-	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /usage  /model [NAME]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /version  /exit"
+	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /usage  /model [NAME]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /version  /profile  /exit"
 	if got := Plain.Brief(); got != want {
 		t.Errorf("Plain.Brief() = %q, want %q", got, want)
 	}
@@ -171,5 +171,38 @@ func TestUnknownOfANameTheSurfaceHasIsNotElsewhere(t *testing.T) {
 	// /compress is two entries: Screen|Plain, and Gateway on its own.
 	if e := Gateway.Unknown("/compress"); e.Elsewhere != 0 {
 		t.Errorf("Gateway.Unknown(/compress) points elsewhere: %v", e)
+	}
+}
+
+// Hermes' names for commands are aliases here, on every surface that
+// offers the command.
+func TestHermesAliases(t *testing.T) {
+	for _, c := range []struct {
+		s     Surface
+		typed string
+		id    ID
+	}{
+		{Screen, "/compact", Compress}, {Plain, "/compact", Compress}, {Gateway, "/compact", Compress},
+		{Screen, "/fork", Branch}, {Screen, "/q", Queue}, {Screen, "/btw", Background},
+		{Gateway, "/commands", Help}, {Plain, "/commands", Help}, {Screen, "/reset", New},
+	} {
+		if cmd, _, ok := c.s.Parse(c.typed + " x"); !ok || cmd.ID != c.id {
+			t.Errorf("%s: %s is %+v", c.s, c.typed, cmd)
+		}
+	}
+	// A command a surface does not offer says where it is.
+	for _, c := range []struct {
+		s     Surface
+		typed string
+		want  string
+	}{
+		{Gateway, "/copy", "only in the chat screen and plain chat"},
+		{Gateway, "/clear", "only in the chat screen and plain chat"},
+		{Plain, "/redraw", "only in the chat screen"},
+		{Gateway, "/sessions", "only in the chat screen and plain chat"},
+	} {
+		if got := c.s.Unknown(c.typed).Error(); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %s: %q", c.s, c.typed, got)
+		}
 	}
 }

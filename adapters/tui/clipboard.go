@@ -20,3 +20,8 @@ func (s *Screen) Clear() {
 func (s *Screen) Copy(text string) {
 	s.send(tea.SetClipboard(text)())
 }
+
+// Redraw draws the screen's area again (/redraw), as after a resize.
+func (s *Screen) Redraw() {
+	s.send(tea.ClearScreen())
+}

@@ -71,8 +71,8 @@ func chatCmd(g *app.Factory) *cobra.Command {
 // addChatFlags defines chat's flags on fl, filling f.
 func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 	fl.StringVarP(&f.query, "query", "q", "", "run one turn with this prompt: the answer goes to stdout, progress to stderr")
-	fl.StringVar(&f.resume, "resume", "", "continue session ID")
-	fl.BoolVar(&f.cont, "continue", false, "continue the most recently active session")
+	fl.StringVarP(&f.resume, "resume", "r", "", "continue session ID")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recently active session")
 	fl.StringVarP(&f.ov.Model, "model", "m", "", "model name")
 	fl.StringVar(&f.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")
 	fl.StringVar(&f.ov.BaseURL, "base-url", "", "API base URL")
@@ -584,6 +584,8 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		fmt.Fprintln(errw, in)
 	case command.Version:
 		fmt.Fprintln(errw, versionLine())
+	case command.Profile:
+		fmt.Fprintln(errw, profileText(c.App.Home))
 	case command.Model:
 		if len(strings.Fields(arg)) != 1 {
 			fmt.Fprintln(errw, modelsText(c.Cfg, c.File, *model))

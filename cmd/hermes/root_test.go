@@ -135,6 +135,11 @@ func TestHermesAloneChatsInProcess(t *testing.T) {
 	if m, _ := srv.Requests()[0].Body["model"].(string); m != "alone-model" {
 		t.Fatalf("-m: asked for %q", m)
 	}
+	// -c continues the last conversation, as Hermes' does.
+	first := sessionIDFrom(t, errOut)
+	if _, errOut, err := execute(t, "more\n", "--home", home, "-c", "-m", "alone-model"); err != nil || sessionIDFrom(t, errOut) != first {
+		t.Fatalf("hermes -c: %v\n%s", err, errOut)
+	}
 	if out, _, err := inHome(t, home, "chat", "-m", "chat-model", "-q", "hi", "--quiet"); err != nil || out != "hello there\n" {
 		t.Fatalf("chat -m: %q %v", out, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,4 +339,11 @@ func insightsArg(arg string) (int, error) {
 		return 0, errors.New("usage: /insights [DAYS], a number of days (30)")
 	}
 	return n, nil
+}
+
+// profileText is /profile: the home the chat runs in, and where its parts
+// are.
+func profileText(home string) string {
+	return fmt.Sprintf("home %s (HERMES_HOME or --home chooses another)\n  config   %s\n  memories %s\n  skills   %s",
+		home, filepath.Join(home, "config.yaml"), filepath.Join(home, "memories"), filepath.Join(home, "skills"))
 }

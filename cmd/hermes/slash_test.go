@@ -82,9 +82,9 @@ func TestPlainChatCommands(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	// /help and /start, /new and /reset: twice each.
-	if n := strings.Count(errOut, "commands:\n"); n != 2 {
-		t.Errorf("help shown %d times, want 2 (/help, /start)", n)
+	// /help, /start and /commands.
+	if n := strings.Count(errOut, "commands:\n"); n != 3 {
+		t.Errorf("help shown %d times, want 3 (/help, /start, /commands)", n)
 	}
 	if !strings.Contains(out, "That path is fine.") || len(srv.Requests()) != 1 {
 		t.Errorf("the line starting with a path was not sent as a message: %q, %d requests", out, len(srv.Requests()))

@@ -462,6 +462,16 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			sc.scr.Info(versionLine())
 			return nil
 		}
+	case command.Profile:
+		return func(string) error {
+			sc.scr.Info(profileText(sc.c.App.Home))
+			return nil
+		}
+	case command.Redraw:
+		return func(string) error {
+			sc.scr.Redraw()
+			return nil
+		}
 	case command.Resume:
 		return func(rest string) error {
 			if len(strings.Fields(rest)) != 1 {
