@@ -138,3 +138,65 @@ func Fork(ctx context.Context, store events.Store, id string, at uint64) (string
 	}
 	return child, nil
 }
+
+// Undone is what Undo took back.
+type Undone struct {
+	// Fork is the session the conversation goes on in; From is the one it
+	// was forked from (before a compression, an earlier session of the
+	// conversation).
+	Fork, From string
+	// Text is the earliest message taken back, to edit or send again.
+	Text string
+	// Turns is how many turns were taken back (fewer than asked when the
+	// conversation holds fewer).
+	Turns int
+}
+
+// ErrNothingToUndo is Undo's answer for a conversation without a message.
+var ErrNothingToUndo = errors.New("nothing to undo: no message was sent in this session yet")
+
+// Undo takes back the last n turns of the conversation session at ends:
+// it forks, at the event before the n-th last user message, the session
+// holding that message (found back through compressions). The original
+// sessions are untouched.
+func Undo(ctx context.Context, store events.Store, at string, n int) (Undone, error) {
+	// Walk back through the messages, newest first, across compressions;
+	// with fewer than n, take back all there are.
+	var msg events.Recorded
+	from, found := "", 0
+	for s := at; s != "" && found < n; {
+		rs, err := store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
+		if err != nil {
+			return Undone{}, err
+		}
+		parent := ""
+		var users []events.Recorded
+		for _, r := range rs {
+			switch r.Type {
+			case schema.TypeUserMessageAdded:
+				users = append(users, r)
+			case schema.TypeSessionStarted:
+				if p, err := schema.Decode(r.Envelope); err == nil && p.(schema.SessionStarted).Reason == schema.StartCompression {
+					parent = p.(schema.SessionStarted).ParentSessionID
+				}
+			}
+		}
+		for i := len(users) - 1; i >= 0 && found < n; i-- {
+			msg, from = users[i], s
+			found++
+		}
+		s = parent
+	}
+	if found == 0 {
+		return Undone{}, ErrNothingToUndo
+	}
+	p, err := schema.Decode(msg.Envelope)
+	if err != nil {
+		return Undone{}, err
+	}
+	fork, err := Fork(ctx, store, from, msg.Revision-1)
+	if err != nil {
+		return Undone{}, err
+	}
+	return Undone{Fork: fork, From: from, Text: p.(schema.UserMessageAdded).Content, Turns: found}, nil
+}

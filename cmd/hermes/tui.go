@@ -687,46 +687,12 @@ func (sc *screenChat) undo(n int) (string, error) {
 		return "", errBusy
 	}
 	ctx := sc.ctx
-	// Walk back through the messages, newest first, across compressions;
-	// with fewer than n, take back all there are.
-	var at events.Recorded
-	from, found := "", 0
-	for s := sc.at; s != "" && found < n; {
-		rs, err := sc.c.App.Store.ReadStream(ctx, events.SessionStream(s), events.Forward, 0, 0)
-		if err != nil {
-			return "", err
-		}
-		parent := ""
-		var users []events.Recorded
-		for _, r := range rs {
-			switch r.Type {
-			case schema.TypeUserMessageAdded:
-				users = append(users, r)
-			case schema.TypeSessionStarted:
-				if p, err := schema.Decode(r.Envelope); err == nil && p.(schema.SessionStarted).Reason == schema.StartCompression {
-					parent = p.(schema.SessionStarted).ParentSessionID
-				}
-			}
-		}
-		for i := len(users) - 1; i >= 0 && found < n; i-- {
-			at, from = users[i], s
-			found++
-		}
-		s = parent
-	}
-	if found == 0 {
-		return "", errors.New("nothing to undo: no message was sent in this session yet")
-	}
-	n = found
-	p, err := schema.Decode(at.Envelope)
+	u, err := session.Undo(ctx, sc.c.App.Store, sc.at, n)
 	if err != nil {
 		return "", err
 	}
-	text := p.(schema.UserMessageAdded).Content
-	fork, err := session.Fork(ctx, sc.c.App.Store, from, at.Revision-1)
-	if err != nil {
-		return "", err
-	}
+	fork, from, text := u.Fork, u.From, u.Text
+	n = u.Turns
 	prev, title := sc.at, sc.title
 	if err := sc.switchTo(fork); err != nil {
 		return "", err
