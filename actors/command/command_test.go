@@ -105,7 +105,7 @@ func TestUnknown(t *testing.T) {
 		{Plain, "/x", "unknown command /x: /help lists the commands"},
 		{Screen, "/x", "unknown command /x: /help lists the commands"}, // not /bg
 		{Screen, "/bh", "unknown command /bh: did you mean /background? /help lists the commands"},
-		{Gateway, "/undo", "/undo is not available here, only in the chat screen: /help lists the commands here"},
+		{Gateway, "/undo", "/undo is not available here, only in the chat screen and plain chat: /help lists the commands here"},
 		{Plain, "/status", "/status is not available here, only in the chat screen and the messaging gateway: /help lists the commands here"},
 		{Gateway, "/QUIT", "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here"},
 	} {
@@ -161,7 +161,7 @@ func containsWord(text, name string) bool {
 }
 
 func TestBrief(t *testing.T) {
-	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /usage  /model [NAME]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /version  /profile  /exit"
+	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /undo [N]  /retry  /usage  /model [NAME]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /version  /profile  /exit"
 	if got := Plain.Brief(); got != want {
 		t.Errorf("Plain.Brief() = %q, want %q", got, want)
 	}

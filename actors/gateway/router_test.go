@@ -430,7 +430,7 @@ func TestGatewayCommandTable(t *testing.T) {
 		"/reset":     "New conversation started.",
 		"/bogus":     "Unknown command /bogus: /help lists the commands.",
 		"/stpo":      "Unknown command /stpo: did you mean /stop? /help lists the commands.",
-		"/undo 2":    "/undo is not available here, only in the chat screen: /help lists the commands here.",
+		"/undo 2":    "/undo is not available here, only in the chat screen and plain chat: /help lists the commands here.",
 		"/quit":      "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here.",
 		"/approve":   "There is no question waiting for an answer.",
 		"/deny":      "There is no question waiting for an answer.",

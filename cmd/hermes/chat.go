@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -408,7 +409,13 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			}
 			if typed, arg, ok := command.Plain.Parse(line); ok {
 				prev := id
-				quit, err := c.slash(ctx, errw, typed, arg, &id, &model)
+				var quit bool
+				var err error
+				if running > 0 && (typed.ID == command.Undo || typed.ID == command.Retry) {
+					err = errBusy
+				} else {
+					quit, err = c.slash(ctx, errw, typed, arg, &id, &model)
+				}
 				if err != nil {
 					fmt.Fprintln(errw, "error:", err)
 				}
@@ -418,7 +425,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 					c.Mgr.Restart(prev)
 				}
 				switch typed.ID {
-				case command.New, command.Resume, command.Compress, command.Clear, command.Sessions:
+				case command.New, command.Resume, command.Compress, command.Clear, command.Sessions, command.Undo, command.Retry:
 					shown = id
 				}
 				if quit {
@@ -430,9 +437,14 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 					}
 					return nil
 				}
-				prompt()
-				ready()
-				continue
+				if c.prefs.resend == "" {
+					prompt()
+					ready()
+					continue
+				}
+				// /retry: the message taken back is sent again.
+				line, c.prefs.resend = c.prefs.resend, ""
+				fmt.Fprintf(errw, "› %s\n", line)
 			}
 			if !script {
 				ready()
@@ -511,6 +523,30 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		fmt.Fprintf(errw, "session: %s\n", rid)
 	case command.Stop:
 		c.Mgr.Stop(*id, "user sent /stop")
+	case command.Undo, command.Retry:
+		n := 1
+		if cmd.ID == command.Undo && arg != "" {
+			var err error
+			if n, err = strconv.Atoi(arg); err != nil || n < 1 {
+				return false, errors.New("usage: /undo [N], N a number of turns")
+			}
+		}
+		u, err := session.Undo(ctx, c.App.Store, *id, n)
+		if err != nil {
+			return false, err
+		}
+		if title := sessionTitle(ctx, c.App.Store, *id); title != "" {
+			if err := c.Mgr.Retitle(ctx, u.Fork, title); err != nil {
+				return false, err
+			}
+		}
+		fmt.Fprintf(errw, "undid %d turn(s): the chat goes on in session %s, a fork of %s (/resume %s goes back)\n", u.Turns, u.Fork, u.From, short(*id))
+		*id = u.Fork
+		if cmd.ID == command.Retry {
+			c.prefs.resend = u.Text
+		} else {
+			fmt.Fprintf(errw, "taken back: %s\n", u.Text)
+		}
 	case command.Compress:
 		force := arg == "--force"
 		if arg != "" && !force {

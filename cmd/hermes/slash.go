@@ -33,6 +33,8 @@ type chatPrefs struct {
 	tools toolView
 	// listed are the sessions /sessions numbered last, 1 first.
 	listed []string
+	// resend is a message /retry took back, for plain chat to send again.
+	resend string
 }
 
 // verbosity is how a chat shows tool calls, as Hermes' /verbose cycles

@@ -75,8 +75,10 @@ func TestPlainChatCommands(t *testing.T) {
 		"commands:\n" + command.Plain.Help() + "\n",
 		"usage: /resume ID",
 		"error: unknown command /hepl: did you mean /help? /help lists the commands",
-		"error: /undo is not available here, only in the chat screen: /help lists the commands here",
-		"1 model calls",
+		"error: nothing to undo: no message was sent in this session yet",
+		"undid 1 turn(s): the chat goes on in session ",
+		"taken back: /etc/hosts is empty",
+		"1 model calls over 2 sessions",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
@@ -190,5 +192,35 @@ func TestToolView(t *testing.T) {
 	}
 	if got := osc52("hi"); got != "\x1b]52;c;aGk=\a" {
 		t.Errorf("osc52: %q", got)
+	}
+}
+
+// /retry and /undo in plain chat: the message goes again in a fork, /usage
+// counts the calls before the fork too, and sessions list shows the
+// conversation once.
+func TestPlainChatRetryAndUndoInProcess(t *testing.T) {
+	quietEnv(t)
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "Answered."})
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	home := t.TempDir()
+	_, errOut, err := execute(t, "greeting\n/retry\n/undo 5\n/usage\n", "--home", home, "chat", "-m", "m")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || lastUser(reqs[1]) != "greeting" {
+		t.Fatalf("/retry did not send the message again: %d requests\n%s", len(reqs), errOut)
+	}
+	for _, want := range []string{"› greeting\n", "undid 1 turn(s)", "taken back: greeting", "2 model calls over 3 sessions"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	out, _, err := inHome(t, home, "sessions", "list")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 2 || !strings.Contains(lines[1], "(+2 branches)") {
+		t.Fatalf("sessions list: %v\n%s", err, out)
 	}
 }
