@@ -58,7 +58,7 @@ func TestParse(t *testing.T) {
 		{s: Screen, line: "/queue\tthen this\nand that", id: Queue, name: "/queue", arg: "then this\nand that"},
 		{s: Gateway, line: "/approve session", id: Approve, name: "/approve", arg: "session"},
 		// offered elsewhere, or nowhere: Unknown, with the name as typed
-		{s: Gateway, line: "/undo 2", id: Unknown, name: "/undo", arg: "2"},
+		{s: Gateway, line: "/branch 2", id: Unknown, name: "/branch", arg: "2"},
 		{s: Gateway, line: "/quit", id: Unknown, name: "/quit"},
 		{s: Plain, line: "/approve", id: Unknown, name: "/approve"},
 		{s: Screen, line: "/Bogus x", id: Unknown, name: "/bogus", arg: "x"},
@@ -105,7 +105,7 @@ func TestUnknown(t *testing.T) {
 		{Plain, "/x", "unknown command /x: /help lists the commands"},
 		{Screen, "/x", "unknown command /x: /help lists the commands"}, // not /bg
 		{Screen, "/bh", "unknown command /bh: did you mean /background? /help lists the commands"},
-		{Gateway, "/undo", "/undo is not available here, only in the chat screen and plain chat: /help lists the commands here"},
+		{Gateway, "/branch", "/branch is not available here, only in the chat screen: /help lists the commands here"},
 		{Plain, "/status", "/status is not available here, only in the chat screen and the messaging gateway: /help lists the commands here"},
 		{Gateway, "/QUIT", "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here"},
 	} {

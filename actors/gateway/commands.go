@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/command"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -93,6 +97,43 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		}
 		fmt.Fprintf(&b, "Queued: %d", len(c.queue))
 		return say(b.String())
+	case command.Undo, command.Retry:
+		if c.session == "" {
+			return say("No conversation yet.")
+		}
+		if c.running != nil {
+			return say("A task is running: /stop it first.")
+		}
+		n := 1
+		if cmd.ID == command.Undo && arg != "" {
+			var err error
+			if n, err = strconv.Atoi(arg); err != nil || n < 1 {
+				return say("Usage: /undo [N], N a number of turns.")
+			}
+		}
+		u, err := session.Undo(context.Background(), c.r.store, c.session, n)
+		if errors.Is(err, session.ErrNothingToUndo) {
+			return say("Nothing to take back yet.")
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.bind(ctx, u.Fork, "undo"); err != nil {
+			return err
+		}
+		if cmd.ID == command.Undo {
+			return say(fmt.Sprintf("Took back %d turn(s), to before your message %q. Send it again, or something else.", u.Turns, clip(u.Text, 200)))
+		}
+		// /retry: the message taken back is answered again, as if sent
+		// now (recorded, so that a restart finishes it).
+		again := rec
+		again.Text, again.SessionID, again.TurnID = u.Text, c.session, uuid.NewString()
+		if err := c.record(again); err != nil {
+			return err
+		}
+		c.queue = append(c.queue, &work{msg: again, model: c.model, persona: c.persona, corr: corr})
+		c.next(ctx)
+		return nil
 	case command.Personality:
 		if arg == "" {
 			names := make([]string, 0, len(c.r.cfg.Personalities))
@@ -148,22 +189,20 @@ func orNone(s string) string {
 	return s
 }
 
-// sessionUsage sums the model calls of a session's stream.
+// sessionUsage sums the model calls of the conversation session id ends:
+// its own and, up to where it started from them, those of the sessions a
+// compression or a fork (/undo, /retry) continued.
 func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Usage, float64, int, error) {
 	var u schema.Usage
 	var cost float64
 	calls := 0
-	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-	if err != nil {
-		return u, 0, 0, err
-	}
-	for _, r := range rs {
+	_, err := session.Conversation(ctx, store, id, func(r events.Recorded) error {
 		if r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted {
-			continue
+			return nil
 		}
 		p, err := schema.Decode(r.Envelope)
 		if err != nil {
-			return u, 0, 0, err
+			return err
 		}
 		switch e := p.(type) {
 		case schema.AssistantMessageAdded:
@@ -171,6 +210,10 @@ func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Us
 		case schema.AuxiliaryCallCompleted:
 			u, cost, calls = u.Add(e.Usage), cost+e.CostUSD, calls+1
 		}
+		return nil
+	})
+	if err != nil {
+		return u, 0, 0, err
 	}
 	return u, cost, calls, nil
 }
@@ -229,4 +272,13 @@ func first(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// clip keeps the first n runes of s.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

@@ -430,7 +430,8 @@ func TestGatewayCommandTable(t *testing.T) {
 		"/reset":     "New conversation started.",
 		"/bogus":     "Unknown command /bogus: /help lists the commands.",
 		"/stpo":      "Unknown command /stpo: did you mean /stop? /help lists the commands.",
-		"/undo 2":    "/undo is not available here, only in the chat screen and plain chat: /help lists the commands here.",
+		"/undo 2":    "Nothing to take back yet.",
+		"/branch":    "/branch is not available here, only in the chat screen: /help lists the commands here.",
 		"/quit":      "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here.",
 		"/approve":   "There is no question waiting for an answer.",
 		"/deny":      "There is no question waiting for an answer.",
@@ -703,5 +704,42 @@ func TestGatewayPersonality(t *testing.T) {
 	send2("and now?")
 	if msgs := r2.srv.Requests(); len(msgs) != 2 || strings.Contains(string(msgs[1].Raw), "Speak like a pirate.") {
 		t.Fatal("the persona was not dropped")
+	}
+}
+
+// TestGatewayRetryAndUndo: /retry answers the last message again in a fork
+// of the session, /undo takes it back, and /usage counts the
+// conversation's calls across the forks.
+func TestGatewayRetryAndUndo(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}},
+		llmtest.Reply{Content: "First answer."}, llmtest.Reply{Content: "Second answer."})
+	n := 0
+	send := func(text string) string {
+		t.Helper()
+		n++
+		r.plat.send(t, dm("5", fmt.Sprint(n), text))
+		return r.plat.waitReplies(t, n)[n-1].Text
+	}
+	if got := send("/retry"); got != "No conversation yet." {
+		t.Fatalf("/retry first: %q", got)
+	}
+	if got := send("hello"); got != "First answer." {
+		t.Fatalf("answer: %q", got)
+	}
+	if got := send("/retry"); got != "Second answer." {
+		t.Fatalf("/retry: %q", got)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "hello") || strings.Contains(string(reqs[1].Raw), "First answer.") {
+		t.Fatalf("the retry did not send the message again without its first answer: %d requests", len(reqs))
+	}
+	if got := send("/usage"); !strings.HasPrefix(got, "This conversation: 2 model calls") {
+		t.Fatalf("/usage after /retry: %q", got)
+	}
+	if got := send("/undo"); got != `Took back 1 turn(s), to before your message "hello". Send it again, or something else.` {
+		t.Fatalf("/undo: %q", got)
+	}
+	if got := send("/usage"); !strings.HasPrefix(got, "This conversation: 2 model calls") {
+		t.Fatalf("/usage after /undo: %q", got)
 	}
 }

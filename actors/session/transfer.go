@@ -200,3 +200,46 @@ func Undo(ctx context.Context, store events.Store, at string, n int) (Undone, er
 	}
 	return Undone{Fork: fork, From: from, Text: p.(schema.UserMessageAdded).Content, Turns: found}, nil
 }
+
+// Conversation calls visit for each event of the conversation session id
+// ends: id and the sessions it continued, through compression or a fork
+// (/undo, /retry, /branch), each up to the moment the next one started
+// from it. The turns /undo took back belong to the conversation (they
+// were paid for in it); what another chat added to an original after a
+// /branch does not. It returns how many sessions it read.
+func Conversation(ctx context.Context, store events.Store, id string, visit func(events.Recorded) error) (int, error) {
+	seen := map[string]bool{}
+	n := 0
+	var before uint64 // where the session after this one started (0: none)
+	for id != "" && !seen[id] {
+		seen[id] = true
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+		if err != nil {
+			return n, err
+		}
+		n++
+		next, cut := "", before
+		if len(rs) > 0 {
+			before = rs[0].Position
+		}
+		for _, r := range rs {
+			if cut > 0 && r.Position >= cut {
+				break
+			}
+			if r.Type == schema.TypeSessionStarted {
+				p, err := schema.Decode(r.Envelope)
+				if err != nil {
+					return n, err
+				}
+				if s := p.(schema.SessionStarted); s.Reason == schema.StartCompression || s.Reason == schema.StartFork {
+					next = s.ParentSessionID
+				}
+			}
+			if err := visit(r); err != nil {
+				return n, err
+			}
+		}
+		id = next
+	}
+	return n, nil
+}

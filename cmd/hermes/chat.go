@@ -661,59 +661,36 @@ type convUsage struct {
 	Unpriced []string
 }
 
-// usageOf totals the usage of the conversation that session id ends: id
-// and the sessions it continued, through compression or a fork (/undo,
-// /retry, /branch), each up to the moment the next one started from it:
-// the turns /undo took back were paid for in this conversation, and turns
-// another chat added to the original after a /branch were not. HTTP calls
-// count continuations and auxiliary calls (summaries, memory flushes).
+// usageOf totals the usage of the conversation that session id ends (see
+// session.Conversation: the sessions before a compression or a fork
+// count, up to it). HTTP calls count continuations and auxiliary calls
+// (summaries, memory flushes).
 func usageOf(ctx context.Context, store events.Store, id string, prices model.Prices) (convUsage, error) {
 	var u convUsage
-	seen := map[string]bool{}
-	var before uint64 // the global position the session after this one started at (0: none)
-	for id != "" && !seen[id] {
-		seen[id] = true
-		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	var err error
+	u.Sessions, err = session.Conversation(ctx, store, id, func(r events.Recorded) error {
+		switch r.Type {
+		case schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted:
+		default:
+			return nil
+		}
+		p, err := schema.Decode(r.Envelope)
 		if err != nil {
-			return u, err
+			return err
 		}
-		u.Sessions++
-		next, cut := "", before
-		if len(rs) > 0 {
-			before = rs[0].Position
+		model := ""
+		switch e := p.(type) {
+		case schema.AssistantMessageAdded:
+			u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+max(e.Calls, 1), e.Model
+		case schema.AuxiliaryCallCompleted:
+			u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+1, e.Model
 		}
-		for _, r := range rs {
-			if cut > 0 && r.Position >= cut {
-				break
-			}
-			switch r.Type {
-			case schema.TypeSessionStarted, schema.TypeAssistantMessageAdded, schema.TypeAuxiliaryCallCompleted:
-			default:
-				continue
-			}
-			p, err := schema.Decode(r.Envelope)
-			if err != nil {
-				return u, err
-			}
-			model := ""
-			switch e := p.(type) {
-			case schema.SessionStarted:
-				if e.Reason == schema.StartCompression || e.Reason == schema.StartFork {
-					next = e.ParentSessionID
-				}
-				continue
-			case schema.AssistantMessageAdded:
-				u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+max(e.Calls, 1), e.Model
-			case schema.AuxiliaryCallCompleted:
-				u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+1, e.Model
-			}
-			if _, ok := prices.Lookup(model); !ok && model != "" && !slices.Contains(u.Unpriced, model) {
-				u.Unpriced = append(u.Unpriced, model)
-			}
+		if _, ok := prices.Lookup(model); !ok && model != "" && !slices.Contains(u.Unpriced, model) {
+			u.Unpriced = append(u.Unpriced, model)
 		}
-		id = next
-	}
-	return u, nil
+		return nil
+	})
+	return u, err
 }
 
 // String is the /usage line.
