@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
 
 // TestScreenHandlesEveryCommand walks the command table: the chat screen
@@ -222,5 +223,20 @@ func TestPlainChatRetryAndUndoInProcess(t *testing.T) {
 	out, _, err := inHome(t, home, "sessions", "list")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 2 || !strings.Contains(lines[1], "(+2 branches)") {
 		t.Fatalf("sessions list: %v\n%s", err, out)
+	}
+}
+
+// /model completes the models config.yaml names.
+func TestModelCompletion(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: main-model\nfallback_providers:\n  - {default: backup-model, provider: openrouter}\nauxiliary:\n  compression: small-model\n"), 0o600)
+	file, err := config.Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range screenCommands(configuredModels(file)...) {
+		if c.Name == "/model" && strings.Join(c.Words, ",") != "main-model,small-model,backup-model" {
+			t.Fatalf("/model completes %v", c.Words)
+		}
 	}
 }

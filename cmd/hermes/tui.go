@@ -45,13 +45,37 @@ func onTerminal(s app.IOStreams) bool {
 }
 
 // screenCommands are the chat screen's slash commands from the command
-// table, as Tab completes them.
-func screenCommands() []tui.Command {
+// table, as Tab completes them; /model completes models too.
+func screenCommands(models ...string) []tui.Command {
 	var cs []tui.Command
 	for _, c := range command.Screen.Commands() {
-		cs = append(cs, tui.Command{Name: c.Name, Help: c.Help, Words: c.Words})
+		words := c.Words
+		if c.ID == command.Model {
+			words = append(words, models...)
+		}
+		cs = append(cs, tui.Command{Name: c.Name, Help: c.Help, Words: words})
 	}
 	return cs
+}
+
+// configuredModels are the models config.yaml names (model, fallbacks,
+// the auxiliary one), for /model to complete.
+func configuredModels(file config.Config) []string {
+	var ms []string
+	for _, m := range append([]string{file.Model.Name, file.Auxiliary.Compression.Name}, fallbackNames(file)...) {
+		if m != "" && !contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+func fallbackNames(file config.Config) []string {
+	var ms []string
+	for _, f := range file.FallbackProviders {
+		ms = append(ms, f.Name)
+	}
+	return ms
 }
 
 // screenChat is the interactive chat on a terminal: the screen shows, the
@@ -95,7 +119,8 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 		g.Log.Warn().Err(err).Msg("the input history is not available")
 		hist, _ = tui.LoadHistory("")
 	}
-	scr := tui.New(tui.Options{In: f.io.In, Out: f.io.Out, History: hist, Commands: screenCommands(),
+	file, _ := g.Config() // a bad file is reported when the chat is wired, below
+	scr := tui.New(tui.Options{In: f.io.In, Out: f.io.Out, History: hist, Commands: screenCommands(configuredModels(file)...),
 		Color: os.Getenv("NO_COLOR") == "", Env: os.Environ()})
 	screenDone := make(chan error, 1)
 	go func() { screenDone <- scr.Run() }()
