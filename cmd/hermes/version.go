@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
@@ -30,6 +31,11 @@ func buildVersion(info *debug.BuildInfo, ok bool) string {
 			}
 		}
 	}
+	if m := pseudoVersion.FindStringSubmatch(version); commit == "unknown" && m != nil {
+		// go install of a commit records no VCS settings, but its
+		// pseudo-version ends with the commit.
+		commit = m[1]
+	}
 	if len(commit) > 12 {
 		commit = commit[:12]
 	}
@@ -42,6 +48,10 @@ func buildVersion(info *debug.BuildInfo, ok bool) string {
 	}
 	return line + ", " + runtime.Version()
 }
+
+// pseudoVersion matches a Go pseudo-version (v0.0.0-20261127100000-0123456789ab,
+// or v1.2.4-0.20261127100000-0123456789ab), capturing its commit.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(\+incompatible)?$`)
 
 // versionLine is buildVersion of this binary.
 func versionLine() string {

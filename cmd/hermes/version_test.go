@@ -20,6 +20,8 @@ func TestBuildVersion(t *testing.T) {
 		{"no build info", nil, false, "hermes (devel), commit unknown, " + runtime.Version()},
 		{"a checkout without VCS stamp", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "hermes (devel), commit unknown, " + runtime.Version()},
 		{"go install of a tag", &debug.BuildInfo{Main: debug.Module{Version: "v0.4.0"}}, true, "hermes v0.4.0, commit unknown, " + runtime.Version()},
+		{"go install of a commit", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261127100000-0123456789ab"}}, true,
+			"hermes v0.0.0-20261127100000-0123456789ab, commit 0123456789ab, " + runtime.Version()},
 		{"a checkout with changes", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: rev}, {Key: "vcs.time", Value: "2026-11-27T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}, true,
 			"hermes (devel), commit 0123456789ab of 2026-11-27T10:00:00Z (with uncommitted changes), " + runtime.Version()},
