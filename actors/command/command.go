@@ -132,7 +132,9 @@ var table = []Command{
 	{ID: Usage, Name: "/usage", Help: "tokens and cost of the conversation", On: Screen | Plain | Gateway},
 	{ID: Tools, Name: "/tools", Help: "the tools the agent has", On: Screen},
 	{ID: Skills, Name: "/skills", Help: "the skills it can load", On: Screen},
-	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn); alone, the models configured", On: Screen | Plain | Gateway},
+	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn)", On: Gateway},
+	// On a terminal /model can save the model too, as Hermes' --global.
+	{ID: Model, Name: "/model", Args: "[NAME] [--global]", Help: "show or change the model (from the next turn; --global: in config.yaml too); alone, the models configured", On: Screen | Plain, Words: []string{"--global"}},
 	{ID: Personality, Name: "/personality", Args: "[NAME]", Help: "list the personalities (agent.personalities in config.yaml) or take one on for this chat (none: back to none)", On: Screen | Plain | Gateway},
 	{ID: Config, Name: "/config", Help: "the configuration in effect (secrets masked)", On: Screen | Plain},
 	{ID: Verbose, Name: "/verbose", Args: "[MODE]", Help: "how tool calls show: off, new (when the tool changes), all, verbose (arguments and results); alone, the next", On: Screen | Plain, Words: []string{"all", "new", "off", "verbose"}},

@@ -623,12 +623,20 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 	case command.Profile:
 		fmt.Fprintln(errw, profileText(c.App.Home))
 	case command.Model:
-		if len(strings.Fields(arg)) != 1 {
+		name, global, err := modelArg(arg)
+		if err != nil {
+			return false, err
+		}
+		if name == "" {
 			fmt.Fprintln(errw, modelsText(c.Cfg, c.File, *model))
 			return false, nil
 		}
-		*model = arg
-		fmt.Fprintf(errw, "model: %s (from the next turn)\n", arg)
+		msg, err := switchModel(c.App.Home, name, global)
+		if err != nil {
+			return false, err
+		}
+		*model = name
+		fmt.Fprintln(errw, msg)
 	case command.Usage:
 		u, err := usageOf(ctx, c.App.Store, *id, c.Cfg.Prices)
 		if err != nil {

@@ -349,3 +349,33 @@ func profileText(home string) string {
 	return fmt.Sprintf("home %s (HERMES_HOME or --home chooses another)\n  config   %s\n  memories %s\n  skills   %s",
 		home, filepath.Join(home, "config.yaml"), filepath.Join(home, "memories"), filepath.Join(home, "skills"))
 }
+
+// modelArg reads /model's argument: a model name, and --global to save it
+// in config.yaml too (where a model: mapping keeps its provider).
+func modelArg(arg string) (name string, global bool, err error) {
+	for _, f := range strings.Fields(arg) {
+		switch {
+		case f == "--global":
+			global = true
+		case strings.HasPrefix(f, "-") || name != "":
+			return "", false, errors.New("usage: /model [NAME] [--global]")
+		default:
+			name = f
+		}
+	}
+	if global && name == "" {
+		return "", false, errors.New("usage: /model NAME --global")
+	}
+	return name, global, nil
+}
+
+// switchModel is what /model NAME says, saving it first with --global.
+func switchModel(home, name string, global bool) (string, error) {
+	if !global {
+		return "model: " + name + " (from the next turn)", nil
+	}
+	if err := config.Set(home, "model", name); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("model: %s (from the next turn, and saved in %s)", name, filepath.Join(home, "config.yaml")), nil
+}

@@ -235,8 +235,39 @@ func TestModelCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range screenCommands(configuredModels(file)...) {
-		if c.Name == "/model" && strings.Join(c.Words, ",") != "main-model,small-model,backup-model" {
+		if c.Name == "/model" && strings.Join(c.Words, ",") != "--global,main-model,small-model,backup-model" {
 			t.Fatalf("/model completes %v", c.Words)
 		}
+	}
+}
+
+// /model NAME --global saves the model in config.yaml, keeping the
+// provider of a model: mapping; without --global it is the chat's alone.
+func TestModelGlobalInProcess(t *testing.T) {
+	quietEnv(t)
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "ok"})
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	os.WriteFile(path, []byte("model:\n  default: first-model\n  provider: openai  # mine\n"), 0o600)
+	_, errOut, err := execute(t, "/model chat-only\n/model --global\n/model saved-model --global\nhi\n", "--home", home, "chat")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{"model: chat-only (from the next turn)\n", "error: usage: /model NAME --global",
+		"model: saved-model (from the next turn, and saved in " + path + ")"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "default: saved-model") || !strings.Contains(string(data), "provider: openai # mine") {
+		t.Fatalf("config.yaml:\n%s", data)
+	}
+	if m, _ := srv.Requests()[0].Body["model"].(string); m != "saved-model" {
+		t.Fatalf("asked for %q", m)
 	}
 }

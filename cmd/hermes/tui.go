@@ -599,12 +599,20 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		}
 	case command.Model:
 		return func(rest string) error {
-			if rest == "" {
+			name, global, err := modelArg(rest)
+			if err != nil {
+				return err
+			}
+			if name == "" {
 				sc.scr.Info(modelsText(sc.c.Cfg, sc.c.File, sc.model))
 				return nil
 			}
-			sc.model = rest
-			sc.scr.Info("model: " + rest + " (from the next turn)")
+			msg, err := switchModel(sc.c.App.Home, name, global)
+			if err != nil {
+				return err
+			}
+			sc.model = name
+			sc.scr.Info(msg)
 			sc.status()
 			return nil
 		}
