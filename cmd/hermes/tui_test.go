@@ -437,13 +437,14 @@ func TestPlainChatTitles(t *testing.T) {
 // puts the last answer on the clipboard with OSC 52 (tmux keeps it as a
 // buffer), /usage after /undo counts the conversation's calls, sessions
 // list shows the conversation once, /sessions numbers it and /clear
-// starts a new one, keeping it.
+// starts a new one, keeping it. It starts as `hermes -m m`: hermes alone
+// on a terminal is the chat screen.
 func TestScreenEverydayCommands(t *testing.T) {
 	srv := llmtest.New()
 	srv.SetRoute(screenRoute)
 	defer srv.Close()
 	home, wd := t.TempDir(), t.TempDir()
-	p := newPane(t, wd, screenEnv(srv), 110, 45, fmt.Sprintf("%s --home %s chat --model m; echo exit=$? > %s/exit; sleep 60", bin, home, home))
+	p := newPane(t, wd, screenEnv(srv), 110, 45, fmt.Sprintf("%s --home %s -m m; echo exit=$? > %s/exit; sleep 60", bin, home, home))
 	p.tmux("set-option", "-g", "set-clipboard", "on")
 	p.waitText("/help lists the commands")
 	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
@@ -481,15 +482,23 @@ func TestScreenEverydayCommands(t *testing.T) {
 
 	typed("/clear")
 	p.waitText("the conversation before is kept")
-	if visible := p.tmux("capture-pane", "-p", "-t", "t"); strings.Contains(visible, "Hello, human.") || strings.Contains(visible, "undid 1 turn") {
-		t.Fatalf("/clear left the conversation on the screen:\n%s", visible)
+	// The erase goes with the screen's next frame.
+	deadline := time.Now().Add(10 * time.Second)
+	for visible := ""; ; time.Sleep(25 * time.Millisecond) {
+		visible = p.tmux("capture-pane", "-p", "-t", "t")
+		if !strings.Contains(visible, "Hello, human.") && !strings.Contains(visible, "undid 1 turn") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/clear left the conversation on the screen:\n%s", visible)
+		}
 	}
 	typed("/sessions")
 	p.waitText("1. Greeting The Human (+1 branch)")
 	typed("/sessions 1")
 	p.waitText("session: " + id)
 	typed("/exit")
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		if b, err := os.ReadFile(filepath.Join(home, "exit")); err == nil {
 			if strings.TrimSpace(string(b)) != "exit=0" {
