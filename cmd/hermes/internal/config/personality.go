@@ -56,7 +56,7 @@ var builtinPersonalities = map[string]Personality{
 }
 
 // Personalities are agent.personalities, or the built-in few when the
-// file names none; Names lists them sorted.
+// file names none.
 func (c Config) Personalities() map[string]Personality {
 	if len(c.Agent.Personalities) > 0 {
 		return c.Agent.Personalities
