@@ -336,6 +336,8 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 	waiting := false
 	ready := func() { waiting = false }
 	var question *pending
+	// inputDone: a script's standard input ended during a turn.
+	inputDone := false
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -374,6 +376,10 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 		}
 		select {
 		case p := <-con.questions:
+			if inputDone {
+				close(p.gone)
+				continue
+			}
 			question = p
 			con.show(p)
 		case line, ok := <-in:
@@ -391,6 +397,15 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			if !ok && question != nil {
 				close(question.gone)
 				question = nil
+			}
+			if !ok && script && running > 0 {
+				// A script's input ended while its last turn runs: the
+				// turn finishes, as with -q, and a question it asks is
+				// answered "nobody can" (a denied command goes back to the
+				// model as the tool's result) instead of the turn being
+				// cut off without a word.
+				inputDone, lines = true, nil
+				continue
 			}
 			if !ok {
 				if running > 0 {
@@ -472,6 +487,9 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 				fmt.Fprintln(errw, "\nerror:", res.Err)
 			default:
 				fmt.Fprintln(out)
+			}
+			if inputDone && running == 0 {
+				return nil
 			}
 			prompt()
 			ready()

@@ -622,3 +622,34 @@ func TestPlainChatFollowsCompression(t *testing.T) {
 		t.Fatalf("the turn after /compress is not in %s:\n%s", child, ev)
 	}
 }
+
+// Piped chat (lines from a pipe, no -q) treats a command that needs an
+// approval as chat -q does: standard input has ended, so nobody can
+// answer, the command is denied, the model hears the denial as the tool's
+// result, and the turn goes on to its answer. (The turn used to be
+// stopped without a word when the input ended, exit 0, no answer.)
+func TestPipedChatDenialReachesTheModel(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t1", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Not allowed, so I left build alone."},
+	)
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(wd, "build"), 0o755)
+	out, errOut, code := hermesIn(t, wd, chatEnv(srv), "clean the build\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || out != "Not allowed, so I left build alone.\n" || !strings.Contains(errOut, "standard input is not a terminal and has ended") {
+		t.Fatalf("piped chat: %d %q\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "build")); err != nil {
+		t.Fatal("a command ran without approval")
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2 (the denial goes back to the model)", len(reqs))
+	}
+	msgs, _ := reqs[1].Body["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if content, _ := last["content"].(string); last["role"] != "tool" || !strings.Contains(content, "denied") || !strings.Contains(content, "nobody can be asked") {
+		t.Fatalf("the model was told %v", last)
+	}
+}

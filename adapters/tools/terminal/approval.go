@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -161,12 +162,16 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 		return run("", "")
 	case env.Yolo:
 		return run(Once, "yolo")
-	case env.Asker == nil:
+	}
+	nobody := func() error {
 		for _, r := range pending {
 			record(r.Description, Deny, "timeout")
 		}
 		return fmt.Errorf("denied: %q needs approval (%s) and nobody can be asked; run with --yolo or allow its rule for good (hermes approvals add RULE, or command_allowlist in config.yaml; rule: %s)",
 			command, flagged, strings.Join(ids, ", "))
+	}
+	if env.Asker == nil {
+		return nobody()
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -180,6 +185,11 @@ func (a *Approver) ApproveIn(ctx context.Context, dir, command string) error {
 	}
 	answer, err := env.Asker.Ask(actx, tool.Question{Kind: tool.QuestionApproval, Timeout: timeout, Text: text + "Allow it?",
 		Choices: []string{Once, Session, Always, Deny}})
+	if errors.Is(err, tool.ErrNoAsker) {
+		// The asker knows at once that no answer can come (a script's
+		// standard input ended): the model hears that, not a timeout.
+		return nobody()
+	}
 	if err != nil {
 		for _, r := range pending {
 			record(r.Description, Deny, "timeout")

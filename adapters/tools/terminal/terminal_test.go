@@ -228,7 +228,23 @@ func TestApprovalTimeoutYoloAndHardline(t *testing.T) {
 	if _, err := noAsk.run(noAsk.term, map[string]any{"command": "git push --force"}); err == nil || !strings.Contains(err.Error(), "nobody can be asked") {
 		t.Fatalf("no asker: %v", err)
 	}
+	// An asker that knows nobody can answer (a script's input ended) is
+	// a denial at once that says so, not a timeout.
+	gone := newRig(t, goneAsker{})
+	start = time.Now()
+	if _, err := gone.run(gone.term, map[string]any{"command": "git push --force"}); err == nil || !strings.Contains(err.Error(), "nobody can be asked") ||
+		strings.Contains(err.Error(), "within") || time.Since(start) > 3*time.Second {
+		t.Fatalf("asker with nobody: %v", err)
+	}
+	if got := strings.Join(gone.decisions(), " "); got != "deny/timeout" {
+		t.Fatalf("decisions %s", got)
+	}
 }
+
+// goneAsker is an Asker whose person is gone (tool.ErrNoAsker).
+type goneAsker struct{}
+
+func (goneAsker) Ask(context.Context, tool.Question) (string, error) { return "", tool.ErrNoAsker }
 
 // alive reports whether pid is a live process (a zombie waiting for a
 // reaper that a container may not have counts as gone).
