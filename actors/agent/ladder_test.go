@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/adapters/llm/anthropic"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/projections/history"
@@ -191,5 +194,123 @@ func TestClassify(t *testing.T) {
 		if got := model.Classify(err); got != want {
 			t.Errorf("%v: %s, want %s", err, got, want)
 		}
+	}
+}
+
+// silentServer is a TCP listener that accepts connections and never sends
+// a byte: a model server that is stuck, or a port something else holds.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c) // read the request, answer nothing
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A server that accepts the connection and never answers fails the call
+// after the first-byte timeout, with an error naming the server, after a
+// line on the status saying it has not answered yet. It is not retried on
+// the same server (each attempt would cost the whole timeout again; it
+// used to be retried five times behind 60 s stalls, 337 s in all) but the
+// fallback is tried at once. In every API mode.
+func TestLadderServerThatNeverAnswers(t *testing.T) {
+	host := silentServer(t)
+	builds := map[string]func() model.Provider{
+		"chat_completions": func() model.Provider {
+			return openai.NewChat(openai.Options{BaseURL: "http://" + host + "/v1", FirstByteTimeout: 800 * time.Millisecond})
+		},
+		"codex_responses": func() model.Provider {
+			return openai.NewResponses(openai.Options{BaseURL: "http://" + host + "/v1", FirstByteTimeout: 800 * time.Millisecond})
+		},
+		"anthropic_messages": func() model.Provider {
+			return anthropic.New(anthropic.Options{BaseURL: "http://" + host, APIKey: "k", FirstByteTimeout: 800 * time.Millisecond})
+		},
+	}
+	for mode, build := range builds {
+		t.Run(mode, func(t *testing.T) {
+			var mu sync.Mutex
+			var status []string
+			sl := &sleeps{}
+			lad := &model.Ladder{Endpoints: []*model.Endpoint{{Name: "local", Build: func(string) model.Provider { return build() }}},
+				Backoff: model.Backoff{Sleep: sl.sleep}, Status: func(s string) { mu.Lock(); status = append(status, s); mu.Unlock() }}
+			start := time.Now()
+			_, err := lad.ForTurn().Complete(context.Background(), model.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
+			took := time.Since(start)
+			var abort *model.AbortError
+			if !errors.As(err, &abort) || abort.Class != model.ClassNoAnswer || !strings.Contains(err.Error(), "no answer from "+host+" in 800ms") ||
+				!strings.Contains(err.Error(), "agent.first_byte_timeout") {
+				t.Fatalf("error %v", err)
+			}
+			if took < 800*time.Millisecond || took > 5*time.Second || len(sl.d) != 0 {
+				t.Fatalf("failed after %s with backoffs %v: want one attempt of 800ms", took, sl.d)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(status) == 0 || !strings.HasPrefix(status[0], "no answer from "+host+" yet (") {
+				t.Fatalf("status %q", status)
+			}
+		})
+	}
+	// With a fallback, the fallback answers at once.
+	backup := llmtest.New(llmtest.Reply{Content: "from the backup"})
+	defer backup.Close()
+	lad := &model.Ladder{Endpoints: []*model.Endpoint{{Name: "local", Build: func(string) model.Provider { return builds["chat_completions"]() }}, endpoint(backup, "openrouter", "backup-model")}}
+	out, evs, err := ladderTurn(t, lad)
+	if err != nil || out != "from the backup" {
+		t.Fatalf("%q %v", out, err)
+	}
+	fell := false
+	for _, e := range evs {
+		if fb, ok := e.(schema.ProviderFallback); ok && strings.HasPrefix(fb.Reason, "no_answer") {
+			fell = true
+		}
+	}
+	if !fell {
+		t.Fatalf("no fallback event for no_answer: %v", evs)
+	}
+}
+
+// A server that answers slowly but within the first-byte timeout is
+// waited for (the stall timeout does not cut the wait short), and the
+// status says it is being waited for.
+func TestLadderSlowFirstAnswer(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "worth the wait", Delay: 700 * time.Millisecond})
+	defer srv.Close()
+	var status []string
+	var mu sync.Mutex
+	lad := &model.Ladder{Endpoints: []*model.Endpoint{{Name: "local", Build: func(string) model.Provider {
+		return openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1", StallTimeout: 200 * time.Millisecond, FirstByteTimeout: 2 * time.Second})
+	}}}, Status: func(s string) { mu.Lock(); status = append(status, s); mu.Unlock() }}
+	resp, err := lad.ForTurn().Complete(context.Background(), model.Request{Model: "m", Messages: []schema.Message{{Role: "user", Content: "hi"}}}, func(model.Delta) {})
+	if err != nil || resp.Content != "worth the wait" {
+		t.Fatalf("%q %v", resp.Content, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(status) != 1 || !strings.Contains(status[0], "no answer from 127.0.0.1:") || !strings.Contains(status[0], "yet (") {
+		t.Fatalf("status %q", status)
 	}
 }

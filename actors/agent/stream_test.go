@@ -182,7 +182,7 @@ func TestClassifyStreamErrors(t *testing.T) {
 func TestWatchdog(t *testing.T) {
 	// Touched often (every 10ms against a 250ms stall limit, a margin that
 	// holds on a loaded machine), the call still ends at its deadline.
-	ctx, wd := model.NewWatchdog(context.Background(), 250*time.Millisecond, 500*time.Millisecond)
+	ctx, wd := model.NewWatchdog(context.Background(), model.Timeouts{Stall: 250 * time.Millisecond, Total: 500 * time.Millisecond})
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
@@ -195,14 +195,14 @@ func TestWatchdog(t *testing.T) {
 		t.Fatalf("cause %v after %s", wd.Cause(), time.Since(start))
 	}
 	// Left alone, it stalls first.
-	ctx, wd = model.NewWatchdog(context.Background(), 30*time.Millisecond, time.Hour)
+	ctx, wd = model.NewWatchdog(context.Background(), model.Timeouts{Stall: 30 * time.Millisecond, Total: time.Hour})
 	<-ctx.Done()
 	wd.Stop()
 	if !wd.Stalled() || !errors.Is(wd.Cause(), model.ErrStalled) {
 		t.Fatalf("cause %v", wd.Cause())
 	}
 	// Stopped, it never fires.
-	ctx, wd = model.NewWatchdog(context.Background(), 10*time.Millisecond, 10*time.Millisecond)
+	ctx, wd = model.NewWatchdog(context.Background(), model.Timeouts{Stall: 10 * time.Millisecond, Total: 10 * time.Millisecond})
 	wd.Stop()
 	time.Sleep(30 * time.Millisecond)
 	if wd.Cause() != nil || !errors.Is(ctx.Err(), context.Canceled) {

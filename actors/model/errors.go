@@ -52,7 +52,11 @@ const (
 	// or its certificate is not trusted. Waiting does not help, so it is
 	// not retried (a fallback is tried at once).
 	ClassUnreachable ErrorClass = "unreachable"
-	ClassUnknown     ErrorClass = "unknown"
+	// ClassNoAnswer is a server that took the request and sent nothing
+	// back within the first-byte timeout. Each attempt would cost that
+	// whole timeout again, so it is not retried on the same provider.
+	ClassNoAnswer ErrorClass = "no_answer"
+	ClassUnknown  ErrorClass = "unknown"
 )
 
 // ProviderError is a failed model call as the adapters report it: the
@@ -85,6 +89,11 @@ var ErrStalled = errors.New("the stream stalled: no chunk arrived in time")
 // deadline (agent.model_call_timeout): a server that keeps the stream
 // alive without ever finishing it.
 var ErrCallTimeout = errors.New("the model call ran past its deadline")
+
+// ErrNoAnswer is the cause of a model call cancelled because its server
+// sent no answer within the first-byte timeout
+// (agent.first_byte_timeout).
+var ErrNoAnswer = errors.New("it took the request and sent nothing back")
 
 // ErrStreamCut is wrapped by the adapters when a stream ends, cleanly or
 // not, before the terminator of its wire format (finish_reason or [DONE],
@@ -137,6 +146,8 @@ func Classify(err error) ErrorClass {
 	switch {
 	case errors.Is(err, ErrCallTimeout):
 		return ClassCallTimeout
+	case errors.Is(err, ErrNoAnswer):
+		return ClassNoAnswer
 	case errors.Is(err, ErrMalformedStream):
 		return ClassMalformed
 	case errors.Is(err, ErrStreamCut):

@@ -156,7 +156,8 @@ func (l *Ladder) status(format string, args ...any) {
 }
 
 // transient classes are worth waiting for on the same provider. A
-// malformed response or a call past its deadline is not: the same server
+// malformed response, a server that never answered (no_answer) or a call
+// past its deadline is not: the same server
 // would most likely do the same again, and each attempt costs a whole
 // model call, so the ladder goes to the fallbacks (or gives up) at once.
 func transient(c ErrorClass) bool {
@@ -175,6 +176,9 @@ func (l *Ladder) Complete(ctx context.Context, req Request, onDelta func(Delta))
 		rotated, retries                                 int
 	}
 	var done rungs
+	// The adapters' watchdogs say on the status line when a server is
+	// slow to answer.
+	ctx = WithStatus(ctx, l.Status)
 	for {
 		ep := l.Endpoints[l.cur]
 		r := req
@@ -294,6 +298,7 @@ func (e *AbortError) Error() string {
 		ClassMalformed:     "the server's response is not a valid stream of its API: check base_url and api_mode, and any proxy in between",
 		ClassCallTimeout:   "the model call took longer than agent.model_call_timeout: raise it in config.yaml for a slow model, or check the server",
 		ClassUnreachable:   "the server cannot be reached: is it running, and are base_url (or OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the network right?",
+		ClassNoAnswer:      "is the server overloaded or stuck (a local one still loading its model)? check it and base_url, or raise agent.first_byte_timeout in config.yaml for a slow server",
 	}[e.Class]
 	if e.Class == ClassUnreachable {
 		if u := URLOf(e.Err); u != "" {

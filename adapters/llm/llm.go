@@ -30,6 +30,10 @@ type Config struct {
 	// CallTimeout bounds each model call, stream included
 	// (agent.model_call_timeout; zero: model.DefaultCallTimeout).
 	CallTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the server's answer to each
+	// call (agent.first_byte_timeout; zero: model.DefaultFirstByteTimeout,
+	// negative: none).
+	FirstByteTimeout time.Duration
 }
 
 // ResolveMode decides the API mode: an endpoint that speaks only one
@@ -100,19 +104,19 @@ func New(c Config) (model.Provider, error) {
 			name = "anthropic"
 		}
 	}
-	o := openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}
+	o := openai.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout, FirstByteTimeout: c.FirstByteTimeout}
 	if isKnown && known.KeyHeader != "" && c.APIKey != "" {
 		o.Headers = map[string]string{known.KeyHeader: c.APIKey}
 	}
 	switch mode {
 	case model.ModeAnthropic:
-		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout}), nil
+		return anthropic.New(anthropic.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout, FirstByteTimeout: c.FirstByteTimeout}), nil
 	case model.ModeResponses:
 		return openai.NewResponses(o), nil
 	case model.ModeGemini:
-		return gemini.New(gemini.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout})
+		return gemini.New(gemini.Options{Provider: name, BaseURL: c.BaseURL, APIKey: c.APIKey, CallTimeout: c.CallTimeout, FirstByteTimeout: c.FirstByteTimeout})
 	case model.ModeBedrock:
-		return bedrock.New(context.Background(), bedrock.Options{Provider: name, BaseURL: c.BaseURL, CallTimeout: c.CallTimeout})
+		return bedrock.New(context.Background(), bedrock.Options{Provider: name, BaseURL: c.BaseURL, CallTimeout: c.CallTimeout, FirstByteTimeout: c.FirstByteTimeout})
 	}
 	return openai.NewChat(o), nil
 }

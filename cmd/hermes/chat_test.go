@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -585,6 +587,66 @@ func TestChatBrokenStreams(t *testing.T) {
 			t.Fatalf("bad value: exit %d %s", code, errOut)
 		}
 	})
+}
+
+// silentListener accepts connections and never sends a byte: a model
+// server that is stuck, or a port something else holds.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-conns:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A model server that accepts the connection and never answers: chat -q
+// and plain chat say early that it has not answered yet, and fail the turn
+// after agent.first_byte_timeout (here from HERMES_FIRST_BYTE_TIMEOUT)
+// naming the server, instead of 60 s of silence and an error after 337.
+func TestChatServerThatNeverAnswers(t *testing.T) {
+	host := silentListener(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "OPENAI_BASE_URL=http://" + host + "/v1", "OPENAI_API_KEY=sk-test"}
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nagent:\n  first_byte_timeout: 2\n"), 0o600)
+	start := time.Now()
+	_, errOut, code := hermes(t, env, "", "--home", home, "chat", "-q", "hi")
+	took := time.Since(start)
+	if code == 0 || took > 15*time.Second || !strings.Contains(errOut, "no answer from "+host+" in 2s") || !strings.Contains(errOut, "agent.first_byte_timeout") {
+		t.Fatalf("exit %d after %s, stderr %s", code, took, errOut)
+	}
+	notice := strings.Index(errOut, "… no answer from "+host+" yet (")
+	if notice < 0 || notice > strings.Index(errOut, "turn failed") {
+		t.Fatalf("no early notice before the error:\n%s", errOut)
+	}
+	// Plain chat, lines from a pipe, the environment over config.yaml.
+	start = time.Now()
+	_, errOut, _ = hermes(t, append(env, "HERMES_FIRST_BYTE_TIMEOUT=1"), "hi\n", "--home", home, "chat")
+	if took := time.Since(start); took > 15*time.Second || !strings.Contains(errOut, "… no answer from "+host+" yet (") || !strings.Contains(errOut, "no answer from "+host+" in 1s") {
+		t.Fatalf("plain chat after %s: %s", took, errOut)
+	}
 }
 
 // In plain mode the chat follows the conversation into the session that

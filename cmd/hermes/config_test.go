@@ -27,7 +27,7 @@ func TestConfigKeysAndRanges(t *testing.T) {
 			[]string{"line 2: unknown key disabled_tools: did you mean tools.disabled_tools (under tools:)?"}},
 		{"near miss at the top", "model: m\ncommand_alowlist: [x]\n", []string{"did you mean command_allowlist?"}},
 		{"typo in a map section", "model: m\nterminal:\n  tiemout: 5\n", []string{"unknown key terminal.tiemout: did you mean terminal.timeout?"}},
-		{"nothing near", "model: m\nagent:\n  frobnicate: 1\n", []string{"unknown key agent.frobnicate; the keys of agent are budget_warning_at, max_parallel_tools, max_tokens, max_turns, model_call_timeout, personalities, tool_timeout"}},
+		{"nothing near", "model: m\nagent:\n  frobnicate: 1\n", []string{"unknown key agent.frobnicate; the keys of agent are budget_warning_at, first_byte_timeout, max_parallel_tools, max_tokens, max_turns, model_call_timeout, personalities, tool_timeout"}},
 		{"in a list", "model: m\nfallback_providers:\n  - {provider: x, modle: y}\n", []string{"unknown key fallback_providers[0].modle: did you mean fallback_providers[0].model?"}},
 		{"negative context window", "model: m\ncontext_window: -100\n", []string{"context_window must be 0"}},
 		{"threshold zero", "model: m\ncompression:\n  threshold: 0\n", []string{"compression.threshold must be a fraction above 0 and at most 1, got 0"}},

@@ -34,13 +34,16 @@ type Options struct {
 	// CallTimeout bounds a whole call, however lively its stream
 	// (default model.DefaultCallTimeout; negative disables).
 	CallTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the server's answer (default
+	// model.DefaultFirstByteTimeout; negative disables).
+	FirstByteTimeout time.Duration
 }
 
 // Provider speaks the Anthropic Messages API.
 type Provider struct {
-	name         string
-	client       sdk.Client
-	stall, total time.Duration
+	name     string
+	client   sdk.Client
+	timeouts model.Timeouts
 }
 
 // New returns an Anthropic provider.
@@ -56,14 +59,8 @@ func New(o Options) *Provider {
 	if name == "" {
 		name = "anthropic"
 	}
-	stall, total := o.StallTimeout, o.CallTimeout
-	if stall == 0 {
-		stall = model.DefaultStallTimeout
-	}
-	if total == 0 {
-		total = model.DefaultCallTimeout
-	}
-	return &Provider{name: name, client: sdk.NewClient(opts...), stall: stall, total: total}
+	t := model.Timeouts{FirstByte: o.FirstByteTimeout, Stall: o.StallTimeout, Total: o.CallTimeout}.OrDefaults()
+	return &Provider{name: name, client: sdk.NewClient(opts...), timeouts: t}
 }
 
 func (p *Provider) Name() string    { return p.name }
@@ -173,9 +170,9 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 			resp, err = model.Response{}, e
 		}
 	}()
-	sctx, wd := model.NewWatchdog(ctx, p.stall, p.total)
+	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
-	sctx, watch := stream.Start(sctx)
+	sctx, watch := stream.Start(sctx, wd)
 	s := p.client.Messages.NewStreaming(sctx, Params(req))
 	defer s.Close()
 	var acc messageAcc

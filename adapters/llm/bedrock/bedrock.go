@@ -43,13 +43,16 @@ type Options struct {
 	// CallTimeout bounds a whole call (default model.DefaultCallTimeout;
 	// negative disables).
 	CallTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the server's answer (default
+	// model.DefaultFirstByteTimeout; negative disables).
+	FirstByteTimeout time.Duration
 }
 
 // Provider speaks Bedrock's Converse API.
 type Provider struct {
-	name         string
-	client       *bedrockruntime.Client
-	stall, total time.Duration
+	name     string
+	client   *bedrockruntime.Client
+	timeouts model.Timeouts
 }
 
 // New returns a Bedrock provider; it reads the AWS configuration (region
@@ -76,14 +79,8 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if name == "" {
 		name = "bedrock"
 	}
-	stall, total := o.StallTimeout, o.CallTimeout
-	if stall == 0 {
-		stall = model.DefaultStallTimeout
-	}
-	if total == 0 {
-		total = model.DefaultCallTimeout
-	}
-	return &Provider{name: name, client: client, stall: stall, total: total}, nil
+	t := model.Timeouts{FirstByte: o.FirstByteTimeout, Stall: o.StallTimeout, Total: o.CallTimeout}.OrDefaults()
+	return &Provider{name: name, client: client, timeouts: t}, nil
 }
 
 // regionOf reads the region of a bedrock-runtime.REGION.amazonaws.com URL.
@@ -190,7 +187,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 			resp, err = model.Response{}, e
 		}
 	}()
-	sctx, wd := model.NewWatchdog(ctx, p.stall, p.total)
+	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
 	out, err := p.client.ConverseStream(sctx, Input(req))
 	if err != nil {

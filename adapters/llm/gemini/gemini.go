@@ -46,13 +46,16 @@ type Options struct {
 	// CallTimeout bounds a whole call (default model.DefaultCallTimeout;
 	// negative disables).
 	CallTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the server's answer (default
+	// model.DefaultFirstByteTimeout; negative disables).
+	FirstByteTimeout time.Duration
 }
 
 // Provider speaks the native Gemini API.
 type Provider struct {
-	name         string
-	client       *genai.Client
-	stall, total time.Duration
+	name     string
+	client   *genai.Client
+	timeouts model.Timeouts
 
 	mu sync.Mutex
 	// sigs are the thought signatures of function calls this provider
@@ -84,14 +87,8 @@ func New(o Options) (*Provider, error) {
 	if name == "" {
 		name = "gemini"
 	}
-	stall, total := o.StallTimeout, o.CallTimeout
-	if stall == 0 {
-		stall = model.DefaultStallTimeout
-	}
-	if total == 0 {
-		total = model.DefaultCallTimeout
-	}
-	return &Provider{name: name, client: client, stall: stall, total: total, sigs: map[string][]byte{}}, nil
+	t := model.Timeouts{FirstByte: o.FirstByteTimeout, Stall: o.StallTimeout, Total: o.CallTimeout}.OrDefaults()
+	return &Provider{name: name, client: client, timeouts: t, sigs: map[string][]byte{}}, nil
 }
 
 // splitVersion splits ".../v1beta" into the host part and the version the
@@ -231,9 +228,9 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 			resp, err = model.Response{}, e
 		}
 	}()
-	sctx, wd := model.NewWatchdog(ctx, p.stall, p.total)
+	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
-	sctx, watch := stream.Start(sctx)
+	sctx, watch := stream.Start(sctx, wd)
 	sctx, st := withStatus(sctx)
 	var (
 		budget         stream.Budget

@@ -34,20 +34,13 @@ type Options struct {
 	// CallTimeout bounds a whole call, however lively its stream
 	// (default model.DefaultCallTimeout; negative disables).
 	CallTimeout time.Duration
+	// FirstByteTimeout bounds the wait for the server's answer (default
+	// model.DefaultFirstByteTimeout; negative disables).
+	FirstByteTimeout time.Duration
 }
 
-func (o Options) stall() time.Duration {
-	if o.StallTimeout == 0 {
-		return model.DefaultStallTimeout
-	}
-	return o.StallTimeout
-}
-
-func (o Options) total() time.Duration {
-	if o.CallTimeout == 0 {
-		return model.DefaultCallTimeout
-	}
-	return o.CallTimeout
+func (o Options) timeouts() model.Timeouts {
+	return model.Timeouts{FirstByte: o.FirstByteTimeout, Stall: o.StallTimeout, Total: o.CallTimeout}.OrDefaults()
 }
 
 func (o Options) client() openai.Client {
@@ -70,9 +63,9 @@ func (o Options) client() openai.Client {
 
 // Chat speaks chat.completions with streaming.
 type Chat struct {
-	name         string
-	client       openai.Client
-	stall, total time.Duration
+	name     string
+	client   openai.Client
+	timeouts model.Timeouts
 }
 
 // NewChat returns a chat-completions provider.
@@ -81,7 +74,7 @@ func NewChat(o Options) *Chat {
 	if name == "" {
 		name = "openai"
 	}
-	return &Chat{name: name, client: o.client(), stall: o.stall(), total: o.total()}
+	return &Chat{name: name, client: o.client(), timeouts: o.timeouts()}
 }
 
 func (c *Chat) Name() string    { return c.name }
@@ -147,9 +140,9 @@ func (c *Chat) Complete(ctx context.Context, req model.Request, onDelta func(mod
 	if req.MaxTokens > 0 {
 		params.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	sctx, wd := model.NewWatchdog(ctx, c.stall, c.total)
+	sctx, wd := model.NewWatchdog(ctx, c.timeouts)
 	defer wd.Stop()
-	sctx, watch := stream.Start(sctx)
+	sctx, watch := stream.Start(sctx, wd)
 	s := c.client.Chat.Completions.NewStreaming(sctx, params)
 	defer s.Close()
 	var acc chatAcc

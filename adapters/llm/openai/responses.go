@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/responses"
@@ -17,9 +16,9 @@ import (
 // the whole history each call (store=false): the event log, not the
 // provider, keeps the conversation.
 type Responses struct {
-	name         string
-	client       openai.Client
-	stall, total time.Duration
+	name     string
+	client   openai.Client
+	timeouts model.Timeouts
 }
 
 // NewResponses returns a Responses-API provider.
@@ -28,7 +27,7 @@ func NewResponses(o Options) *Responses {
 	if name == "" {
 		name = "openai"
 	}
-	return &Responses{name: name, client: o.client(), stall: o.stall(), total: o.total()}
+	return &Responses{name: name, client: o.client(), timeouts: o.timeouts()}
 }
 
 func (r *Responses) Name() string    { return r.name }
@@ -84,9 +83,9 @@ func (r *Responses) Complete(ctx context.Context, req model.Request, onDelta fun
 				Name: s.Name, Description: openai.String(s.Description), Parameters: s.Parameters, Strict: openai.Bool(false)}})
 		}
 	}
-	sctx, wd := model.NewWatchdog(ctx, r.stall, r.total)
+	sctx, wd := model.NewWatchdog(ctx, r.timeouts)
 	defer wd.Stop()
-	sctx, watch := stream.Start(sctx)
+	sctx, watch := stream.Start(sctx, wd)
 	s := r.client.Responses.NewStreaming(sctx, params)
 	defer s.Close()
 	var final *responses.Response

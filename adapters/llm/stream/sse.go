@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/hermes-go/hermes/actors/model"
 )
 
 // Watch is one call's view of its response body, filled in by Guard.
@@ -16,14 +18,17 @@ type Watch struct {
 	mu     sync.Mutex
 	opened bool
 	done   bool
+	wd     *model.Watchdog
 }
 
 type watchKey struct{}
 
 // Start returns a context whose requests Guard checks, and the Watch it
-// reports to. Requests without one pass through Guard untouched.
-func Start(ctx context.Context) (context.Context, *Watch) {
-	w := &Watch{}
+// reports to. Requests without one pass through Guard untouched. Guard
+// tells wd (when not nil) the host each request goes to and when its
+// answer arrives, for the first-byte timeout.
+func Start(ctx context.Context, wd *model.Watchdog) (context.Context, *Watch) {
+	w := &Watch{wd: wd}
 	return context.WithValue(ctx, watchKey{}, w), w
 }
 
@@ -58,7 +63,14 @@ func (w *Watch) set(f func(w *Watch)) {
 // body in a reader that drops SSE comments, bounds lines, events and their
 // JSON, and records `[DONE]`. Error bodies of any request are bounded.
 func Guard(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	w, _ := req.Context().Value(watchKey{}).(*Watch)
+	if w != nil && w.wd != nil {
+		w.wd.Sending(req.URL.Host)
+	}
 	resp, err := next(req)
+	if err == nil && w != nil && w.wd != nil {
+		w.wd.Answered()
+	}
 	if err != nil || resp == nil || resp.Body == nil {
 		return resp, err
 	}
@@ -66,7 +78,6 @@ func Guard(req *http.Request, next func(*http.Request) (*http.Response, error)) 
 		resp.Body = limited{io.LimitReader(resp.Body, MaxErrorBodyBytes), resp.Body}
 		return resp, nil
 	}
-	w, _ := req.Context().Value(watchKey{}).(*Watch)
 	if w == nil {
 		return resp, nil
 	}

@@ -19,7 +19,7 @@ func get(t *testing.T, h http.HandlerFunc, bare bool) (*http.Response, *stream.W
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	ctx, w := stream.Start(context.Background())
+	ctx, w := stream.Start(context.Background(), nil)
 	if bare {
 		ctx, w = context.Background(), nil
 	}

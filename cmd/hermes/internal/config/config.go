@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +140,9 @@ type AgentConfig struct {
 	ModelCallTimeout string   `yaml:"model_call_timeout"`
 	// Personalities are what /personality offers, by name (Hermes' key).
 	Personalities map[string]Personality `yaml:"personalities"`
+	// FirstByteTimeout bounds the wait for the model server's answer to a
+	// call: seconds (120) or a duration (2m); 0 turns it off.
+	FirstByteTimeout string `yaml:"first_byte_timeout"`
 }
 
 // SandboxConfig is the sandbox: section, the kernel sandbox of the local
@@ -368,6 +372,11 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.LLM.CallTimeout = d
 	}
+	if d, err := firstByteTimeout(c.Agent.FirstByteTimeout, path); err != nil {
+		return r, err
+	} else if d != 0 {
+		r.LLM.FirstByteTimeout = d
+	}
 	if c.Agent.MaxParallelTools > 0 {
 		r.MaxParallel = c.Agent.MaxParallelTools
 	}
@@ -401,7 +410,7 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 	}
 	for i, f := range c.FallbackProviders {
-		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode, CallTimeout: r.LLM.CallTimeout}
+		fc := llm.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIMode: f.APIMode, CallTimeout: r.LLM.CallTimeout, FirstByteTimeout: r.LLM.FirstByteTimeout}
 		mode, err := llm.ResolveMode(fc)
 		if err != nil {
 			return r, fmt.Errorf("%s: fallback_providers[%d]: %w", path, i, err)
@@ -437,7 +446,8 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	r.Compression = compress.Config{Enabled: cc.Enabled == nil || *cc.Enabled, Threshold: cc.Threshold, TargetRatio: cc.TargetRatio,
 		ProtectFirstN: cc.ProtectFirstN, ProtectLastN: cc.ProtectLastN}
 	if aux := c.Auxiliary.Compression; aux.Name != "" || aux.Provider != "" || aux.BaseURL != "" {
-		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout}
+		r.Aux = llm.Config{Provider: first(aux.Provider, r.LLM.Provider), BaseURL: first(aux.BaseURL, r.LLM.BaseURL), APIMode: aux.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout,
+			FirstByteTimeout: r.LLM.FirstByteTimeout}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
 	r.AutoTitle = c.Auxiliary.TitleGeneration.Enabled == nil || *c.Auxiliary.TitleGeneration.Enabled
@@ -580,4 +590,29 @@ func expandHome(p, home string) string {
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// firstByteTimeout reads agent.first_byte_timeout, or
+// HERMES_FIRST_BYTE_TIMEOUT over it: whole seconds or a duration, 0 for
+// none (returned as a negative duration: the adapters' "disabled"); zero
+// when neither is set (the default).
+func firstByteTimeout(v, path string) (time.Duration, error) {
+	src := path + ": agent.first_byte_timeout"
+	if env := os.Getenv("HERMES_FIRST_BYTE_TIMEOUT"); env != "" {
+		v, src = env, "HERMES_FIRST_BYTE_TIMEOUT"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if secs, serr := strconv.ParseFloat(v, 64); serr == nil {
+		d, err = time.Duration(secs*float64(time.Second)), nil
+	}
+	switch {
+	case err != nil || d < 0:
+		return 0, fmt.Errorf("%s %q: use seconds such as 120, a duration such as 2m, or 0 for no limit", src, v)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
 }

@@ -22,7 +22,7 @@ import (
 // environment does not decide them.
 func clean(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"HERMES_HOME", "HERMES_MODEL", "HERMES_STORE", "HERMES_SANDBOX", "HERMES_BACKOFF_BASE",
+	for _, k := range []string{"HERMES_HOME", "HERMES_MODEL", "HERMES_STORE", "HERMES_SANDBOX", "HERMES_BACKOFF_BASE", "HERMES_FIRST_BYTE_TIMEOUT",
 		"OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"} {
 		t.Setenv(k, "")
 	}
@@ -279,6 +279,8 @@ func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct{ name, yaml, env, want string }{
 		{"tool timeout", "model: m\nagent:\n  tool_timeout: soon\n", "", `agent.tool_timeout "soon"`},
 		{"model call timeout", "model: m\nagent:\n  model_call_timeout: -1s\n", "", `agent.model_call_timeout "-1s"`},
+		{"first byte timeout", "model: m\nagent:\n  first_byte_timeout: soon\n", "", `agent.first_byte_timeout "soon"`},
+		{"negative first byte timeout", "model: m\nagent:\n  first_byte_timeout: -5\n", "", `agent.first_byte_timeout "-5"`},
 		{"budget warning", "model: m\nagent:\n  budget_warning_at: 2\n", "", "agent.budget_warning_at must be between 0 and 1"},
 		{"provider", "model:\n  default: m\n  provider: nosuch\n", "", `model.provider "nosuch" is not a provider`},
 		{"backend", "model: m\nterminal:\n  backend: vm\n", "", `terminal.backend "vm"`},
@@ -378,5 +380,34 @@ func TestSandboxConfig(t *testing.T) {
 	}
 	if _, err := SandboxPolicy(home, SandboxConfig{Readable: []string{filepath.Join(home, "keys")}}, "", "config.yaml"); err == nil {
 		t.Fatal("a path in Hermes' home was made readable")
+	}
+}
+
+// agent.first_byte_timeout takes seconds or a duration, 0 for none, and
+// HERMES_FIRST_BYTE_TIMEOUT beats it; it reaches the main provider, the
+// fallbacks and the auxiliary model.
+func TestFirstByteTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml, env string
+		want            time.Duration
+	}{
+		{"default", "model: m\n", "", 0},
+		{"seconds", "model: m\nagent:\n  first_byte_timeout: 30\n", "", 30 * time.Second},
+		{"duration", "model: m\nagent:\n  first_byte_timeout: 2m\n", "", 2 * time.Minute},
+		{"off", "model: m\nagent:\n  first_byte_timeout: 0\n", "", -1},
+		{"environment", "model: m\nagent:\n  first_byte_timeout: 30\n", "1.5", 1500 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clean(t)
+			t.Setenv("HERMES_FIRST_BYTE_TIMEOUT", c.env)
+			yaml := c.yaml + "fallback_providers:\n  - {default: f, provider: openai}\nauxiliary:\n  compression: {default: a}\n"
+			r, err := resolveIn(t, homeWith(t, yaml), Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.LLM.FirstByteTimeout != c.want || r.Fallbacks[0].FirstByteTimeout != c.want || r.Aux.FirstByteTimeout != c.want {
+				t.Fatalf("first byte timeout %s, fallback %s, aux %s, want %s", r.LLM.FirstByteTimeout, r.Fallbacks[0].FirstByteTimeout, r.Aux.FirstByteTimeout, c.want)
+			}
+		})
 	}
 }
