@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/command"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -59,12 +60,20 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		if c.session == "" {
 			return say("No conversation yet.")
 		}
-		u, cost, calls, err := sessionUsage(context.Background(), c.r.store, c.session)
+		prices := c.r.cfg.Prices
+		if prices == nil {
+			prices = model.DefaultPrices()
+		}
+		b, err := sessionUsage(context.Background(), c.r.store, c.session, prices)
 		if err != nil {
 			return err
 		}
-		return say(fmt.Sprintf("This conversation: %d model calls, %d input tokens (%d cached), %d output tokens, $%.4f.",
-			calls, u.PromptTokens, u.CacheReadTokens, u.CompletionTokens, cost))
+		text := fmt.Sprintf("This conversation: %d model calls, %d input tokens (%d cached), %d output tokens, %s.",
+			b.Calls, b.Usage.PromptTokens, b.Usage.CacheReadTokens, b.Usage.CompletionTokens, b.CostText())
+		if u := b.Unknown(); u != "" {
+			text += " (" + u + ")"
+		}
+		return say(text)
 	case command.Compress:
 		if c.session == "" {
 			return say("No conversation yet.")
@@ -191,11 +200,10 @@ func orNone(s string) string {
 
 // sessionUsage sums the model calls of the conversation session id ends:
 // its own and, up to where it started from them, those of the sessions a
-// compression or a fork (/undo, /retry) continued.
-func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Usage, float64, int, error) {
-	var u schema.Usage
-	var cost float64
-	calls := 0
+// compression or a fork (/undo, /retry) continued; priced at prices where
+// they recorded no cost (model.Prices.CallCost).
+func sessionUsage(ctx context.Context, store events.Store, id string, prices model.Prices) (model.Bill, error) {
+	var b model.Bill
 	_, err := session.Conversation(ctx, store, id, func(r events.Recorded) error {
 		if r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted {
 			return nil
@@ -206,16 +214,13 @@ func sessionUsage(ctx context.Context, store events.Store, id string) (schema.Us
 		}
 		switch e := p.(type) {
 		case schema.AssistantMessageAdded:
-			u, cost, calls = u.Add(e.Usage), cost+e.CostUSD, calls+1
+			b.Add(prices, e.Model, e.Usage, e.CostUSD, 1)
 		case schema.AuxiliaryCallCompleted:
-			u, cost, calls = u.Add(e.Usage), cost+e.CostUSD, calls+1
+			b.Add(prices, e.Model, e.Usage, e.CostUSD, 1)
 		}
 		return nil
 	})
-	if err != nil {
-		return u, 0, 0, err
-	}
-	return u, cost, calls, nil
+	return b, err
 }
 
 // turnUsage sums the model calls of turn turnID in the sessions it ran in

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway/wire"
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -76,6 +77,8 @@ type Config struct {
 	Personalities map[string]string
 	// Version is what /version answers (the program's version line).
 	Version string
+	// Prices price /usage (nil: model.DefaultPrices()).
+	Prices model.Prices
 	// IdleReset starts a new session for a chat idle this long (0: never).
 	IdleReset time.Duration
 	// TypingEvery repeats the typing indicator while a turn runs

@@ -312,7 +312,7 @@ func TestAuxiliaryCallsAreCosted(t *testing.T) {
 	if err := projections.NewRunner(r.store, zerolog.Nop(), db.Projection(costs.NewModel())).Rebuild(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	all, err := costs.Totals(ctx, db.Reader(), "model", "")
+	all, err := costs.Totals(ctx, db.Reader(), "model", "", model.DefaultPrices().CallCost)
 	var rows []costs.Row // the seeded history's answers carry no model
 	for _, r := range all {
 		if r.Key == "gpt-4o-mini" {

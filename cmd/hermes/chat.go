@@ -704,14 +704,20 @@ func usageOf(ctx context.Context, store events.Store, id string, prices model.Pr
 		if err != nil {
 			return err
 		}
-		model := ""
+		var model string
+		var usage schema.Usage
+		var recorded float64
 		switch e := p.(type) {
 		case schema.AssistantMessageAdded:
-			u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+max(e.Calls, 1), e.Model
+			u.Calls, model, usage, recorded = u.Calls+max(e.Calls, 1), e.Model, e.Usage, e.CostUSD
 		case schema.AuxiliaryCallCompleted:
-			u.Usage, u.Cost, u.Calls, model = u.Usage.Add(e.Usage), u.Cost+e.CostUSD, u.Calls+1, e.Model
+			u.Calls, model, usage, recorded = u.Calls+1, e.Model, e.Usage, e.CostUSD
 		}
-		if _, ok := prices.Lookup(model); !ok && model != "" && !slices.Contains(u.Unpriced, model) {
+		u.Usage = u.Usage.Add(usage)
+		// a call made before its model had a price is priced now
+		if cost, ok := prices.CallCost(model, usage, recorded); ok {
+			u.Cost += cost
+		} else if !slices.Contains(u.Unpriced, model) {
 			u.Unpriced = append(u.Unpriced, model)
 		}
 		return nil

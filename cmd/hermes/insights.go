@@ -107,13 +107,14 @@ func insightsOf(ctx context.Context, a *app.App, days int, now time.Time) (insig
 		in.Messages += c.Messages
 	}
 	since := in.Since.UTC().Format(time.DateOnly)
-	if in.ByModel, err = costs.Totals(ctx, db, "model", since); err != nil {
+	price := knownPrices(a.Home).CallCost
+	if in.ByModel, err = costs.Totals(ctx, db, "model", since, price); err != nil {
 		return in, err
 	}
 	for _, r := range in.ByModel {
 		in.Calls, in.Usage, in.Cost = in.Calls+r.Calls, in.Usage.Add(r.Usage), in.Cost+r.Cost
 	}
-	byDay, err := costs.Totals(ctx, db, "day", since)
+	byDay, err := costs.Totals(ctx, db, "day", since, price)
 	if err != nil {
 		return in, err
 	}

@@ -194,7 +194,7 @@ func (b *backend) Costs(ctx context.Context, by, since string) ([]costs.Row, err
 	if err := b.a.Fresh(ctx); err != nil {
 		return nil, err
 	}
-	return costs.Totals(ctx, b.a.ProjDB.Reader(), by, since)
+	return costs.Totals(ctx, b.a.ProjDB.Reader(), by, since, knownPrices(b.a.Home).CallCost)
 }
 
 // Send runs a turn. Nobody can be asked from here: tools that need

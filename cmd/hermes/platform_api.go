@@ -148,7 +148,7 @@ func (x *apiArchive) Lineage(ctx context.Context, id string) ([]lineage.Node, er
 func (x *apiArchive) Costs(ctx context.Context, by, since string) ([]costs.Row, error) {
 	var out []costs.Row
 	err := x.read(ctx, func(db *projections.DB) (err error) {
-		out, err = costs.Totals(ctx, db.Reader(), by, since)
+		out, err = costs.Totals(ctx, db.Reader(), by, since, knownPrices(x.a.Home).CallCost)
 		return err
 	})
 	return out, err

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+	"github.com/hermes-go/hermes/projections/costs"
 	"github.com/hermes-go/hermes/projections/lineage"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -110,14 +111,21 @@ func runSessionsList(ctx context.Context, opts *sessionsListOptions) error {
 			fmt.Fprintf(opts.io.ErrOut, "(%d empty or subagent sessions not shown: --all shows them)\n", hidden)
 		}
 	}()
-	prices := knownPrices(a.Home)
+	spent, err := sessionCosts(ctx, a)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tMSGS\tTOKENS\tCOST\tSTATUS\tLAST ACTIVE")
 	for _, s := range convs {
-		cost := fmt.Sprintf("$%.4f", s.CostUSD)
-		if _, ok := prices.Lookup(s.Model); !ok && s.CostUSD == 0 && s.Usage.Total() > 0 {
-			cost = "unknown"
+		// The conversation's cost: every session of it, priced now where
+		// a call recorded none.
+		var r costs.Row
+		for _, id := range append([]string{s.ID}, s.Branches...) {
+			x := spent[id]
+			r.Cost, r.Unpriced, r.Calls = r.Cost+x.Cost, r.Unpriced+x.Unpriced, r.Calls+x.Calls
 		}
+		cost := model.CostText(r.Cost, int(r.Unpriced), int(r.Calls))
 		title := clip(s.Title, 40)
 		if n := len(s.Branches); n > 0 {
 			title += fmt.Sprintf(" (+%d %s)", n, plural(n, "branch", "branches"))

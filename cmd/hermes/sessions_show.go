@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -59,8 +61,16 @@ func runSessionsShow(ctx context.Context, opts *sessionsShowOptions) error {
 		if s.Parent != "" {
 			fmt.Fprintf(out, "parent %s (%s)\n", s.Parent, s.Reason)
 		}
-		fmt.Fprintf(out, "messages %d  tokens in %d out %d cache read %d write %d  cost $%.4f\n\n", s.Messages,
-			s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, s.CostUSD)
+		bill, err := sessionBill(ctx, a.Store, s.ID, knownPrices(a.Home))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "messages %d  tokens in %d out %d cache read %d write %d  cost %s\n", s.Messages,
+			s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens, bill.CostText())
+		if u := bill.Unknown(); u != "" {
+			fmt.Fprintf(out, "unknown cost: %s\n", u)
+		}
+		fmt.Fprintln(out)
 		for _, m := range msgs {
 			printMessage(out, m)
 		}
@@ -83,4 +93,32 @@ func printMessage(w io.Writer, m schema.Message) {
 	for _, tc := range m.ToolCalls {
 		fmt.Fprintf(w, "   → %s(%s) [%s]\n", tc.Function.Name, tc.Function.Arguments, tc.ID)
 	}
+}
+
+// sessionBill prices the model calls of session id (its own, not its
+// lineage's) from its events at prices: the cost each call recorded, or
+// its token usage at prices for the calls made when their model had no
+// price; calls with no price yet stay unknown.
+func sessionBill(ctx context.Context, store events.Store, id string, prices model.Prices) (model.Bill, error) {
+	var b model.Bill
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil {
+		return b, err
+	}
+	for _, r := range rs {
+		if r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted {
+			continue
+		}
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return b, err
+		}
+		switch e := p.(type) {
+		case schema.AssistantMessageAdded:
+			b.Add(prices, e.Model, e.Usage, e.CostUSD, e.Calls)
+		case schema.AuxiliaryCallCompleted:
+			b.Add(prices, e.Model, e.Usage, e.CostUSD, 1)
+		}
+	}
+	return b, nil
 }

@@ -56,6 +56,10 @@ func runSessionsTree(ctx context.Context, opts *sessionsTreeOptions) error {
 		if opts.asJSON {
 			return writeJSON(opts.io.Out, out)
 		}
+		spent, err := sessionCosts(ctx, a)
+		if err != nil {
+			return err
+		}
 		children := map[string][]row{}
 		var roots []row
 		ids := map[string]bool{}
@@ -87,8 +91,8 @@ func runSessionsTree(ctx context.Context, opts *sessionsTreeOptions) error {
 			if r.Goal != "" {
 				what += ": " + clip(r.Goal, 40)
 			}
-			fmt.Fprintf(w, "%s%s%s  [%s] %s  msgs %d  tokens %d  $%.4f%s\n", prefix, branch, r.ID, what, r.Summary.Status, r.Summary.Messages,
-				r.Summary.Usage.Total(), r.Summary.CostUSD, mark)
+			fmt.Fprintf(w, "%s%s%s  [%s] %s  msgs %d  tokens %d  %s%s\n", prefix, branch, r.ID, what, r.Summary.Status, r.Summary.Messages,
+				r.Summary.Usage.Total(), sessionCost(spent, r.ID), mark)
 			kids := children[r.ID]
 			for i, k := range kids {
 				walk(k, prefix+next, i == len(kids)-1, false)

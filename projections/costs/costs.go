@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
@@ -18,7 +19,25 @@ type Row struct {
 	Key   string       `json:"key"`
 	Calls int64        `json:"calls"`
 	Usage schema.Usage `json:"usage"`
-	Cost  float64      `json:"cost_usd"`
+	// Cost is the cost of the priced calls; Unpriced counts the others,
+	// whose models (UnpricedModels) have no price: their cost is unknown,
+	// not zero.
+	Cost           float64  `json:"cost_usd"`
+	Unpriced       int64    `json:"unpriced_calls"`
+	UnpricedModels []string `json:"unpriced_models,omitempty"`
+}
+
+// Pricer prices calls of model that recorded no cost of their own, from
+// their usage added up (actors/model's Prices.CallCost, with recorded 0);
+// ok is false when the model has no price.
+type Pricer func(model string, u schema.Usage, recorded float64) (cost float64, ok bool)
+
+// pending is one cell's calls not yet written: all of them, and apart
+// those that recorded no cost (priced when read, with today's prices).
+type pending struct {
+	Row
+	unpriced      int64
+	unpricedUsage schema.Usage
 }
 
 type cell struct {
@@ -27,15 +46,15 @@ type cell struct {
 
 // Model is the costs read model.
 type Model struct {
-	pending map[cell]*Row
+	pending map[cell]*pending
 	sources map[string]string
 }
 
 // NewModel returns the costs model.
-func NewModel() *Model { return &Model{pending: map[cell]*Row{}, sources: map[string]string{}} }
+func NewModel() *Model { return &Model{pending: map[cell]*pending{}, sources: map[string]string{}} }
 
 func (*Model) Name() string { return "costs" }
-func (*Model) Version() int { return 2 }
+func (*Model) Version() int { return 3 }
 
 // PayloadTypes implements projections.Selective.
 func (*Model) PayloadTypes() []string {
@@ -47,6 +66,8 @@ func (*Model) Create(tx *projections.Tx) error {
 		session TEXT NOT NULL, day TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL,
 		calls INTEGER NOT NULL, prompt INTEGER NOT NULL, completion INTEGER NOT NULL,
 		cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, cost REAL NOT NULL,
+		unpriced INTEGER NOT NULL, u_prompt INTEGER NOT NULL, u_completion INTEGER NOT NULL,
+		u_cache_read INTEGER NOT NULL, u_cache_write INTEGER NOT NULL,
 		PRIMARY KEY (session, day, model, provider)) WITHOUT ROWID;
 		CREATE INDEX IF NOT EXISTS costs_day ON costs (day);
 		CREATE TABLE IF NOT EXISTS cost_sources (session TEXT PRIMARY KEY, source TEXT NOT NULL) WITHOUT ROWID`)
@@ -87,25 +108,38 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 func (m *Model) add(k cell, u schema.Usage, cost float64) {
 	r := m.pending[k]
 	if r == nil {
-		r = &Row{}
+		r = &pending{}
 		m.pending[k] = r
 	}
 	r.Calls++
 	r.Usage = r.Usage.Add(u)
-	r.Cost += cost
+	switch {
+	case cost > 0:
+		r.Cost += cost
+	case u.Total() > 0:
+		// no price when it was made: priced when read, if one was added
+		r.unpriced++
+		r.unpricedUsage = r.unpricedUsage.Add(u)
+	}
 }
 
 func (m *Model) Flush(tx *projections.Tx) error {
-	rows, err := tx.Inserter(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	rows, err := tx.Inserter(`INSERT INTO costs (session, day, model, provider, calls, prompt, completion, cache_read, cache_write, cost,
+			unpriced, u_prompt, u_completion, u_cache_read, u_cache_write)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (session, day, model, provider) DO UPDATE SET calls = costs.calls + excluded.calls, prompt = costs.prompt + excluded.prompt,
 			completion = costs.completion + excluded.completion, cache_read = costs.cache_read + excluded.cache_read,
-			cache_write = costs.cache_write + excluded.cache_write, cost = costs.cost + excluded.cost`)
+			cache_write = costs.cache_write + excluded.cache_write, cost = costs.cost + excluded.cost,
+			unpriced = costs.unpriced + excluded.unpriced, u_prompt = costs.u_prompt + excluded.u_prompt,
+			u_completion = costs.u_completion + excluded.u_completion, u_cache_read = costs.u_cache_read + excluded.u_cache_read,
+			u_cache_write = costs.u_cache_write + excluded.u_cache_write`)
 	if err != nil {
 		return err
 	}
 	for k, r := range m.pending {
-		if err := rows.Add(k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost); err != nil {
+		u := r.unpricedUsage
+		if err := rows.Add(k.session, k.day, k.model, k.provider, r.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.Cost,
+			r.unpriced, u.PromptTokens, u.CompletionTokens, u.CacheReadTokens, u.CacheWriteTokens); err != nil {
 			return err
 		}
 	}
@@ -134,38 +168,65 @@ var upsertSource = projections.Upsert("cost_sources", "session", "session, sourc
 var Dimensions = []string{"session", "lineage", "model", "provider", "source", "day"}
 
 // Totals groups costs by dim, counting days on or after since (YYYY-MM-DD,
-// "" for all). Grouping by lineage needs the lineage model's table.
-func Totals(ctx context.Context, db *projections.Reader, dim, since string) ([]Row, error) {
+// "" for all). Grouping by lineage needs the lineage model's table. The
+// calls that recorded no cost are priced with price (their token usage at
+// today's prices); those it cannot price are counted as unpriced. Rows
+// come most expensive first (by day: in order of days).
+func Totals(ctx context.Context, db *projections.Reader, dim, since string, price Pricer) ([]Row, error) {
 	key := map[string]string{"session": "c.session", "model": "c.model", "provider": "c.provider", "day": "c.day",
 		"source": "coalesce(s.source, '')", "lineage": "coalesce(l.root, c.session)"}[dim]
 	if key == "" {
 		return nil, fmt.Errorf("--by %q: use session, lineage, model, provider, source or day", dim)
 	}
-	q := `SELECT ` + key + ` AS k, CAST(sum(calls) AS BIGINT), CAST(sum(prompt) AS BIGINT), CAST(sum(completion) AS BIGINT),
-		CAST(sum(cache_read) AS BIGINT), CAST(sum(cache_write) AS BIGINT), sum(cost)
+	q := `SELECT ` + key + ` AS k, c.model, CAST(sum(calls) AS BIGINT), CAST(sum(prompt) AS BIGINT), CAST(sum(completion) AS BIGINT),
+		CAST(sum(cache_read) AS BIGINT), CAST(sum(cache_write) AS BIGINT), sum(cost),
+		CAST(sum(unpriced) AS BIGINT), CAST(sum(u_prompt) AS BIGINT), CAST(sum(u_completion) AS BIGINT),
+		CAST(sum(u_cache_read) AS BIGINT), CAST(sum(u_cache_write) AS BIGINT)
 		FROM costs c LEFT JOIN cost_sources s ON s.session = c.session`
 	if dim == "lineage" {
 		q += ` LEFT JOIN lineage l ON l.id = c.session`
 	}
-	order := ` ORDER BY sum(cost) DESC, k`
-	if dim == "day" {
-		order = ` ORDER BY k`
-	}
-	q += ` WHERE c.day >= ? GROUP BY k` + order
+	q += ` WHERE c.day >= ? GROUP BY k, c.model ORDER BY k, c.model`
 	rows, err := db.QueryContext(ctx, q, since)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []Row
+	at := map[string]int{}
 	for rows.Next() {
 		var r Row
-		if err := rows.Scan(&r.Key, &r.Calls, &r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens, &r.Cost); err != nil {
+		var model string
+		var unpriced int64
+		var u schema.Usage
+		if err := rows.Scan(&r.Key, &model, &r.Calls, &r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens, &r.Cost,
+			&unpriced, &u.PromptTokens, &u.CompletionTokens, &u.CacheReadTokens, &u.CacheWriteTokens); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		if unpriced > 0 {
+			if cost, ok := price(model, u, 0); ok {
+				r.Cost += cost
+			} else {
+				r.Unpriced, r.UnpricedModels = unpriced, []string{model}
+			}
+		}
+		i, seen := at[r.Key]
+		if !seen {
+			at[r.Key] = len(out)
+			out = append(out, r)
+			continue
+		}
+		t := &out[i]
+		t.Calls, t.Usage, t.Cost, t.Unpriced = t.Calls+r.Calls, t.Usage.Add(r.Usage), t.Cost+r.Cost, t.Unpriced+r.Unpriced
+		t.UnpricedModels = append(t.UnpricedModels, r.UnpricedModels...)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if dim != "day" {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Cost > out[j].Cost })
+	}
+	return out, nil
 }
 
 // Day is the total cost of one day (YYYY-MM-DD).

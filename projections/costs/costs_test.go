@@ -57,7 +57,7 @@ func TestCostsLiveEqualRebuiltAndByDimension(t *testing.T) {
 	write("child", schema.SessionStarted{Source: "cli", Reason: schema.StartCompression, ParentSessionID: "root"}, call("claude-sonnet-4", "anthropic", 4))
 	write("tg", schema.SessionStarted{Source: "telegram", Reason: schema.StartNew}, call("gpt-4o", "openai", 8), call("gpt-4o", "openai", 16))
 	totals := func(dim, since string) string {
-		rows, err := costs.Totals(ctx, db.Reader(), dim, since)
+		rows, err := costs.Totals(ctx, db.Reader(), dim, since, noPrices)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,77 @@ func TestCostsLiveEqualRebuiltAndByDimension(t *testing.T) {
 	if got := totals("source", ""); got != "cli=7/3 " {
 		t.Fatalf("erased session still counted: %s", got)
 	}
-	if _, err := costs.Totals(ctx, db.Reader(), "planet", ""); err == nil {
+	if _, err := costs.Totals(ctx, db.Reader(), "planet", "", noPrices); err == nil {
 		t.Fatal("bad dimension accepted")
+	}
+}
+
+// noPrices prices nothing (every call of the test above recorded a cost).
+func noPrices(string, schema.Usage, float64) (float64, bool) { return 0, false }
+
+// Calls that recorded no cost (their model had no price) are unpriced,
+// not free: a row says how many and of which models. A price known when
+// the totals are read prices them from their token usage, without a
+// rebuild; calls that used no tokens cost nothing either way.
+func TestUnpricedCallsStayUnknownUntilPriced(t *testing.T) {
+	dir := t.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	db, err := projections.OpenDB(filepath.Join(dir, "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	run := projections.NewRunner(store, zerolog.Nop(), db.Projection(lineage.NewModel()), db.Projection(costs.NewModel()))
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	evs := []schema.Envelope{
+		schema.MustEnvelope(schema.Meta{SessionID: "s", Time: at}, schema.SessionStarted{Source: "cli", Reason: schema.StartNew}),
+		schema.MustEnvelope(schema.Meta{SessionID: "s", Time: at}, schema.AssistantMessageAdded{Model: "gpt-4o", Provider: "openai", CostUSD: 0.5,
+			Usage: schema.Usage{PromptTokens: 100, CompletionTokens: 10}}),
+		schema.MustEnvelope(schema.Meta{SessionID: "s", Time: at}, schema.AssistantMessageAdded{Model: "local-llama", Provider: "custom",
+			Usage: schema.Usage{PromptTokens: 1_000_000, CompletionTokens: 1_000_000}}),
+		schema.MustEnvelope(schema.Meta{SessionID: "s", Time: at}, schema.AuxiliaryCallCompleted{Model: "local-llama", Provider: "custom",
+			Usage: schema.Usage{PromptTokens: 1_000_000}}),
+		schema.MustEnvelope(schema.Meta{SessionID: "s", Time: at}, schema.AssistantMessageAdded{Model: "local-llama", Provider: "custom"}),
+	}
+	if _, err := store.Append(ctx, events.SessionStream("s"), events.NoStream, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	show := func(dim string, price costs.Pricer) string {
+		rows, err := costs.Totals(ctx, db.Reader(), dim, "", price)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ""
+		for _, r := range rows {
+			s += fmt.Sprintf("%s=%g/%d unpriced %d %v; ", r.Key, r.Cost, r.Calls, r.Unpriced, r.UnpricedModels)
+		}
+		return s
+	}
+	if got, want := show("session", noPrices), "s=0.5/4 unpriced 2 [local-llama]; "; got != want {
+		t.Fatalf("no price:\n got %s\nwant %s", got, want)
+	}
+	if got, want := show("model", noPrices), "gpt-4o=0.5/1 unpriced 0 []; local-llama=0/3 unpriced 2 [local-llama]; "; got != want {
+		t.Fatalf("by model:\n got %s\nwant %s", got, want)
+	}
+	// local-llama at $1 in and $2 out per million tokens: 2M in, 1M out.
+	llama := func(model string, u schema.Usage, recorded float64) (float64, bool) {
+		if model != "local-llama" {
+			return 0, false
+		}
+		return (float64(u.PromptTokens)*1 + float64(u.CompletionTokens)*2) / 1e6, true
+	}
+	if got, want := show("session", llama), "s=4.5/4 unpriced 0 []; "; got != want {
+		t.Fatalf("priced later:\n got %s\nwant %s", got, want)
+	}
+	if got, want := show("model", llama), "local-llama=4/3 unpriced 0 []; gpt-4o=0.5/1 unpriced 0 []; "; got != want {
+		t.Fatalf("priced later, by model:\n got %s\nwant %s", got, want)
 	}
 }

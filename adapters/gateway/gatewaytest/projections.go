@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
@@ -76,7 +77,10 @@ func (p *Projections) Lineage(ctx context.Context, id string) (out []lineage.Nod
 }
 
 func (p *Projections) Costs(ctx context.Context, by, since string) (out []costs.Row, err error) {
-	err = p.read(ctx, func() (err error) { out, err = costs.Totals(ctx, p.db.Reader(), by, since); return })
+	err = p.read(ctx, func() (err error) {
+		out, err = costs.Totals(ctx, p.db.Reader(), by, since, model.DefaultPrices().CallCost)
+		return
+	})
 	return out, err
 }
 
