@@ -684,8 +684,11 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 				continue
 			}
 			running++
+			// Started here, in call order, not in the goroutines, which
+			// the scheduler runs in any order (the newest first, often):
+			// the screen shows parallel calls in the order they were made.
+			obs(Observation{Kind: ObserveToolStart, Tool: c.Name, ID: c.ID, Text: text})
 			go func() {
-				obs(Observation{Kind: ObserveToolStart, Tool: c.Name, ID: c.ID, Text: text})
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
 				if r.Duration == 0 {

@@ -107,6 +107,13 @@ func (r *rig) turn(t *testing.T, text string) string {
 	return out
 }
 
+// observed returns what the observer heard so far.
+func (r *rig) observed() []agent.Observation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]agent.Observation(nil), r.obs...)
+}
+
 // sent returns the messages of the i-th request.
 func (r *rig) sent(t *testing.T, i int) []map[string]any {
 	t.Helper()
@@ -194,6 +201,44 @@ func TestParallelToolCallsKeepOrder(t *testing.T) {
 	want := "[UserMessageAdded AssistantMessageAdded ToolCallStarted ToolCallStarted ToolCallStarted ToolResultAdded ToolResultAdded ToolResultAdded AssistantMessageAdded TurnCompleted]"
 	if fmt.Sprint(r.rec.types()) != want {
 		t.Fatalf("events %v", r.rec.types())
+	}
+	// The observer (the screen) hears them start in call order, and end
+	// as they finish.
+	var started, ended []string
+	for _, o := range r.observed() {
+		switch o.Kind {
+		case agent.ObserveToolStart:
+			started = append(started, o.ID)
+		case agent.ObserveToolEnd:
+			ended = append(ended, o.ID)
+		}
+	}
+	if fmt.Sprint(started) != "[c1 c2 c3]" || fmt.Sprint(ended) != "[c2 c3 c1]" {
+		t.Fatalf("observed starts %v and ends %v, want [c1 c2 c3] and [c2 c3 c1]", started, ended)
+	}
+}
+
+// Parallel calls are started, as the observer sees it, in the order the
+// model made them, every time (they used to be shown newest first, as
+// the scheduler ran their goroutines).
+func TestParallelToolStartsObservedInCallOrder(t *testing.T) {
+	quick := func(name string) fnTool {
+		return fnTool{name: name, run: func(context.Context, json.RawMessage) (string, error) { return name, nil }}
+	}
+	for i := range 20 {
+		r := newRig(t, []tool.Tool{quick("a"), quick("b"), quick("c"), quick("d")},
+			llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "a", Args: `{}`}, {ID: "c2", Name: "b", Args: `{}`}, {ID: "c3", Name: "c", Args: `{}`}, {ID: "c4", Name: "d", Args: `{}`}}},
+			llmtest.Reply{Content: "done"})
+		r.turn(t, "go")
+		var started []string
+		for _, o := range r.observed() {
+			if o.Kind == agent.ObserveToolStart {
+				started = append(started, o.ID)
+			}
+		}
+		if fmt.Sprint(started) != "[c1 c2 c3 c4]" {
+			t.Fatalf("run %d: starts observed as %v", i, started)
+		}
 	}
 }
 
