@@ -23,6 +23,10 @@ const (
 // its block is complete and printed.
 const liveLines = 8
 
+// interrupting is the note under the editor from Ctrl-C until the turn
+// ends.
+const interrupting = "interrupting…"
+
 const placeholder = "Message Hermes (/help for commands)"
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -104,7 +108,10 @@ func (m *model) prompt() string {
 }
 
 func (m *model) Init() tea.Cmd {
-	return tea.Batch(tea.RequestBackgroundColor, tea.RequestWindowSize)
+	// The size comes with Bubble Tea's own first WindowSizeMsg: asking for
+	// it again made a second redraw land among the lines the chat prints
+	// on opening, and put them out of order.
+	return tea.Batch(tea.RequestBackgroundColor)
 }
 
 func tick() tea.Cmd {
@@ -117,6 +124,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width = max(msg.Width, 20)
 		m.s.width.Store(int32(m.width))
 		m.ta.SetWidth(m.width)
+		m.s.sizedOnce.Do(func() { close(m.s.sized) })
 		return m, nil
 	case tea.BackgroundColorMsg:
 		m.s.dark.Store(msg.IsDark())
@@ -134,6 +142,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		} else {
 			m.live, m.tools = "", nil
+			if m.note == interrupting {
+				m.note = "" // the turn has ended: nothing is being interrupted
+			}
 		}
 		return m, nil
 	case labelMsg:
@@ -236,7 +247,7 @@ func (m *model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.busy || len(m.questions) > 0:
 			m.s.push(Event{Kind: Interrupt})
-			m.note = "interrupting…"
+			m.note = interrupting
 		case m.ta.Value() != "":
 			m.ta.Reset()
 		case !m.lastCtrlC.IsZero() && time.Since(m.lastCtrlC) < 3*time.Second:

@@ -78,6 +78,9 @@ type Screen struct {
 	events chan Event
 	done   chan struct{}
 	closed atomic.Bool
+	// sized is closed when the program has taken the terminal's size.
+	sized     chan struct{}
+	sizedOnce sync.Once
 
 	width atomic.Int32
 	dark  atomic.Bool
@@ -106,7 +109,7 @@ func New(opts Options) *Screen {
 	if opts.History == nil {
 		opts.History, _ = LoadHistory("")
 	}
-	s := &Screen{opts: opts, events: make(chan Event, 1024), done: make(chan struct{}), running: map[string]runningTool{}}
+	s := &Screen{opts: opts, events: make(chan Event, 1024), done: make(chan struct{}), sized: make(chan struct{}), running: map[string]runningTool{}}
 	s.st = newStyles(opts.Color)
 	s.width.Store(80)
 	s.dark.Store(true)
@@ -132,6 +135,20 @@ func (s *Screen) Run() error {
 	return err
 }
 
+// Settle waits (up to a second) until the screen has taken the
+// terminal's size and drawn itself: Bubble Tea redraws the screen when it
+// learns the size, and lines printed above the prompt before that can land
+// out of place. What the chat prints at once on opening (a resumed
+// conversation's recap) waits for it.
+func (s *Screen) Settle() {
+	select {
+	case <-s.sized:
+		time.Sleep(50 * time.Millisecond) // a few frames: the redraw is done
+	case <-s.done:
+	case <-time.After(time.Second):
+	}
+}
+
 // Events are what the person does, in order.
 func (s *Screen) Events() <-chan Event { return s.events }
 
@@ -148,7 +165,12 @@ func (s *Screen) send(msg tea.Msg) {
 	s.p.Send(msg)
 }
 
-// emit prints text above the prompt; s.mu is held.
+// emit prints text above the prompt; s.mu is held. The text goes out a
+// line at a time: Bubble Tea makes room for printed lines by scrolling the
+// terminal by their number and inserting them above the prompt, which
+// scrambles the scrollback (the prompt left in it, blank lines, the tail
+// above the start) when that number is more than the room above the
+// prompt, as with an answer longer than the terminal.
 func (s *Screen) emit(text string) {
 	w := int(s.width.Load()) - 1
 	lines := strings.Split(text, "\n")
@@ -157,7 +179,19 @@ func (s *Screen) emit(text string) {
 			lines[i] = ansi.Wrap(l, w, " ")
 		}
 	}
-	s.send(tea.Println(downsample(strings.Join(lines, "\n"), s.profile))())
+	// A blank line goes with the line after it (Bubble Tea drops an
+	// empty print), and a run of them at most four at a time.
+	var chunk []string
+	for _, l := range strings.Split(downsample(strings.Join(lines, "\n"), s.profile), "\n") {
+		chunk = append(chunk, l)
+		if l != "" || len(chunk) == 4 {
+			s.send(tea.Println(strings.Join(chunk, "\n"))())
+			chunk = chunk[:0]
+		}
+	}
+	if len(chunk) > 0 {
+		s.send(tea.Println(strings.Join(chunk, "\n") + " ")())
+	}
 }
 
 // Print prints text above the prompt as it is.
@@ -212,6 +246,16 @@ func (s *Screen) Idle() {
 	s.running = map[string]runningTool{}
 	s.mu.Unlock()
 	s.send(busyMsg{on: false})
+}
+
+// Answer prints a whole answer of the assistant, rendered from Markdown
+// as a streamed one is (a resumed conversation's recap).
+func (s *Screen) Answer(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushAnswer()
+	s.printBlocks(text)
+	s.shown = 0
 }
 
 // EndAnswer prints what is left of the streamed answer.

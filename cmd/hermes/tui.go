@@ -162,6 +162,12 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	sc.id, sc.at = id, id
 	sc.title = sessionTitle(ctx, c.App.Store, id)
 	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.Cfg.Model, id))
+	if f.resume != "" || f.cont {
+		scr.Settle()
+		if err := sc.recap(recapExchanges); err != nil {
+			scr.Error("the conversation so far cannot be shown: " + err.Error())
+		}
+	}
 	sc.status()
 	err = sc.run(screenDone)
 	return err
@@ -773,6 +779,68 @@ func (sc *screenChat) branch(title string) error {
 		sc.status()
 	}
 	sc.scr.Info(fmt.Sprintf("branched: the chat goes on in session %s; the original %s stays as it was (/resume %s goes back)", fork, prev, short(prev)))
+	return nil
+}
+
+// recapExchanges is how many exchanges of a resumed conversation the
+// screen shows when it opens.
+const recapExchanges = 3
+
+// recapLines bounds each answer of the recap.
+const recapLines = 12
+
+// recap shows the last n exchanges (a message and what answered it) of
+// the conversation the chat resumes, as they were shown when they
+// happened, so that it does not open on an empty screen.
+func (sc *screenChat) recap(n int) error {
+	if err := sc.c.App.Fresh(sc.ctx); err != nil {
+		return err
+	}
+	msgs, err := history.Messages(sc.ctx, sc.c.App.ProjDB.Reader(), sc.at)
+	if err != nil {
+		return err
+	}
+	start, users := len(msgs), 0
+	for i := len(msgs) - 1; i >= 0 && users < n; i-- {
+		if msgs[i].Role == "user" {
+			start, users = i, users+1
+		}
+	}
+	if users == 0 {
+		return nil
+	}
+	earlier := 0
+	for _, m := range msgs[:start] {
+		if m.Role == "user" {
+			earlier++
+		}
+	}
+	if earlier > 0 {
+		what := "messages"
+		if earlier == 1 {
+			what = "message"
+		}
+		sc.scr.Info(fmt.Sprintf("… %d earlier %s (/history shows the whole conversation)", earlier, what))
+	}
+	for _, m := range msgs[start:] {
+		switch m.Role {
+		case "user":
+			sc.scr.Echo(m.Content)
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				sc.scr.Info(fmt.Sprintf("  ⚙ %s %s", tc.Function.Name, clip(tc.Function.Arguments, 80)))
+			}
+			if text := strings.TrimSpace(m.Content); text != "" {
+				// a long answer in part: the recap is to pick up the thread
+				lines := strings.Split(text, "\n")
+				if len(lines) > recapLines {
+					text = strings.Join(lines[:recapLines], "\n") + fmt.Sprintf("\n\n… (%d more lines: /history shows them)", len(lines)-recapLines)
+				}
+				sc.scr.Answer(text)
+			}
+		}
+	}
+	sc.scr.Info("── resumed: the conversation goes on below")
 	return nil
 }
 

@@ -504,11 +504,155 @@ func TestScreenEverydayCommands(t *testing.T) {
 			if strings.TrimSpace(string(b)) != "exit=0" {
 				t.Fatalf("hermes ended with %s\n%s", b, p.screen())
 			}
+
+// longAnswer is an answer far longer than the terminal of the screen
+// tests below: sixty paragraphs.
+func longAnswer() string {
+	var paras []string
+	for i := 1; i <= 60; i++ {
+		paras = append(paras, fmt.Sprintf("Paragraph %02d.", i))
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// longRoute answers TestScreenLongAnswerInterruptToolOrderAndRecap.
+func longRoute(r llmtest.Request) *llmtest.Reply {
+	msgs := r.Body["messages"].([]any)
+	sys, _ := msgs[0].(map[string]any)["content"].(string)
+	last := msgs[len(msgs)-1].(map[string]any)
+	if strings.Contains(sys, "Name the conversation") {
+		return &llmtest.Reply{Content: "Long Talk"}
+	}
+	if last["role"] == "tool" {
+		return &llmtest.Reply{Content: "Read all three."}
+	}
+	// (the message after an interrupted turn carries the interrupted one)
+	switch user := lastUser(r); {
+	case user == "long please":
+		return &llmtest.Reply{Content: longAnswer()}
+	case user == "slow please":
+		return &llmtest.Reply{Content: "too late", Delay: 30 * time.Second}
+	case strings.HasSuffix(user, "three files"):
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "r1", Name: "read_file", Args: `{"path":"first.txt"}`},
+			{ID: "r2", Name: "read_file", Args: `{"path":"second.txt"}`}, {ID: "r3", Name: "read_file", Args: `{"path":"third.txt"}`}}}
+	}
+	return &llmtest.Reply{Content: "ok"}
+}
+
+// blankRun is the longest run of blank lines in s.
+func blankRun(s string) int {
+	run, longest := 0, 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == "" {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}
+
+// The chat screen on a small terminal (80x24): an answer longer than the
+// terminal lands in the scrollback whole and in order (it used to leave
+// the prompt and dozens of blank lines in it, with its tail above its
+// start); "interrupting…" goes when the interrupted turn has ended;
+// parallel tool calls are drawn in the order the model made them (they
+// were drawn newest first); and --continue opens on the last exchanges of
+// the conversation instead of an empty screen.
+func TestScreenLongAnswerInterruptToolOrderAndRecap(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetRoute(longRoute)
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	for _, f := range []string{"first.txt", "second.txt", "third.txt"} {
+		os.WriteFile(filepath.Join(wd, f), []byte(f+"\n"), 0o644)
+	}
+	p := newPane(t, wd, screenEnv(srv), 80, 24, fmt.Sprintf("%s --home %s chat --model m; echo exit=$? > %s/exit; sleep 60", bin, home, home))
+	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+
+	p.text("long please")
+	p.keys("Enter")
+	s := p.waitFor("the whole answer and the turn ended", func(s string) bool {
+		return strings.Contains(s, "Paragraph 60.") && strings.Contains(editor(s), "Message Hermes") && !strings.Contains(s, "Ctrl-C interrupts")
+	})
+	asked := strings.Index(s, "› long please")
+	answer := s[asked:strings.Index(s, "Paragraph 60.")]
+	at := 0
+	for i := 1; i <= 59; i++ {
+		j := strings.Index(answer[at:], fmt.Sprintf("Paragraph %02d.", i))
+		if j < 0 {
+			t.Fatalf("paragraph %d missing or out of order:\n%s", i, s)
+		}
+		at += j
+	}
+	if n := blankRun(answer); n > 2 || strings.Contains(answer, "thinking…") || strings.Contains(answer, "Message Hermes") {
+		t.Fatalf("the long answer is scrambled (%d blank lines in a row, or the prompt in it):\n%s", n, s)
+	}
+
+	p.text("slow please")
+	p.keys("Enter")
+	p.waitFor("the turn running", func(s string) bool { return strings.Contains(s, "Ctrl-C interrupts") })
+	p.keys("C-c")
+	p.waitText("[interrupted]")
+	p.waitFor("the interrupt note gone", func(s string) bool {
+		e := editor(s)
+		return strings.Contains(e, "Message Hermes") && !strings.Contains(e, "interrupting")
+	})
+	time.Sleep(300 * time.Millisecond) // and gone for good, not between two frames
+	if e := editor(p.screen()); strings.Contains(e, "interrupting") {
+		t.Fatalf("the interrupt note stays after the turn ended:\n%s", e)
+	}
+
+	p.text("three files")
+	p.keys("Enter")
+	s = p.waitText("Read all three.")
+	first, second, third := strings.Index(s, "⚙ read_file  first.txt"), strings.Index(s, "⚙ read_file  second.txt"), strings.Index(s, "⚙ read_file  third.txt")
+	if first < 0 || second < first || third < second {
+		t.Fatalf("parallel calls not drawn in call order (%d %d %d):\n%s", first, second, third, s)
+	}
+	p.text("/exit")
+	p.keys("Enter")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(home, "exit")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("/exit did not end hermes:\n%s", p.screen())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+
+
+	// --continue opens on the last three exchanges: what was asked, the
+	// tool calls and the answers, rendered as they were.
+	p = newPane(t, wd, screenEnv(srv), 80, 24, fmt.Sprintf("%s --home %s chat --model m --continue; sleep 60", bin, home))
+	s = p.waitFor("the recap and the editor", func(s string) bool {
+		return strings.Contains(s, "resumed: the conversation goes on below") && strings.Contains(editor(s), "Message Hermes")
+	})
+	order := []string{"› long please", "Paragraph 01.", "Paragraph 06.", "more lines: /history shows them", "› slow please", "› three files",
+		`⚙ read_file {"path":"first.txt"}`, `⚙ read_file {"path":"third.txt"}`, "Read all three.", "resumed: the conversation goes on below", "Message Hermes"}
+	at = 0
+	for _, want := range order {
+		j := strings.Index(s[at:], want)
+		if j < 0 {
+			t.Fatalf("the recap lacks %q (or has it out of order):\n%s", want, s)
+		}
+		at += j
+	}
+	if strings.Contains(s, "Paragraph 07.") {
+		t.Fatalf("the recap shows more than the first lines of a long answer:\n%s", s)
+	}
+	// With a fourth exchange, the first is left out and counted.
+	p.text("once more")
+	p.keys("Enter")
+	p.waitFor("the answer", func(s string) bool { return strings.Contains(s, "› once more") && strings.Count(s, "  ok") == 1 })
+	p.text("/exit")
+	p.keys("Enter")
+	p = newPane(t, wd, screenEnv(srv), 80, 24, fmt.Sprintf("%s --home %s chat --model m --continue; sleep 60", bin, home))
+	s = p.waitText("resumed: the conversation goes on below")
+	if !strings.Contains(s, "… 1 earlier message (") || strings.Contains(s, "long please") || !strings.Contains(s, "› once more") {
+		t.Fatalf("the recap of the last three of four exchanges:\n%s", s)
 	}
 }
