@@ -656,3 +656,21 @@ func TestScreenLongAnswerInterruptToolOrderAndRecap(t *testing.T) {
 		t.Fatalf("the recap of the last three of four exchanges:\n%s", s)
 	}
 }
+
+// On the chat screen too, a model server that takes the request and never
+// answers is said not to have answered yet within seconds, and the turn
+// fails after the first-byte timeout naming the server.
+func TestScreenServerThatNeverAnswers(t *testing.T) {
+	host := silentListener(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=xterm-256color", "LANG=C.UTF-8",
+		"OPENAI_BASE_URL=http://" + host + "/v1", "OPENAI_API_KEY=sk-test", "HERMES_FIRST_BYTE_TIMEOUT=2"}
+	home, wd := t.TempDir(), t.TempDir()
+	p := newPane(t, wd, env, 100, 30, fmt.Sprintf("%s --home %s chat --model m; sleep 60", bin, home))
+	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+	p.text("hello")
+	p.keys("Enter")
+	s := p.waitText("no answer from " + host + " in 2s")
+	if notice := strings.Index(s, "no answer from "+host+" yet ("); notice < 0 || notice > strings.Index(s, "no answer from "+host+" in 2s") {
+		t.Fatalf("no early notice before the error:\n%s", s)
+	}
+}
