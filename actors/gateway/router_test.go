@@ -743,3 +743,29 @@ func TestGatewayRetryAndUndo(t *testing.T) {
 		t.Fatalf("/usage after /undo: %q", got)
 	}
 }
+
+// /usage says a call of a model with no price costs "unknown", not $0, and
+// prices it from its token usage when the router is given a price for it
+// (config.yaml's prices, added after the call was made).
+func TestGatewayUsageUnknownPrice(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		prices model.Prices
+		want   string
+	}{
+		{"no price", nil, "unknown. (1 call has no price (local-llama): add it under prices: in config.yaml)"},
+		{"price added", model.Prices{"local-llama": {Input: 1, Output: 2}}, "$3.0000."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}, Prices: c.prices},
+				llmtest.Reply{Content: "hello", Model: "local-llama", Prompt: 1_000_000, Completion: 1_000_000})
+			r.plat.send(t, dm("5", "1", "hi"))
+			r.plat.waitReplies(t, 1)
+			r.plat.send(t, dm("5", "2", "/usage"))
+			got := r.plat.waitReplies(t, 2)
+			if !strings.HasSuffix(got[1].Text, c.want) {
+				t.Fatalf("/usage: %q, want it to end with %q", got[1].Text, c.want)
+			}
+		})
+	}
+}

@@ -504,6 +504,14 @@ func TestScreenEverydayCommands(t *testing.T) {
 			if strings.TrimSpace(string(b)) != "exit=0" {
 				t.Fatalf("hermes ended with %s\n%s", b, p.screen())
 			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/exit did not end hermes:\n%s", p.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // longAnswer is an answer far longer than the terminal of the screen
 // tests below: sixty paragraphs.
@@ -623,7 +631,6 @@ func TestScreenLongAnswerInterruptToolOrderAndRecap(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-
 
 	// --continue opens on the last three exchanges: what was asked, the
 	// tool calls and the answers, rendered as they were.
