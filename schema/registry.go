@@ -80,7 +80,6 @@ var registry = map[string]eventType{
 	TypeSubagentSpawned:        v1[SubagentSpawned](),
 	TypeSubagentFinished:       v1[SubagentFinished](),
 	TypeMemoryUpdated:          v1[MemoryUpdated](),
-	TypeSkillWritten:           v1[SkillWritten](),
 	TypeSessionTitled:          v1[SessionTitled](),
 	TypeSessionEnded:           v1[SessionEnded](),
 	TypeTodoUpdated:            v1[TodoUpdated](),
@@ -113,6 +112,15 @@ var registry = map[string]eventType{
 	TypeJobRunMissed:      v1[JobRunMissed](),
 	TypeJobDelivered:      v1[JobDelivered](),
 	TypeJobDeliveryFailed: v1[JobDeliveryFailed](),
+
+	TypeSkillWritten: {
+		current: 2,
+		decode:  decoder[SkillWritten](),
+		up:      map[int]func([]byte) ([]byte, error){1: same},
+	},
+	TypeSkillPatched:  v1[SkillPatched](),
+	TypeSkillArchived: v1[SkillArchived](),
+	TypeSkillRestored: v1[SkillRestored](),
 }
 
 // same upcasts a version whose JSON the next one reads as it is (the next

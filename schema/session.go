@@ -155,13 +155,6 @@ type MemoryUpdated struct {
 	Source string `json:"source,omitempty"`
 }
 
-// SkillWritten records a created, patched or deleted skill.
-type SkillWritten struct {
-	Name    string `json:"name"`
-	Action  string `json:"action"`
-	Content string `json:"content,omitempty"`
-}
-
 // SessionTitled gives the session a title.
 type SessionTitled struct {
 	Title string `json:"title"`
