@@ -74,6 +74,10 @@ type Library struct {
 	// Dirs are searched in order; Dirs[len-1] ($HERMES_HOME/skills) is
 	// where skill_manage writes.
 	Dirs []string
+	// Keeper, when set, keeps the home library's skills as events
+	// (skill_manage appends them, and the directories are their
+	// projection); without it skill_manage writes the files alone.
+	Keeper *Keeper
 }
 
 func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
@@ -82,6 +86,14 @@ func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
 // SKILL.md is, at any depth (the Python agent files skills under category
 // directories, skills/devops/deploy-check), else home/name for a new one.
 func (l Library) dirOf(name string) string {
+	if dir, ok := l.find(name); ok {
+		return dir
+	}
+	return filepath.Join(l.home(), name)
+}
+
+// find is the directory of the home library's skill name, at any depth.
+func (l Library) find(name string) (string, bool) {
 	found := ""
 	filepath.WalkDir(l.home(), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() && p != l.home() && hiddenDir(d.Name()) {
@@ -98,10 +110,7 @@ func (l Library) dirOf(name string) string {
 		}
 		return nil
 	})
-	if found != "" {
-		return found
-	}
-	return filepath.Join(l.home(), name)
+	return found, found != ""
 }
 
 // All lists every valid skill; broken files are reported in errs.
@@ -337,13 +346,14 @@ func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 type manageTool struct{ l Library }
 
 func (manageTool) Spec() model.ToolSpec {
-	return model.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=patch with old_string and new_string; action=delete.",
+	return model.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=edit with content to replace SKILL.md; action=patch with old_string and new_string; action=delete. reason: why, kept in the skill's history.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action", "name"}, "properties": map[string]any{
-			"action":     map[string]any{"type": "string", "enum": []string{"create", "patch", "delete"}},
+			"action":     map[string]any{"type": "string", "enum": []string{"create", "edit", "patch", "delete"}},
 			"name":       map[string]any{"type": "string"},
 			"content":    map[string]any{"type": "string"},
 			"old_string": map[string]any{"type": "string"},
 			"new_string": map[string]any{"type": "string"},
+			"reason":     map[string]any{"type": "string"},
 		}}}
 }
 
@@ -356,18 +366,15 @@ func (t manageTool) Flags() tool.Flags {
 }
 
 func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, error) {
-	var a struct {
-		Action    string `json:"action"`
-		Name      string `json:"name"`
-		Content   string `json:"content"`
-		OldString string `json:"old_string"`
-		NewString string `json:"new_string"`
-	}
+	var a manageArgs
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
 	}
 	if !validName.MatchString(a.Name) {
 		return "", fmt.Errorf("name %q: use lowercase letters, digits and hyphens", a.Name)
+	}
+	if t.l.Keeper != nil {
+		return t.keep(ctx, a)
 	}
 	dir := t.l.dirOf(a.Name)
 	path := filepath.Join(dir, "SKILL.md")
@@ -397,6 +404,8 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 		if _, err := Parse(content); err != nil {
 			return "", fmt.Errorf("the patch would break the skill: %w", err)
 		}
+	case "edit":
+		return "", errors.New("action=edit needs the skills kept as events (a home opened by hermes)")
 	case "delete":
 		if _, err := os.Stat(path); err != nil {
 			return "", fmt.Errorf("no skill %s in %s", a.Name, t.l.home())

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/adapters/tools/memory"
+	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -228,6 +229,10 @@ func (g *Factory) Open() (*App, error) {
 		mem.Log, mem.Store = g.Log, store
 		projs = append(projs, local.Projection(mem))
 		a.adoptMemories()
+		sk := skills.NewFilesModel(skills.NewKeeper(store, filepath.Join(home, "skills")))
+		sk.Log = g.Log
+		projs = append(projs, local.Projection(sk))
+		a.adoptSkills(sk.Keeper)
 	}
 	// A turn's steps come milliseconds apart with a fast model: gathering
 	// them for 25 ms makes one projection write of a burst instead of one
@@ -254,6 +259,21 @@ func (a *App) adoptMemories() {
 	}
 	if n > 0 {
 		a.Log.Info().Int("entries", n).Str("dir", dir).Msg("adopted memory entries written outside hermes")
+	}
+}
+
+// adoptSkills takes into the log the skill directories that hold what no
+// event left there: a Python Hermes Agent's skills the first time this
+// build sees them, and hand edits since (see adapters/tools/skills). A
+// directory it cannot adopt is left as it is, and named on stderr; the
+// command goes on.
+func (a *App) adoptSkills(k *skills.Keeper) {
+	vs, err := k.AdoptAll(context.Background())
+	if err != nil {
+		fmt.Fprintf(a.errOut, "hermes: skills not adopted: %v\n", err)
+	}
+	for _, v := range vs {
+		a.Log.Info().Str("skill", v.Dir).Int("version", v.Number).Msg("adopted a skill written outside hermes")
 	}
 }
 

@@ -70,7 +70,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"todo", []tool.Tool{todo.Tool{Store: store}}},
 		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
 		{"clarify", []tool.Tool{clarify.Tool{}}},
-		{"skills", skills.Tools(Library(home, wd))},
+		{"skills", skills.Tools(KeptLibrary(home, wd, store))},
 		{"code_execution", []tool.Tool{ex}},
 		{"delegation", []tool.Tool{delegate.Tool{}}},
 		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},

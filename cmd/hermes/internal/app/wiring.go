@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -130,6 +131,16 @@ func Secrets(cfg config.Resolved) *secrets.Set {
 // Library is the project's skills, then the user's.
 func Library(home, wd string) skills.Library {
 	return skills.Library{Dirs: []string{filepath.Join(wd, ".hermes", "skills"), filepath.Join(home, "skills")}}
+}
+
+// KeptLibrary is Library with the home's skills kept as events in store
+// (none when store is nil: the files alone).
+func KeptLibrary(home, wd string, store events.Store) skills.Library {
+	l := Library(home, wd)
+	if store != nil {
+		l.Keeper = skills.NewKeeper(store, filepath.Join(home, "skills"))
+	}
+	return l
 }
 
 // Restrictor returns the toolbox of a subagent: the session's selection,
