@@ -152,7 +152,8 @@ func (k *Keeper) locate(name string, latest *Version) (string, error) {
 
 // ReadDir reads the skill directory dir: every regular file in it but
 // hidden ones and those under tools' directories (see hiddenDir). exists is
-// false when there is no directory. A directory whose SKILL.md is missing
+// false when there is no directory, or nothing in it but hidden files and
+// empty directories. A directory whose SKILL.md is missing
 // or does not parse (or names another skill than name, when name is set),
 // or that is too large to keep as events, is a *MalformedError.
 func ReadDir(dir, name string) (snap Snapshot, exists bool, err error) {
@@ -201,6 +202,9 @@ func ReadDir(dir, name string) (snap Snapshot, exists bool, err error) {
 			return nil, true, err
 		}
 		return nil, true, fmt.Errorf("read skill %s: %w", dir, err)
+	}
+	if len(snap) == 0 {
+		return nil, false, nil // what an archive left: hidden files, empty directories
 	}
 	md, ok := snap[skillMD]
 	if !ok {
@@ -283,7 +287,9 @@ func (k *Keeper) adopt(ctx context.Context, name, dir string) (*Version, error) 
 		}
 		v, _ := next(name, latest, p)
 		adopted = &v
-		return nil
+		// The directory is now a version of the stream: ours to write over
+		// with the next one.
+		return k.setWritten(name, snap.Hash())
 	})
 	return adopted, err
 }

@@ -1,8 +1,10 @@
 // Package skills holds the agent's skills: SKILL.md files with YAML
 // frontmatter (name, description; the agentskills.io format Hermes uses)
 // under $HERMES_HOME/skills and ./.hermes/skills. The model lists them,
-// views one before following it, and writes its own with skill_manage;
-// every write is a SkillWritten event.
+// views one before following it, and writes its own with skill_manage.
+// With a Keeper, every skill of the home library is an event stream of its
+// versions (skill-<name>: who wrote each, why) and its directory is a
+// projection of it that never loses a hand edit (see keeper.go).
 package skills
 
 import (
