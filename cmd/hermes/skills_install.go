@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/adapters/tools/skills"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
 // skillsInstallOptions are the flags and arguments of `hermes skills install`.
@@ -31,20 +33,22 @@ func skillInstallCmd(g *app.Factory) *cobra.Command {
 	return install
 }
 
-// runSkillsInstall runs `hermes skills install`.
+// runSkillsInstall runs `hermes skills install`: the skill becomes a
+// version of its stream, by the person at the command line.
 func runSkillsInstall(ctx context.Context, opts *skillsInstallOptions) error {
-	l, err := skillsLibrary(opts.app)
+	a, err := opts.app.Open()
 	if err != nil {
 		return err
 	}
-	install := l.Install
-	if opts.force {
-		install = l.Reinstall
-	}
-	s, err := install(opts.path)
+	defer a.Close()
+	v, path, err := skillsKeeper(a).Install(ctx, opts.path, opts.force, person())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.io.Out, "installed %s: %s\n", s.Name, s.Path)
+	s, err := skills.Parse(v.Files.SkillMD())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.io.Out, "installed %s: %s (version %d)\n", s.Name, path, v.Number)
 	return nil
 }

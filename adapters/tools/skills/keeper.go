@@ -569,3 +569,46 @@ func (k *Keeper) Rollback(ctx context.Context, name string, number int, author s
 			Author: &author, Reason: fmt.Sprintf("rollback to v%d", n)}, nil
 	})
 }
+
+// Install makes the skill in the directory src (or the directory of the
+// SKILL.md src) a version of the home library's skill of its name, by
+// author, with its linked files; a skill of that name that is there
+// already (on disk or in its stream, not archived) is replaced only when
+// replace is set, as a new version: its history stays. It returns the
+// version and the path of the installed SKILL.md.
+func (k *Keeper) Install(ctx context.Context, src string, replace bool, author schema.SkillAuthor) (Version, string, error) {
+	info, err := os.Stat(src)
+	if err != nil {
+		return Version{}, "", err
+	}
+	dir := src
+	if !info.IsDir() {
+		dir = filepath.Dir(src)
+	}
+	snap, _, err := ReadDir(dir, "")
+	if err != nil {
+		return Version{}, "", err
+	}
+	if snap == nil {
+		return Version{}, "", fmt.Errorf("%s holds no SKILL.md", dir)
+	}
+	s, _ := Parse(snap.SkillMD())
+	abs, _ := filepath.Abs(dir)
+	v, err := k.Change(ctx, s.Name, func(latest *Version) (schema.Payload, error) {
+		rel := s.Name
+		if latest != nil {
+			if !latest.Archived && !replace {
+				at, _ := k.locate(s.Name, latest)
+				return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrSkillExists, at)
+			}
+			rel = latest.Dir
+		}
+		return schema.SkillWritten{Name: s.Name, Action: "install", Content: snap.SkillMD(), Dir: rel, Files: snap.linked(),
+			Author: &author, Reason: "installed from " + abs}, nil
+	})
+	if err != nil {
+		return v, "", err
+	}
+	at, err := k.locate(s.Name, &v)
+	return v, filepath.Join(at, skillMD), err
+}
