@@ -70,11 +70,15 @@ func (a SkillAuthor) String() string {
 }
 
 // SkillFile is one linked file of a skill (references/, scripts/,
-// templates/, assets/, ...), its whole content.
+// templates/, assets/, ...): its whole content, or, for a file too large
+// to keep in the log, its hash and size alone.
 type SkillFile struct {
 	// Path is slash-separated, relative to the skill's directory.
 	Path string `json:"path"`
-	Data []byte `json:"data"`
+	Data []byte `json:"data,omitempty"`
+	// SHA256 (hex) and Size stand for Data when it is not kept.
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 	// Mode is the file's permission bits (a script's executable bit).
 	Mode uint32 `json:"mode,omitempty"`
 }

@@ -100,7 +100,13 @@ func runSkillsDiff(ctx context.Context, opts *skillsDiffOptions) error {
 	}
 	for _, p := range paths {
 		was, is := string(old[p].Data), string(cur[p].Data)
-		if was == is {
+		_, inOld := old[p]
+		_, inCur := cur[p]
+		if inOld && inCur && old[p].Sum() == cur[p].Sum() {
+			continue
+		}
+		if !old[p].Kept() || !cur[p].Kept() {
+			fmt.Fprintf(opts.io.Out, "Files %s and %s differ (too large to keep in the log: compared by hash)\n", label(from, p, old), label(to, p, cur))
 			continue
 		}
 		if !utf8.ValidString(was) || !utf8.ValidString(is) {

@@ -1,10 +1,12 @@
 package skills
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -48,11 +50,28 @@ import (
 // that take a skill found on disk into its stream.
 const AdoptedFromDisk = schema.AuthorAdopted
 
-// Limits of what a skill directory may hold to be kept as events.
+// Limits of the content a skill's events hold: a linked file larger than
+// maxFileBytes, or beyond maxSkillBytes of the skill's files, is kept by
+// its hash and size alone (the projection never writes it; a change to it
+// on disk is still seen and adopted); a larger SKILL.md is malformed.
 const (
 	maxFileBytes  = 1 << 20
 	maxSkillBytes = 8 << 20
 )
+
+// hashFile is the hex SHA-256 of the file p, read as a stream.
+func hashFile(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
 
 // MalformedError is a skill directory that cannot be adopted (its SKILL.md
 // does not parse, it is too large, not text); it is left as it is.
@@ -161,7 +180,7 @@ func ReadDir(dir, name string) (snap Snapshot, exists bool, err error) {
 		return nil, false, nil
 	}
 	snap = Snapshot{}
-	total := 0
+	var total int64
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -182,18 +201,28 @@ func ReadDir(dir, name string) (snap Snapshot, exists bool, err error) {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel != skillMD && (info.Size() > maxFileBytes || total+info.Size() > maxSkillBytes) {
+			sum, err := hashFile(p)
+			if err != nil {
+				return err
+			}
+			snap[rel] = File{Mode: info.Mode().Perm(), Hash: sum, Size: info.Size()}
+			return nil
+		}
 		if info.Size() > maxFileBytes {
-			return &MalformedError{Path: p, Reason: fmt.Sprintf("is %d bytes, more than a skill's file may hold (%d)", info.Size(), maxFileBytes)}
+			return &MalformedError{Path: p, Reason: fmt.Sprintf("is %d bytes, more than a SKILL.md may hold (%d)", info.Size(), maxFileBytes)}
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		if total += len(b); total > maxSkillBytes {
-			return &MalformedError{Path: dir, Reason: fmt.Sprintf("holds more than %d bytes", maxSkillBytes)}
-		}
-		snap[filepath.ToSlash(rel)] = File{Data: b, Mode: info.Mode().Perm()}
+		total += int64(len(b))
+		snap[rel] = File{Data: b, Mode: info.Mode().Perm()}
 		return nil
 	})
 	if err != nil {
@@ -342,7 +371,7 @@ func (k *Keeper) AdoptAll(ctx context.Context) ([]Version, error) {
 			return filepath.SkipDir
 		}
 		if first, ok := seen[s.Name]; ok {
-			errs = append(errs, fmt.Errorf("%s: skill %s is in %s already; this copy is not kept", p, s.Name, first))
+			errs = append(errs, fmt.Errorf("%s: another copy of skill %s, left as it is (the one used and kept as events is %s)", p, s.Name, first))
 			return filepath.SkipDir
 		}
 		seen[s.Name] = p
@@ -465,8 +494,11 @@ func (k *Keeper) Project(ctx context.Context, name string) error {
 			return fmt.Errorf("skill %s: file %q is not inside its directory", name, p)
 		}
 		f := want[p]
-		if old, ok := snap[p]; ok && bytes.Equal(old.Data, f.Data) && old.Mode == f.Mode {
+		if old, ok := snap[p]; ok && old.Sum() == f.Sum() && old.Mode == f.Mode {
 			continue
+		}
+		if !f.Kept() {
+			continue // only its hash is in the log: whatever is on disk stays
 		}
 		target := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {

@@ -293,3 +293,30 @@ func TestDeleteArchivesAndRemovesOnlyWhatItWrote(t *testing.T) {
 		t.Fatal("rollback did not restore the archived skill")
 	}
 }
+
+func TestLargeLinkedFileKeptByHash(t *testing.T) {
+	k := newKept(t)
+	dir := filepath.Join(k.home, "media")
+	write(t, filepath.Join(dir, "SKILL.md"), "---\nname: media\ndescription: uses a big asset\n---\nsee assets/big.bin\n")
+	big := strings.Repeat("x", maxFileBytes+1)
+	write(t, filepath.Join(dir, "assets", "big.bin"), big)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "assets", "big.bin"), old, old)
+	if _, err := k.lib.Keeper.AdoptAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := k.history("media")[0].Files["assets/big.bin"]
+	if f.Kept() || f.Size != int64(len(big)) || f.Sum() != digest([]byte(big)) {
+		t.Fatalf("big file in the stream: kept %v size %d", f.Kept(), f.Size)
+	}
+	k.must("s", map[string]any{"action": "patch", "name": "media", "old_string": "see assets", "new_string": "open assets"})
+	if info, err := os.Stat(filepath.Join(dir, "assets", "big.bin")); err != nil || !info.ModTime().Equal(old) || info.Size() != int64(len(big)) {
+		t.Fatalf("the big file was touched: %v %v", info, err)
+	}
+	// A change to it on disk is seen and adopted.
+	write(t, filepath.Join(dir, "assets", "big.bin"), big+"y")
+	vs, err := k.lib.Keeper.AdoptAll(context.Background())
+	if err != nil || len(vs) != 1 || vs[0].Files["assets/big.bin"].Sum() != digest([]byte(big+"y")) {
+		t.Fatalf("%+v %v", vs, err)
+	}
+}

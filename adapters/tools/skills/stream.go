@@ -28,10 +28,25 @@ func NameOf(stream string) string {
 	return name
 }
 
-// File is one file of a skill.
+// File is one file of a skill: its content, or for a file too large to
+// keep in the log (see ReadDir) its hash and size alone.
 type File struct {
 	Data []byte
 	Mode fs.FileMode
+	// Hash (hex SHA-256) and Size are set when Data is not kept.
+	Hash string
+	Size int64
+}
+
+// Kept says whether the file's content is held (not its hash alone).
+func (f File) Kept() bool { return f.Hash == "" }
+
+// Sum is the hex SHA-256 of the file's content.
+func (f File) Sum() string {
+	if !f.Kept() {
+		return f.Hash
+	}
+	return digest(f.Data)
 }
 
 // Snapshot is a skill's files, SKILL.md and its linked files, by
@@ -49,8 +64,7 @@ func (s Snapshot) SkillMD() string { return string(s[skillMD].Data) }
 func (s Snapshot) Hash() string {
 	h := sha256.New()
 	for _, p := range slices.Sorted(maps.Keys(s)) {
-		d := sha256.Sum256(s[p].Data)
-		fmt.Fprintf(h, "%s\x00%x\n", p, d)
+		fmt.Fprintf(h, "%s\x00%s\n", p, s[p].Sum())
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -59,7 +73,7 @@ func (s Snapshot) Hash() string {
 func (s Snapshot) Size() int {
 	n := 0
 	for _, f := range s {
-		n += len(f.Data)
+		n += len(f.Data) + int(f.Size)
 	}
 	return n
 }
@@ -83,7 +97,8 @@ func (s Snapshot) linked() []schema.SkillFile {
 	var out []schema.SkillFile
 	for _, p := range s.Paths() {
 		if p != skillMD {
-			out = append(out, schema.SkillFile{Path: p, Data: s[p].Data, Mode: uint32(s[p].Mode.Perm())})
+			f := s[p]
+			out = append(out, schema.SkillFile{Path: p, Data: f.Data, SHA256: f.Hash, Size: f.Size, Mode: uint32(f.Mode.Perm())})
 		}
 	}
 	return out
@@ -135,7 +150,7 @@ func next(name string, prev *Version, p schema.Payload) (Version, bool) {
 		}
 		v.Files = Snapshot{skillMD: {Data: []byte(e.Content), Mode: 0o644}}
 		for _, f := range e.Files {
-			v.Files[f.Path] = File{Data: f.Data, Mode: fs.FileMode(f.Mode).Perm()}
+			v.Files[f.Path] = File{Data: f.Data, Mode: fs.FileMode(f.Mode).Perm(), Hash: f.SHA256, Size: f.Size}
 		}
 	case schema.SkillPatched:
 		v.Type, v.Action, v.Author, v.Reason = schema.TypeSkillPatched, "patch", e.Author, e.Reason
