@@ -320,3 +320,51 @@ func TestLargeLinkedFileKeptByHash(t *testing.T) {
 		t.Fatalf("%+v %v", vs, err)
 	}
 }
+
+func TestProjectionLeavesForeignDirectory(t *testing.T) {
+	k := newKept(t)
+	k.must("s", map[string]any{"action": "create", "name": "release-checklist", "content": release})
+	md := filepath.Join(k.home, "release-checklist", "SKILL.md")
+	edited := release + "3. Announce it.\n"
+	write(t, md, edited)
+	// The projection meets the hand edit before anything adopted it.
+	err := k.lib.Keeper.Project(context.Background(), "release-checklist")
+	var fe *ForeignError
+	if !errors.As(err, &fe) || read(t, md) != edited {
+		t.Fatalf("projection over a hand edit: %v, file %q", err, read(t, md))
+	}
+}
+
+// BenchmarkAdoptAllUnchanged is what opening a home costs for its skills
+// once they are adopted: every directory read and compared with its
+// stream's last version.
+func BenchmarkAdoptAllUnchanged(b *testing.B) {
+	dir := b.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	home := filepath.Join(dir, "skills")
+	const n = 100
+	for i := range n {
+		name := fmt.Sprintf("skill-%03d", i)
+		p := filepath.Join(home, "cat", name, "SKILL.md")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("---\nname: "+name+"\ndescription: d\n---\n"+strings.Repeat("step\n", 200)), 0o644)
+	}
+	k := NewKeeper(store, home)
+	start := time.Now()
+	if vs, err := k.AdoptAll(context.Background()); err != nil || len(vs) != n {
+		b.Fatalf("%d adopted, %v", len(vs), err)
+	}
+	first := time.Since(start)
+	b.ResetTimer()
+	for range b.N {
+		if vs, err := k.AdoptAll(context.Background()); err != nil || len(vs) != 0 {
+			b.Fatalf("%d adopted, %v", len(vs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/skill")
+	b.ReportMetric(float64(first.Milliseconds()), "ms/first-adoption")
+}
