@@ -368,3 +368,22 @@ func BenchmarkAdoptAllUnchanged(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/skill")
 	b.ReportMetric(float64(first.Milliseconds()), "ms/first-adoption")
 }
+
+func TestRestoreBringsBackTheArchivedFiles(t *testing.T) {
+	k := newKept(t)
+	k.must("s", map[string]any{"action": "create", "name": "release-checklist", "content": release})
+	k.must("s", map[string]any{"action": "delete", "name": "release-checklist"})
+	md := filepath.Join(k.home, "release-checklist", "SKILL.md")
+	if _, err := os.Stat(md); !os.IsNotExist(err) {
+		t.Fatal("not archived")
+	}
+	v, err := k.lib.Keeper.Change(context.Background(), "release-checklist", func(latest *Version) (schema.Payload, error) {
+		return schema.SkillRestored{Name: "release-checklist", Author: schema.SkillAuthor{Kind: schema.AuthorCurator, CuratorRun: "run-1"}, Reason: "still used"}, nil
+	})
+	if err != nil || v.Number != 3 || v.Archived || v.Author.String() != "curator run-1" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if read(t, md) != release {
+		t.Fatal("restore did not bring the files back")
+	}
+}
