@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -52,7 +53,7 @@ func runSkillsHistory(ctx context.Context, opts *skillsHistoryOptions) error {
 		if v.Archived {
 			size = "-"
 		}
-		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%s\t%s\n", v.Number, v.Time.Local().Format("2006-01-02 15:04:05"), v.Author, v.Action, size, clip(v.Reason, 60))
+		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%s\t%s\n", v.Number, v.Time.Local().Format("2006-01-02 15:04:05"), v.Author, v.Action, size, strings.ReplaceAll(v.Reason, "\n", " "))
 	}
 	return tw.Flush()
 }
