@@ -407,7 +407,17 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 			return "", fmt.Errorf("the patch would break the skill: %w", err)
 		}
 	case "edit":
-		return "", errors.New("action=edit needs the skills kept as events (a home opened by hermes)")
+		s, err := Parse(a.Content)
+		if err != nil {
+			return "", fmt.Errorf("content is not a valid SKILL.md: %w", err)
+		}
+		if s.Name != a.Name {
+			return "", fmt.Errorf("the frontmatter names %q but name is %q", s.Name, a.Name)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("no skill %s in %s to edit", a.Name, t.l.home())
+		}
+		content = a.Content
 	case "delete":
 		if _, err := os.Stat(path); err != nil {
 			return "", fmt.Errorf("no skill %s in %s", a.Name, t.l.home())
@@ -433,5 +443,5 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s skill %s (%s)", map[string]string{"create": "created", "patch": "patched"}[a.Action], a.Name, path), nil
+	return fmt.Sprintf("%s skill %s (%s)", map[string]string{"create": "created", "edit": "edited", "patch": "patched"}[a.Action], a.Name, path), nil
 }
