@@ -39,15 +39,18 @@ import (
 //     the CLI), so the next change is made on top of it.
 //
 // A write records the new files' hash before it touches the directory and
-// forgets the old one after, so a directory left halfway is still ours. A
-// write replaces a file only when its bytes change, through a temporary
-// file and a rename; it removes only files the last version had and the
+// forgets the old one after, so a directory a crash left as it was, or
+// with the change whole, is still ours (most changes are to SKILL.md
+// alone; a crash between the files of a change to several leaves a mix,
+// which the next open adopts as it is: nothing is lost). A write replaces
+// a file only when its bytes change, through a temporary file and a
+// rename; it removes only files the last version had and the
 // new one has not, and never a file it did not list (hidden files, other
 // tools' directories). Every look at a directory and every write to it
 // holds the skill's lock, skills/.hermes/locks/<name>.lock (flock(2)).
 
-// AdoptedFromDisk is the Reason prefix and Author kind of the versions
-// that take a skill found on disk into its stream.
+// AdoptedFromDisk is the Author kind of the versions that take a skill
+// found on disk into its stream.
 const AdoptedFromDisk = schema.AuthorAdopted
 
 // Limits of the content a skill's events hold: a linked file larger than
