@@ -378,6 +378,12 @@ func (k *Keeper) AdoptAll(ctx context.Context) ([]Version, error) {
 			return filepath.SkipDir
 		}
 		seen[s.Name] = p
+		// What this build wrote last is ours whatever the stream says:
+		// known without the lock or the log (a read racing a write sees
+		// a mix, not in the record, and takes the way below).
+		if snap, exists, err := ReadDir(p, s.Name); err == nil && exists && k.written(s.Name)[snap.Hash()] {
+			return filepath.SkipDir
+		}
 		v, err := func() (*Version, error) {
 			unlock, err := k.lock(s.Name)
 			if err != nil {
