@@ -140,10 +140,14 @@ func (k *Keeper) setWritten(name string, hashes ...string) error {
 }
 
 // ours says whether snap (a directory's) is a projection of the stream
-// whose last version is latest.
+// whose last version is latest. Without a stream (a log replaced since
+// this build wrote the directory) nothing is: it is adopted again.
 func (k *Keeper) ours(name string, snap Snapshot, latest *Version) bool {
+	if latest == nil {
+		return false
+	}
 	h := snap.Hash()
-	return (latest != nil && h == latest.Files.Hash()) || k.written(name)[h]
+	return h == latest.Files.Hash() || k.written(name)[h]
 }
 
 // find is the directory of the home library's skill name, where its

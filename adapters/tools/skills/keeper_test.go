@@ -387,3 +387,20 @@ func TestRestoreBringsBackTheArchivedFiles(t *testing.T) {
 		t.Fatal("restore did not bring the files back")
 	}
 }
+
+func TestWrittenDirectoryWithoutStreamIsAdoptedOnChange(t *testing.T) {
+	k := newKept(t)
+	k.must("s", map[string]any{"action": "create", "name": "release-checklist", "content": release})
+	// The log is replaced by an empty one; the record of what was written stays.
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	k.lib.Keeper.Store = store
+	k.must("s", map[string]any{"action": "patch", "name": "release-checklist", "old_string": "1. Run", "new_string": "1. Always run"})
+	hist := k.history("release-checklist")
+	if len(hist) != 2 || hist[0].Action != "adopt" || hist[1].Action != "patch" {
+		t.Fatalf("%+v", hist)
+	}
+}
