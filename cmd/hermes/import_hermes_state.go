@@ -88,6 +88,11 @@ func importHomeBeside(ctx context.Context, a *app.App, src string, io app.IOStre
 	lib := skills.Library{Dirs: []string{filepath.Join(a.Home, "skills")}}
 	imported, skipped, serrs := lib.ImportTree(filepath.Join(src, "skills"))
 	errs = append(errs, serrs...)
+	for _, name := range imported { // each skill's history starts now, not at the next open
+		if _, err := skillsKeeper(a).Adopt(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	fmt.Fprintf(io.Out, "imported %d memory entries and %d skills; %d skills already there\n", added, len(imported), len(skipped))
 	if err := a.Fresh(ctx); err != nil {
 		errs = append(errs, err)
