@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -179,59 +178,5 @@ func TestProjectionsRebuildRecreatesSkillsLeavesForeign(t *testing.T) {
 	mustIn(t, home, "projections", "rebuild")
 	if info, _ := os.Stat(filepath.Join(py, "SKILL.md")); !info.ModTime().Equal(old) {
 		t.Fatal("a second rebuild rewrote the Python skill")
-	}
-}
-
-func TestSkillsInstallIsAVersion(t *testing.T) {
-	quietEnv(t)
-	home, src := t.TempDir(), t.TempDir()
-	os.MkdirAll(filepath.Join(src, "scripts"), 0o755)
-	os.WriteFile(filepath.Join(src, "SKILL.md"), []byte(checklist), 0o644)
-	os.WriteFile(filepath.Join(src, "scripts", "tag.sh"), []byte("git tag \"$1\"\n"), 0o755)
-	if out := mustIn(t, home, "skills", "install", src); !strings.Contains(out, "installed release-checklist") || !strings.Contains(out, "version 1") {
-		t.Fatalf("install: %q", out)
-	}
-	installed := filepath.Join(home, "skills", "release-checklist")
-	if info, err := os.Stat(filepath.Join(installed, "scripts", "tag.sh")); err != nil || info.Mode().Perm() != 0o755 {
-		t.Fatalf("linked file: %v %v", info, err)
-	}
-	changed := strings.Replace(checklist, "2. Tag", "2. Sign and tag", 1)
-	os.WriteFile(filepath.Join(src, "SKILL.md"), []byte(changed), 0o644)
-	if _, errOut, err := inHome(t, home, "skills", "install", src); err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Fatalf("a second install replaced the skill: %v %s", err, errOut)
-	}
-	if out := mustIn(t, home, "skills", "install", "--force", src); !strings.Contains(out, "version 2") {
-		t.Fatalf("install --force: %q", out)
-	}
-	if got, _ := os.ReadFile(filepath.Join(installed, "SKILL.md")); string(got) != changed {
-		t.Fatalf("after --force: %q", got)
-	}
-	out := mustIn(t, home, "skills", "history", "release-checklist")
-	if strings.Count(out, "installed from "+src) != 2 || strings.Count(out, "person ") != 2 {
-		t.Fatalf("history:\n%s", out)
-	}
-}
-
-// TestImportedSkillsHaveAHistory: the skills importHomeBeside copies from
-// another home are adopted at once, where they were copied, bytes kept.
-func TestImportedSkillsHaveAHistory(t *testing.T) {
-	quietEnv(t)
-	home, other := t.TempDir(), t.TempDir()
-	md := "---\nname: deploy_check\ndescription: Check a deploy\n---\nRun the smoke tests.\n"
-	p := filepath.Join(other, "skills", "devops", "deploy_check", "SKILL.md")
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.WriteFile(p, []byte(md), 0o644)
-	var out bytes.Buffer
-	a, err := (&app.Factory{HomeFlag: home, IO: app.IOStreams{Out: &out, ErrOut: &out}}).Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := importHomeBeside(context.Background(), a, other, app.IOStreams{Out: &out, ErrOut: &out}); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	hist, _, err := skills.History(context.Background(), a.Store, "deploy_check")
-	if err != nil || len(hist) != 1 || hist[0].Dir != "devops/deploy_check" || hist[0].Files.SkillMD() != md || hist[0].Author.Kind != "adopted from disk" {
-		t.Fatalf("history %+v %v", hist, err)
 	}
 }
