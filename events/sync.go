@@ -1,6 +1,9 @@
 package events
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 type deferSyncKey struct{}
 
@@ -23,4 +26,20 @@ func DeferSync(ctx context.Context) context.Context {
 func SyncDeferred(ctx context.Context) bool {
 	v, _ := ctx.Value(deferSyncKey{}).(bool)
 	return v
+}
+
+type settleKey struct{}
+
+// WithSettle asks a subscription made with the returned context to wait d
+// after it learns of new events before it reads them, so that a burst of
+// commits is read in one go instead of one read each. Stores that push
+// events rather than poll for them ignore it.
+func WithSettle(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, settleKey{}, d)
+}
+
+// SettleOf is the wait WithSettle put in ctx (0: none).
+func SettleOf(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(settleKey{}).(time.Duration)
+	return d
 }

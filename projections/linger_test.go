@@ -50,7 +50,7 @@ func (b *batches) state() (uint64, int, int) {
 // a linger as one batch, and without one as a batch per commit; either way
 // every event is applied once.
 func TestLinger(t *testing.T) {
-	for _, linger := range []time.Duration{0, 400 * time.Millisecond} {
+	for _, linger := range []time.Duration{0, 2 * time.Second} {
 		t.Run(fmt.Sprint("linger ", linger), func(t *testing.T) {
 			store, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"), embedded.WithPollInterval(5*time.Millisecond))
 			if err != nil {

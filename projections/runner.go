@@ -684,6 +684,11 @@ func (r *Runner) follow(ctx context.Context) error {
 	subErr := make(chan error, 1)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if r.linger > 0 {
+		// The subscription waits as long before reading: a burst is read
+		// in one query, not one per commit.
+		sctx = events.WithSettle(sctx, r.linger)
+	}
 	go func() {
 		subErr <- r.store.SubscribeAll(sctx, after, func(rec events.Recorded) error {
 			ev, err := decode(rec, r.wanted)

@@ -1286,6 +1286,14 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 		case <-s.closing:
 			return events.ErrClosed
 		case <-wake:
+			if d := events.SettleOf(ctx); d > 0 {
+				// Let a burst of commits land before reading them.
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(d):
+				}
+			}
 		case <-timer.C:
 		}
 	}

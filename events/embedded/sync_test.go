@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -74,5 +75,51 @@ func TestDeferSync(t *testing.T) {
 	w, err := readWitness(filepath.Join(filepath.Dir(path), "witness.json"))
 	if err != nil || w == nil || w.Position != 5 {
 		t.Fatalf("witness after Close: %+v %v, want position 5", w, err)
+	}
+}
+
+// TestSubscribeSettle: a subscription with events.WithSettle reads a burst
+// of commits after the wait, all of them in order, and not before.
+func TestSubscribeSettle(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const settle = 300 * time.Millisecond
+	type got struct {
+		pos uint64
+		at  time.Time
+	}
+	ch := make(chan got, 16)
+	go s.SubscribeAll(events.WithSettle(ctx, settle), 0, func(r events.Recorded) error {
+		ch <- got{r.Position, time.Now()}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond) // the subscription waits for commits
+	start := time.Now()
+	for i := range 5 {
+		exp := events.NoStream
+		if i > 0 {
+			exp = events.Exact(uint64(i - 1))
+		}
+		if _, err := s.Append(ctx, "burst", exp, storetest.Event("e", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		select {
+		case g := <-ch:
+			if g.pos != uint64(i+1) {
+				t.Fatalf("event %d at position %d", i, g.pos)
+			}
+			if g.at.Sub(start) < settle {
+				t.Fatalf("event %d read %s after the burst began, before the %s settle", i, g.at.Sub(start), settle)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d never came", i)
+		}
 	}
 }
