@@ -267,10 +267,18 @@ func TestReplayExportSearchCostsLineage(t *testing.T) {
 		t.Fatalf("export has %d lines, the session %d events", lines, len(evs))
 	}
 
-	// Search: hits grouped by session, facets as links that add a filter.
+	// Search: hits grouped by session under its title, facets as links
+	// that add a filter.
+	titled := schema.MustEnvelope(schema.Meta{SessionID: sid}, schema.SessionTitled{Title: "Weather of three stations"})
+	if _, err := r.store.Append(context.Background(), events.SessionStream(sid), events.Any, titled); err != nil {
+		t.Fatal(err)
+	}
 	page := get(t, b.c, r.url+"/dashboard/search?q=stations", "")
-	if !contains(page, "<mark>station") || !contains(page, `href="/dashboard/s/`+sid+`"`) {
+	if !contains(page, "<mark>station") || !contains(page, `href="/dashboard/s/`+sid+`">Weather of three stations</a>`) {
 		t.Fatalf("search results:\n%s", page)
+	}
+	if page := get(t, b.c, r.url+"/dashboard/lineage/"+sid, ""); !contains(page, `">Weather of three stations</a>: compressions`) {
+		t.Fatalf("the lineage page does not name the session by its title:\n%s", page)
 	}
 	facet := regexp.MustCompile(`href="/dashboard/search\?q=stations&#43;role%3Auser"`).FindStringSubmatch(page)
 	if facet == nil {

@@ -476,7 +476,9 @@ func (h *Handler) lineagePage(w http.ResponseWriter, r *http.Request) {
 // group is the hits of one session.
 type group struct {
 	Session string
-	Hits    []search.Hit
+	// Title is the session's title ("" when it has none yet).
+	Title string
+	Hits  []search.Hit
 }
 
 // facet is one clickable value of a facet.
@@ -510,6 +512,9 @@ func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request) {
 		g := at[hit.Session]
 		if g == nil {
 			g = &group{Session: hit.Session}
+			if sum, ok, err := h.opts.Read.Get(r.Context(), hit.Session); err == nil && ok {
+				g.Title = sum.Title
+			}
 			at[hit.Session] = g
 			groups = append(groups, g)
 		}
