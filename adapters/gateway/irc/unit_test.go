@@ -103,7 +103,7 @@ func TestAddressedAndAlias(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{"!stop": "/stop", "!approve session": "/approve session", "!Deny": "/Deny", "!yes": "!yes", "stop": "stop",
-		"!reset": "/reset", "!start": "/start", "!undo": "!undo", "!etc/motd": "!etc/motd"} {
+		"!reset": "/reset", "!start": "/start", "!undo": "/undo", "!frobnicate": "!frobnicate", "!etc/motd": "!etc/motd"} {
 		if got := alias(in); got != want {
 			t.Errorf("alias(%q) = %q, want %q", in, got, want)
 		}
