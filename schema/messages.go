@@ -17,6 +17,20 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on a tool message.
 	Name string `json:"name,omitempty"`
+	// Images are pictures a user message carries, by reference to the
+	// home's blob store; the bytes are never inside an event.
+	Images []ImageRef `json:"images,omitempty"`
+}
+
+// ImageRef names an image kept once, content-addressed, in the blob store
+// beside the event log: its SHA-256 (lower-case hex), its media type as
+// sniffed from the bytes (image/png, image/jpeg, image/gif, image/webp) and
+// its size in bytes. Name is the file name it came with, for people only.
+type ImageRef struct {
+	SHA256    string `json:"sha256"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+	Name      string `json:"name,omitempty"`
 }
 
 // ToolCall is one function call requested by the model.

@@ -58,9 +58,19 @@ func v1[T Payload]() eventType { return eventType{current: 1, decode: decoder[T]
 
 // registry is fixed at build time and never written afterwards.
 var registry = map[string]eventType{
-	TypeSessionStarted:    v1[SessionStarted](),
+	// SessionStarted v2 and UserMessageAdded v2 added Images (to the
+	// history's messages and to the user's message).
+	TypeSessionStarted: {
+		current: 2,
+		decode:  decoder[SessionStarted](),
+		up:      map[int]func([]byte) ([]byte, error){1: same},
+	},
 	TypeSystemPromptBuilt: v1[SystemPromptBuilt](),
-	TypeUserMessageAdded:  v1[UserMessageAdded](),
+	TypeUserMessageAdded: {
+		current: 2,
+		decode:  decoder[UserMessageAdded](),
+		up:      map[int]func([]byte) ([]byte, error){1: same},
+	},
 	TypeAssistantMessageAdded: {
 		current: 2,
 		decode:  decoder[AssistantMessageAdded](),

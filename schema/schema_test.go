@@ -21,9 +21,10 @@ var update = flag.Bool("update", false, "write missing fixtures of current versi
 // never rewritten: they are the record of what was once stored.
 var samples = []Payload{
 	SessionStarted{Source: "cli", Model: "gpt-4o-mini", Provider: "openai", WorkingDir: "/home/ada/project", Reason: StartCompression,
-		ParentSessionID: "8f14e45f-ceea-467f-a0e6-bb2f0a9e6b61", History: []Message{{Role: "user", Content: "summary of earlier work"}}},
+		ParentSessionID: "8f14e45f-ceea-467f-a0e6-bb2f0a9e6b61", History: []Message{{Role: "user", Content: "summary of earlier work", Images: []ImageRef{{SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", MediaType: "image/png", Size: 2048}}}}},
 	SystemPromptBuilt{Content: "You are Hermes, an agent with tools.\n\n## Memory\n- prefers Go"},
-	UserMessageAdded{Content: "List the files in the repo", Source: "telegram"},
+	UserMessageAdded{Content: "What is on this screenshot?", Source: "telegram",
+		Images: []ImageRef{{SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", MediaType: "image/png", Size: 2048, Name: "screen.png"}}},
 	AssistantMessageAdded{Content: "", Reasoning: "I should call terminal.", ToolCalls: []ToolCall{{ID: "call_1", Type: "function",
 		Function: FunctionCall{Name: "terminal", Arguments: `{"command":"ls"}`}}}, FinishReason: "tool_calls", Provider: "openai",
 		Model: "gpt-4o-mini", APIMode: "chat_completions", Usage: Usage{PromptTokens: 1200, CompletionTokens: 30, CacheReadTokens: 1024}, CostUSD: 0.00021},

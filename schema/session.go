@@ -34,6 +34,9 @@ type SystemPromptBuilt struct {
 type UserMessageAdded struct {
 	Content string `json:"content"`
 	Source  string `json:"source,omitempty"`
+	// Images are the pictures sent with the message (version 2 on; the
+	// blobs they name are on disk before the event is appended).
+	Images []ImageRef `json:"images,omitempty"`
 }
 
 // AssistantMessageAdded is one model response that entered history.

@@ -107,7 +107,7 @@ func InCallOrder(msgs []schema.Message) {
 func MessageOf(p schema.Payload) (schema.Message, bool) {
 	switch e := p.(type) {
 	case schema.UserMessageAdded:
-		return schema.Message{Role: "user", Content: e.Content}, true
+		return schema.Message{Role: "user", Content: e.Content, Images: e.Images}, true
 	case schema.AssistantMessageAdded:
 		return schema.Message{Role: "assistant", Content: e.Content, Reasoning: e.Reasoning, ToolCalls: e.ToolCalls}, true
 	case schema.ToolResultAdded:
