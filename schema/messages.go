@@ -74,3 +74,19 @@ func (u Usage) Add(o Usage) Usage {
 func (u Usage) Total() int64 {
 	return u.PromptTokens + u.CompletionTokens
 }
+
+// ImagesOf lists the images an event names: a user message's, or those of
+// the history a session starts from.
+func ImagesOf(p Payload) []ImageRef {
+	switch e := p.(type) {
+	case UserMessageAdded:
+		return e.Images
+	case SessionStarted:
+		var out []ImageRef
+		for _, m := range e.History {
+			out = append(out, m.Images...)
+		}
+		return out
+	}
+	return nil
+}

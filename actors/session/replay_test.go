@@ -146,13 +146,13 @@ func TestForkExportImport(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	n, err := session.Export(ctx, r.store, id, &buf)
+	n, err := session.Export(ctx, r.store, id, &buf, nil)
 	if err != nil || n != len(rs) || strings.Count(buf.String(), "\n") != n {
 		t.Fatalf("export %d %v", n, err)
 	}
 	other, _ := embedded.Open(filepath.Join(t.TempDir(), "events.db"))
 	defer other.Close()
-	sameID, m, err := session.Import(ctx, other, bytes.NewReader(buf.Bytes()), "")
+	sameID, m, err := session.Import(ctx, other, bytes.NewReader(buf.Bytes()), "", nil)
 	if err != nil || sameID != id || m != n {
 		t.Fatalf("import %s %d %v", sameID, m, err)
 	}
@@ -162,10 +162,10 @@ func TestForkExportImport(t *testing.T) {
 			t.Fatalf("round trip changed event %d", i)
 		}
 	}
-	if _, _, err := session.Import(ctx, r.store, bytes.NewReader(buf.Bytes()), ""); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if _, _, err := session.Import(ctx, r.store, bytes.NewReader(buf.Bytes()), "", nil); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Fatalf("import over an existing session: %v", err)
 	}
-	copyID, _, err := session.Import(ctx, r.store, bytes.NewReader(buf.Bytes()), "copy-1")
+	copyID, _, err := session.Import(ctx, r.store, bytes.NewReader(buf.Bytes()), "copy-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestForkExportImport(t *testing.T) {
 		t.Fatal("import under a new id did not keep history and causation")
 	}
 	bad := strings.Replace(buf.String(), `"type":"ToolCallStarted"`, `"type":"FromTheFuture"`, 1)
-	if _, _, err := session.Import(ctx, r.store, strings.NewReader(bad), "copy-2"); err == nil || !strings.Contains(err.Error(), "line ") {
+	if _, _, err := session.Import(ctx, r.store, strings.NewReader(bad), "copy-2", nil); err == nil || !strings.Contains(err.Error(), "line ") {
 		t.Fatalf("bad import: %v", err)
 	}
 	if rs2, _ := r.store.ReadStream(ctx, events.SessionStream("copy-2"), events.Forward, 0, 0); len(rs2) != 0 {

@@ -2,7 +2,10 @@ package session
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +18,28 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Export writes session id's events as JSON lines, one envelope a line.
-func Export(ctx context.Context, store events.Store, id string, w io.Writer) (int, error) {
+// Blobs is the home's blob store (events/blobs) as export and import use
+// it: the bytes of the images events name.
+type Blobs interface {
+	Get(ctx context.Context, sum string) ([]byte, error)
+	Put(ctx context.Context, data []byte) (string, error)
+}
+
+// blobLine is an export line that carries one blob's bytes rather than an
+// event: written before the events, once per blob the session names.
+type blobLine struct {
+	Blob *exportedBlob `json:"blob"`
+}
+
+type exportedBlob struct {
+	SHA256 string `json:"sha256"`
+	Data   []byte `json:"data"` // base64 in the file, never in an event
+}
+
+// Export writes session id's events as JSON lines, one envelope a line,
+// after a line for each image blob the events name (read from bs; nil
+// writes none, and then the export names images it does not carry).
+func Export(ctx context.Context, store events.Store, id string, w io.Writer, bs Blobs) (int, error) {
 	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
 	if err != nil {
 		return 0, err
@@ -25,6 +48,25 @@ func Export(ctx context.Context, store events.Store, id string, w io.Writer) (in
 		return 0, fmt.Errorf("no session %s", id)
 	}
 	enc := json.NewEncoder(w)
+	if bs != nil {
+		ps := make([]schema.Payload, 0, len(rs))
+		for _, r := range rs {
+			p, err := schema.Decode(r.Envelope)
+			if err != nil {
+				return 0, &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
+			}
+			ps = append(ps, p)
+		}
+		for _, ref := range imageRefs(ps) {
+			data, err := bs.Get(ctx, ref.SHA256)
+			if err != nil {
+				return 0, fmt.Errorf("export image %s: %w", ref.SHA256, err)
+			}
+			if err := enc.Encode(blobLine{Blob: &exportedBlob{SHA256: ref.SHA256, Data: data}}); err != nil {
+				return 0, err
+			}
+		}
+	}
 	for _, r := range rs {
 		if err := enc.Encode(r.Envelope); err != nil {
 			return 0, err
@@ -33,27 +75,68 @@ func Export(ctx context.Context, store events.Store, id string, w io.Writer) (in
 	return len(rs), nil
 }
 
+// imageRefs lists the images the payloads name, each once, in order.
+func imageRefs(ps []schema.Payload) []schema.ImageRef {
+	seen := map[string]bool{}
+	var out []schema.ImageRef
+	add := func(refs []schema.ImageRef) {
+		for _, r := range refs {
+			if !seen[r.SHA256] {
+				seen[r.SHA256] = true
+				out = append(out, r)
+			}
+		}
+	}
+	for _, p := range ps {
+		add(schema.ImagesOf(p))
+	}
+	return out
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
 // Import appends exported events as a session: under their own id, or
 // under newID (events get new ids, causation links follow). Every line is
 // checked before anything is written; a bad line fails the whole import
-// with its line number, and nothing is written.
-func Import(ctx context.Context, store events.Store, r io.Reader, newID string) (string, int, error) {
+// with its line number, and nothing is written. The image blobs the export
+// carries are checked against their hashes and stored in bs before the
+// events are appended; an event naming an image neither the file nor bs
+// holds fails the import.
+func Import(ctx context.Context, store events.Store, r io.Reader, newID string, bs Blobs) (string, int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var envs []schema.Envelope
+	var ps []schema.Payload
+	carried := map[string][]byte{}
 	line := 0
 	for sc.Scan() {
 		line++
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
+		if bytes.HasPrefix(sc.Bytes(), []byte(`{"blob":`)) {
+			var b blobLine
+			if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Blob == nil {
+				return "", 0, fmt.Errorf("line %d: not a blob: %v", line, err)
+			}
+			if sha256Hex(b.Blob.Data) != b.Blob.SHA256 {
+				return "", 0, fmt.Errorf("line %d: blob %s is damaged: its bytes do not hash to its name", line, b.Blob.SHA256)
+			}
+			carried[b.Blob.SHA256] = b.Blob.Data
+			continue
+		}
 		var e schema.Envelope
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return "", 0, fmt.Errorf("line %d: not an event: %v", line, err)
 		}
-		if _, err := schema.Decode(e); err != nil {
+		p, err := schema.Decode(e)
+		if err != nil {
 			return "", 0, fmt.Errorf("line %d: %v", line, err)
 		}
+		ps = append(ps, p)
 		if len(envs) > 0 && e.SessionID != envs[0].SessionID {
 			return "", 0, fmt.Errorf("line %d: event of session %s in an export of %s", line, e.SessionID, envs[0].SessionID)
 		}
@@ -67,6 +150,22 @@ func Import(ctx context.Context, store events.Store, r io.Reader, newID string) 
 	}
 	if envs[0].Type != schema.TypeSessionStarted {
 		return "", 0, fmt.Errorf("line 1: a session starts with SessionStarted, not %s", envs[0].Type)
+	}
+	refs := imageRefs(ps)
+	if len(refs) > 0 && bs == nil {
+		return "", 0, errors.New("the session holds images and this import has no blob store to keep them in")
+	}
+	for _, ref := range refs {
+		data, ok := carried[ref.SHA256]
+		if !ok {
+			if _, err := bs.Get(ctx, ref.SHA256); err != nil {
+				return "", 0, fmt.Errorf("image %s is neither in the file nor in this home: export it again with this build", ref.SHA256)
+			}
+			continue
+		}
+		if _, err := bs.Put(ctx, data); err != nil {
+			return "", 0, fmt.Errorf("store image %s: %w", ref.SHA256, err)
+		}
 	}
 	id := envs[0].SessionID
 	if newID != "" {

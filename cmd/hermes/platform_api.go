@@ -33,7 +33,7 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
-		opts.Dashboard = &dashboard.Options{Store: a.Store, Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
+		opts.Dashboard = &dashboard.Options{Store: a.Store, Blobs: a.Blobs(), Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
 			Caps: dashboard.Caps{PerSession: env.chat.Cfg.MaxCostPerSession, PerDay: env.chat.Cfg.MaxCostPerDay},
 			Platforms: func() []gw.Status {
 				p := env.served.Load()

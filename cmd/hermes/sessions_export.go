@@ -36,7 +36,7 @@ func sessionsExport(g *app.Factory) *cobra.Command {
 // runSessionsExport runs `hermes sessions export`.
 func runSessionsExport(ctx context.Context, opts *sessionsExportOptions) error {
 	return withSession(ctx, opts.app, opts.id, func(a *app.App, s sessions.Summary) error {
-		n, err := session.Export(ctx, a.Store, s.ID, opts.io.Out)
+		n, err := session.Export(ctx, a.Store, s.ID, opts.io.Out, a.Blobs())
 		if err == nil {
 			fmt.Fprintf(opts.io.ErrOut, "exported %d events of %s\n", n, s.ID)
 		}

@@ -51,7 +51,7 @@ func runSessionsImport(ctx context.Context, opts *sessionsImportOptions) error {
 		return err
 	}
 	defer a.Close()
-	id, n, err := session.Import(ctx, a.Store, in, opts.newID)
+	id, n, err := session.Import(ctx, a.Store, in, opts.newID, a.Blobs())
 	if err != nil {
 		return fmt.Errorf("import %s: %w (nothing was written)", opts.file, err)
 	}

@@ -891,7 +891,7 @@ func (sc *screenChat) save(file string) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	n, err := session.Export(sc.ctx, sc.c.App.Store, sc.at, f)
+	n, err := session.Export(sc.ctx, sc.c.App.Store, sc.at, f, sc.c.App.Blobs())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

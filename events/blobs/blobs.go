@@ -222,28 +222,3 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
-
-// Refs lists the images the payloads refer to, each once, in order.
-func Refs(ps []schema.Payload) []schema.ImageRef {
-	seen := map[string]bool{}
-	var out []schema.ImageRef
-	add := func(refs []schema.ImageRef) {
-		for _, r := range refs {
-			if !seen[r.SHA256] {
-				seen[r.SHA256] = true
-				out = append(out, r)
-			}
-		}
-	}
-	for _, p := range ps {
-		switch e := p.(type) {
-		case schema.UserMessageAdded:
-			add(e.Images)
-		case schema.SessionStarted:
-			for _, m := range e.History {
-				add(m.Images)
-			}
-		}
-	}
-	return out
-}

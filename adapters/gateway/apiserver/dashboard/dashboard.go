@@ -32,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/session"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -79,6 +80,9 @@ type Options struct {
 	// Store is the event log: sessions' events, forks, exports, replays
 	// and the live updates.
 	Store events.Store
+	// Blobs holds the images sessions name; an export carries them (nil:
+	// exports without them).
+	Blobs session.Blobs
 	// Read is the projections' side.
 	Read Reader
 	// Chat continues a session; nil hides the chat form.

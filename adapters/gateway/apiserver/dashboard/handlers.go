@@ -375,7 +375,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="session-`+s.ID+`.jsonl"`)
-	if _, err := session.Export(r.Context(), h.opts.Store, s.ID, w); err != nil {
+	if _, err := session.Export(r.Context(), h.opts.Store, s.ID, w, h.opts.Blobs); err != nil {
 		// Headers are gone; the log says why the download is short.
 		h.log.Error().Err(err).Str("session", s.ID).Msg("dashboard export")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/blobs"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/internal/sqlite"
@@ -328,3 +329,7 @@ func (g *Factory) errOut() io.Writer {
 	}
 	return os.Stderr
 }
+
+// Blobs is the home's blob store: the bytes of the images events name,
+// kept beside the log (see events/blobs).
+func (a *App) Blobs() *blobs.Store { return blobs.Open(a.Home) }
