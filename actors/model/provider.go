@@ -8,6 +8,8 @@ package model
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 
 	"github.com/hermes-go/hermes/schema"
 )
@@ -41,6 +43,55 @@ type Request struct {
 	MaxTokens int
 	// NoTools withholds tools even when Tools is set (the grace call).
 	NoTools bool
+	// Blobs reads the bytes of the images Messages name; nil sends each
+	// image as a line of text saying it was there (summaries, titles).
+	Blobs Blobs
+}
+
+// Blobs reads the bytes of an image a message names (events/blobs keeps
+// them beside the log).
+type Blobs interface {
+	ReadImage(ctx context.Context, ref schema.ImageRef) ([]byte, error)
+}
+
+// Images loads the bytes of every image r's messages name, once each, by
+// SHA-256; nil when r has no Blobs. A provider encodes them as its wire
+// format wants and calls ImageText for an image missing from the map.
+func (r Request) Images(ctx context.Context) (map[string][]byte, error) {
+	if r.Blobs == nil {
+		return nil, nil
+	}
+	var out map[string][]byte
+	for _, m := range r.Messages {
+		for _, ref := range m.Images {
+			if _, ok := out[ref.SHA256]; ok {
+				continue
+			}
+			b, err := r.Blobs.ReadImage(ctx, ref)
+			if err != nil {
+				return nil, fmt.Errorf("image %s: %w", ref.SHA256, err)
+			}
+			if out == nil {
+				out = map[string][]byte{}
+			}
+			out[ref.SHA256] = b
+		}
+	}
+	return out, nil
+}
+
+// ImageText is what stands for an image a call does not send as one.
+func ImageText(ref schema.ImageRef) string {
+	name := ref.Name
+	if name == "" {
+		name = ref.SHA256[:min(12, len(ref.SHA256))]
+	}
+	return fmt.Sprintf("[image %s: %s, %d bytes, not shown to this call]", name, ref.MediaType, ref.Size)
+}
+
+// DataURL is an image as a data: URL (the OpenAI-style wire formats).
+func DataURL(ref schema.ImageRef, data []byte) string {
+	return "data:" + ref.MediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
 // Response is a complete model answer.

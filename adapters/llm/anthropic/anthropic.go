@@ -5,6 +5,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -66,8 +67,13 @@ func New(o Options) *Provider {
 func (p *Provider) Name() string    { return p.name }
 func (p *Provider) APIMode() string { return model.ModeAnthropic }
 
-// Params builds the request; exported for tests of the wire shape.
-func Params(req model.Request) sdk.MessageNewParams {
+// Params builds the request; exported for tests of the wire shape. Images
+// go as text placeholders here (see params).
+func Params(req model.Request) sdk.MessageNewParams { return params(req, nil) }
+
+// params builds the request with the bytes of the images the messages
+// name (by SHA-256), sent as base64 image blocks.
+func params(req model.Request, imgs map[string][]byte) sdk.MessageNewParams {
 	params := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: int64(req.MaxTokens)}
 	if params.MaxTokens <= 0 {
 		params.MaxTokens = DefaultMaxTokens
@@ -86,7 +92,7 @@ func Params(req model.Request) sdk.MessageNewParams {
 			params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &t})
 		}
 	}
-	params.Messages = messages(req.Messages)
+	params.Messages = messages(req.Messages, imgs)
 	// Breakpoints 3 and 4: the last two user turns, so the conversation so
 	// far is read from the cache on the next call.
 	marked := 0
@@ -123,7 +129,7 @@ func inputSchema(p map[string]any) sdk.ToolInputSchemaParam {
 // messages converts OpenAI-shaped history: tool results become tool_result
 // blocks of a user message, merged with a following user text so that the
 // roles alternate as the API requires.
-func messages(msgs []schema.Message) []sdk.MessageParam {
+func messages(msgs []schema.Message, imgs map[string][]byte) []sdk.MessageParam {
 	var out []sdk.MessageParam
 	appendUser := func(b sdk.ContentBlockParamUnion) {
 		if n := len(out); n > 0 && out[n-1].Role == sdk.MessageParamRoleUser {
@@ -135,6 +141,13 @@ func messages(msgs []schema.Message) []sdk.MessageParam {
 	for _, m := range msgs {
 		switch m.Role {
 		case "user", "system":
+			for _, ref := range m.Images {
+				if b, ok := imgs[ref.SHA256]; ok {
+					appendUser(sdk.NewImageBlockBase64(ref.MediaType, base64.StdEncoding.EncodeToString(b)))
+				} else {
+					appendUser(sdk.NewTextBlock(model.ImageText(ref)))
+				}
+			}
 			if m.Content != "" {
 				appendUser(sdk.NewTextBlock(m.Content))
 			}
@@ -173,7 +186,11 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx, wd)
-	s := p.client.Messages.NewStreaming(sctx, Params(req))
+	imgs, err := req.Images(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
+	s := p.client.Messages.NewStreaming(sctx, params(req, imgs))
 	defer s.Close()
 	var acc messageAcc
 	for s.Next() {

@@ -104,8 +104,12 @@ func (p *Provider) APIMode() string { return model.ModeBedrock }
 
 // Input builds the ConverseStream request; exported for tests of the wire
 // shape.
-func Input(req model.Request) *bedrockruntime.ConverseStreamInput {
-	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(req.Model), Messages: messages(req.Messages)}
+func Input(req model.Request) *bedrockruntime.ConverseStreamInput { return input(req, nil) }
+
+// input is Input with the bytes of the images the messages name (by
+// SHA-256), sent as image blocks.
+func input(req model.Request, imgs map[string][]byte) *bedrockruntime.ConverseStreamInput {
+	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(req.Model), Messages: messages(req.Messages, imgs)}
 	if req.System != "" {
 		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
 	}
@@ -130,7 +134,7 @@ func Input(req model.Request) *bedrockruntime.ConverseStreamInput {
 // messages converts history: tool results are toolResult blocks of a user
 // message, and consecutive messages of one role are merged, as Converse
 // requires alternating roles.
-func messages(msgs []schema.Message) []types.Message {
+func messages(msgs []schema.Message, imgs map[string][]byte) []types.Message {
 	var out []types.Message
 	add := func(role types.ConversationRole, blocks ...types.ContentBlock) {
 		if len(blocks) == 0 {
@@ -147,6 +151,14 @@ func messages(msgs []schema.Message) []types.Message {
 		case "user", "system":
 			if m.Content != "" {
 				add(types.ConversationRoleUser, &types.ContentBlockMemberText{Value: m.Content})
+			}
+			for _, ref := range m.Images {
+				if b, ok := imgs[ref.SHA256]; ok {
+					add(types.ConversationRoleUser, &types.ContentBlockMemberImage{Value: types.ImageBlock{
+						Format: types.ImageFormat(strings.TrimPrefix(ref.MediaType, "image/")), Source: &types.ImageSourceMemberBytes{Value: b}}})
+				} else {
+					add(types.ConversationRoleUser, &types.ContentBlockMemberText{Value: model.ImageText(ref)})
+				}
 			}
 		case "tool":
 			add(types.ConversationRoleUser, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(m.ToolCallID),
@@ -187,9 +199,13 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 			resp, err = model.Response{}, e
 		}
 	}()
+	imgs, err := req.Images(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
 	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
-	out, err := p.client.ConverseStream(sctx, Input(req))
+	out, err := p.client.ConverseStream(sctx, input(req, imgs))
 	if err != nil {
 		return model.Response{}, p.wrap(ctx, wd, false, err)
 	}

@@ -119,7 +119,11 @@ func (p *Provider) APIMode() string { return model.ModeGemini }
 // Contents converts history to Gemini's contents: assistant turns are
 // the model's, tool results are function responses in a user turn, and
 // consecutive turns of one role are merged as the API requires.
-func (p *Provider) Contents(msgs []schema.Message) []*genai.Content {
+func (p *Provider) Contents(msgs []schema.Message) []*genai.Content { return p.contents(msgs, nil) }
+
+// contents is Contents with the bytes of the images user messages name
+// (by SHA-256), sent as inline data parts.
+func (p *Provider) contents(msgs []schema.Message, imgs map[string][]byte) []*genai.Content {
 	var out []*genai.Content
 	names := map[string]string{}
 	add := func(role string, parts ...*genai.Part) {
@@ -137,6 +141,13 @@ func (p *Provider) Contents(msgs []schema.Message) []*genai.Content {
 		case "user", "system":
 			if m.Content != "" {
 				add(genai.RoleUser, genai.NewPartFromText(m.Content))
+			}
+			for _, ref := range m.Images {
+				if b, ok := imgs[ref.SHA256]; ok {
+					add(genai.RoleUser, genai.NewPartFromBytes(b, ref.MediaType))
+				} else {
+					add(genai.RoleUser, genai.NewPartFromText(model.ImageText(ref)))
+				}
 			}
 		case "tool":
 			name := names[m.ToolCallID]
@@ -228,6 +239,10 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 			resp, err = model.Response{}, e
 		}
 	}()
+	imgs, err := req.Images(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
 	sctx, wd := model.NewWatchdog(ctx, p.timeouts)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx, wd)
@@ -240,7 +255,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request, onDelta func
 		usage          *genai.GenerateContentResponseUsageMetadata
 		modelName      string
 	)
-	for chunk, err := range p.client.Models.GenerateContentStream(sctx, req.Model, p.Contents(req.Messages), Config(req)) {
+	for chunk, err := range p.client.Models.GenerateContentStream(sctx, req.Model, p.contents(req.Messages, imgs), Config(req)) {
 		wd.Touch()
 		if err != nil {
 			return model.Response{}, p.wrap(ctx, wd, watch, st, err)

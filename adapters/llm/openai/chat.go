@@ -82,6 +82,12 @@ func (c *Chat) APIMode() string { return model.ModeChatCompletions }
 
 // Messages converts history to the SDK's message params.
 func Messages(system string, msgs []schema.Message) []openai.ChatCompletionMessageParamUnion {
+	return messages(system, msgs, nil)
+}
+
+// messages converts history, with the bytes of the images user messages
+// name (by SHA-256) sent as image_url parts holding data: URLs.
+func messages(system string, msgs []schema.Message, imgs map[string][]byte) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if system != "" {
 		out = append(out, openai.SystemMessage(system))
@@ -89,7 +95,22 @@ func Messages(system string, msgs []schema.Message) []openai.ChatCompletionMessa
 	for _, m := range msgs {
 		switch m.Role {
 		case "user":
-			out = append(out, openai.UserMessage(m.Content))
+			if len(m.Images) == 0 {
+				out = append(out, openai.UserMessage(m.Content))
+				continue
+			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if m.Content != "" {
+				parts = append(parts, openai.TextContentPart(m.Content))
+			}
+			for _, ref := range m.Images {
+				if b, ok := imgs[ref.SHA256]; ok {
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: model.DataURL(ref, b)}))
+				} else {
+					parts = append(parts, openai.TextContentPart(model.ImageText(ref)))
+				}
+			}
+			out = append(out, openai.UserMessage(parts))
 		case "tool":
 			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
 		case "system":
@@ -129,9 +150,13 @@ func (c *Chat) Complete(ctx context.Context, req model.Request, onDelta func(mod
 			resp, err = model.Response{}, e
 		}
 	}()
+	imgs, err := req.Images(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
 	params := openai.ChatCompletionNewParams{
 		Model:         req.Model,
-		Messages:      Messages(req.System, req.Messages),
+		Messages:      messages(req.System, req.Messages, imgs),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
 	if !req.NoTools && len(req.Tools) > 0 {

@@ -33,11 +33,29 @@ func NewResponses(o Options) *Responses {
 func (r *Responses) Name() string    { return r.name }
 func (r *Responses) APIMode() string { return model.ModeResponses }
 
-func responsesInput(msgs []schema.Message) responses.ResponseInputParam {
+// responsesInput converts history to Responses input items, the images a
+// user message names (bytes by SHA-256 in imgs) as input_image parts.
+func responsesInput(msgs []schema.Message, imgs map[string][]byte) responses.ResponseInputParam {
 	var in responses.ResponseInputParam
 	for _, m := range msgs {
 		switch m.Role {
 		case "user", "system":
+			if len(m.Images) > 0 {
+				var parts responses.ResponseInputMessageContentListParam
+				if m.Content != "" {
+					parts = append(parts, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: m.Content}})
+				}
+				for _, ref := range m.Images {
+					if b, ok := imgs[ref.SHA256]; ok {
+						parts = append(parts, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+							Detail: responses.ResponseInputImageDetailAuto, ImageURL: openai.String(model.DataURL(ref, b))}})
+					} else {
+						parts = append(parts, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: model.ImageText(ref)}})
+					}
+				}
+				in = append(in, responses.ResponseInputItemParamOfMessage(parts, responses.EasyInputMessageRoleUser))
+				continue
+			}
 			role := responses.EasyInputMessageRoleUser
 			if m.Role == "system" {
 				role = responses.EasyInputMessageRoleSystem
@@ -66,9 +84,13 @@ func (r *Responses) Complete(ctx context.Context, req model.Request, onDelta fun
 			resp, err = model.Response{}, e
 		}
 	}()
+	imgs, err := req.Images(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
 	params := responses.ResponseNewParams{
 		Model: req.Model,
-		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responsesInput(req.Messages)},
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responsesInput(req.Messages, imgs)},
 		Store: openai.Bool(false),
 	}
 	if req.System != "" {
