@@ -143,6 +143,16 @@ type Loop struct {
 	// with the arguments as the model wrote them. Tools redact their own
 	// output (see adapters/secrets).
 	Redact func(string) string
+	// Blobs reads the bytes of the images user messages name, for the
+	// provider to send; nil sends each image as a line of text.
+	Blobs model.Blobs
+	// Sees says whether a model takes images; nil: every model does.
+	Sees func(model string) bool
+	// Describe, when set, describes an image for a model that cannot see
+	// it (the auxiliary vision model, upstream's vision_analyze); the
+	// call it made, if any, is recorded. Nil: such a model is told an
+	// image was there, and the person what to set.
+	Describe func(ctx context.Context, ref schema.ImageRef) (string, *schema.AuxiliaryCallCompleted, error)
 }
 
 // Compressor shrinks a session's history. Compress may move the session to
@@ -175,8 +185,14 @@ const (
 // the budget, an interruption or an error. t is the session's transcript;
 // it is updated through the same fold that recovery uses.
 func (l *Loop) Turn(ctx context.Context, t *history.Transcript, turnID, userText string) (string, error) {
+	return l.TurnMessage(ctx, t, turnID, schema.UserMessageAdded{Content: userText})
+}
+
+// TurnMessage is Turn for a user message that may carry images (their
+// blobs already stored: see events/blobs).
+func (l *Loop) TurnMessage(ctx context.Context, t *history.Transcript, turnID string, msg schema.UserMessageAdded) (string, error) {
 	tc := l.turnContext(ctx, t, turnID)
-	if err := tc.record(schema.UserMessageAdded{Content: userText}); err != nil {
+	if err := tc.record(msg); err != nil {
 		return "", err
 	}
 	return l.run(ctx, t, tc)
@@ -272,6 +288,13 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		obs(Observation{Kind: ObserveStep, Step: iterations})
 		req := model.Request{Model: cfg.Model, System: t.System, Tools: l.Tools.Specs(), MaxTokens: cfg.MaxTokens, NoTools: grace}
 		req.Messages = RepairHistory(t.Messages)
+		req.Blobs = l.Blobs
+		if l.Sees != nil && !l.Sees(cfg.Model) {
+			var err error
+			if req.Messages, err = l.describeImages(ctx, cfg.Model, req.Messages, obs, record); err != nil {
+				return "", err
+			}
+		}
 		warn := cfg.BudgetWarningAt > 0 && !grace && float64(l.Budget.Used()) >= cfg.BudgetWarningAt*float64(l.Budget.Max())
 		if warn && !warned {
 			warned = true

@@ -132,7 +132,7 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 		loop := &agent.Loop{Provider: prov, Tools: tool.NewTools(tools...), Exec: &executor{results: results(turn)}, Rec: cmp,
 			Budget: tool.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns), NoEstimate: true},
 			NewID: func() string { return "" }}
-		_, err := loop.Turn(tctx, t, "replay", u.Content)
+		_, err := loop.TurnMessage(tctx, t, "replay", u)
 		cancel(nil)
 		if cmp.div != nil {
 			return rep, cmp.div

@@ -12,7 +12,11 @@ import (
 // Turn asks the session to run one turn. Reply receives the outcome.
 // Observe is called from the turn's goroutine (in-process only).
 type Turn struct {
-	Text    string
+	Text string
+	// Images go with Text; their blobs must be stored before the turn is
+	// asked for (events/blobs), since the user message that names them is
+	// appended as the turn starts.
+	Images  []schema.ImageRef
 	Observe agent.Observer
 	Reply   chan<- TurnResult
 	// Model, when set, overrides the configured model for this turn.

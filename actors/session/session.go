@@ -121,6 +121,13 @@ type Deps struct {
 	// message starts it again from its events. Zero is
 	// DefaultIdleAfter; negative never passivates.
 	IdleAfter time.Duration
+	// Blobs reads the images user messages name, for the provider to
+	// send (nil: they go as text). Sees and Describe are the loop's: which
+	// models take images, and the auxiliary vision model that describes
+	// one for a model that does not (see agent.Loop).
+	Blobs    model.Blobs
+	Sees     func(model string) bool
+	Describe func(ctx context.Context, ref schema.ImageRef) (string, *schema.AuxiliaryCallCompleted, error)
 }
 
 // stopWait bounds how long a stopping session waits for its cancelled
@@ -457,6 +464,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	self, root := c.Self(), c.ActorSystem().Root
 	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
 		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil, Redact: a.deps.Redact,
+		Blobs: a.deps.Blobs, Sees: a.deps.Sees, Describe: a.deps.Describe,
 		Env: tool.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
 			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr
@@ -466,7 +474,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		if continuing {
 			answer, err = loop.Continue(ctx, tr, turnID)
 		} else {
-			answer, err = loop.Turn(ctx, tr, turnID, t.Text)
+			answer, err = loop.TurnMessage(ctx, tr, turnID, schema.UserMessageAdded{Content: t.Text, Images: t.Images})
 		}
 		cancel(nil)
 		close(running)

@@ -12,10 +12,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events/blobs"
+	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -184,5 +187,33 @@ func TestMissingImageFailsTheCall(t *testing.T) {
 	}
 	if raw := string(srv.Requests()[0].Raw); !strings.Contains(raw, "[image dot.png: image/png") || strings.Contains(raw, "base64") {
 		t.Fatalf("request %s", raw)
+	}
+}
+
+// TestImageTurnAgainstAimock sends a turn with a picture through each API
+// mode to aimock, a third-party implementation of the wire formats: it
+// takes the multi-part message and answers by its text.
+func TestImageTurnAgainstAimock(t *testing.T) {
+	const fx = `{"fixtures": [{"match": {"userMessage": "what is in this picture?"}, "response": {"content": "A dot."}}]}`
+	for _, mode := range []string{model.ModeChatCompletions, model.ModeAnthropic, model.ModeResponses} {
+		t.Run(mode, func(t *testing.T) {
+			base := startAimock(t, fx)
+			if mode != model.ModeAnthropic {
+				base += "/v1"
+			}
+			p, err := llm.New(llm.Config{APIMode: mode, BaseURL: base, APIKey: "test-key"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := imageRequest(t)
+			r := &rec{}
+			loop := &agent.Loop{Provider: p, Tools: tool.NewTools(), Exec: tool.DirectExecutor{}, Rec: r, Budget: tool.NewBudget(3),
+				Cfg: agent.Config{Model: "gpt-4o-mini"}, Blobs: req.Blobs}
+			out, err := loop.TurnMessage(context.Background(), &history.Transcript{System: "You are Hermes."}, "t",
+				schema.UserMessageAdded{Content: req.Messages[0].Content, Images: req.Messages[0].Images})
+			if err != nil || out != "A dot." {
+				t.Fatalf("answer %q, %v", out, err)
+			}
+		})
 	}
 }

@@ -136,6 +136,12 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		},
 	}
 	deps.Hooks = TurnHooks(cfg, wd, g.Log)
+	blobs := a.Blobs()
+	deps.Blobs, deps.Sees = blobs, Sees(cfg)
+	if deps.Describe, err = Describer(cfg, blobs); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if cfg.AuxModel != "" {
 		aux, err := llm.New(cfg.Aux)
 		if err != nil {

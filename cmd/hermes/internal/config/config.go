@@ -41,6 +41,9 @@ type Config struct {
 	Compression       CompressionConfig `yaml:"compression"`
 	Auxiliary         struct {
 		Compression ModelRef `yaml:"compression"`
+		// Vision is the model that describes images for a main model that
+		// cannot see them (upstream's auxiliary.vision).
+		Vision ModelRef `yaml:"vision"`
 		// TitleGeneration is Hermes' auxiliary.title_generation: enabled
 		// (default true) names a new session after its first exchange in
 		// an interactive chat.
@@ -143,6 +146,9 @@ type AgentConfig struct {
 	// FirstByteTimeout bounds the wait for the model server's answer to a
 	// call: seconds (120) or a duration (2m); 0 turns it off.
 	FirstByteTimeout string `yaml:"first_byte_timeout"`
+	// Vision says whether the main model takes images (unset: the model
+	// catalog's answer, and images are sent when it does not know).
+	Vision *bool `yaml:"vision"`
 }
 
 // SandboxConfig is the sandbox: section, the kernel sandbox of the local
@@ -199,6 +205,11 @@ type Resolved struct {
 	// Aux is the auxiliary model for summaries (zero: the main one).
 	Aux      llm.Config
 	AuxModel string
+	// Vision is agent.vision (nil: ask the catalog); VisionAux and
+	// VisionModel are auxiliary.vision (VisionModel "": none).
+	Vision      *bool
+	VisionAux   llm.Config
+	VisionModel string
 	// AutoTitle: interactive chats are titled by the auxiliary model.
 	AutoTitle                             bool
 	ContextWindow                         int
@@ -450,6 +461,25 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 			FirstByteTimeout: r.LLM.FirstByteTimeout}
 		r.AuxModel = first(aux.Name, r.Model)
 	}
+	if v := c.Auxiliary.Vision; v.Name != "" || v.Provider != "" || v.BaseURL != "" {
+		r.VisionAux = llm.Config{Provider: first(v.Provider, r.LLM.Provider), BaseURL: first(v.BaseURL, r.LLM.BaseURL), APIMode: v.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout,
+			FirstByteTimeout: r.LLM.FirstByteTimeout}
+		if v.Provider != "" && v.Provider != r.LLM.Provider {
+			if k, ok := catalog.Lookup(v.Provider); ok {
+				r.VisionAux.Provider, r.VisionAux.APIKey = k.ID, ""
+				if v.BaseURL == "" {
+					r.VisionAux.BaseURL = k.BaseURL
+				}
+				for _, e := range k.KeyEnv {
+					if r.VisionAux.APIKey = os.Getenv(e); r.VisionAux.APIKey != "" {
+						break
+					}
+				}
+			}
+		}
+		r.VisionModel = first(v.Name, r.Model)
+	}
+	r.Vision = c.Agent.Vision
 	r.AutoTitle = c.Auxiliary.TitleGeneration.Enabled == nil || *c.Auxiliary.TitleGeneration.Enabled
 	r.ContextWindow = c.ContextWindow
 	d := c.Delegation
