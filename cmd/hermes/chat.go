@@ -52,6 +52,8 @@ type chatFlags struct {
 	quiet    bool
 	maxTurns int
 	plain    bool
+	// images are --image files, sent with -q or the first message.
+	images []string
 }
 
 func chatCmd(g *app.Factory) *cobra.Command {
@@ -84,6 +86,7 @@ func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 	fl.StringVar(&f.source, "source", "cli", "source recorded on new sessions")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fl.BoolVar(&f.plain, "plain", false, "on a terminal too, read plain lines instead of the full-screen editor")
+	fl.StringArrayVar(&f.images, "image", nil, "attach an image file (PNG, JPEG, GIF, WebP; repeatable) to -q's prompt or the first message")
 }
 
 // chatter is a wired chat (app.Chat) and what runs its cron jobs.
@@ -252,6 +255,12 @@ func runChat(ctx context.Context, f *chatFlags) error {
 		return err
 	}
 	defer c.Stop()
+	// The images are stored before the session is, so that a refused one
+	// leaves nothing behind.
+	images, err := storeImageFiles(ctx, c.App.Blobs(), f.images)
+	if err != nil {
+		return err
+	}
 	stderr := f.io.ErrOut
 	var id string
 	if f.resume != "" || f.cont {
@@ -272,15 +281,20 @@ func runChat(ctx context.Context, f *chatFlags) error {
 		qctx, stopQ := context.WithCancel(ctx)
 		defer stopQ()
 		go con.serveQuestions(qctx)
-		return c.oneShot(ctx, id, f)
+		return c.oneShot(ctx, id, f, images)
 	}
-	return c.interactive(ctx, id, f, con)
+	return c.interactive(ctx, id, f, con, images)
 }
 
-func (c *chatter) oneShot(ctx context.Context, id string, f *chatFlags) error {
+func (c *chatter) oneShot(ctx context.Context, id string, f *chatFlags, images []schema.ImageRef) error {
 	ctx, done := interruptible(ctx)
 	defer done()
-	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Observe: progress(f.io.ErrOut, f.quiet)})
+	if !f.quiet {
+		for _, im := range images {
+			fmt.Fprintf(f.io.ErrOut, "image: %s (%s, %d bytes)\n", im.Name, im.MediaType, im.Size)
+		}
+	}
+	res := c.Mgr.RunTurn(ctx, id, &session.Turn{Text: f.query, Images: images, Observe: progress(f.io.ErrOut, f.quiet)})
 	if errors.Is(res.Err, agent.ErrInterrupted) {
 		return &exitError{code: 130, err: fmt.Errorf("turn interrupted (%v); resume with: hermes chat --resume %s", context.Cause(ctx), id)}
 	}
@@ -322,7 +336,7 @@ func (c *chatter) outcome(ctx context.Context, id, turnID string) (string, int) 
 // plainKeys is what plain chat's greeting and /help say after the commands.
 const plainKeys = "(Ctrl-C stops a turn; Ctrl-D exits)"
 
-func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con *console) error {
+func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con *console, attach []schema.ImageRef) error {
 	out, errw := f.io.Out, f.io.ErrOut
 	fmt.Fprintln(errw, "commands: "+command.Plain.Brief()+"  "+plainKeys)
 	// From a terminal, a line typed during a turn interrupts it (the
@@ -461,6 +475,14 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 				line, c.prefs.resend = c.prefs.resend, ""
 				fmt.Fprintf(errw, "› %s\n", line)
 			}
+			imgs, err := lineImages(ctx, c.App.Blobs(), line)
+			if err != nil {
+				fmt.Fprintln(errw, "error:", err)
+				prompt()
+				ready()
+				continue
+			}
+			imgs, attach = append(attach, imgs...), nil
 			if !script {
 				ready()
 			}
@@ -468,7 +490,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			waiting = true
 			turnID, text, m, persona := id, line, model, c.prefs.persona
 			go func() {
-				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Observe: observe, Model: m, Persona: persona})}
+				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Images: imgs, Observe: observe, Model: m, Persona: persona})}
 			}()
 		case e := <-results:
 			res := e.res

@@ -101,6 +101,8 @@ type screenChat struct {
 	last      string // the last message sent (/retry)
 	// observe shows a turn's progress as /verbose says.
 	observe func(agent.Observation)
+	// attach are --image files, sent with the first message.
+	attach []schema.ImageRef
 }
 
 type bgResult struct {
@@ -145,6 +147,11 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	sc.c = c
 	sc.ctx = ctx
 	sc.observe = c.prefs.tools.observer(scr.Observe, func(s string) { scr.Info("    " + s) })
+	if sc.attach, err = storeImageFiles(ctx, c.App.Blobs(), f.images); err != nil {
+		scr.Close()
+		<-screenDone
+		return err
+	}
 	var id string
 	if f.resume != "" || f.cont {
 		id, err = c.findResumable(ctx, f.resume, f.cont)
@@ -260,7 +267,16 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 // send sends a message: while a turn runs, it interrupts it and is answered
 // next (as Hermes does); /queue waits instead.
 func (sc *screenChat) send(text string) {
+	imgs, err := lineImages(sc.ctx, sc.c.App.Blobs(), text)
+	if err != nil {
+		sc.scr.Error("error: " + err.Error())
+		return
+	}
+	imgs, sc.attach = append(sc.attach, imgs...), nil
 	sc.scr.Echo(text)
+	for _, im := range imgs {
+		sc.scr.Info(fmt.Sprintf("image: %s (%s, %d bytes)", im.Name, im.MediaType, im.Size))
+	}
 	sc.last = text
 	if sc.running == 0 {
 		sc.scr.Busy("thinking")
@@ -268,7 +284,7 @@ func (sc *screenChat) send(text string) {
 	sc.running++
 	id, model, yolo, persona := sc.id, sc.model, sc.yolo, sc.c.prefs.persona
 	go func() {
-		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Observe: sc.observe, Model: model, Yolo: yolo, Persona: persona})
+		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Images: imgs, Observe: sc.observe, Model: model, Yolo: yolo, Persona: persona})
 	}()
 }
 
