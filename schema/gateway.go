@@ -17,6 +17,10 @@ type Attachment struct {
 	Name     string `json:"name,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 	Size     int64  `json:"size,omitempty"`
+	// SHA256 is set on an image already kept in the home's blob store
+	// (the API server's image_url parts: no file in the cache), with
+	// MimeType sniffed from its bytes. Version 2 of GatewayMessageReceived.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Kinds of Attachment.

@@ -99,8 +99,13 @@ var registry = map[string]eventType{
 	TypeAuxiliaryCallCompleted: v1[AuxiliaryCallCompleted](),
 	TypeHookRan:                v1[HookRan](),
 
-	TypeGatewayChatOpened:       v1[GatewayChatOpened](),
-	TypeGatewayMessageReceived:  v1[GatewayMessageReceived](),
+	TypeGatewayChatOpened: v1[GatewayChatOpened](),
+	// v2: an attachment may name a blob (Attachment.SHA256).
+	TypeGatewayMessageReceived: {
+		current: 2,
+		decode:  decoder[GatewayMessageReceived](),
+		up:      map[int]func([]byte) ([]byte, error){1: same},
+	},
 	TypeGatewaySessionBound:     v1[GatewaySessionBound](),
 	TypeGatewayReplyRequested:   v1[GatewayReplyRequested](),
 	TypeGatewayMessageDelivered: v1[GatewayMessageDelivered](),

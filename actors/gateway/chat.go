@@ -408,7 +408,7 @@ func (c *chat) next(ctx actor.Context) {
 			}
 		}
 	}
-	store, sessions, create, platform := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform
+	store, sessions, create, platform, images := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform, c.r.cfg.Images
 	go func() {
 		defer cancel()
 		if create != nil {
@@ -417,7 +417,7 @@ func (c *chat) next(ctx actor.Context) {
 				return
 			}
 		}
-		res := runTurn(tctx, store, sessions, w, observe)
+		res := runTurn(tctx, store, sessions, w, observe, images)
 		root.Send(self, &turnFinished{w: w, res: res})
 	}()
 }
@@ -441,9 +441,21 @@ func ensureSession(ctx context.Context, store events.Store, create func(context.
 // runTurn runs w's turn. A message recovered after a crash is looked up in
 // its session first: a turn that completed is answered from the record, a
 // turn cut short is continued, a turn that never started is run.
-func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer) session.TurnResult {
+func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer,
+	images func(context.Context, []schema.Attachment) ([]schema.ImageRef, []string, error)) session.TurnResult {
 	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona}
 	sid := w.msg.SessionID
+	if images != nil && len(w.msg.Attachments) > 0 {
+		// Stored before the turn starts: its user message names them.
+		refs, notes, err := images(ctx, w.msg.Attachments)
+		if err != nil {
+			return session.TurnResult{SessionID: sid, Err: fmt.Errorf("keep the message's images: %w", err)}
+		}
+		t.Images = refs
+		if len(notes) > 0 {
+			t.Text = strings.TrimSpace(t.Text + "\n\n" + strings.Join(notes, "\n"))
+		}
+	}
 	if w.recover {
 		st, err := session.LookupTurn(ctx, store, sid, w.msg.TurnID)
 		if err != nil {

@@ -91,6 +91,12 @@ type Config struct {
 	// It runs beside the router actor; the bus message is acknowledged
 	// once it returns nil.
 	Acks func(schema.Inbound) error
+	// Images, when set, keeps the images among a message's attachments in
+	// the blob store before its turn starts and returns their references
+	// (the turn's user message names them), with a line for each image it
+	// could not take (too large, not an image). Nil: the model gets the
+	// text only.
+	Images func(ctx context.Context, atts []schema.Attachment) ([]schema.ImageRef, []string, error)
 }
 
 // Router is the gateway's router. Create it with New, set Sessions, then

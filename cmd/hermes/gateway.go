@@ -155,7 +155,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	defer b.Close()
 	jobs := c.gatewayCron(b)
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
-		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack,
+		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack, Images: app.AttachmentImages(c.App.Blobs()),
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}

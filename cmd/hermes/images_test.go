@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -137,5 +139,33 @@ func TestChatImageBlindModel(t *testing.T) {
 	}
 	if raw := srv.Requests()[0].Raw; bytes.Contains(raw, []byte("image_url")) || !bytes.Contains(raw, []byte("cannot see images")) {
 		t.Fatalf("request %s", raw)
+	}
+}
+
+// TestTelegramPhotoReachesTheModel: a photo sent to the bot (through the
+// in-process Bot API fake: the telegram-test-api emulator has no files)
+// reaches the model as an image part with the photo's bytes, through the
+// real gateway process.
+func TestTelegramPhotoReachesTheModel(t *testing.T) {
+	tg := telegramtest.NewServer(telegramtest.Token)
+	defer tg.Close()
+	srv := llmtest.New(llmtest.Reply{Content: "A black dot."})
+	defer srv.Close()
+	home := t.TempDir()
+	env := chatEnv(srv, "TELEGRAM_BOT_TOKEN="+telegramtest.Token, "TELEGRAM_API_URL="+tg.URL, "TELEGRAM_ALLOWED_USERS=111")
+	g := startGateway(t, home, env)
+	defer g.kill()
+	tg.AddFile("big", "photos/file_7.png", dotPNG)
+	tg.Push(map[string]any{"message": map[string]any{"message_id": 9, "date": time.Now().Unix(), "caption": "what is this?",
+		"from": map[string]any{"id": 111, "is_bot": false, "first_name": "Alice"}, "chat": map[string]any{"id": 111, "type": "private", "first_name": "Alice"},
+		"photo": []map[string]any{{"file_id": "small", "file_unique_id": "us", "width": 1, "height": 1, "file_size": 10},
+			{"file_id": "big", "file_unique_id": "ub", "width": 1, "height": 1, "file_size": len(dotPNG)}}}})
+	waitUntil(t, "the answer to be sent", func() bool { return len(tg.Calls("sendMessage")) > 0 })
+	if text := tg.Calls("sendMessage")[0].Params["text"]; text != "A black dot." {
+		t.Fatalf("sent %v\n%s", text, g.stderr.String())
+	}
+	req := srv.Requests()[0]
+	if !sentImage(t, req) || !bytes.Contains(req.Raw, []byte("what is this?")) {
+		t.Fatalf("the model got no image part with the photo's bytes: %s", req.Raw)
 	}
 }
