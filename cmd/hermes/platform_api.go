@@ -30,7 +30,8 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	a := env.chat.App
 	arch := &apiArchive{a: a}
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
-		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log}
+		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log,
+		Images: a.Blobs()}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
 		opts.Dashboard = &dashboard.Options{Store: a.Store, Blobs: a.Blobs(), Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),

@@ -31,6 +31,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/blobs"
 	"github.com/hermes-go/hermes/events/embedded"
 )
 
@@ -47,6 +48,7 @@ type rig struct {
 	key   string
 	tools *weatherTool
 	slow  *slowTool
+	blobs *blobs.Store
 	stop  func()
 }
 
@@ -104,19 +106,23 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 	cfg := gateway.Config{Model: "gpt-4o-mini", NewSession: func(ctx context.Context, platform string) (string, error) {
 		id := uuid.NewString()
 		return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
-	}}
+	}, Images: blobImages}
+	bs := blobs.Open(dir)
 	router := gateway.New(store, b.Transport, sys, cfg, log)
 	weather := &weatherTool{}
 	slow := &slowTool{started: make(chan struct{}, 1)}
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 		Tools: tool.NewTools(weather, slow, gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 10 * time.Second})),
-		Exec:  toolrun.NewPool(sys, 8, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
+		Exec:  toolrun.NewPool(sys, 8, 30*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker(), Blobs: bs}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
 	arch := gatewaytest.OpenProjections(t, store, dir)
 	o := apiserver.Options{Host: "127.0.0.1", Port: 0, Key: testKey, Model: "gpt-4o-mini", Archive: arch, Search: arch, Stopper: mgr, Log: log}
 	for _, f := range opts {
 		f(&o)
+	}
+	if _, ok := o.Images.(wantImages); ok {
+		o.Images = bs
 	}
 	api, err := apiserver.New(o)
 	if err != nil {
@@ -134,7 +140,7 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the API server did not listen")
 	}
-	r := &rig{store: store, llm: llm, api: api, url: "http://" + api.Addr(), key: o.Key, tools: weather, slow: slow}
+	r := &rig{store: store, llm: llm, api: api, url: "http://" + api.Addr(), key: o.Key, tools: weather, slow: slow, blobs: bs}
 	var once sync.Once
 	r.stop = func() {
 		once.Do(func() {

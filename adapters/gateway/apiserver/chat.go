@@ -68,14 +68,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	session := strings.TrimSpace(r.Header.Get(SessionHeader))
-	text, err := chatText(req.Messages, session != "")
+	text, images, err := chatText(req.Messages, session != "")
 	if err != nil {
 		msg, _ := asBadInput(err)
 		fail(w, http.StatusBadRequest, invalidRequest, "invalid_messages", msg)
 		return
 	}
+	atts, ok := s.images(w, r, images, "invalid_messages")
+	if !ok {
+		return
+	}
 	id := newID()
-	tr := turnRequest{id: id, text: text, session: session, model: req.Model, stream: req.Stream}
+	tr := turnRequest{id: id, text: text, atts: atts, session: session, model: req.Model, stream: req.Stream}
 	wt := s.begin(w, r, tr, "chatcmpl-"+id)
 	if wt == nil {
 		return

@@ -169,14 +169,18 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if req.Instructions != nil {
 		instructions = *req.Instructions
 	}
-	text, err := responsesText(req.Input, instructions, session != "")
+	text, images, err := responsesText(req.Input, instructions, session != "")
 	if err != nil {
 		msg, _ := asBadInput(err)
 		fail(w, http.StatusBadRequest, invalidRequest, "invalid_input", msg)
 		return
 	}
+	atts, ok := s.images(w, r, images, "invalid_input")
+	if !ok {
+		return
+	}
 	reqID := newID()
-	tr := turnRequest{id: reqID, text: text, session: session, model: req.Model, stream: req.Stream}
+	tr := turnRequest{id: reqID, text: text, atts: atts, session: session, model: req.Model, stream: req.Stream}
 	// The public id needs the session, which a new session has only once
 	// its turn begins; the waiter's public id is set then.
 	wt := s.begin(w, r, tr, "")

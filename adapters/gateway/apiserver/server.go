@@ -76,7 +76,11 @@ type Options struct {
 	// Stopper stops the turn of a client that went away; nil lets turns
 	// run to their end (their answers stay in the session).
 	Stopper Stopper
-	// MaxBodyBytes bounds a request body (default 1 MiB).
+	// Images keeps the images of image_url and input_image parts (data:
+	// URLs); nil refuses them.
+	Images Images
+	// MaxBodyBytes bounds a request body (default 1 MiB, 32 MiB when
+	// Images is set).
 	MaxBodyBytes int64
 	// MaxTextBytes bounds the text sent to the agent, history included
 	// (default 64 KiB, the router's limit).
@@ -143,6 +147,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
+		if opts.Images != nil {
+			opts.MaxBodyBytes = maxImageBodyBytes
+		}
 	}
 	if opts.MaxTextBytes <= 0 {
 		opts.MaxTextBytes = 64 << 10

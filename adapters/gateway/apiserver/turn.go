@@ -18,8 +18,9 @@ import (
 type turnRequest struct {
 	id      string // message id, unique per request
 	text    string
-	session string // the session to continue; "" starts one
-	model   string // the model the client named
+	atts    []schema.Attachment // images, stored already
+	session string              // the session to continue; "" starts one
+	model   string              // the model the client named
 	stream  bool
 }
 
@@ -48,7 +49,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, tr turnRequest, p
 		fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway is not running")
 		return nil
 	}
-	if strings.TrimSpace(tr.text) == "" {
+	if strings.TrimSpace(tr.text) == "" && len(tr.atts) == 0 {
 		fail(w, http.StatusBadRequest, invalidRequest, "empty_message", "the last user message has no text")
 		return nil
 	}
@@ -84,7 +85,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, tr turnRequest, p
 		wt.session = tr.session
 	}
 	s.corr.register(wt)
-	in := schema.Inbound{Platform: Platform, Chat: chat, User: Platform, MessageID: tr.id, Text: tr.text, Verified: true,
+	in := schema.Inbound{Platform: Platform, Chat: chat, User: Platform, MessageID: tr.id, Text: tr.text, Attachments: tr.atts, Verified: true,
 		SessionID: tr.session, Model: s.override(tr.model), Stream: tr.stream}
 	if err := (*inbox)(r.Context(), in); err != nil {
 		s.corr.forget(wt)
