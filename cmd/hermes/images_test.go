@@ -169,3 +169,30 @@ func TestTelegramPhotoReachesTheModel(t *testing.T) {
 		t.Fatalf("the model got no image part with the photo's bytes: %s", req.Raw)
 	}
 }
+
+// TestStoreCopyCarriesImages: a copy into an events.db in another
+// directory takes the images its log names into that directory's blobs/,
+// so that a home made of it shows and sends them.
+func TestStoreCopyCarriesImages(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "A dot."})
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(wd, "dot.png"), dotPNG, 0o644)
+	if _, errOut, code := hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "-q", "what is this?", "--image", "dot.png"); code != 0 {
+		t.Fatal(errOut)
+	}
+	other := t.TempDir()
+	out := mustRun(t, home, "store", "copy", "--to", "embedded:"+filepath.Join(other, "events.db"))
+	if !strings.Contains(out, "images: 1 copied to "+filepath.Join(other, "blobs")) {
+		t.Fatalf("copy said:\n%s", out)
+	}
+	sum := sha256.Sum256(dotPNG)
+	hash := hex.EncodeToString(sum[:])
+	if b, err := os.ReadFile(filepath.Join(other, "blobs", "sha256", hash[:2], hash[2:])); err != nil || !bytes.Equal(b, dotPNG) {
+		t.Fatalf("the image was not copied: %v", err)
+	}
+	// Run again: the copy resumes, the image is there already.
+	if out := mustRun(t, home, "store", "copy", "--to", "embedded:"+filepath.Join(other, "events.db")); !strings.Contains(out, "images: 0 copied") {
+		t.Fatalf("second copy said:\n%s", out)
+	}
+}

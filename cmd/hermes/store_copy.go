@@ -12,8 +12,10 @@ import (
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/blobs"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/events/storecopy"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // copyEnd is one side of `store copy`: a store spec, or an embedded store
@@ -135,9 +137,18 @@ func runStoreCopy(ctx context.Context, opts *storeCopyOptions) error {
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
+	// The images events name live beside the log, in the home: a copy
+	// into another home's events.db takes them along.
+	srcBlobs, dstBlobs := blobs.Open(src.home(home)), blobs.Open(dst.home(home))
+	var imgs blobCopy
+	if srcBlobs.Dir() != dstBlobs.Dir() {
+		if imgs, err = copyBlobs(ctx, a, srcBlobs, dstBlobs); err != nil {
+			return fmt.Errorf("copy the images the log names to %s: %w", dstBlobs.Dir(), err)
+		}
+	}
 	out := opts.io.Out
 	if opts.asJSON {
-		return writeJSON(out, map[string]any{"from": src.String(), "to": dst.String(), "report": rep})
+		return writeJSON(out, map[string]any{"from": src.String(), "to": dst.String(), "report": rep, "images": imgs})
 	}
 	fmt.Fprintf(out, "copied %d events from %s to %s", rep.Copied, src, dst)
 	if rep.Skipped > 0 {
@@ -145,5 +156,73 @@ func runStoreCopy(ctx context.Context, opts *storeCopyOptions) error {
 	}
 	fmt.Fprintf(out, "\nverified: %d streams (%d deleted), %d events, sha256 %s\n",
 		len(rep.Source.Streams), rep.Source.Deleted, rep.Source.Events, rep.Source.SHA256)
+	if imgs.Copied+imgs.Present > 0 {
+		fmt.Fprintf(out, "images: %d copied to %s (%d were there already)\n", imgs.Copied, dstBlobs.Dir(), imgs.Present)
+	}
+	if len(imgs.Missing) > 0 {
+		fmt.Fprintf(out, "warning: %d images the log names are not in %s: the sessions that show them will say so\n", len(imgs.Missing), srcBlobs.Dir())
+	}
 	return nil
+}
+
+// home is the directory whose blobs/ holds the images of this end's log:
+// an embedded store's directory, else this home.
+func (e copyEnd) home(home string) string {
+	if e.spec.Kind == config.StoreEmbedded {
+		return filepath.Dir(e.path)
+	}
+	return home
+}
+
+// blobCopy says what copyBlobs did.
+type blobCopy struct {
+	Copied  int      `json:"copied"`
+	Present int      `json:"present"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// copyBlobs copies every image the log of s names from one blob store to
+// another (bytes checked against their hash on the way).
+func copyBlobs(ctx context.Context, s events.Store, from, to *blobs.Store) (blobCopy, error) {
+	var c blobCopy
+	seen := map[string]bool{}
+	var after uint64
+	for {
+		rs, err := s.ReadAll(ctx, after, 1000)
+		if err != nil {
+			return c, err
+		}
+		if len(rs) == 0 {
+			return c, nil
+		}
+		for _, r := range rs {
+			after = r.Position
+			if r.Type != schema.TypeUserMessageAdded && r.Type != schema.TypeSessionStarted {
+				continue
+			}
+			p, err := schema.Decode(r.Envelope)
+			if err != nil {
+				return c, err
+			}
+			for _, ref := range schema.ImagesOf(p) {
+				if seen[ref.SHA256] {
+					continue
+				}
+				seen[ref.SHA256] = true
+				if to.Has(ref.SHA256) {
+					c.Present++
+					continue
+				}
+				data, err := from.Get(ctx, ref.SHA256)
+				if err != nil {
+					c.Missing = append(c.Missing, ref.SHA256)
+					continue
+				}
+				if _, err := to.Put(ctx, data); err != nil {
+					return c, err
+				}
+				c.Copied++
+			}
+		}
+	}
 }
