@@ -34,6 +34,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // Kind is the cluster kind of session grains.
@@ -221,11 +222,14 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 // wrapperspb.BytesValue (a registered protobuf type the remote serializes)
 // so that no generated code is needed.
 type request struct {
-	Op       string `json:"op"` // turn, stop, compress
-	ID       string `json:"id,omitempty"`
-	Text     string `json:"text,omitempty"`
-	Model    string `json:"model,omitempty"`
-	Continue bool   `json:"continue,omitempty"`
+	Op   string `json:"op"` // turn, stop, compress
+	ID   string `json:"id,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Images name blobs in the home's blob store, which the members must
+	// share (the bytes do not travel with the request).
+	Images   []schema.ImageRef `json:"images,omitempty"`
+	Model    string            `json:"model,omitempty"`
+	Continue bool              `json:"continue,omitempty"`
 	// No permission travels in a request: a turn the caller runs with
 	// approvals skipped (/yolo) still asks its questions of the caller,
 	// whose asker approves them (see Sessions.RunTurn). A "yolo" field
