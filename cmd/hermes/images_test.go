@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/adapters/gateway/email/emailtest"
 	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/schema"
@@ -194,5 +196,32 @@ func TestStoreCopyCarriesImages(t *testing.T) {
 	// Run again: the copy resumes, the image is there already.
 	if out := mustRun(t, home, "store", "copy", "--to", "embedded:"+filepath.Join(other, "events.db")); !strings.Contains(out, "images: 0 copied") {
 		t.Fatalf("second copy said:\n%s", out)
+	}
+}
+
+// TestEmailImageReachesTheModel: a PNG attached to a mail reaches the
+// model as an image part with its bytes, through the real gateway reading
+// Dovecot.
+func TestEmailImageReachesTheModel(t *testing.T) {
+	const bot, pass = "hermes@example.test", "s3cret-mail-pass"
+	dv := emailtest.StartDovecot(t, emailtest.DovecotOptions{Users: map[string]string{bot: pass}})
+	md := emailtest.StartMaildev(t, bot, pass)
+	srv := llmtest.New(llmtest.Reply{Content: "A dot, attached."})
+	defer srv.Close()
+	home := t.TempDir()
+	env := chatEnv(srv, "EMAIL_ADDRESS="+bot, "EMAIL_PASSWORD="+pass, "EMAIL_IMAP_HOST=127.0.0.1", "EMAIL_IMAP_PORT="+strconv.Itoa(dv.IMAPPort),
+		"EMAIL_SMTP_HOST=127.0.0.1", "EMAIL_SMTP_PORT="+strconv.Itoa(md.SMTPPort), "EMAIL_POLL_INTERVAL=1", "EMAIL_ALLOWED_USERS=alice@example.test")
+	g := startGateway(t, home, env)
+	defer g.kill()
+	body := "--b1\nContent-Type: text/plain; charset=utf-8\n\nWhat is in the picture?\n--b1\nContent-Type: image/png; name=\"dot.png\"\n" +
+		"Content-Disposition: attachment; filename=\"dot.png\"\nContent-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(dotPNG) + "\n--b1--\n"
+	dv.Deliver(t, "alice@example.test", []string{bot}, emailtest.Compose([]string{"From: Alice <alice@example.test>", "To: " + bot,
+		"Subject: a picture", "Message-ID: <img1@example.test>", "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="b1"`}, body))
+	got := md.Wait(t, 1)
+	if strings.TrimSpace(got[0].Text) != "A dot, attached." {
+		t.Fatalf("answer %q", got[0].Text)
+	}
+	if req := srv.Requests()[0]; !sentImage(t, req) || !bytes.Contains(req.Raw, []byte("What is in the picture?")) {
+		t.Fatalf("the model got no image part with the attachment's bytes: %s", req.Raw)
 	}
 }
