@@ -3,6 +3,7 @@ package acp_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/blobs"
 	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -252,6 +254,7 @@ type rig struct {
 	mgr    *session.Manager
 	danger *dangerTool
 	cwd    string
+	blobs  *blobs.Store
 	// ask is the sessions' Asker: it forwards to the agent of the
 	// connection served last (the tests run one at a time).
 	ask forwarder
@@ -266,10 +269,10 @@ func newRig(t *testing.T, script ...llmtest.Reply) *rig {
 	}
 	srv := llmtest.New(script...)
 	sys := actors.NewSystem(zerolog.Nop())
-	r := &rig{srv: srv, store: store, danger: &dangerTool{}, cwd: filepath.Join(dir, "project")}
+	r := &rig{srv: srv, store: store, danger: &dangerTool{}, cwd: filepath.Join(dir, "project"), blobs: blobs.Open(dir)}
 	deps := session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: tool.NewTools(readTool{}, writeTool{}, r.danger, slowTool{}), Exec: acp.CallExecutor{Next: tool.DirectExecutor{}},
-		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: &r.ask}
+		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: &r.ask, Blobs: r.blobs}
 	r.mgr = session.NewManager(sys, deps)
 	t.Cleanup(func() {
 		r.mgr.Shutdown()
@@ -296,7 +299,7 @@ func (f *forwarder) Ask(ctx context.Context, q tool.Question) (string, error) {
 // connect serves a new ACP connection and returns the client's side.
 func (r *rig) connect(t *testing.T, c *client) *sdk.ClientSideConnection {
 	t.Helper()
-	ag := &acp.Agent{Turns: r.mgr, Store: r.store, Log: zerolog.Nop(), Version: "test",
+	ag := &acp.Agent{Turns: r.mgr, Store: r.store, Log: zerolog.Nop(), Version: "test", Images: r.blobs,
 		Create: func(ctx context.Context, cwd string) (string, error) {
 			id := uuid.NewString()
 			return id, session.Create(ctx, r.store, id, session.Start{Source: "acp", Model: "gpt-4o-mini", WorkingDir: cwd, System: "You are Hermes."})
@@ -785,5 +788,42 @@ func TestEditsCarryDiffs(t *testing.T) {
 	}
 	if got := joined(c.updates); !slices.Contains(got, "tool_call_update w3 failed") {
 		t.Fatalf("updates %v", got)
+	}
+}
+
+// An image block of a prompt reaches the model as an image part with its
+// bytes; bytes that are not an image refuse the prompt before anything is
+// recorded.
+func TestPromptWithImage(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "a dot"})
+	cs := r.connect(t, &client{})
+	id := r.start(t, cs)
+	ctx := context.Background()
+	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+	b64 := base64.StdEncoding.EncodeToString(png)
+	if _, err := cs.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{
+		sdk.TextBlock("what is this?"), sdk.ImageBlock(base64.StdEncoding.EncodeToString([]byte("plain text")), "image/png")}}); err == nil || !strings.Contains(err.Error(), "not a PNG") {
+		t.Fatalf("a prompt with a non-image was taken: %v", err)
+	}
+	if n := len(r.srv.Requests()); n != 0 {
+		t.Fatalf("%d model calls", n)
+	}
+	if _, err := cs.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("what is this?"), sdk.ImageBlock(b64, "image/png")}}); err != nil {
+		t.Fatal(err)
+	}
+	if raw := string(r.srv.Requests()[0].Raw); !strings.Contains(raw, `"url":"data:image/png;base64,`+b64+`"`) {
+		t.Fatalf("request %s", raw)
+	}
+	users := 0
+	for _, p := range payloads(t, r.store, string(id)) {
+		if u, ok := p.(schema.UserMessageAdded); ok {
+			users++
+			if len(u.Images) != 1 || u.Images[0].MediaType != "image/png" {
+				t.Fatalf("user message %+v", u)
+			}
+		}
+	}
+	if users != 1 {
+		t.Fatalf("%d user messages, want the one that was taken", users)
 	}
 }

@@ -14,6 +14,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -60,10 +61,19 @@ type Agent struct {
 	ConnLog *slog.Logger
 	// Version is reported to the client in agentInfo.
 	Version string
+	// Images keeps the images of prompts (the home's blob store); nil
+	// refuses image blocks and does not offer them to the client.
+	Images Images
 
 	mu       sync.Mutex
 	conn     *sdk.AgentSideConnection
 	sessions map[string]*state
+}
+
+// Images keeps an image durably and names it (events/blobs): the bytes
+// are checked (type by sniffing, size) before anything is recorded.
+type Images interface {
+	PutImage(ctx context.Context, data []byte, name string) (schema.ImageRef, error)
 }
 
 // state is one session the client created or loaded on this connection.
@@ -139,7 +149,7 @@ func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true, Image: a.Images != nil},
 			SessionCapabilities: sdk.SessionCapabilities{
 				Resume: &sdk.SessionResumeCapabilities{},
 				Close:  &sdk.SessionCloseCapabilities{},
@@ -283,7 +293,11 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{}, unknownSession(id)
 	}
 	text := promptText(p.Prompt)
-	if strings.TrimSpace(text) == "" {
+	images, err := a.promptImages(ctx, p.Prompt)
+	if err != nil {
+		return sdk.PromptResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
 		return sdk.PromptResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the prompt has no text"})
 	}
 	conn := a.client()
@@ -297,7 +311,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	a.mu.Lock()
 	s.out = out
 	a.mu.Unlock()
-	res := a.Turns.RunTurn(ctx, id, &session.Turn{Text: text, Observe: a.observer(s, out)})
+	res := a.Turns.RunTurn(ctx, id, &session.Turn{Text: text, Images: images, Observe: a.observer(s, out)})
 	out.close()
 	a.mu.Lock()
 	s.out = nil
@@ -370,6 +384,35 @@ func promptText(blocks []sdk.ContentBlock) string {
 		}
 	}
 	return b.String()
+}
+
+// promptImages stores the prompt's image blocks; the first that is not
+// base64, not an image or too large refuses the prompt, before anything
+// is recorded.
+func (a *Agent) promptImages(ctx context.Context, blocks []sdk.ContentBlock) ([]schema.ImageRef, error) {
+	var refs []schema.ImageRef
+	for i, c := range blocks {
+		if c.Image == nil {
+			continue
+		}
+		if a.Images == nil {
+			return nil, errors.New("this agent takes no images")
+		}
+		data, err := base64.StdEncoding.DecodeString(c.Image.Data)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: the data is not base64: %v", i+1, err)
+		}
+		name := fmt.Sprintf("image-%d", i+1)
+		if c.Image.Uri != nil && *c.Image.Uri != "" {
+			name = *c.Image.Uri
+		}
+		ref, err := a.Images.PutImage(ctx, data, name)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i+1, err)
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
 }
 
 // SetSessionMode implements sdk.Agent; Hermes has no session modes.

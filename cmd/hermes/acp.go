@@ -64,7 +64,7 @@ func runACP(ctx context.Context, opts *acpOptions) error {
 		return err
 	}
 	defer c.Stop()
-	ag.Turns, ag.Store = c.Mgr, c.App.Store
+	ag.Turns, ag.Store, ag.Images = c.Mgr, c.App.Store, c.App.Blobs()
 	ag.Create = func(ctx context.Context, cwd string) (string, error) {
 		id := uuid.NewString()
 		return id, c.startIn(ctx, id, cwd)
