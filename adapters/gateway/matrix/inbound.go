@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
@@ -199,7 +203,7 @@ func (a *Adapter) inbound(ctx context.Context, room id.RoomID, ev *event.Event) 
 		}
 	}
 	msg := ev.Content.AsMessage()
-	if msg.MsgType != event.MsgText && msg.MsgType != event.MsgEmote {
+	if msg.MsgType != event.MsgText && msg.MsgType != event.MsgEmote && msg.MsgType != event.MsgImage {
 		return schema.Inbound{}, false, nil
 	}
 	rel := msg.RelatesTo
@@ -207,6 +211,17 @@ func (a *Adapter) inbound(ctx context.Context, room id.RoomID, ev *event.Event) 
 		return schema.Inbound{}, false, nil
 	}
 	text := msg.Body
+	var atts []schema.Attachment
+	if msg.MsgType == event.MsgImage {
+		att, note, err := a.image(ctx, ev.ID, msg)
+		if err != nil {
+			return schema.Inbound{}, false, err
+		}
+		if att != nil {
+			atts = append(atts, *att)
+		}
+		text = strings.TrimSpace(msg.GetCaption() + "\n\n" + note)
+	}
 	if rel.GetNonFallbackReplyTo() != "" {
 		text = event.TrimReplyFallbackText(text)
 	}
@@ -226,6 +241,8 @@ func (a *Adapter) inbound(ctx context.Context, room id.RoomID, ev *event.Event) 
 		UserName:  string(ev.Sender),
 		MessageID: string(ev.ID),
 		Text:      text,
+		// Images go to the model from here (the gateway's Config.Images).
+		Attachments: atts,
 	}
 	if n > 2 {
 		in.ChatType = "group"
@@ -330,4 +347,81 @@ func (a *Adapter) remember(ev id.EventID, thread id.EventID) {
 		}
 		a.threads[thread] = true
 	}
+}
+
+// maxImage is the largest image downloaded: what the model may be shown.
+const maxImage = 20 << 20
+
+// image downloads an m.image into the cache and returns it as an
+// attachment, with the note the text carries (where the file is, or why it
+// is not there). Encrypted images (which need the room's keys) and images
+// over the limit are notes only. A download that fails for a moment is an
+// error, so the message is tried again.
+func (a *Adapter) image(ctx context.Context, evID id.EventID, msg *event.MessageEventContent) (*schema.Attachment, string, error) {
+	name := msg.GetFileName()
+	if name == "" {
+		name = "image"
+	}
+	switch {
+	case a.cfg.CacheDir == "":
+		return nil, fmt.Sprintf("[a picture (%s) was sent; this gateway keeps no files]", name), nil
+	case msg.File != nil || msg.URL == "":
+		return nil, fmt.Sprintf("[an encrypted picture (%s) was sent; encrypted files are not read]", name), nil
+	case msg.Info != nil && msg.Info.Size > maxImage:
+		return nil, fmt.Sprintf("[a picture (%s) over %d MiB was sent: not downloaded]", name, maxImage>>20), nil
+	}
+	mxc, err := msg.URL.Parse()
+	if err != nil {
+		return nil, fmt.Sprintf("[a picture (%s) with an unreadable address was sent]", name), nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := a.cli.Download(dctx, mxc)
+	if err != nil {
+		err = classify(err)
+		var perm *gw.PermanentError
+		if errors.As(err, &perm) {
+			return nil, fmt.Sprintf("[a picture (%s) was sent but could not be downloaded: %v]", name, err), nil
+		}
+		return nil, "", fmt.Errorf("download %s: %w", msg.URL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxImage+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("download %s: %w", msg.URL, err)
+	}
+	if len(data) > maxImage {
+		return nil, fmt.Sprintf("[a picture (%s) over %d MiB was sent: not downloaded]", name, maxImage>>20), nil
+	}
+	if err := os.MkdirAll(a.cfg.CacheDir, 0o700); err != nil {
+		return nil, "", err
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	if len(ext) > 6 {
+		ext = ""
+	}
+	dst, err := filepath.Abs(filepath.Join(a.cfg.CacheDir, safeFile(string(evID))+ext))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		return nil, "", err
+	}
+	mime := ""
+	if msg.Info != nil {
+		mime = msg.Info.MimeType
+	}
+	return &schema.Attachment{Kind: schema.AttachmentPhoto, Path: dst, Name: name, MimeType: mime, Size: int64(len(data))},
+		fmt.Sprintf("[attached photo: %s]", dst), nil
+}
+
+// safeFile keeps letters, digits, dashes and underscores of s.
+func safeFile(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -78,6 +78,9 @@ type Config struct {
 	// empty the token lives in memory only, and a restart skips what was
 	// sent while the adapter was down.
 	StateDir string
+	// CacheDir receives the images people send (m.image), for the
+	// gateway to show the model; empty: images are not downloaded.
+	CacheDir string
 	// SyncTimeout is /sync's long-polling timeout (30 s by default).
 	SyncTimeout time.Duration
 	// HTTPClient makes the requests (a fresh client by default). Deadlines
