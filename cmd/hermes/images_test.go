@@ -56,6 +56,9 @@ func TestChatImage(t *testing.T) {
 	if out := mustRun(t, home, "sessions", "replay", id); !strings.Contains(out, "matches the record") {
 		t.Fatal(out)
 	}
+	if out := mustRun(t, home, "sessions", "show", id); !strings.Contains(out, "[image dot.png: image/png, "+strconv.Itoa(len(dotPNG))+" bytes, sha256 "+hash[:12]+"]") {
+		t.Fatalf("show:\n%s", out)
+	}
 
 	// A bare image path in a piped line attaches it too.
 	out, errOut, code = hermesIn(t, wd, chatEnv(srv), "look again at dot.png\n", "--home", home, "chat", "--model", "gpt-4o-mini", "--resume", id)

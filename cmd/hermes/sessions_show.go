@@ -90,6 +90,9 @@ func printMessage(w io.Writer, m schema.Message) {
 	if m.Content != "" {
 		fmt.Fprintln(w, m.Content)
 	}
+	for _, im := range m.Images {
+		fmt.Fprintf(w, "   [image %s: %s, %d bytes, sha256 %s]\n", im.Name, im.MediaType, im.Size, im.SHA256[:min(12, len(im.SHA256))])
+	}
 	for _, tc := range m.ToolCalls {
 		fmt.Fprintf(w, "   → %s(%s) [%s]\n", tc.Function.Name, tc.Function.Arguments, tc.ID)
 	}
