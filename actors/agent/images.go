@@ -33,7 +33,7 @@ func (l *Loop) describeImages(ctx context.Context, modelName string, msgs []sche
 				text = fmt.Sprintf("[The user attached an image (%s), but %s cannot see images and no vision model is configured to describe it.]", imageName(ref), modelName)
 				if !told {
 					told = true
-					obs(Observation{Kind: ObserveStatus, Text: fmt.Sprintf("%s cannot see images: set auxiliary.vision (a vision model) in config.yaml to have images described, agent.vision: true if the model can see them, or switch to a vision model", modelName)})
+					obs(Observation{Kind: ObserveStatus, Text: fmt.Sprintf("%s cannot see images: set auxiliary.vision (a vision model) in config.yaml to have images described, model.supports_vision: true if the model can see them, or switch to a vision model", modelName)})
 				}
 			}
 			if c.Content != "" {

@@ -65,7 +65,7 @@ func TestBlindModelWithoutDescriber(t *testing.T) {
 	}
 	told := false
 	for _, o := range r.obs {
-		if o.Kind == agent.ObserveStatus && strings.Contains(o.Text, "auxiliary.vision") && strings.Contains(o.Text, "agent.vision") {
+		if o.Kind == agent.ObserveStatus && strings.Contains(o.Text, "auxiliary.vision") && strings.Contains(o.Text, "model.supports_vision") {
 			told = true
 		}
 	}

@@ -18,7 +18,7 @@ const visionPrompt = "You describe images for an assistant that cannot see them.
 	"every piece of text in it verbatim, numbers, charts and their values, user-interface elements and their state, errors shown. " +
 	"Do not guess at what is not visible."
 
-// Sees says whether the main model takes images: agent.vision when set,
+// Sees says whether the main model takes images: model.supports_vision when set,
 // else the catalog's answer; a model the catalog does not know is sent
 // images (its API says so if it cannot take them).
 func Sees(cfg config.Resolved) func(string) bool {

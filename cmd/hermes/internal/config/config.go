@@ -89,6 +89,9 @@ type Config struct {
 	// ignored are the keys of the Python Hermes Agent's config this build
 	// does not use (dotted), warned about.
 	ignored []string
+	// supportsVision is model.supports_vision (the Python agent's key):
+	// whether the main model takes images; nil lets the catalog decide.
+	supportsVision *bool
 }
 
 // Ignored are the keys of the file this build does not use (the Python
@@ -146,9 +149,6 @@ type AgentConfig struct {
 	// FirstByteTimeout bounds the wait for the model server's answer to a
 	// call: seconds (120) or a duration (2m); 0 turns it off.
 	FirstByteTimeout string `yaml:"first_byte_timeout"`
-	// Vision says whether the main model takes images (unset: the model
-	// catalog's answer, and images are sent when it does not know).
-	Vision *bool `yaml:"vision"`
 }
 
 // SandboxConfig is the sandbox: section, the kernel sandbox of the local
@@ -205,8 +205,8 @@ type Resolved struct {
 	// Aux is the auxiliary model for summaries (zero: the main one).
 	Aux      llm.Config
 	AuxModel string
-	// Vision is agent.vision (nil: ask the catalog); VisionAux and
-	// VisionModel are auxiliary.vision (VisionModel "": none).
+	// Vision is model.supports_vision (nil: ask the catalog); VisionAux
+	// and VisionModel are auxiliary.vision (VisionModel "": none).
 	Vision      *bool
 	VisionAux   llm.Config
 	VisionModel string
@@ -479,7 +479,7 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		}
 		r.VisionModel = first(v.Name, r.Model)
 	}
-	r.Vision = c.Agent.Vision
+	r.Vision = c.supportsVision
 	r.AutoTitle = c.Auxiliary.TitleGeneration.Enabled == nil || *c.Auxiliary.TitleGeneration.Enabled
 	r.ContextWindow = c.ContextWindow
 	d := c.Delegation

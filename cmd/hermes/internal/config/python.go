@@ -38,6 +38,9 @@ type pythonModel struct {
 	APIKey        string `yaml:"api_key"`
 	ContextLength int    `yaml:"context_length"`
 	MaxTokens     int    `yaml:"max_tokens"`
+	// SupportsVision says whether the main model takes images (unset:
+	// the model catalog decides).
+	SupportsVision *bool `yaml:"supports_vision"`
 }
 
 // honourPython sets c's keys from the Python agent's keys that mean the
@@ -73,6 +76,9 @@ func (c *Config) honourPython(doc *yaml.Node) ([]string, error) {
 		}
 		if m.MaxTokens > 0 {
 			use("model.max_tokens", c.Agent.MaxTokens == 0, func() { c.Agent.MaxTokens = m.MaxTokens })
+		}
+		if m.SupportsVision != nil {
+			use("model.supports_vision", true, func() { c.supportsVision = m.SupportsVision })
 		}
 	}
 	aux := &c.Auxiliary.Compression
