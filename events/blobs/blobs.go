@@ -160,7 +160,9 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 		return "", fmt.Errorf("blob store: %w", err)
 	}
 	ok = true
-	for _, d := range []string{dir, filepath.Dir(dir)} {
+	// The new name, and the directories MkdirAll may have made, are
+	// durable only once each parent directory is synced.
+	for _, d := range []string{dir, filepath.Dir(dir), s.dir, filepath.Dir(s.dir)} {
 		if err := syncDir(d); err != nil {
 			return "", fmt.Errorf("blob store: sync %s: %w", d, err)
 		}
