@@ -114,3 +114,16 @@ func TestImagePartsWithoutAStore(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// A message of an image alone (no text) is a turn too.
+func TestImageOnlyMessage(t *testing.T) {
+	r := newRig(t, []llmtest.Reply{{Content: "A dot, no question."}}, withImages)
+	resp, b := r.postJSON(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": dotURL}}}}}}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "A dot, no question.") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if raw := r.llm.Requests()[0].Raw; !bytes.Contains(raw, []byte(`"url":"`+dotURL+`"`)) {
+		t.Fatalf("request %s", raw)
+	}
+}
