@@ -181,6 +181,17 @@ const lockWait = "100ms"
 // is derived data: it is replaced by an empty one (Replaced says why) for
 // the runner to fill from the log.
 func Open(path string) (*Index, error) {
+	// Opens are one at a time across processes: two that found no index
+	// would otherwise both make one in the same directory, and one's
+	// segments would be removed under the other's feet.
+	unlock, ok, err := tryLock(path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("open search index %s: %w", path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("open search index %s: %w", path, ErrBusy)
+	}
+	defer unlock()
 	var replaced error
 	idx, version, err := openExisting(path)
 	if err == nil && version != mappingVersion {
