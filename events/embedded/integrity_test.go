@@ -48,7 +48,7 @@ func twoSessions(t *testing.T, s *Store) {
 func TestChecksumCoversEveryColumn(t *testing.T) {
 	for _, c := range []struct{ column, value string }{
 		{"stream", "'session-z'"}, {"revision", "7"}, {"id", "'00000000-0000-4000-8000-000000000000'"},
-		{"type", "'ToolResultAdded'"}, {"version", "2"}, {"session_id", "'z'"}, {"time_ns", "time_ns + 1"},
+		{"type", "'ToolResultAdded'"}, {"version", "version + 1"}, {"session_id", "'z'"}, {"time_ns", "time_ns + 1"},
 		{"turn_id", "'t9'"}, {"causation_id", "'c'"}, {"payload", `'{"content":"x 3!"}'`}, {"record_crc", "record_crc + 1"},
 		{"position", "100"},
 	} {
