@@ -50,6 +50,11 @@ type spawnReq struct {
 }
 
 func runInit() int {
+	// Threads first, while the task ceiling is far: the init shares its
+	// cgroup's pids.max with its commands, and a Go runtime that needs a
+	// new OS thread while a fork bomb holds every task dies. Idle threads
+	// made now are reused instead of made then.
+	prewarmThreads(initThreads)
 	// Descriptors Hermes inherited without close-on-exec must not reach
 	// a command (an open file of the hidden home, a pipe); and the init's
 	// working directory (perhaps inside the hidden home) is not theirs.
@@ -347,4 +352,33 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// initThreads is how many OS threads the init makes before it starts: more
+// than it ever has blocked at once (the control socket, a pid wait per
+// running command, the proxy), so the runtime need not make one later.
+const initThreads = 8
+
+// prewarmThreads makes the runtime hold n OS threads: n goroutines each
+// locked to a thread of its own at the same time, then let go (an unlocked
+// thread goes back to the runtime's idle pool, not away).
+func prewarmThreads(n int) {
+	var ready sync.WaitGroup
+	release := make(chan struct{})
+	done := make(chan struct{}, n)
+	for range n {
+		ready.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			<-release
+			runtime.UnlockOSThread()
+			done <- struct{}{}
+		}()
+	}
+	ready.Wait()
+	close(release)
+	for range n {
+		<-done
+	}
 }
