@@ -90,7 +90,7 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 
-	insert, insertN, selStream, selHead, upHead *sql.Stmt
+	insert, insertN, selStream, selHead, upHead, selVersion *sql.Stmt
 	upHeads                                     []*sql.Stmt // one per headChunks
 
 	// Owned by the writer goroutine: the last revision of streams this
@@ -305,6 +305,9 @@ func (s *Store) prepare() (err error) {
 		return err
 	}
 	if s.selHead, err = s.wdb.Prepare(streamHead); err != nil {
+		return err
+	}
+	if s.selVersion, err = s.wdb.Prepare(`PRAGMA data_version`); err != nil {
 		return err
 	}
 	for _, n := range headChunks {
@@ -595,7 +598,7 @@ func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, erro
 // change by anyone else, through SQLite, moves data_version.
 func (s *Store) validateCache(tx *sql.Tx) error {
 	var v int64
-	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
+	if err := tx.Stmt(s.selVersion).QueryRow().Scan(&v); err != nil {
 		return fmt.Errorf("event store %s: %w", s.path, err)
 	}
 	if v != s.dataVersion {

@@ -66,6 +66,7 @@ type Chat struct {
 	name     string
 	client   openai.Client
 	timeouts model.Timeouts
+	schemas  schemaCache
 }
 
 // NewChat returns a chat-completions provider.
@@ -132,6 +133,23 @@ func messages(system string, msgs []schema.Message, imgs map[string][]byte) []op
 	return out
 }
 
+// sdkParams is the request chatBody encodes, as the SDK's params: the
+// reference TestChatBodyMatchesSDK holds chatBody to.
+func sdkParams(req model.Request, imgs map[string][]byte) openai.ChatCompletionNewParams {
+	params := openai.ChatCompletionNewParams{
+		Model:         req.Model,
+		Messages:      messages(req.System, req.Messages, imgs),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if !req.NoTools && len(req.Tools) > 0 {
+		params.Tools = tools(req.Tools)
+	}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	return params
+}
+
 func tools(specs []model.ToolSpec) []openai.ChatCompletionToolParam {
 	var out []openai.ChatCompletionToolParam
 	for _, s := range specs {
@@ -154,21 +172,16 @@ func (c *Chat) Complete(ctx context.Context, req model.Request, onDelta func(mod
 	if err != nil {
 		return model.Response{}, err
 	}
-	params := openai.ChatCompletionNewParams{
-		Model:         req.Model,
-		Messages:      messages(req.System, req.Messages, imgs),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	if !req.NoTools && len(req.Tools) > 0 {
-		params.Tools = tools(req.Tools)
-	}
-	if req.MaxTokens > 0 {
-		params.MaxTokens = openai.Int(int64(req.MaxTokens))
+	body, err := encodeChat(req, imgs, &c.schemas)
+	if err != nil {
+		return model.Response{}, err
 	}
 	sctx, wd := model.NewWatchdog(ctx, c.timeouts)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx, wd)
-	s := c.client.Chat.Completions.NewStreaming(sctx, params)
+	// The body is encoded here (chatBody); the SDK sends it and parses the
+	// stream.
+	s := c.client.Chat.Completions.NewStreaming(sctx, openai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body))
 	defer s.Close()
 	var acc chatAcc
 	for s.Next() {
