@@ -91,7 +91,7 @@ type Store struct {
 	changed chan struct{} // closed and replaced after every commit
 
 	insert, insertN, selStream, selHead, upHead, selVersion *sql.Stmt
-	upHeads                                     []*sql.Stmt // one per headChunks
+	upHeads                                                 []*sql.Stmt // one per headChunks
 
 	// Owned by the writer goroutine: the last revision of streams this
 	// process has seen, and the next position to give out (0: unknown),
