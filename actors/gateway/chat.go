@@ -254,14 +254,18 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		}
 	}
 	text := strings.TrimSpace(in.Text)
-	if len(in.Text) > MaxTextBytes {
+	limit := MaxTextBytes
+	if in.Verified {
+		limit = MaxVerifiedTextBytes
+	}
+	if len(in.Text) > limit {
 		rec := schema.GatewayMessageReceived{Platform: in.Platform, Chat: in.Chat, Thread: in.Thread, User: in.User, UserName: in.UserName,
 			MessageID: in.MessageID, Text: in.Text[:1024] + "…"}
 		if err := c.record(rec); err != nil {
 			return err
 		}
 		c.seen[in.MessageID] = true
-		return c.reply(rec, "", "", schema.ReplyNotice, fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, MaxTextBytes>>10), m.corr)
+		return c.reply(rec, "", "", schema.ReplyNotice, fmt.Sprintf("That message is %d KiB; the limit is %d KiB. Send it as a file, or in parts.", len(in.Text)>>10, limit>>10), m.corr)
 	}
 
 	// Verified front doors (the API server, webhooks) carry text written by
@@ -400,8 +404,23 @@ func (c *chat) next(ctx actor.Context) {
 	go c.typing(tctx, out)
 	var observe agent.Observer
 	if w.stream {
+		// The deltas are the session's own text (not its subagents'),
+		// and what one model call says before calling tools is set apart
+		// from the next call's text by a blank line: the streamed answer
+		// reads as the whole answer does.
+		said := false
 		observe = func(o agent.Observation) {
-			if o.Kind == agent.ObserveDelta && o.Text != "" {
+			if o.Depth != 0 {
+				return
+			}
+			switch {
+			case o.Kind == agent.ObserveStep && said:
+				said = false
+				d := out
+				d.Kind, d.Text = schema.OutboundDelta, "\n\n"
+				_ = c.r.publish(d, w.corr)
+			case o.Kind == agent.ObserveDelta && o.Text != "":
+				said = true
 				d := out
 				d.Kind, d.Text = schema.OutboundDelta, o.Text
 				_ = c.r.publish(d, w.corr)

@@ -41,9 +41,16 @@ const (
 	RefusedStream = "gateway-refused"
 )
 
-// MaxTextBytes bounds an inbound message's text; longer ones are refused
-// with a message saying so.
+// MaxTextBytes bounds the text of a message a person typed on a chat
+// platform; longer ones are refused with a message saying so.
 const MaxTextBytes = 64 << 10
+
+// MaxVerifiedTextBytes bounds the text of a message from a verified front
+// door (the API server, a signed webhook): programs such as chat front ends
+// resend a whole conversation with every request. It stays under the
+// 1 MiB a NATS server carries in one message by default, envelope included,
+// so that the same message crosses a distributed gateway's bus.
+const MaxVerifiedTextBytes = 960 << 10
 
 // Sessions is what the router needs of the session manager.
 type Sessions interface {

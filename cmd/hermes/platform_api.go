@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/gateway"
@@ -19,6 +20,7 @@ import (
 	"github.com/hermes-go/hermes/projections/search"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
+	"github.com/rs/zerolog"
 )
 
 // apiPlatform builds the OpenAI-compatible API server when enabled.
@@ -30,8 +32,8 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	a := env.chat.App
 	arch := &apiArchive{a: a}
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
-		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxTextBytes, Log: a.Log,
-		Images: a.Blobs()}
+		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxVerifiedTextBytes, Log: a.Log,
+		Images: a.Blobs(), MaxBodyBytes: set.MaxBodyBytes, ModelRoutes: apiRoutes(set, a.Log)}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
 		opts.Dashboard = &dashboard.Options{Store: a.Store, Blobs: a.Blobs(), Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
@@ -163,4 +165,27 @@ func (x *apiArchive) Search(ctx context.Context, q search.Query) (search.Results
 		return err
 	})
 	return res, err
+}
+
+// apiRoutes is the API server's model allow-list: platforms.api_server's
+// model_routes, alias → model. A route naming another provider, key or
+// base URL is left out with a warning: a turn runs on the configured
+// provider.
+func apiRoutes(set config.APIServerConfig, log zerolog.Logger) map[string]string {
+	routes := set.Routes()
+	if len(routes) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(routes))
+	for name, r := range routes {
+		switch {
+		case strings.TrimSpace(r.Model) == "":
+			log.Warn().Str("route", name).Msg("platforms.api_server.model_routes: a route without a model is left out")
+		case r.Provider != "" || r.APIKey != "" || r.BaseURL != "":
+			log.Warn().Str("route", name).Msg("platforms.api_server.model_routes: routes to another provider, key or base_url are not supported; this route is left out and its name runs the configured model")
+		default:
+			out[name] = r.Model
+		}
+	}
+	return out
 }

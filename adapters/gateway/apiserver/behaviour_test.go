@@ -374,7 +374,7 @@ func TestRunStopsAndReportsConnected(t *testing.T) {
 		reqDone <- err
 	}()
 	in := <-got
-	if in.Platform != "api" || !in.Verified || in.User != "api" || in.Text != "hello" || in.Model != "gpt-4o" || in.Chat == "" || in.MessageID == "" || in.SessionID != "" {
+	if in.Platform != "api" || !in.Verified || in.User != "api" || in.Text != "hello" || in.Model != "" || in.Chat == "" || in.MessageID == "" || in.SessionID != "" {
 		t.Fatalf("inbound %+v", in)
 	}
 	start := time.Now()

@@ -79,7 +79,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID()
-	tr := turnRequest{id: id, text: text, atts: atts, session: session, model: req.Model, stream: req.Stream}
+	tr := turnRequest{id: id, text: text, atts: atts, session: session, model: req.Model}
 	wt := s.begin(w, r, tr, "chatcmpl-"+id)
 	if wt == nil {
 		return
@@ -100,19 +100,32 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 // awaitFinal waits for the turn's final reply of a non-streamed request
 // and names its session in the response header. false means the answer
-// (a timeout, a failed turn) is written already.
+// (a timeout, a failed turn) is written already. Its Text is the text the
+// turn streamed, when it streamed any: what it said before calling tools,
+// then its answer, as a streamed request receives them.
 func (s *Server) awaitFinal(w http.ResponseWriter, r *http.Request, wt *waiter) (*schema.Outbound, bool) {
 	f := s.follow(r, wt, false)
 	defer f.close()
+	var said strings.Builder
 	for {
 		n, err := f.next()
 		if err != nil {
 			s.timedOut(w, err)
 			return nil, false
 		}
+		for _, it := range n.items {
+			if !it.question {
+				said.WriteString(it.text)
+			}
+		}
 		final := n.final
 		if final == nil {
 			continue
+		}
+		if said.Len() > 0 && final.Error == "" {
+			whole := *final
+			whole.Text = said.String()
+			final = &whole
 		}
 		w.Header().Set(SessionHeader, final.SessionID)
 		if final.Error != "" {

@@ -241,35 +241,6 @@ func TestSlashTextIsNotAGatewayCommand(t *testing.T) {
 	}
 }
 
-func TestModelOverrideAndModels(t *testing.T) {
-	r := newRig(t, []llmtest.Reply{{Content: "a"}, {Content: "b"}})
-	c := r.client()
-	models, err := c.Models.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range models.Data {
-		ids = append(ids, m.ID)
-	}
-	if strings.Join(ids, ",") != "hermes-agent,gpt-4o-mini" {
-		t.Fatalf("models %v", ids)
-	}
-	if _, err := c.Chat.Completions.New(context.Background(), oa.ChatCompletionNewParams{Model: apiserver.Alias,
-		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("x")}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Chat.Completions.New(context.Background(), oa.ChatCompletionNewParams{Model: "gpt-4.1-nano",
-		Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("y")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs := r.llm.Requests()
-	if reqs[0].Body["model"] != "gpt-4o-mini" || reqs[1].Body["model"] != "gpt-4.1-nano" || res.Model != "gpt-4.1-nano" {
-		t.Fatalf("models sent upstream: %v, %v; answer names %q", reqs[0].Body["model"], reqs[1].Body["model"], res.Model)
-	}
-}
-
 func TestResponsesWithPreviousResponseID(t *testing.T) {
 	script := append(weatherScript(), llmtest.Reply{Content: "Yes, take sunglasses."})
 	r := newRig(t, script)

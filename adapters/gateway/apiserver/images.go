@@ -19,8 +19,12 @@ type Images interface {
 	PutImage(ctx context.Context, data []byte, name string) (schema.ImageRef, error)
 }
 
-// maxImageBodyBytes is the default body limit when images are taken: a
-// 20 MiB image is about 27 MiB as base64.
+// DefaultMaxBodyBytes is the default bound of a request body: 10 MB, the
+// Python agent's, which holds a long conversation resent whole.
+const DefaultMaxBodyBytes = 10_000_000
+
+// maxImageBodyBytes is the default bound when images are taken: a 20 MiB
+// image is about 27 MiB as base64.
 const maxImageBodyBytes = 32 << 20
 
 // storeImages decodes the data: URLs of a request's image parts, stores

@@ -18,7 +18,7 @@ func TestBadRequests(t *testing.T) {
 	big := append([]byte(`{"model":"hermes-agent","messages":[{"role":"user","content":"`), bytes.Repeat([]byte("a"), 10<<20)...)
 	big = append(big, []byte(`"}]}`)...)
 	invalidUTF8 := []byte("{\"model\":\"hermes-agent\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}")
-	long := `{"model":"hermes-agent","messages":[{"role":"user","content":"` + strings.Repeat("b", 70<<10) + `"}]}`
+	long := `{"model":"hermes-agent","messages":[{"role":"user","content":"` + strings.Repeat("b", 1<<20) + `"}]}`
 	cases := []struct {
 		name, method, path, ctype string
 		body                      []byte

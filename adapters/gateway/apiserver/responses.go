@@ -180,7 +180,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reqID := newID()
-	tr := turnRequest{id: reqID, text: text, atts: atts, session: session, model: req.Model, stream: req.Stream}
+	tr := turnRequest{id: reqID, text: text, atts: atts, session: session, model: req.Model}
 	// The public id needs the session, which a new session has only once
 	// its turn begins; the waiter's public id is set then.
 	wt := s.begin(w, r, tr, "")

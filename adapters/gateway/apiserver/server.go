@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -62,7 +63,13 @@ type Options struct {
 	// None by default.
 	CORSOrigins []string
 	// Model is the configured model, listed by /v1/models beside Alias.
+	// A turn runs on it whatever model the client names, unless the name
+	// is one of ModelRoutes.
 	Model string
+	// ModelRoutes maps the names a client may send as a request's model
+	// to the model the turn runs on (the allow-list); /v1/models lists
+	// them.
+	ModelRoutes map[string]string
 	// Archive serves /api/sessions… and checks the session a request
 	// names; nil turns those routes off (501).
 	Archive Archive
@@ -79,11 +86,12 @@ type Options struct {
 	// Images keeps the images of image_url and input_image parts (data:
 	// URLs); nil refuses them.
 	Images Images
-	// MaxBodyBytes bounds a request body (default 1 MiB, 32 MiB when
-	// Images is set).
+	// MaxBodyBytes bounds a request body, images and resent history
+	// included (default DefaultMaxBodyBytes, 32 MiB when Images is set:
+	// an image may be 20 MiB).
 	MaxBodyBytes int64
 	// MaxTextBytes bounds the text sent to the agent, history included
-	// (default 64 KiB, the router's limit).
+	// (default 960 KiB, the router's limit for verified front doors).
 	MaxTextBytes int
 	// TurnTimeout bounds how long a request waits for its answer
 	// (default 30 minutes); then the turn is stopped and the client gets
@@ -146,13 +154,13 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 1 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 		if opts.Images != nil {
 			opts.MaxBodyBytes = maxImageBodyBytes
 		}
 	}
 	if opts.MaxTextBytes <= 0 {
-		opts.MaxTextBytes = 64 << 10
+		opts.MaxTextBytes = 960 << 10
 	}
 	if opts.TurnTimeout <= 0 {
 		opts.TurnTimeout = 30 * time.Minute
@@ -459,6 +467,12 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	data := []model{{ID: Alias, Object: "model", Created: s.started.Unix(), OwnedBy: "hermes"}}
 	if s.opts.Model != "" && s.opts.Model != Alias {
 		data = append(data, model{ID: s.opts.Model, Object: "model", Created: s.started.Unix(), OwnedBy: "hermes"})
+	}
+	routes := slices.Sorted(maps.Keys(s.opts.ModelRoutes))
+	for _, name := range routes {
+		if name != Alias && name != s.opts.Model {
+			data = append(data, model{ID: name, Object: "model", Created: s.started.Unix(), OwnedBy: "hermes"})
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -21,16 +21,17 @@ type turnRequest struct {
 	atts    []schema.Attachment // images, stored already
 	session string              // the session to continue; "" starts one
 	model   string              // the model the client named
-	stream  bool
 }
 
-// override is the model to run the turn with: none for the alias or the
-// configured model.
+// override is the model to run the turn with: a route's model when the
+// client named one, else none (the configured model). A client's model
+// name is not passed on: it would choose the provider's model, and so the
+// cost, for whoever holds the key.
 func (s *Server) override(m string) string {
-	if m == "" || m == Alias || m == s.opts.Model {
-		return ""
+	if to, ok := s.opts.ModelRoutes[m]; ok && to != s.opts.Model {
+		return to
 	}
-	return m
+	return ""
 }
 
 // answerModel is the model named in answers: the one the client asked for.
@@ -86,7 +87,9 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, tr turnRequest, p
 	}
 	s.corr.register(wt)
 	in := schema.Inbound{Platform: Platform, Chat: chat, User: Platform, MessageID: tr.id, Text: tr.text, Attachments: tr.atts, Verified: true,
-		SessionID: tr.session, Model: s.override(tr.model), Stream: tr.stream}
+		// Deltas come for every request: a non-streamed answer is made of
+		// them too, so that it carries the text a streamed one does.
+		SessionID: tr.session, Model: s.override(tr.model), Stream: true}
 	if err := (*inbox)(r.Context(), in); err != nil {
 		s.corr.forget(wt)
 		s.log.Error().Err(err).Msg("hand a request to the gateway")

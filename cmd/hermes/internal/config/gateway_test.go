@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +68,34 @@ func TestGatewayPrecedence(t *testing.T) {
 	c.Gateway.Busy = "panic"
 	if _, err := Gateway(c); err == nil || !strings.Contains(err.Error(), `gateway.busy "panic"`) {
 		t.Fatalf("a bad gateway.busy: %v", err)
+	}
+}
+
+// TestAPIServerModelRoutes: model_routes load from ours and from the
+// Python agent's place (platforms.api_server.extra), ours winning on a
+// name in both; max_body_bytes loads.
+func TestAPIServerModelRoutes(t *testing.T) {
+	dir := t.TempDir()
+	yml := `platforms:
+  api_server:
+    max_body_bytes: 20000000
+    model_routes:
+      fast: {model: gpt-4.1-nano}
+    extra:
+      model_routes:
+        fast: {model: ignored}
+        cheap: {model: gpt-4o-mini, provider: openrouter}
+`
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Platforms.APIServer
+	r := a.Routes()
+	if a.MaxBodyBytes != 20_000_000 || len(r) != 2 || r["fast"].Model != "gpt-4.1-nano" || r["cheap"].Provider != "openrouter" {
+		t.Fatalf("max_body_bytes %d, routes %+v", a.MaxBodyBytes, r)
 	}
 }

@@ -55,6 +55,44 @@ type APIServerConfig struct {
 	// Dashboard serves the web dashboard under /dashboard/ (default: on
 	// when a key is set; it needs one).
 	Dashboard *bool `yaml:"dashboard"`
+	// MaxBodyBytes bounds a request body (default 10 MB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ModelRoutes is the allow-list of names a client may send as its
+	// request's model: each maps to the model its turns run on. Any other
+	// name runs the configured model (the Python agent's model_routes).
+	ModelRoutes map[string]ModelRoute `yaml:"model_routes"`
+	// Extra holds the same keys where the Python agent reads them
+	// (platforms.api_server.extra).
+	Extra struct {
+		ModelRoutes map[string]ModelRoute `yaml:"model_routes"`
+	} `yaml:"extra"`
+}
+
+// ModelRoute is one platforms.api_server.model_routes entry.
+type ModelRoute struct {
+	Model string `yaml:"model"`
+	// Provider, APIKey and BaseURL are read so that a Python home's
+	// routes load; routes run on the configured provider, and the gateway
+	// leaves out (with a warning) a route that names another.
+	Provider string `yaml:"provider"`
+	APIKey   string `yaml:"api_key"`
+	BaseURL  string `yaml:"base_url"`
+}
+
+// Routes is the merged allow-list of ModelRoutes and Extra.ModelRoutes
+// (the first wins on a name in both).
+func (a APIServerConfig) Routes() map[string]ModelRoute {
+	if len(a.ModelRoutes)+len(a.Extra.ModelRoutes) == 0 {
+		return nil
+	}
+	out := map[string]ModelRoute{}
+	for k, v := range a.Extra.ModelRoutes {
+		out[k] = v
+	}
+	for k, v := range a.ModelRoutes {
+		out[k] = v
+	}
+	return out
 }
 
 // TelegramConfig is platforms.telegram (TELEGRAM_* in the environment).
