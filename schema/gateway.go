@@ -145,6 +145,13 @@ type PairingRevoked struct {
 	User     string `json:"user"`
 }
 
+// APIResponseDeleted records that an API client deleted a response
+// (DELETE /v1/responses/{id}): its id is unknown from then on, also as a
+// previous_response_id. The turn stays in its session.
+type APIResponseDeleted struct {
+	ResponseID string `json:"response_id"`
+}
+
 // Event type names, as EventType returns them and envelopes carry them:
 // compare with these, not with literals, so a renamed event breaks the build.
 const (
@@ -159,6 +166,7 @@ const (
 	TypePairingApproved         = "PairingApproved"
 	TypePairingRejected         = "PairingRejected"
 	TypePairingRevoked          = "PairingRevoked"
+	TypeAPIResponseDeleted      = "APIResponseDeleted"
 )
 
 func (GatewayChatOpened) EventType() string       { return TypeGatewayChatOpened }
@@ -172,6 +180,7 @@ func (PairingRequested) EventType() string        { return TypePairingRequested 
 func (PairingApproved) EventType() string         { return TypePairingApproved }
 func (PairingRejected) EventType() string         { return TypePairingRejected }
 func (PairingRevoked) EventType() string          { return TypePairingRevoked }
+func (APIResponseDeleted) EventType() string      { return TypeAPIResponseDeleted }
 
 // The bus messages below cross between platform adapters and the gateway
 // router (possibly between processes, over NATS): they are the gateway's

@@ -115,6 +115,7 @@ var registry = map[string]eventType{
 	TypePairingApproved:         v1[PairingApproved](),
 	TypePairingRejected:         v1[PairingRejected](),
 	TypePairingRevoked:          v1[PairingRevoked](),
+	TypeAPIResponseDeleted:      v1[APIResponseDeleted](),
 
 	TypeJobCreated:        v1[JobCreated](),
 	TypeJobListed:         v1[JobListed](),

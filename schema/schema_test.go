@@ -65,6 +65,7 @@ var samples = []Payload{
 	PairingApproved{Platform: "telegram", User: "999", UserName: "eve", CodeHash: "5e884898da28047151d0e56f8dc62927"},
 	PairingRejected{Reason: "no pending pairing has this code"},
 	PairingRevoked{Platform: "telegram", User: "999"},
+	APIResponseDeleted{ResponseID: "resp_0123456789abcdef01234567MGI3ZTVjMWE"},
 	JobCreated{ID: "3f2a9c1d7e5b", JobSpec: JobSpec{Name: "morning build check", Schedule: "0 9 * * 1-5", Timezone: "Europe/Berlin",
 		Prompt: "Check the nightly build and summarise failures.", Script: "./check-build.sh", Toolsets: []string{"web", "terminal"}, Model: "gpt-4o-mini",
 		Deliver: "origin", Origin: &JobOrigin{Platform: "telegram", Chat: "111111", Thread: "17", SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b"},

@@ -304,7 +304,11 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 			return err
 		}
 	}
-	rec := c.received(in, c.session, uuid.NewString())
+	turnID := uuid.NewString()
+	if in.Verified && in.MessageID != "" {
+		turnID = TurnIDFor(in.Platform, in.MessageID)
+	}
+	rec := c.received(in, c.session, turnID)
 	if err := c.record(rec); err != nil {
 		return err
 	}

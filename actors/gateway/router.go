@@ -24,6 +24,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/gateway/wire"
@@ -40,6 +41,18 @@ const (
 	// RefusedStream records messages that reached no agent.
 	RefusedStream = "gateway-refused"
 )
+
+// turnSpace names the ids of turns TurnIDFor makes.
+var turnSpace = uuid.MustParse("6d1f3c2e-8a4b-4f6e-9c1d-2b7a5e0f4c83")
+
+// TurnIDFor is the id of the turn a verified front door's message runs as:
+// derived from the message's id, which such a door makes unique (the API
+// server's request ids), so that the door finds the turn again from the
+// message alone — the API server answers GET /v1/responses/{id} from the
+// session's events this way.
+func TurnIDFor(platform, messageID string) string {
+	return uuid.NewSHA1(turnSpace, []byte(platform+"\x00"+messageID)).String()
+}
 
 // MaxTextBytes bounds the text of a message a person typed on a chat
 // platform; longer ones are refused with a message saying so.

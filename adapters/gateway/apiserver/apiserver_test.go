@@ -117,7 +117,8 @@ func newRig(t testing.TB, script []llmtest.Reply, opts ...rigOpt) *rig {
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
 	arch := gatewaytest.OpenProjections(t, store, dir)
-	o := apiserver.Options{Host: "127.0.0.1", Port: 0, Key: testKey, Model: "gpt-4o-mini", Archive: arch, Search: arch, Stopper: mgr, Log: log}
+	o := apiserver.Options{Host: "127.0.0.1", Port: 0, Key: testKey, Model: "gpt-4o-mini", Archive: arch, Search: arch, Stopper: mgr, Log: log,
+		Responses: apiserver.StoreResponses{Store: store}}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	oa "github.com/openai/openai-go"
+	"github.com/openai/openai-go/responses"
 
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -175,5 +177,48 @@ func TestPythonOpenAIClient(t *testing.T) {
 	reqs := r.llm.Requests()
 	if len(reqs) != 6 || reqs[4].Body["model"] != "gpt-4o-mini" || reqs[5].Body["model"] != "gpt-4.1-nano" || len(reqs[4].Raw) < 900_000 {
 		t.Fatalf("%d model calls; the long one %d bytes, models %v %v", len(reqs), len(reqs[4].Raw), reqs[4].Body["model"], reqs[5].Body["model"])
+	}
+}
+
+// TestRetrieveAndDeleteResponse: a response is read back by its id from
+// its session's events, with the text it was answered with; after a
+// delete its id is unknown, to GET and as a previous_response_id, and a
+// second delete is a 404.
+func TestRetrieveAndDeleteResponse(t *testing.T) {
+	r := newRig(t, narrationScript())
+	c := r.client()
+	res, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: apiserver.Alias,
+		Input: responses.ResponseNewParamsInputUnion{OfString: oa.String("weather?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Responses.Get(context.Background(), res.ID, responses.ResponseGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != res.ID || got.Status != "completed" || got.OutputText() != "Let me check.\n\nFinal answer B." || got.OutputText() != res.OutputText() ||
+		got.Usage.TotalTokens != res.Usage.TotalTokens || got.CreatedAt == 0 {
+		t.Fatalf("retrieved %+v\nanswered %+v", got, res)
+	}
+	if err := c.Responses.Delete(context.Background(), res.ID); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *oa.Error
+	if _, err := c.Responses.Get(context.Background(), res.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("GET after delete: %v", err)
+	}
+	if err := c.Responses.Delete(context.Background(), res.ID); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("second delete: %v", err)
+	}
+	_, err = c.Responses.New(context.Background(), responses.ResponseNewParams{Model: apiserver.Alias, PreviousResponseID: oa.String(res.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfString: oa.String("and now?")}})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || !strings.Contains(apiErr.Error(), "deleted") {
+		t.Fatalf("continuing a deleted response: %v", err)
+	}
+	if _, err := c.Responses.Get(context.Background(), "resp_nope", responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("GET of a foreign id: %v", err)
+	}
+	if n := len(r.llm.Requests()); n != 2 {
+		t.Fatalf("%d model calls, want the first turn's 2", n)
 	}
 }

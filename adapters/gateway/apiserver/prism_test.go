@@ -263,6 +263,10 @@ func TestResponsesMatchOpenAISpec(t *testing.T) {
 	_ = json.Unmarshal([]byte(body), &resp)
 	status, h, body = call(prism, "POST", "/responses", `{"model":"hermes-agent","input":[{"role":"user","content":"again"}],"previous_response_id":"`+resp.ID+`"}`, nil)
 	check("response continued", status, h, body)
+	status, h, body = call(prism, "GET", "/responses/"+resp.ID, "", nil)
+	check("response retrieved", status, h, body)
+	status, h, body = call(prism, "DELETE", "/responses/"+resp.ID, "", nil)
+	check("response deleted", status, h, body)
 
 	// Streams, straight from the server; their events through Prism's
 	// validator.

@@ -154,9 +154,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	session := strings.TrimSpace(r.Header.Get(SessionHeader))
 	if req.PreviousResponseID != "" {
-		prev, ok := sessionOfResponse(req.PreviousResponseID)
+		prev, _, ok := s.knownResponse(w, r, req.PreviousResponseID, "previous_response_not_found")
 		if !ok {
-			fail(w, http.StatusNotFound, notFoundError, "previous_response_not_found", "previous_response_id "+req.PreviousResponseID+" is not a response of this server")
 			return
 		}
 		if session != "" && session != prev {

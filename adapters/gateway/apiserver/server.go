@@ -80,6 +80,9 @@ type Options struct {
 	// dashboard is a turn through this server's chat route). It needs a
 	// key.
 	Dashboard *dashboard.Options
+	// Responses keeps the ids of deleted responses; nil turns DELETE
+	// /v1/responses/{id} off (501).
+	Responses ResponseLog
 	// Stopper stops the turn of a client that went away; nil lets turns
 	// run to their end (their answers stay in the session).
 	Stopper Stopper
@@ -321,6 +324,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/models", s.only(http.MethodGet, s.models))
 	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.chatCompletions))
 	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.responses))
+	mux.HandleFunc("/v1/responses/{id}", s.responseByID)
 	mux.HandleFunc("/v1/approvals", s.only(http.MethodGet, s.listApprovals))
 	mux.HandleFunc("/v1/approvals/{session}", s.approvals)
 	mux.HandleFunc("/api/sessions", s.only(http.MethodGet, s.listSessions))
