@@ -171,6 +171,11 @@ type JobDeliveryFailed struct {
 	RunID  string `json:"run_id"`
 	Target string `json:"target"`
 	Error  string `json:"error"`
+	// Attempt numbers the delivery attempt that failed (0: the first,
+	// before attempts were counted); Retry says another attempt follows
+	// (cron.delivery_attempts), so that the delivery is still pending.
+	Attempt int  `json:"attempt,omitempty"`
+	Retry   bool `json:"retry,omitempty"`
 }
 
 // Event type names, as EventType returns them and envelopes carry them:

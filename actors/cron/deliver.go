@@ -15,16 +15,28 @@ import (
 )
 
 // deliverPending delivers run's output to each of its targets still
-// without an outcome, and records each outcome in the job's stream. When
-// ctx ends (the scheduler stops) what is not delivered stays pending, and
-// is delivered by the next scheduler to start.
-func (s *Scheduler) deliverPending(ctx context.Context, j *Job, run *Run) {
+// without an outcome whose attempt is due, and records each outcome in the
+// job's stream. When ctx ends (the scheduler stops) what is not delivered
+// stays pending, and is delivered by the next scheduler to start. later
+// reports deliveries left pending for later: a retry not due yet, or a
+// platform this process cannot reach, left for a process that can (a
+// gateway) until HandOver has passed.
+func (s *Scheduler) deliverPending(ctx context.Context, j *Job, run *Run) (later bool) {
+	now := s.cfg.Clock.Now()
 	for _, t := range run.Pending() {
 		if ctx.Err() != nil {
-			return
+			return true
 		}
-		s.deliverTo(ctx, j, run, t)
+		attempt, due := run.NextAttempt(t.String())
+		if due.After(now) {
+			later = true
+			continue
+		}
+		if s.deliverTo(ctx, j, run, t, attempt) {
+			later = true
+		}
 	}
+	return later
 }
 
 // text is what a target receives of a run.
@@ -35,39 +47,58 @@ func (s *Scheduler) text(j *Job, run *Run) string {
 	return fmt.Sprintf("⏰ %s\n\n%s", j.Spec.Name, run.Output)
 }
 
-func (s *Scheduler) deliverTo(ctx context.Context, j *Job, run *Run, t Target) {
+func (s *Scheduler) deliverTo(ctx context.Context, j *Job, run *Run, t Target, attempt int) (later bool) {
 	log := s.log.With().Str("job", j.ID).Str("run", run.ID).Str("target", t.String()).Logger()
 	wctx := context.WithoutCancel(ctx)
 	switch t.Kind {
 	case TargetLocal:
 		path, err := s.writeOutput(j, run)
 		if err != nil {
-			s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: err.Error()})
+			s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: err.Error()}, false)
 			log.Error().Err(err).Msg("write cron output")
-			return
+			return false
 		}
-		s.outcome(wctx, j.ID, schema.JobDelivered{RunID: run.ID, Target: t.String(), Path: path})
+		s.outcome(wctx, j.ID, schema.JobDelivered{RunID: run.ID, Target: t.String(), Path: path}, false)
 	case TargetPlatform:
-		s.deliverToPlatform(ctx, j, run, t)
+		return s.deliverToPlatform(ctx, j, run, t, attempt)
 	default:
-		s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: t.Err})
+		s.outcome(wctx, j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: t.Err}, false)
 	}
+	return false
 }
 
-func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t Target) {
-	fail := func(msg string) {
-		s.outcome(context.WithoutCancel(ctx), j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: msg})
-		s.log.Warn().Str("job", j.ID).Str("run", run.ID).Str("target", t.String()).Str("error", msg).Msg("cron delivery failed")
-	}
+// reach says whether this process can deliver to platform, and why not.
+func (s *Scheduler) reach(platform string) (bool, string) {
 	if s.cfg.Bus == nil {
-		fail(s.cfg.NoBus)
-		return
+		return false, s.cfg.NoBus
 	}
 	if s.cfg.Platforms != nil {
-		if up := s.cfg.Platforms(); !slices.Contains(up, t.Platform) {
-			fail(fmt.Sprintf("platform %s is not running in this gateway (running: %s)", t.Platform, strings.Join(up, ", ")))
-			return
+		if up := s.cfg.Platforms(); !slices.Contains(up, platform) {
+			return false, fmt.Sprintf("platform %s is not running in this gateway (running: %s)", platform, strings.Join(up, ", "))
 		}
+	}
+	return true, ""
+}
+
+func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t Target, attempt int) (later bool) {
+	log := s.log.With().Str("job", j.ID).Str("run", run.ID).Str("target", t.String()).Int("attempt", attempt).Logger()
+	// fail records this attempt failed; a retryable failure leaves the
+	// delivery pending for its next attempt.
+	fail := func(msg string, retryable bool) bool {
+		s.outcome(context.WithoutCancel(ctx), j.ID, schema.JobDeliveryFailed{RunID: run.ID, Target: t.String(), Error: msg, Attempt: attempt}, retryable)
+		log.Warn().Str("error", msg).Bool("retryable", retryable).Msg("cron delivery failed")
+		return retryable
+	}
+	if ok, why := s.reach(t.Platform); !ok {
+		// Another process (a gateway running the platform) delivers it;
+		// when nobody has HandOver after this process first left it,
+		// it failed.
+		if s.handOver(run.ID+"|"+t.String()) < s.cfg.HandOver {
+			log.Debug().Str("reason", why).Msg("delivery left for a process that runs the platform")
+			return true
+		}
+		fail(fmt.Sprintf("%s; no process running %s delivered it within %s", why, t.Platform, s.cfg.HandOver), false)
+		return false
 	}
 	changed, done := s.waitFor(j.ID)
 	defer done()
@@ -77,25 +108,45 @@ func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t T
 		out.Error = run.Error
 	}
 	if err := s.cfg.Bus.Publish(ctx, out); err != nil {
-		fail("publish to the gateway bus: " + err.Error())
-		return
+		return fail("publish to the gateway bus: "+err.Error(), true)
 	}
 	expired := make(chan struct{})
 	timer := s.cfg.Clock.AfterFunc(s.cfg.AckTimeout, func() { close(expired) })
 	defer timer.Stop()
 	for {
-		if j := s.jobs.Peek(j.ID); j == nil || !pending(j, run.ID, t.String()) {
-			return
+		j := s.jobs.Peek(j.ID)
+		if j == nil || !pending(j, run.ID, t.String()) {
+			return false
+		}
+		if r := j.Open[run.ID]; r.Attempts[t.String()] >= attempt {
+			return true // this attempt failed; the next is due later
 		}
 		select {
 		case <-changed:
 		case <-expired:
-			fail(fmt.Sprintf("no delivery acknowledgement from the %s adapter within %s", t.Platform, s.cfg.AckTimeout))
-			return
+			fail(fmt.Sprintf("no delivery acknowledgement from the %s adapter within %s (it may have arrived: not sent again)", t.Platform, s.cfg.AckTimeout), false)
+			return false
 		case <-ctx.Done():
-			return // left pending: delivered again after a restart
+			return true // left pending: delivered again after a restart
 		}
 	}
+}
+
+// handOver is how long ago this process first left delivery key to
+// another (zero the first time).
+func (s *Scheduler) handOver(key string) time.Duration {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, ok := s.leftAt[key]
+	if !ok {
+		if len(s.leftAt) >= 10000 {
+			clear(s.leftAt) // bounded: a forgotten wait starts again
+		}
+		s.leftAt[key] = now
+		return 0
+	}
+	return now.Sub(first)
 }
 
 // pending reports whether run rid of j still waits for target's outcome.
@@ -108,8 +159,10 @@ func pending(j *Job, rid, target string) bool {
 	return !done
 }
 
-// outcome records a delivery outcome unless one is recorded already.
-func (s *Scheduler) outcome(ctx context.Context, id string, p schema.Payload) error {
+// outcome records a delivery outcome unless one is recorded already. A
+// failure that is retryable is recorded as an attempt that another
+// follows (Retry), while attempts remain (DeliveryAttempts).
+func (s *Scheduler) outcome(ctx context.Context, id string, p schema.Payload, retryable bool) error {
 	var rid, target string
 	switch e := p.(type) {
 	case schema.JobDelivered:
@@ -120,6 +173,19 @@ func (s *Scheduler) outcome(ctx context.Context, id string, p schema.Payload) er
 	_, err := s.jobs.Append(ctx, id, func(j *Job) ([]schema.Payload, error) {
 		if !pending(j, rid, target) {
 			return nil, ErrNothing
+		}
+		if f, ok := p.(schema.JobDeliveryFailed); ok {
+			run := j.Open[rid]
+			n := run.Attempts[target] + 1
+			if f.Attempt != 0 && f.Attempt < n {
+				return nil, ErrNothing // that attempt's outcome is in already
+			}
+			f.Attempt = n
+			f.Retry = retryable && n < s.cfg.DeliveryAttempts
+			if retryable && !f.Retry {
+				f.Error = fmt.Sprintf("%s (attempt %d of %d: not tried again)", f.Error, n, s.cfg.DeliveryAttempts)
+			}
+			p = f
 		}
 		return []schema.Payload{p}, nil
 	})
@@ -154,7 +220,7 @@ func (s *Scheduler) Ack(in schema.Inbound) error {
 	if in.Kind == schema.InboundFailed {
 		p = schema.JobDeliveryFailed{RunID: rid, Target: target, Error: in.Error}
 	}
-	return s.outcome(ctx, id, p)
+	return s.outcome(ctx, id, p, !in.Permanent)
 }
 
 // writeOutput writes run's output to OutputDir/<job>/<run>.md (through a

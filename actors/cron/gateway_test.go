@@ -23,6 +23,7 @@ import (
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/llm/openai"
+	"github.com/hermes-go/hermes/events/embedded"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -34,6 +35,9 @@ type chatPlatform struct {
 	mu    sync.Mutex
 	sent  []schema.Outbound
 	ready chan struct{}
+	// fails is how many more sends to a chat fail for a passing reason
+	// (a negative count: every send).
+	fails map[string]int
 }
 
 func (p *chatPlatform) Name() string { return "testchat" }
@@ -47,6 +51,10 @@ func (p *chatPlatform) Send(_ context.Context, out schema.Outbound) ([]string, e
 	defer p.mu.Unlock()
 	if out.Chat == "gone" {
 		return nil, &gw.PermanentError{Err: errors.New("400 Bad Request: chat not found")}
+	}
+	if n := p.fails[out.Chat]; n != 0 {
+		p.fails[out.Chat] = n - 1
+		return nil, &gw.RetryAfterError{Err: errors.New("502 Bad Gateway"), After: time.Millisecond}
 	}
 	p.sent = append(p.sent, out)
 	return []string{"m" + string(rune('0'+len(p.sent)))}, nil
@@ -62,7 +70,8 @@ func (p *chatPlatform) replies() []schema.Outbound {
 // reach a chat given as PLATFORM:CHAT and the chat a job was created from
 // (origin, with its thread); the adapter's acknowledgements come back
 // through the router's hook and are recorded as JobDelivered /
-// JobDeliveryFailed; a platform the gateway does not run fails at once.
+// JobDeliveryFailed; a platform the gateway does not run is left for a
+// gateway that runs it, and fails when none took it within the hand-over.
 func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	dir := t.TempDir()
 	store := openStore(t, dir)
@@ -105,9 +114,10 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	elsewhere := mustCreate(t, jobs, schema.JobSpec{Name: "elsewhere", Schedule: "every 1h", Prompt: "p", Deliver: "slack:C1"})
 	waitFor(t, "the timers", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
 	clock.Set(t0.Add(time.Hour))
-	for _, j := range []*cron.Job{named, origin, gone, elsewhere} {
+	for _, j := range []*cron.Job{named, origin, gone} {
 		waitFor(t, "job "+j.Spec.Name+" delivered", func() bool { return settled(t, store, j.ID, 1) })
 	}
+	handedOver(t, clock, store, elsewhere.ID)
 	got := map[string]schema.Outbound{}
 	for _, o := range plat.replies() {
 		got[o.Chat] = o
@@ -133,7 +143,8 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	if oc := gr.Outcomes["testchat:gone"]; oc.Delivered || !strings.Contains(oc.Error, "chat not found") || !gr.Outcomes["local"].Delivered {
 		t.Fatalf("gone outcomes %+v", gr.Outcomes)
 	}
-	if oc := runs(t, store, elsewhere.ID)[0].Outcomes["slack:C1"]; !strings.Contains(oc.Error, "platform slack is not running in this gateway") {
+	if oc := runs(t, store, elsewhere.ID)[0].Outcomes["slack:C1"]; !strings.Contains(oc.Error, "platform slack is not running in this gateway") ||
+		!strings.Contains(oc.Error, "no process running slack delivered it within 10m0s") {
 		t.Fatalf("elsewhere outcome %+v", oc)
 	}
 	// The platform message ids are kept.
@@ -146,5 +157,119 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("JobDelivered lacks the platform's message ids")
+	}
+}
+
+// cronGateway is a gateway (router, bus, plat) with a scheduler inside on
+// clock, and its jobs.
+type cronGateway struct {
+	store *embedded.Store
+	jobs  *cron.Jobs
+	sched *cron.Scheduler
+	plat  *chatPlatform
+}
+
+func startCronGateway(t *testing.T, dir string, clock *crontest.Clock, plat *chatPlatform, a cron.Agent) *cronGateway {
+	t.Helper()
+	store := openStore(t, dir)
+	log := zerolog.Nop()
+	sys := actors.NewSystem(log)
+	t.Cleanup(sys.Shutdown)
+	b, err := bus.Open("", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New()
+	jobs := cron.NewJobs(store, clock.Now)
+	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: bus.OutboundPublisher{Bus: b},
+		Platforms: func() []string { return []string{"testchat"} }, Agent: a})
+	router := gateway.New(store, b.Transport, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
+	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
+		Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait(); b.Close(); srv.Close() })
+	wg.Add(3)
+	go func() { defer wg.Done(); router.Run(ctx) }()
+	<-router.Ready()
+	go func() { defer wg.Done(); gw.NewServed(plat, b, log).Serve(ctx) }()
+	<-plat.ready
+	go func() { defer wg.Done(); sched.Run(ctx) }()
+	<-sched.Ready()
+	return &cronGateway{store: store, jobs: jobs, sched: sched, plat: plat}
+}
+
+// TestDeliveryRetriedPerPolicy: a delivery the platform refuses for a
+// passing reason is tried again after the backoff and delivered once; one
+// refused every time gets cron.delivery_attempts attempts and then is a
+// failure, and the run is not "ok" in the history.
+func TestDeliveryRetriedPerPolicy(t *testing.T) {
+	clock := crontest.NewClock(t0)
+	plat := &chatPlatform{ready: make(chan struct{}), fails: map[string]int{"flaky": gw.MaxAttempts, "down": -1}}
+	g := startCronGateway(t, t.TempDir(), clock, plat, &stubAgent{reply: func(context.Context, *cron.Job, string) (string, error) { return "the report", nil }})
+	flaky := mustCreate(t, g.jobs, schema.JobSpec{Name: "flaky", Schedule: "every 1h", Prompt: "p", Deliver: "testchat:flaky"})
+	down := mustCreate(t, g.jobs, schema.JobSpec{Name: "down", Schedule: "every 1h", Prompt: "p", Deliver: "testchat:down"})
+	waitFor(t, "the timers", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
+	clock.Set(t0.Add(time.Hour))
+	end := clock.Now().Add(20 * time.Minute)
+	for !settled(t, g.store, flaky.ID, 1) || !settled(t, g.store, down.ID, 1) {
+		if clock.Now().After(end) {
+			t.Fatalf("still pending 20 min on: flaky %+v; down %+v", runs(t, g.store, flaky.ID)[0], runs(t, g.store, down.ID)[0])
+		}
+		clock.Advance(time.Minute)
+		time.Sleep(30 * time.Millisecond)
+	}
+	f := runs(t, g.store, flaky.ID)[0]
+	if f.Result() != "ok" || !f.Outcomes["testchat:flaky"].Delivered || f.Attempts["testchat:flaky"] != 1 || !strings.Contains(f.Failed["testchat:flaky"].Error, "502") {
+		t.Fatalf("flaky run: %s, outcomes %+v, failed attempts %v %+v", f.Result(), f.Outcomes, f.Attempts, f.Failed)
+	}
+	sent := 0
+	for _, o := range plat.replies() {
+		if o.Chat == "flaky" {
+			sent++
+		}
+	}
+	if sent != 1 {
+		t.Fatalf("the flaky chat got the report %d times", sent)
+	}
+	d := runs(t, g.store, down.ID)[0]
+	if d.Result() != "ok, delivery failed" || d.Attempts["testchat:down"] != cron.DefaultDeliveryAttempts-1 ||
+		!strings.Contains(d.Outcomes["testchat:down"].Error, "attempt 3 of 3: not tried again") {
+		t.Fatalf("down run: %s, outcomes %+v, failed attempts %v", d.Result(), d.Outcomes, d.Attempts)
+	}
+}
+
+// TestDeliveryHandedToTheGateway: a run made by a process that runs no
+// gateway (`hermes cron run`, a cron daemon) leaves its platform delivery
+// to the gateway's scheduler, which delivers it once; the run is "ok".
+func TestDeliveryHandedToTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	clock := crontest.NewClock(t0)
+	plat := &chatPlatform{ready: make(chan struct{})}
+	a := &stubAgent{reply: func(context.Context, *cron.Job, string) (string, error) { return "from the daemon", nil }}
+	g := startCronGateway(t, dir, clock, plat, a)
+	job := mustCreate(t, g.jobs, schema.JobSpec{Name: "handed", Schedule: "every 1h", Prompt: "p", Deliver: "testchat:c1"})
+	// The other process: the same home, no bus.
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	daemon := cron.New(g.store, cron.NewJobs(g.store, clock.Now), sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Agent: a})
+	run, err := daemon.RunNow(context.Background(), job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != schema.RunOK {
+		t.Fatalf("run %+v", run)
+	}
+	end := clock.Now().Add(5 * time.Minute)
+	for !settled(t, g.store, job.ID, 1) {
+		if clock.Now().After(end) {
+			t.Fatalf("not delivered: %+v", runs(t, g.store, job.ID)[0])
+		}
+		clock.Advance(time.Minute)
+		time.Sleep(30 * time.Millisecond)
+	}
+	r := runs(t, g.store, job.ID)[0]
+	if r.Result() != "ok" || !r.Outcomes["testchat:c1"].Delivered || len(plat.replies()) != 1 || plat.replies()[0].Text != "from the daemon" {
+		t.Fatalf("run %s, outcomes %+v, sent %+v", r.Result(), r.Outcomes, plat.replies())
 	}
 }

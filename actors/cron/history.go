@@ -76,7 +76,7 @@ func History(rs []events.Recorded) ([]Entry, error) {
 			}
 		case schema.JobDeliveryFailed:
 			if x := run(e.RunID); x != nil {
-				x.Outcomes[e.Target] = Outcome{Error: e.Error, At: r.Time}
+				x.failed(e, r.Time)
 			}
 		}
 	}
@@ -95,6 +95,8 @@ func (r *Run) Deliveries() string {
 	for _, t := range r.Targets {
 		o, ok := r.Outcomes[t.String()]
 		switch {
+		case !ok && r.Attempts[t.String()] > 0:
+			parts = append(parts, fmt.Sprintf("%s: pending, %d attempt(s) failed (%s)", t, r.Attempts[t.String()], r.Failed[t.String()].Error))
 		case !ok:
 			parts = append(parts, t.String()+": pending")
 		case o.Delivered && o.Path != "":

@@ -87,6 +87,66 @@ type Run struct {
 	// Targets are where the output goes; Outcomes what happened there.
 	Targets  []Target           `json:"-"`
 	Outcomes map[string]Outcome `json:"deliveries,omitempty"`
+	// Failed is the last failed attempt of each delivery that is retried
+	// (still pending), Attempts how many attempts of it failed so far.
+	Failed   map[string]Outcome `json:"failed_attempts,omitempty"`
+	Attempts map[string]int     `json:"attempts,omitempty"`
+}
+
+// DeliveryBackoff is the wait after failed attempt n (1, 2, …) of a
+// delivery before the next: one minute, doubling, at most half an hour.
+func DeliveryBackoff(n int) time.Duration {
+	if n < 1 {
+		return 0
+	}
+	return min(time.Minute<<min(n-1, 5), 30*time.Minute)
+}
+
+// NextAttempt is the number of target's next delivery attempt and when it
+// is due (zero: now).
+func (r *Run) NextAttempt(target string) (int, time.Time) {
+	n := r.Attempts[target]
+	if n == 0 {
+		return 1, time.Time{}
+	}
+	return n + 1, r.Failed[target].At.Add(DeliveryBackoff(n))
+}
+
+// Result is how the run ended for people: its status, and for a run that
+// went well, whether its output reached everywhere it was to go ("ok" only
+// when it did; "ok, delivery failed"; "ok, delivering" while pending).
+func (r *Run) Result() string {
+	if !r.Finished {
+		return "running"
+	}
+	if r.Status != schema.RunOK {
+		return r.Status
+	}
+	pending := false
+	for _, t := range r.Targets {
+		o, ok := r.Outcomes[t.String()]
+		if ok && !o.Delivered {
+			return "ok, delivery failed"
+		}
+		pending = pending || !ok
+	}
+	if pending {
+		return "ok, delivering"
+	}
+	return "ok"
+}
+
+// failed applies a JobDeliveryFailed to the run.
+func (r *Run) failed(e schema.JobDeliveryFailed, at time.Time) {
+	if e.Retry {
+		if r.Failed == nil {
+			r.Failed, r.Attempts = map[string]Outcome{}, map[string]int{}
+		}
+		r.Failed[e.Target] = Outcome{Error: e.Error, At: at}
+		r.Attempts[e.Target]++
+		return
+	}
+	r.Outcomes[e.Target] = Outcome{Error: e.Error, At: at}
 }
 
 // Outcome is what became of a delivery to one target.
@@ -192,7 +252,7 @@ func (j *Job) Apply(r events.Recorded) error {
 		}
 	case schema.JobDeliveryFailed:
 		if run, ok := j.Open[e.RunID]; ok {
-			run.Outcomes[e.Target] = Outcome{Error: e.Error, At: at}
+			run.failed(e, at)
 			j.closeIfDone(run)
 		}
 	}

@@ -46,6 +46,13 @@ const (
 	DefaultTimeout       = 10 * time.Minute
 	DefaultAckTimeout    = 2 * time.Minute
 	DefaultRecheck       = time.Minute
+	// DefaultDeliveryAttempts is how many attempts a platform delivery
+	// gets when the platform reports a failure that is not permanent.
+	DefaultDeliveryAttempts = 3
+	// DefaultHandOver is how long a finished run's platform delivery waits
+	// for a process that runs that platform (a gateway) to take it, when
+	// the process that ran the job cannot deliver there.
+	DefaultHandOver = 10 * time.Minute
 	DefaultRetention     = 50
 	// MaxOutputBytes bounds the output a JobRunFinished keeps.
 	MaxOutputBytes = 64 << 10
@@ -77,8 +84,18 @@ type Config struct {
 	// Platforms, when set, names the platforms a delivery can reach now;
 	// others fail at once instead of waiting for an acknowledgement.
 	Platforms func() []string
-	// AckTimeout bounds the wait for a platform's delivery outcome.
+	// AckTimeout bounds the wait for a platform's delivery outcome; a
+	// delivery without one is recorded failed and not tried again (the
+	// message may have arrived).
 	AckTimeout time.Duration
+	// DeliveryAttempts bounds the attempts of a platform delivery whose
+	// failures the platform reports as passing (cron.delivery_attempts);
+	// DeliveryBackoff spaces them.
+	DeliveryAttempts int
+	// HandOver is how long a platform delivery this process cannot make
+	// (no bus, or not the platform's gateway) stays pending for one that
+	// can before it is recorded failed.
+	HandOver time.Duration
 	// Recheck is how often a run another live process holds is looked at
 	// again.
 	Recheck time.Duration
@@ -105,6 +122,9 @@ type Scheduler struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	running bool
+	// leftAt is when this process first left a delivery (run|target) it
+	// cannot make to another process.
+	leftAt map[string]time.Time
 }
 
 // New returns a scheduler of jobs on store, its actor to be spawned in
@@ -125,6 +145,12 @@ func New(store events.Store, jobs *Jobs, sys *actor.ActorSystem, cfg Config) *Sc
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = DefaultRecheck
 	}
+	if cfg.DeliveryAttempts <= 0 {
+		cfg.DeliveryAttempts = DefaultDeliveryAttempts
+	}
+	if cfg.HandOver <= 0 {
+		cfg.HandOver = DefaultHandOver
+	}
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
 	}
@@ -140,7 +166,7 @@ func New(store events.Store, jobs *Jobs, sys *actor.ActorSystem, cfg Config) *Sc
 		l = NewMemLeases()
 	}
 	return &Scheduler{store: store, jobs: jobs, sys: sys, cfg: cfg, leases: l, log: cfg.Log.With().Str("component", "cron").Logger(),
-		ready: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+		ready: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}, leftAt: map[string]time.Time{}}
 }
 
 // Jobs is the scheduler's view of the jobs.
@@ -356,13 +382,19 @@ func (s *Scheduler) recoverOpen(ctx context.Context, id string) (held bool) {
 			held = true
 			continue
 		}
-		s.settle(ctx, id, rid)
+		if s.settle(ctx, id, rid) {
+			held = true // looked at again after Recheck
+		}
 		lease.Release()
 	}
 	return held
 }
 
-func (s *Scheduler) settle(ctx context.Context, id, rid string) {
+// settle settles open run rid of job id, which this process holds: a
+// finished one is delivered where its deliveries are due, an unfinished
+// one recorded interrupted. later reports deliveries left pending for
+// later (a retry not due yet, a platform another process delivers to).
+func (s *Scheduler) settle(ctx context.Context, id, rid string) (later bool) {
 	// Read again now that the run is ours: its owner may have written
 	// more before it went.
 	j, err := s.jobs.Get(ctx, id)
@@ -375,9 +407,8 @@ func (s *Scheduler) settle(ctx context.Context, id, rid string) {
 		return
 	}
 	if r.Finished {
-		s.log.Info().Str("job", id).Str("run", rid).Msg("delivering a run a stopped process finished")
-		s.deliverPending(ctx, j, r)
-		return
+		s.log.Debug().Str("job", id).Str("run", rid).Msg("delivering what is pending of a finished run")
+		return s.deliverPending(ctx, j, r)
 	}
 	who := "a process"
 	if r.Owner != nil {
@@ -410,6 +441,7 @@ func (s *Scheduler) settle(ctx context.Context, id, rid string) {
 			s.log.Warn().Err(err).Str("job", id).Str("session", r.SessionID).Msg("close the session of an interrupted run")
 		}
 	}
+	return false
 }
 
 // SessionCloser is implemented by agents that can settle the session of a

@@ -141,6 +141,29 @@ func runs(t *testing.T, store events.Store, id string) []*cron.Run {
 }
 
 // settled reports whether job id has n runs, all closed.
+// handedOver waits until job id's one run is finished with its platform
+// delivery left pending for another process ("ok, delivering"), then
+// moves the clock on a minute at a time until the hand-over has passed
+// and the delivery is recorded failed.
+func handedOver(t *testing.T, clock *crontest.Clock, store events.Store, id string) {
+	t.Helper()
+	waitFor(t, "job "+id+" left pending", func() bool {
+		rs := runs(t, store, id)
+		return len(rs) == 1 && rs[0].Result() == "ok, delivering"
+	})
+	end := clock.Now().Add(cron.DefaultHandOver + 5*time.Minute)
+	for !settled(t, store, id, 1) {
+		if clock.Now().After(end) {
+			t.Fatalf("job %s: the delivery is still pending %s after the run", id, cron.DefaultHandOver+5*time.Minute)
+		}
+		clock.Advance(time.Minute)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := runs(t, store, id)[0]; r.Result() != "ok, delivery failed" {
+		t.Fatalf("job %s after the hand-over: %s", id, r.Result())
+	}
+}
+
 func settled(t *testing.T, store events.Store, id string, n int) bool {
 	rs := runs(t, store, id)
 	if len(rs) != n {
@@ -453,9 +476,10 @@ func TestSilentScriptsTimeoutsAndUndeliverableTargets(t *testing.T) {
 	remote := create(schema.JobSpec{Name: "remote", Prompt: "p", Deliver: "telegram:111111"})
 	waitFor(t, "the timers", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
 	clock.Set(t0.Add(time.Hour))
-	for _, id := range []string{quiet, script, empty, fed, danger, slow, remote} {
+	for _, id := range []string{quiet, script, empty, fed, danger, slow} {
 		waitFor(t, "job "+id, func() bool { return settled(t, r.store, id, 1) })
 	}
+	handedOver(t, clock, r.store, remote)
 	one := func(id string) *cron.Run { return runs(t, r.store, id)[0] }
 	if q := one(quiet); q.Status != schema.RunSilent || len(q.Targets) != 0 {
 		t.Fatalf("silent run %+v", q)

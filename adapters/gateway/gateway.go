@@ -197,7 +197,8 @@ func (s *Served) deliver(msg *message.Message) error {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: the outbox sends it after the restart
 		}
-		ack.Kind, ack.Error = schema.InboundFailed, err.Error()
+		var perm *PermanentError
+		ack.Kind, ack.Error, ack.Permanent = schema.InboundFailed, err.Error(), errors.As(err, &perm)
 	}
 	return wire.Publish(s.b.Publisher, wire.In(ack.Platform, ack.Chat), ack, wire.Correlation(msg))
 }

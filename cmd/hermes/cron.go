@@ -64,6 +64,7 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 		Leases:        c.App.Leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.MaxParallel, Timeout: w.set.Timeout, AckTimeout: w.set.AckTimeout,
+		DeliveryAttempts: w.set.DeliveryAttempts, HandOver: w.set.HandOver,
 		OutputDir: filepath.Join(c.App.Home, "cron", "output"), Retention: w.set.Retention, Wrap: w.set.Wrap,
 		Bus: pub, Platforms: up, Log: c.App.Log,
 	}

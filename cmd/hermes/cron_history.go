@@ -72,10 +72,7 @@ func printHistory(w io.Writer, j *cron.Job, entries []cron.Entry) error {
 			continue
 		}
 		r := e.Run
-		status, cost, detail := r.Status, "", r.Deliveries()
-		if !r.Finished {
-			status = "running"
-		}
+		status, cost, detail := r.Result(), "", r.Deliveries()
 		if r.CostUSD > 0 {
 			cost = fmt.Sprintf("$%.4f", r.CostUSD)
 		}

@@ -105,7 +105,7 @@ func lastText(j *cron.Job) string {
 	if j.Last == nil {
 		return "-"
 	}
-	return j.Last.Status + " " + j.Last.StartedAt.Local().Format("01-02 15:04")
+	return j.Last.Result() + " " + j.Last.StartedAt.Local().Format("01-02 15:04")
 }
 
 func jobsJSON(js []*cron.Job) []map[string]any {
@@ -116,7 +116,7 @@ func jobsJSON(js []*cron.Job) []map[string]any {
 			m["next_run_at"] = n
 		}
 		if j.Last != nil {
-			m["last"] = map[string]any{"run_id": j.Last.ID, "status": j.Last.Status, "error": j.Last.Error, "started_at": j.Last.StartedAt}
+			m["last"] = map[string]any{"run_id": j.Last.ID, "status": j.Last.Status, "result": j.Last.Result(), "error": j.Last.Error, "started_at": j.Last.StartedAt}
 		}
 		out = append(out, m)
 	}

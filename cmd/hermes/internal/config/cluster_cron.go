@@ -24,6 +24,9 @@ type CronSettings struct {
 	// AckTimeout the wait for a delivery's outcome.
 	Timeout, ScriptTimeout time.Duration
 	AckTimeout             time.Duration
+	// DeliveryAttempts and HandOver: cron.Config's.
+	DeliveryAttempts int
+	HandOver         time.Duration
 	// Timezone is the zone of new jobs' schedules ("": the machine's).
 	Timezone string
 }
@@ -35,6 +38,20 @@ func Cron(c CronConfig) (CronSettings, error) {
 		AllowNested: c.AllowNested, Timeout: cron.DefaultTimeout, AckTimeout: cron.DefaultAckTimeout, Timezone: c.Timezone}
 	if c.MaxParallelJobs < 0 {
 		return s, fmt.Errorf("cron.max_parallel_jobs must not be negative, got %d", c.MaxParallelJobs)
+	}
+	s.DeliveryAttempts, s.HandOver = cron.DefaultDeliveryAttempts, cron.DefaultHandOver
+	if c.DeliveryAttempts < 0 {
+		return s, fmt.Errorf("cron.delivery_attempts must not be negative, got %d", c.DeliveryAttempts)
+	}
+	if c.DeliveryAttempts > 0 {
+		s.DeliveryAttempts = c.DeliveryAttempts
+	}
+	if c.HandOver != "" {
+		d, err := time.ParseDuration(c.HandOver)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("cron.delivery_handover %q: use a duration such as 10m", c.HandOver)
+		}
+		s.HandOver = d
 	}
 	if c.OutputRetention != nil {
 		s.Retention = *c.OutputRetention

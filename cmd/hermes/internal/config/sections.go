@@ -23,6 +23,12 @@ type CronConfig struct {
 	// DeliveryTimeout bounds the wait for a platform's delivery outcome
 	// (default 2m).
 	DeliveryTimeout string `yaml:"delivery_timeout"`
+	// DeliveryAttempts bounds the attempts of a platform delivery that
+	// fails for a passing reason (default 3; 1: no retry).
+	DeliveryAttempts int `yaml:"delivery_attempts"`
+	// HandOver is how long a delivery to a platform the scheduler's
+	// process does not run waits for a gateway that runs it (default 10m).
+	HandOver string `yaml:"delivery_handover"`
 
 	Provider                string         `yaml:"provider"`
 	Chronos                 map[string]any `yaml:"chronos"`
