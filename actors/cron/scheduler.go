@@ -52,8 +52,8 @@ const (
 	// DefaultHandOver is how long a finished run's platform delivery waits
 	// for a process that runs that platform (a gateway) to take it, when
 	// the process that ran the job cannot deliver there.
-	DefaultHandOver = 10 * time.Minute
-	DefaultRetention     = 50
+	DefaultHandOver  = 10 * time.Minute
+	DefaultRetention = 50
 	// MaxOutputBytes bounds the output a JobRunFinished keeps.
 	MaxOutputBytes = 64 << 10
 )
