@@ -657,3 +657,47 @@ func (k *Keeper) Install(ctx context.Context, src string, replace bool, author s
 	at, err := k.locate(s.Name, &v)
 	return v, filepath.Join(at, skillMD), err
 }
+
+// Archive takes the skill name out of use, by author: a SkillArchived on
+// its stream, its directory removed; its history stays, and Restore (or
+// Rollback) brings it back.
+func (k *Keeper) Archive(ctx context.Context, name string, author schema.SkillAuthor, reason string) (Version, error) {
+	return k.Change(ctx, name, func(latest *Version) (schema.Payload, error) {
+		if latest == nil || latest.Archived {
+			return nil, fmt.Errorf("no skill %s in %s to archive", name, k.Dir)
+		}
+		return schema.SkillArchived{Name: name, Author: author, Reason: reason}, nil
+	})
+}
+
+// Restore brings the archived skill name back as it was when archived, by
+// author: a SkillRestored on its stream.
+func (k *Keeper) Restore(ctx context.Context, name string, author schema.SkillAuthor, reason string) (Version, error) {
+	return k.Change(ctx, name, func(latest *Version) (schema.Payload, error) {
+		if latest == nil {
+			return nil, fmt.Errorf("skill %s has no history", name)
+		}
+		if !latest.Archived {
+			return nil, fmt.Errorf("skill %s is not archived", name)
+		}
+		return schema.SkillRestored{Name: name, Author: author, Reason: reason}, nil
+	})
+}
+
+// Names lists the skills that have a stream in the home library, by name,
+// read from the skills directory's record and the directories on disk
+// (see AdoptAll: every skill on disk has one once the home is opened).
+func (k *Keeper) Names() []string {
+	seen := map[string]bool{}
+	entries, _ := os.ReadDir(filepath.Join(k.state(), "written"))
+	for _, e := range entries {
+		if validName.MatchString(e.Name()) {
+			seen[e.Name()] = true
+		}
+	}
+	all, _ := Library{Dirs: []string{k.Dir}}.All()
+	for _, s := range all {
+		seen[s.Name] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

@@ -92,6 +92,10 @@ func (s Snapshot) Paths() []string {
 	return out
 }
 
+// Linked is the snapshot's files other than SKILL.md, as a SkillWritten
+// holds them.
+func (s Snapshot) Linked() []schema.SkillFile { return s.linked() }
+
 // linked is the snapshot's files other than SKILL.md, as events hold them.
 func (s Snapshot) linked() []schema.SkillFile {
 	var out []schema.SkillFile
