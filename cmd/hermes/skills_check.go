@@ -34,10 +34,10 @@ func skillsCheckCmd(g *app.Factory) *cobra.Command {
 	}
 }
 
-// hubInstalled lists the skills names (nil: every skill of the home) the
+// hubInstalled lists the skills names (none: every skill of the home) the
 // hub installed and that are installed still.
 func hubInstalled(ctx context.Context, a *app.App, names []string) ([]skillhub.Installed, error) {
-	all := names == nil
+	all := len(names) == 0
 	if all {
 		names = skillsKeeper(a).Names()
 	}
