@@ -59,8 +59,8 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 	cfg := cron.Config{
 		Agent: &cron.SessionAgent{Sys: c.Sys, Deps: c.Deps, Tools: c.cronTools,
 			Create: c.createCronSession},
-		Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.ScriptTimeout,
-			Sandboxes: app.CronSandboxes(c.App.Home, c.Cfg, c.App.Log)},
+		Scripts: curatorScripts{app: c.App, Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.ScriptTimeout,
+			Sandboxes: app.CronSandboxes(c.App.Home, c.Cfg, c.App.Log)}},
 		Leases:        c.App.Leases(o),
 		Owner:         schema.RunOwner{Host: o.Host, PID: o.PID, Nonce: o.Nonce},
 		MaxConcurrent: w.set.MaxParallel, Timeout: w.set.Timeout, AckTimeout: w.set.AckTimeout,
