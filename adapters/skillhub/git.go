@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -214,15 +215,20 @@ func (h *Hub) tree(ctx context.Context, dir, commit, sub string) (skills.Snapsho
 }
 
 // hidden says whether a path of a skill is one the library does not keep
-// (a hidden file or directory on the way).
+// (a hidden file or directory on the way, or a tool's directory: what
+// skills.ReadDir does not read back).
 func hidden(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
-		if strings.HasPrefix(part, ".") {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, ".") || (i < len(parts)-1 && slices.Contains(toolDirs, part)) {
 			return true
 		}
 	}
 	return false
 }
+
+// toolDirs are the directories skills.ReadDir skips beside hidden ones.
+var toolDirs = []string{"venv", "node_modules", "site-packages", "__pycache__"}
 
 func (h *Hub) listGit(ctx context.Context, tap Source) ([]Entry, error) {
 	dir, err := h.repo(ctx, tap)
