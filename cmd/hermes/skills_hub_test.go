@@ -183,3 +183,39 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// On a terminal, install shows the findings and asks: "n" installs
+// nothing, "y" installs.
+func TestSkillsInstallAsksOnATerminal(t *testing.T) {
+	git := skillhubtest.StartGit(t)
+	repo := git.Repo(t, "acme/skills")
+	repo.Commit("one", map[string]string{"release-checklist/SKILL.md": hubChecklist, "release-checklist/scripts/tag.sh": "#!/bin/sh\ngit tag \"$1\"\n"})
+	home := t.TempDir()
+	src := "git+" + repo.URL + "//release-checklist"
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=xterm-256color", "LANG=C.UTF-8"}
+	install := bin + " --home " + home + " skills install " + src
+	p := newPane(t, home, env, 160, 50, "sh -c '"+install+"; echo EXIT=$?; "+install+"; echo EXIT=$?; sleep 60'")
+	p.waitText("[y/N]")
+	if s := p.screen(); !strings.Contains(s, "[medium] script scripts/tag.sh") {
+		t.Fatalf("the findings were not shown before the question:\n%s", s)
+	}
+	p.text("n")
+	p.keys("Enter")
+	p.waitText("EXIT=1")
+	if s := p.screen(); !strings.Contains(s, "declined") {
+		t.Fatalf("no answer:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(home, "skills", "release-checklist")); err == nil {
+		t.Fatal("installed after no")
+	}
+	p.waitFor("the second question", func(s string) bool { return strings.Count(s, "[y/N]") == 2 })
+	p.text("y")
+	p.keys("Enter")
+	p.waitText("EXIT=0")
+	if s := p.screen(); !strings.Contains(s, "installed release-checklist: version 1") {
+		t.Fatalf("yes:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(home, "skills", "release-checklist", "SKILL.md")); err != nil {
+		t.Fatal("not installed after yes")
+	}
+}
