@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 )
@@ -33,6 +34,9 @@ const (
 
 var commitHex = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
+// fetchTimeout bounds one fetch of a repository.
+const fetchTimeout = 5 * time.Minute
+
 var gitLocks sync.Map // cache dir -> *sync.Mutex
 
 func (h *Hub) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
@@ -40,7 +44,8 @@ func (h *Hub) git(ctx context.Context, dir string, args ...string) ([]byte, erro
 	if bin == "" {
 		bin = "git"
 	}
-	full := append([]string{"-c", "fetch.fsckObjects=true", "-c", "transfer.fsckObjects=true", "-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never"}, args...)
+	full := append([]string{"-c", "fetch.fsckObjects=true", "-c", "transfer.fsckObjects=true", "-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never",
+		"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=30"}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "GIT_CONFIG_NOSYSTEM=1")
@@ -77,7 +82,10 @@ func (h *Hub) repo(ctx context.Context, src Source) (string, error) {
 			return "", err
 		}
 	}
-	if _, err := h.git(ctx, dir, "fetch", "--quiet", "--force", "--no-tags", "--", src.Repo,
+	// A server that stops answering does not hold the command for good.
+	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	if _, err := h.git(fctx, dir, "fetch", "--quiet", "--force", "--no-tags", "--", src.Repo,
 		"+HEAD:refs/hub/HEAD", "+refs/heads/*:refs/hub/heads/*", "+refs/tags/*:refs/hub/tags/*"); err != nil {
 		return "", fmt.Errorf("fetch %s: %w", src.Repo, err)
 	}
