@@ -41,7 +41,8 @@ func TestParseSource(t *testing.T) {
 			t.Errorf("%q: String() does not read back: %+v %v", c.id, again, err)
 		}
 	}
-	for _, bad := range []string{"", "just-a-name", "git+git://h/r//../etc", "git+git://h/r@--upload-pack=x", "https://example.com/.well-known/agent-skills/A_B", "ftp://example.com/x"} {
+	for _, bad := range []string{"", "just-a-name", "git+git://h/r//../etc", "git+git://h/r@--upload-pack=x", "https://example.com/.well-known/agent-skills/A_B", "ftp://example.com/x",
+		"git+https://ada:ghp_secret@github.com/o/r.git//s", "https://ada:pw@example.com/.well-known/agent-skills/x"} {
 		if s, err := skillhub.ParseSource(bad, ""); err == nil {
 			t.Errorf("ParseSource(%q) = %+v, want an error", bad, s)
 		}

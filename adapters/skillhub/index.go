@@ -164,7 +164,7 @@ func (h *Hub) fetchEntry(ctx context.Context, src Source, ix *index, e indexEntr
 	src.Base = ix.base
 	snap, all := skills.Snapshot{}, skills.Snapshot{}
 	var notes []string
-	total := 0
+	total, verified := 0, 0
 	for _, f := range files {
 		u, err := url.JoinPath(ix.base, e.Name, f.Path)
 		if err != nil {
@@ -178,6 +178,7 @@ func (h *Hub) fetchEntry(ctx context.Context, src Source, ix *index, e indexEntr
 			return Bundle{}, fmt.Errorf("skill %s is larger than %d bytes", e.Name, maxSkill)
 		}
 		if f.Digest != "" {
+			verified++
 			sum := sha256.Sum256(data)
 			if got := "sha256:" + hex.EncodeToString(sum[:]); got != strings.ToLower(f.Digest) {
 				return Bundle{}, &TamperedError{What: u, Detail: fmt.Sprintf("the index gives %s, the file served is %s", f.Digest, got)}
@@ -199,8 +200,8 @@ func (h *Hub) fetchEntry(ctx context.Context, src Source, ix *index, e indexEntr
 	switch {
 	case e.Digest != "" && got != strings.ToLower(e.Digest):
 		return Bundle{}, &TamperedError{What: "skill " + e.Name + " of " + ix.base, Detail: fmt.Sprintf("the index gives %s, the files served make %s", e.Digest, got)}
-	case e.Digest == "":
-		notes = append(notes, fmt.Sprintf("the index %s/index.json gives no digests (format 0.1): the content could not be verified, and is pinned to its own hash", ix.base))
+	case e.Digest == "" && verified < len(files):
+		notes = append(notes, fmt.Sprintf("the index %s/index.json gives no digests for this skill (format 0.1): the content could not be verified, and is pinned to its own hash", ix.base))
 	}
 	if pin != "" && got != pin {
 		return Bundle{}, &TamperedError{What: "skill " + e.Name + " of " + ix.base, Detail: fmt.Sprintf("wanted %s, the files served make %s", pin, got)}

@@ -168,6 +168,13 @@ func parseIndex(id string) (Source, error) {
 var skillName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 func (s Source) check() error {
+	for _, raw := range []string{s.Repo, s.Base} {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if _, secret := u.User.Password(); secret {
+				return errors.New("the URL holds a password or token, which the skill's history would keep: give the URL without it and let git's credential helper (or ~/.netrc) supply it")
+			}
+		}
+	}
 	switch s.Kind {
 	case KindGit:
 		if s.Repo == "" {
