@@ -74,10 +74,15 @@ func (h *Hub) repo(ctx context.Context, src Source) (string, error) {
 	mu, _ := gitLocks.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockPath(dir + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", err
-		}
 		if _, err := h.git(ctx, dir, "init", "--quiet", "--bare"); err != nil {
 			return "", err
 		}
