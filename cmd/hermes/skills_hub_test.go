@@ -140,6 +140,13 @@ func TestSkillsHubThroughTheBinary(t *testing.T) {
 	ix := skillhubtest.StartIndex(t)
 	deploy := map[string]string{"SKILL.md": "---\nname: deploy-check\ndescription: Check a deploy\n---\nRun the smoke tests.\n", "references/smoke.md": "smoke\n"}
 	ix.Put("deploy-check", "Check a deploy", deploy)
+	if out := must("skills", "search", "--source", ix.URL, "deploy"); !strings.Contains(out, ix.URL+"/.well-known/agent-skills/deploy-check") {
+		t.Fatalf("search of an index:\n%s", out)
+	}
+	must("skills", "tap", "add", ix.URL)
+	if out := must("skills", "search", "deploy"); !strings.Contains(out, "deploy-check") {
+		t.Fatalf("search of the taps with an index:\n%s", out)
+	}
 	out = must("skills", "install", "--yes", ix.URL+"/.well-known/agent-skills/deploy-check")
 	if !strings.Contains(out, "pinned to "+skillhubtest.Digest(deploy)) {
 		t.Fatalf("index install:\n%s", out)
