@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,5 +221,37 @@ func TestRetrieveAndDeleteResponse(t *testing.T) {
 	}
 	if n := len(r.llm.Requests()); n != 2 {
 		t.Fatalf("%d model calls, want the first turn's 2", n)
+	}
+}
+
+// TestSaturatedServerAnswers429: with MaxInFlight turn requests open, one
+// more is refused at once with 429 and a Retry-After, and reaches no
+// model; once one ends, requests are taken again.
+func TestSaturatedServerAnswers429(t *testing.T) {
+	slow := llmtest.Reply{Content: "slow answer", Delay: 700 * time.Millisecond}
+	r := newRig(t, []llmtest.Reply{slow, slow, {Content: "after"}}, func(o *apiserver.Options) { o.MaxInFlight = 2 })
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			resp, body := r.postJSON(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": fmt.Sprint("slow ", i)}}}, nil)
+			if resp.StatusCode != 200 {
+				t.Errorf("slow request %d: %d %s", i, resp.StatusCode, body)
+			}
+		}(i)
+	}
+	waitFor(t, "two model calls in flight", func() bool { return len(r.llm.Requests()) == 2 })
+	resp, body := r.postJSON(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "one too many"}}}, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "rate_limit_error") || !strings.Contains(string(body), "max_in_flight") {
+		t.Fatalf("a third request: %d (Retry-After %q) %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	wg.Wait()
+	if n := len(r.llm.Requests()); n != 2 {
+		t.Fatalf("the refused request reached the model: %d calls", n)
+	}
+	resp, body = r.postJSON(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "after"}}}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "after") {
+		t.Fatalf("after the slow ones: %d %s", resp.StatusCode, body)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	permissionError = "permission_error"
 	notFoundError   = "not_found_error"
 	serverError     = "server_error"
+	rateLimitError  = "rate_limit_error"
 )
 
 func ptr(s string) *string {

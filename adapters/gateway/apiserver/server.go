@@ -96,6 +96,11 @@ type Options struct {
 	// MaxTextBytes bounds the text sent to the agent, history included
 	// (default 960 KiB, the router's limit for verified front doors).
 	MaxTextBytes int
+	// MaxInFlight bounds the turn requests (chat completions, responses)
+	// open at once (default DefaultMaxInFlight): one more is answered 429
+	// with Retry-After, so that a saturated gateway or cluster says so
+	// instead of letting every answer wait longer.
+	MaxInFlight int
 	// TurnTimeout bounds how long a request waits for its answer
 	// (default 30 minutes); then the turn is stopped and the client gets
 	// a 504.
@@ -128,6 +133,11 @@ type Server struct {
 	corr      *correlation
 	connected atomic.Bool
 	closing   atomic.Bool
+
+	inFlight atomic.Int64
+	// turnEWMA is a moving average of how long turn requests took (ns),
+	// which Retry-After is made from.
+	turnEWMA atomic.Int64
 
 	addrMu    sync.Mutex
 	addr      string
@@ -164,6 +174,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxTextBytes <= 0 {
 		opts.MaxTextBytes = 960 << 10
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
 	}
 	if opts.TurnTimeout <= 0 {
 		opts.TurnTimeout = 30 * time.Minute
@@ -322,8 +335,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.only(http.MethodGet, s.health))
 	mux.HandleFunc("/v1/models", s.only(http.MethodGet, s.models))
-	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.chatCompletions))
-	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.responses))
+	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.admit(s.chatCompletions)))
+	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.admit(s.responses)))
 	mux.HandleFunc("/v1/responses/{id}", s.responseByID)
 	mux.HandleFunc("/v1/approvals", s.only(http.MethodGet, s.listApprovals))
 	mux.HandleFunc("/v1/approvals/{session}", s.approvals)
@@ -519,4 +532,49 @@ func newID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// DefaultMaxInFlight is the default of Options.MaxInFlight.
+const DefaultMaxInFlight = 256
+
+// admit runs h for a turn request when fewer than MaxInFlight are open;
+// otherwise it answers 429 with a Retry-After of about one turn's time.
+func (s *Server) admit(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
+			s.inFlight.Add(-1)
+			after := s.retryAfter()
+			w.Header().Set("Retry-After", strconv.Itoa(after))
+			fail(w, http.StatusTooManyRequests, rateLimitError, "server_busy",
+				fmt.Sprintf("the agent is at its limit of %d requests in flight (platforms.api_server.max_in_flight): retry in %d s", s.opts.MaxInFlight, after))
+			return
+		}
+		began := time.Now()
+		defer func() {
+			s.inFlight.Add(-1)
+			s.observeTurn(time.Since(began))
+		}()
+		h(w, r)
+	}
+}
+
+// observeTurn folds one request's duration into the moving average.
+func (s *Server) observeTurn(d time.Duration) {
+	for {
+		old := s.turnEWMA.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if s.turnEWMA.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// retryAfter is the seconds a refused client waits: about one turn, at
+// least 1 and at most 30.
+func (s *Server) retryAfter() int {
+	secs := int((time.Duration(s.turnEWMA.Load()) + time.Second - 1) / time.Second)
+	return min(max(secs, 1), 30)
 }

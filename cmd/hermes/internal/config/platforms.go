@@ -57,6 +57,9 @@ type APIServerConfig struct {
 	Dashboard *bool `yaml:"dashboard"`
 	// MaxBodyBytes bounds a request body (default 10 MB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxInFlight bounds the turn requests open at once; more get 429
+	// with Retry-After (default 256).
+	MaxInFlight int `yaml:"max_in_flight"`
 	// ModelRoutes is the allow-list of names a client may send as its
 	// request's model: each maps to the model its turns run on. Any other
 	// name runs the configured model (the Python agent's model_routes).
