@@ -299,6 +299,16 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 			return err
 		}
 	}
+	if len(c.queue) >= MaxQueued {
+		// Bounded: a chat sending faster than its turns end is told so,
+		// rather than queueing without end.
+		rec := c.received(in, "", "")
+		if err := c.record(rec); err != nil {
+			return err
+		}
+		c.seen[in.MessageID] = true
+		return c.reply(rec, "", "", schema.ReplyError, fmt.Sprintf("%d messages of this chat are waiting for the agent already; this one was not taken. Send it again once it has answered.", len(c.queue)), m.corr)
+	}
 	if c.session == "" {
 		if err := c.bindFirst(ctx, in); err != nil {
 			return err

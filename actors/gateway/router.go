@@ -54,6 +54,10 @@ func TurnIDFor(platform, messageID string) string {
 	return uuid.NewSHA1(turnSpace, []byte(platform+"\x00"+messageID)).String()
 }
 
+// MaxQueued bounds the messages a chat has waiting for a turn while one
+// runs; one more is refused with a message saying so.
+const MaxQueued = 32
+
 // MaxTextBytes bounds the text of a message a person typed on a chat
 // platform; longer ones are refused with a message saying so.
 const MaxTextBytes = 64 << 10

@@ -769,3 +769,27 @@ func TestGatewayUsageUnknownPrice(t *testing.T) {
 		})
 	}
 }
+
+// TestChatQueueIsBounded: while a turn runs, a chat queues up to
+// MaxQueued messages; one more is refused with a message saying so, and
+// the queued ones still run.
+func TestChatQueueIsBounded(t *testing.T) {
+	replies := []llmtest.Reply{{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}}, {Content: "first"}}
+	for i := 0; i < gateway.MaxQueued; i++ {
+		replies = append(replies, llmtest.Reply{Content: fmt.Sprint("queued ", i)})
+	}
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}}, replies...)
+	r.plat.send(t, dm("5", "m0", "do something slow"))
+	waitFor(t, func() bool { return countTypes(t, r.store, "ToolCallStarted") == 1 })
+	for i := 1; i <= gateway.MaxQueued+1; i++ {
+		r.plat.send(t, dm("5", fmt.Sprint("m", i), fmt.Sprint("message ", i)))
+	}
+	got := r.plat.waitReplies(t, 1)
+	if got[0].InReplyTo != fmt.Sprint("m", gateway.MaxQueued+1) || !strings.Contains(got[0].Text, "this one was not taken") {
+		t.Fatalf("the message over the bound: %+v", got[0])
+	}
+	got = r.plat.waitReplies(t, gateway.MaxQueued+2)
+	if n := countTypes(t, r.store, "UserMessageAdded"); n != gateway.MaxQueued+1 {
+		t.Fatalf("%d user messages reached the session, want %d", n, gateway.MaxQueued+1)
+	}
+}
