@@ -14,7 +14,10 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --create-home --uid 10001 hermes
+ && useradd --create-home --uid 10001 hermes \
+ && mkdir -p /home/hermes/.hermes && chown hermes:hermes /home/hermes/.hermes
+# The home exists, owned by hermes, before VOLUME: a named volume mounted
+# there starts as a copy of it, so the hermes user can write it.
 COPY --from=build /out/hermes /usr/local/bin/hermes
 USER hermes
 ENV HERMES_HOME=/home/hermes/.hermes

@@ -77,17 +77,35 @@ type Option func(*Store)
 // WithLogger sets the logger for diagnostics.
 func WithLogger(l zerolog.Logger) Option { return func(s *Store) { s.log = l } }
 
+// ParseConnectionString reads an esdb:// or esdb+discover:// connection
+// string, and the same under KurrentDB's names (kurrentdb://,
+// kurrentdb+discover://, kdb://), which the client this build uses knows
+// only by the old ones.
+func ParseConnectionString(dsn string) (*esdb.Configuration, error) {
+	for _, k := range []struct{ from, to string }{
+		{"kurrentdb+discover://", "esdb+discover://"}, {"kurrentdb://", "esdb://"},
+		{"kdb+discover://", "esdb+discover://"}, {"kdb://", "esdb://"},
+	} {
+		if rest, ok := strings.CutPrefix(dsn, k.from); ok {
+			dsn = k.to + rest
+			break
+		}
+	}
+	return esdb.ParseConnectionString(dsn)
+}
+
 // WithStreamPrefix keeps this store's streams under prefix on the server:
 // its reads of $all see only those, so that several stores share a server.
 func WithStreamPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
 
-// Open connects to the server named by an esdb:// connection string.
+// Open connects to the server named by an esdb:// (or kurrentdb://)
+// connection string.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{log: zerolog.Nop(), safe: Redact(dsn)}
 	for _, o := range opts {
 		o(s)
 	}
-	cfg, err := esdb.ParseConnectionString(dsn)
+	cfg, err := ParseConnectionString(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open event store %s: the connection string does not parse", s.safe)
 	}

@@ -81,3 +81,26 @@ func TestBadConnectionStringDoesNotLeakPassword(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestKurrentDBConnectionStrings: KurrentDB's names for the connection
+// string parse as the esdb ones do (the client knows only those); others
+// are refused.
+func TestKurrentDBConnectionStrings(t *testing.T) {
+	for _, c := range []struct{ dsn, host string }{
+		{"kurrentdb://admin:changeit@db.example:2113?tls=false", "db.example:2113"},
+		{"kurrentdb+discover://db.example:2113?tls=false", "db.example:2113"},
+		{"kdb://db.example:2113?tls=false", "db.example:2113"},
+		{"esdb://db.example:2113?tls=false", "db.example:2113"},
+	} {
+		cfg, err := ParseConnectionString(c.dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", c.dsn, err)
+		}
+		if cfg.Address != c.host && (len(cfg.GossipSeeds) == 0 || cfg.GossipSeeds[0].String() != c.host) {
+			t.Fatalf("%s: address %q seeds %v", c.dsn, cfg.Address, cfg.GossipSeeds)
+		}
+	}
+	if _, err := ParseConnectionString("mysql://db.example"); err == nil {
+		t.Fatal("a mysql:// string parsed")
+	}
+}

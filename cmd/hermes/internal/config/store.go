@@ -53,7 +53,8 @@ func ParseStore(v string) (StoreSpec, error) {
 		return StoreSpec{Kind: StoreEmbedded}, nil
 	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
 		return StoreSpec{Kind: StorePostgres, DSN: v}, nil
-	case strings.HasPrefix(v, "esdb://"), strings.HasPrefix(v, "esdb+discover://"), strings.HasPrefix(v, "kurrentdb://"):
+	case strings.HasPrefix(v, "esdb://"), strings.HasPrefix(v, "esdb+discover://"), strings.HasPrefix(v, "kurrentdb://"),
+		strings.HasPrefix(v, "kurrentdb+discover://"), strings.HasPrefix(v, "kdb://"), strings.HasPrefix(v, "kdb+discover://"):
 		return StoreSpec{Kind: StoreESDB, DSN: v}, nil
 	}
 	shown := v
