@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
@@ -450,7 +451,9 @@ func (c *chat) next(ctx actor.Context) {
 				return
 			}
 		}
-		res := runTurn(tctx, store, sessions, w, observe, images)
+		sctx, span := startTurnSpan(tctx, platform, w)
+		res := runTurn(sctx, store, sessions, w, observe, images)
+		endTurnSpan(sctx, span, platform, res)
 		root.Send(self, &turnFinished{w: w, res: res})
 	}()
 }
@@ -476,7 +479,8 @@ func ensureSession(ctx context.Context, store events.Store, create func(context.
 // turn cut short is continued, a turn that never started is run.
 func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer,
 	images func(context.Context, []schema.Attachment) ([]schema.ImageRef, []string, error)) session.TurnResult {
-	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona}
+	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona,
+		Trace: trace.SpanContextFromContext(ctx)}
 	sid := w.msg.SessionID
 	if images != nil && len(w.msg.Attachments) > 0 {
 		// Stored before the turn starts: its user message names them.

@@ -168,8 +168,8 @@ func transient(c ErrorClass) bool {
 	return false
 }
 
-// Complete implements Provider.
-func (l *Ladder) Complete(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
+// complete is Complete without its trace and metrics.
+func (l *Ladder) complete(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	l.Backoff = l.Backoff.withDefaults()
 	type rungs struct {
 		sanitised, refreshed, stripped, lowered, rebuilt bool

@@ -283,7 +283,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		}
 		return reply{Session: g.id, Turn: req.ID, Err: "the turn was stopped", Interrupted: true}
 	}
-	t := &session.Turn{Text: req.Text, Images: req.Images, ID: req.ID, Model: req.Model, Continue: req.Continue}
+	t := &session.Turn{Text: req.Text, Images: req.Images, ID: req.ID, Model: req.Model, Continue: req.Continue, Trace: extractTrace(req.Trace)}
 	if c := req.Caller; c != nil {
 		to, root := actor.NewPID(c.Address, c.ID), g.root
 		if req.Observe {

@@ -242,6 +242,10 @@ type request struct {
 	// Stopped: the caller stopped the turn; a grain that is not running
 	// it answers how it ended instead of starting it.
 	Stopped bool `json:"stopped,omitempty"`
+	// Trace carries the caller's span (W3C trace context: traceparent,
+	// tracestate), so that the turn on the member joins the caller's
+	// trace.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // callerMsg is what a grain sends a turn's caller: an observation, or a

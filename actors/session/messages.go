@@ -3,6 +3,7 @@ package session
 import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/schema"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Messages the session actor and its supervisor handle. Every message is
@@ -35,6 +36,9 @@ type Turn struct {
 	// sent with the turn's latest message on every call, as the memory
 	// prefetch is, never recorded, so the stable prefix stays as built.
 	Persona string
+	// Trace is the span the turn runs under (the gateway's, a cluster
+	// caller's), so that the turn's model and tool spans join its trace.
+	Trace trace.SpanContext
 }
 
 // TurnResult is how a turn ended.

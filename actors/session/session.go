@@ -468,6 +468,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		Env: tool.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,
 			Delegate: &delegator{a: a, self: self, root: root, turnID: turnID, observe: t.Observe}}}
 	tr := a.tr
+	ctx, span := a.startTurnSpan(ctx, t, turnID)
 	go func() {
 		var answer string
 		var err error
@@ -476,6 +477,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		} else {
 			answer, err = loop.TurnMessage(ctx, tr, turnID, schema.UserMessageAdded{Content: t.Text, Images: t.Images})
 		}
+		endTurnSpan(ctx, span, err)
 		cancel(nil)
 		close(running)
 		root.Send(self, &turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})

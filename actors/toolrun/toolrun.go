@@ -72,10 +72,12 @@ func (r *runner) run(c actor.Context, m *run) {
 		ctx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
+	ctx, span := startToolSpan(ctx, m.call)
 	// The tool runs in this actor's Receive: a panic here fails the actor
 	// and reaches the supervisor strategy below.
 	out, err := m.call.Tool.Run(ctx, m.call.Args)
 	res := tool.Result{Content: out, Duration: time.Since(m.start)}
+	defer endToolSpan(ctx, span, m.call, &res)
 	if err != nil {
 		res.Err = err.Error()
 		if ctx.Err() == context.DeadlineExceeded {

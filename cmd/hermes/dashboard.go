@@ -66,7 +66,7 @@ func runDashboard(ctx context.Context, opts *dashboardOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runGateway(ctx, opts.app, opts.ov, "", "", func(s *gatewaySettings) error {
+	return runGateway(ctx, opts.app, opts.ov, "", "", "", func(s *gatewaySettings) error {
 		a := &s.Platforms.APIServer
 		a.Enabled, a.Host, a.Port, a.CORSOrigins = true, "127.0.0.1", opts.port, nil
 		on := true

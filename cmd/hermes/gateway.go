@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/adapters/telemetry"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
@@ -119,7 +120,7 @@ type platformStatusReport struct {
 // runGateway runs the gateway; clusterFlag, when set, runs its turns on the
 // cluster's agent nodes; adjust, if given, changes its settings after the
 // configuration is read (`hermes dashboard`).
-func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, clusterFlag, listenFlag string, adjust ...func(*gatewaySettings) error) error {
+func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, clusterFlag, listenFlag, metricsFlag string, adjust ...func(*gatewaySettings) error) error {
 	late := &lateAsker{}
 	c, err := newChatter(g, ov, late)
 	if err != nil {
@@ -134,6 +135,11 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	if err != nil {
 		return err
 	}
+	stopTelemetry, err := startTelemetry(ctx, "hermes-gateway", fileCfg, metricsFlag, g.Log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	for _, f := range adjust {
 		if err := f(&set); err != nil {
 			return err
@@ -166,6 +172,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
 	}
 	router := gateway.New(c.App.Store, b.Transport, c.Sys, rcfg, g.Log)
+	_ = telemetry.Gauge("hermes.gateway.active_turns", "{turn}", "Chats with a turn in flight", func() int64 { return int64(router.Stats().Active()) })
 	router.Sessions = c.Mgr
 	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
 		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")

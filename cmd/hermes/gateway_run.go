@@ -18,6 +18,7 @@ type gatewayRunOptions struct {
 	io                               app.IOStreams
 	ov                               config.Overrides
 	clusterFlag, listenFlag, busFlag string
+	metricsFlag                      string
 }
 
 // gatewayRunCmd is `hermes gateway run`.
@@ -35,6 +36,7 @@ func gatewayRunCmd(g *app.Factory) *cobra.Command {
 	run.Flags().StringVar(&opts.busFlag, "bus", "", "the bus between the platforms and the gateway: gochannel (in-process) or nats://host:port (default GATEWAY_BUS, else gateway.bus in config.yaml)")
 	run.Flags().StringVar(&opts.clusterFlag, "cluster", "", "run turns on the cluster's agent nodes (hermes node run): etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml; neither: turns run here)")
 	run.Flags().StringVar(&opts.listenFlag, "listen", "", "with --cluster: host:port of the gateway's cluster remote, reachable by the nodes (default cluster.listen, else 127.0.0.1 on a free port)")
+	run.Flags().StringVar(&opts.metricsFlag, "metrics-listen", "", "serve Prometheus metrics at /metrics on host:port (default HERMES_METRICS_LISTEN, else telemetry.metrics_listen; neither: none)")
 	run.Flags().StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
@@ -46,7 +48,7 @@ func gatewayRunCmd(g *app.Factory) *cobra.Command {
 func runGatewayRun(ctx context.Context, opts *gatewayRunOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runGateway(ctx, opts.app, opts.ov, opts.clusterFlag, opts.listenFlag, func(s *gatewaySettings) error {
+	return runGateway(ctx, opts.app, opts.ov, opts.clusterFlag, opts.listenFlag, opts.metricsFlag, func(s *gatewaySettings) error {
 		if opts.busFlag != "" {
 			s.Bus = opts.busFlag
 		}

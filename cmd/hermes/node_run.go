@@ -21,6 +21,7 @@ type nodeRunOptions struct {
 	io               app.IOStreams
 	ov               config.Overrides
 	etcdFlag, listen string
+	metricsFlag      string
 	drain            time.Duration
 }
 
@@ -39,6 +40,7 @@ func nodeRunCmd(g *app.Factory) *cobra.Command {
 	run.Flags().StringVar(&opts.etcdFlag, "cluster", "", "etcd client endpoints, host:port[,host:port] (default cluster.etcd in config.yaml)")
 	run.Flags().StringVar(&opts.listen, "listen", "", "host:port of this node's cluster remote (default cluster.listen, else 127.0.0.1 on a free port)")
 	run.Flags().DurationVar(&opts.drain, "drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, how long turns running here may take to finish before the node leaves anyway")
+	run.Flags().StringVar(&opts.metricsFlag, "metrics-listen", "", "serve Prometheus metrics at /metrics on host:port (default HERMES_METRICS_LISTEN, else telemetry.metrics_listen; neither: none)")
 	run.Flags().StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	run.Flags().StringVar(&opts.ov.Provider, "provider", "", "provider name")
 	run.Flags().StringVar(&opts.ov.BaseURL, "base-url", "", "API base URL")
@@ -50,13 +52,13 @@ func nodeRunCmd(g *app.Factory) *cobra.Command {
 func runNodeRun(ctx context.Context, opts *nodeRunOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runNode(ctx, opts.app, opts.ov, opts.etcdFlag, opts.listen, opts.drain)
+	return runNode(ctx, opts.app, opts.ov, opts.etcdFlag, opts.listen, opts.metricsFlag, opts.drain)
 }
 
 // runNode hosts session grains until ctx ends. The sessions run against
 // the configured store, which every node and the gateway share (a
 // postgres:// store: the embedded one is one process's).
-func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen string, drain time.Duration) error {
+func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag, listen, metricsFlag string, drain time.Duration) error {
 	// The asker is made before the session manager, which needs it, and
 	// learns the store once the app is open.
 	ask := &lateAsker{}
@@ -65,6 +67,11 @@ func runNode(ctx context.Context, g *app.Factory, ov config.Overrides, etcdFlag,
 		return err
 	}
 	defer c.Stop()
+	stopTelemetry, err := startTelemetry(ctx, "hermes-node", c.File, metricsFlag, g.Log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	cfg, err := nodeConfig(c.App.Home, etcdFlag, listen)
 	if err != nil {
 		return err

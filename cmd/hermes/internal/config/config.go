@@ -85,6 +85,9 @@ type Config struct {
 	// Cluster is where agent nodes and a gateway in cluster mode meet
 	// (cmd/hermes/node_run.go).
 	Cluster ClusterConfig `yaml:"cluster"`
+	// Telemetry is where the gateway and the nodes send traces and serve
+	// metrics (cmd/hermes/telemetry.go).
+	Telemetry TelemetryConfig `yaml:"telemetry"`
 
 	// ignored are the keys of the Python Hermes Agent's config this build
 	// does not use (dotted), warned about.

@@ -60,3 +60,17 @@ type ClusterTLS struct {
 	Cert string `yaml:"cert"`
 	Key  string `yaml:"key"`
 }
+
+// TelemetryConfig is the telemetry: section.
+type TelemetryConfig struct {
+	// MetricsListen is host:port where `gateway run` and `node run` serve
+	// Prometheus metrics at /metrics (HERMES_METRICS_LISTEN; "" serves
+	// none). The metrics carry no secrets, but bind loopback or a private
+	// network: nothing asks for a key there.
+	MetricsListen string `yaml:"metrics_listen"`
+	// OTLPEndpoint is an OpenTelemetry collector's OTLP/HTTP base URL
+	// (http://collector:4318) that traces go to; "" takes
+	// OTEL_EXPORTER_OTLP_ENDPOINT from the environment, and without it no
+	// traces are sent.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+}
