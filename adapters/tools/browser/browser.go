@@ -218,11 +218,11 @@ func (s *session) browser(ctx context.Context) (l *launched, note string, err er
 	s.owner.mu.Unlock()
 	cfg := s.owner.cfg
 	if cfg.Sandboxes != nil {
-		sb, err := cfg.Sandboxes.For(ctx)
-		if err != nil {
-			return nil, "", fmt.Errorf("the browser runs in the session's sandbox, which did not start: %w", err)
+		sb, serr := cfg.Sandboxes.For(ctx)
+		if serr != nil {
+			return nil, "", fmt.Errorf("the browser runs in the session's sandbox, which did not start: %w", serr)
 		}
-		l, err = launchSandboxed(ctx, sb, cfg.Sandboxes.Environ(os.Environ()), cfg.Chromium, s.owner.mark)
+		l, err = launchSandboxed(ctx, sb, cfg.Sandboxes.Environ(os.Environ()), cfg.Chromium, s.owner.mark, cfg.Log)
 	} else {
 		dir := cfg.DownloadDir
 		if dir == "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
@@ -126,23 +127,55 @@ func launchDirect(parent context.Context, chromium, downloads, mark string) (*la
 	return l, nil
 }
 
-// launchSandboxed starts chromium inside sb, the session's sandbox (the
-// terminal's): its namespaces, Landlock rules, seccomp filter and network
-// policy hold the whole browser, so Chromium's own sandbox, which needs
-// the namespaces ours takes away, is off. The DevTools protocol runs over
-// two pipes handed in as the browser's descriptors 3 and 4, so nothing
-// listens on a port. Where the policy lets the network through the
-// sandbox's proxy only, every request (loopback ones too) goes to that
-// proxy, which lets through only the allowed hosts.
-func launchSandboxed(parent context.Context, sb *sandbox.Sandbox, env []string, chromium, mark string) (*launched, error) {
+// launchSandboxed starts chromium in the session's sandbox (the
+// terminal's): its namespaces, Landlock rules and seccomp filter hold the
+// whole browser, so Chromium's own sandbox, which needs the namespaces
+// ours takes away, is off. The DevTools protocol runs over two pipes
+// handed in as the browser's descriptors 3 and 4, so nothing listens on a
+// port.
+//
+// Where the session's network is off or filtered, the sandbox's seccomp
+// filter refuses to make Unix sockets (a daemon's socket would be a way
+// out), and Chromium cannot start without one (its profile lock is one).
+// The browser then gets a sandbox of its own with the session's policy
+// and /tmp but this machine's network, and every request it makes,
+// loopback ones too, goes to a proxy that lets through only the allowed
+// hosts (none when the network is off); direct name lookups and WebRTC's
+// UDP are turned off. The walls on files, processes and system calls are
+// the kernel's as for the terminal; the network filter is the browser's
+// proxy setting, which a page cannot change but an exploit of the
+// browser itself could get around.
+func launchSandboxed(parent context.Context, sb *sandbox.Sandbox, env []string, chromium, mark string, log zerolog.Logger) (*launched, error) {
 	// The sandbox's /tmp is private to the session and writable: the
 	// profile and the downloads live there.
 	profile := fmt.Sprintf("/tmp/hermes-browser-%d", time.Now().UnixNano())
 	downloads := "/tmp/downloads"
 	args := append([]string{chromium}, flags()...)
 	args = append(args, "--no-sandbox", "--no-zygote", "--disable-gpu", "--remote-debugging-pipe", "--user-data-dir="+profile)
-	if sb.Policy().Network == sandbox.NetAllow {
-		args = append(args, "--proxy-server=http://127.0.0.1:3128", "--proxy-bypass-list=<-loopback>")
+	var own *sandbox.Sandbox
+	var proxy *filterProxy
+	if pol := sb.Policy(); pol.Network != sandbox.NetOn {
+		var err error
+		if proxy, err = startProxy(pol.Allow, log); err != nil {
+			return nil, err
+		}
+		pol.Network, pol.Allow, pol.Tmp = sandbox.NetOn, nil, sb.TmpDir()
+		if own, err = sandbox.Start(parent, pol, sandbox.Options{Log: log}); err != nil {
+			proxy.Close()
+			return nil, fmt.Errorf("the browser's sandbox: %w", err)
+		}
+		sb = own
+		args = append(args, "--proxy-server="+proxy.URL(), "--proxy-bypass-list=<-loopback>",
+			"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--dns-prefetch-disable")
+	}
+	release := func() {
+		if own != nil {
+			own.Close()
+		}
+		if proxy != nil {
+			proxy.Close()
+		}
 	}
 	args = append(args, "about:blank")
 
@@ -156,15 +189,18 @@ func launchSandboxed(parent context.Context, sb *sandbox.Sandbox, env []string, 
 	if err != nil {
 		toR.Close()
 		toW.Close()
+		release()
 		return nil, err
 	}
 	env = append(env, "HOME=/tmp", markEnv+"="+mark)
-	proc, err := sb.Start(parent, sandbox.Cmd{Args: args, Dir: "/tmp", Env: env, ExtraFiles: []*os.File{toR, fromW}})
+	out := &tail{}
+	proc, err := sb.Start(parent, sandbox.Cmd{Args: args, Dir: "/tmp", Env: env, Stdout: out, Stderr: out, ExtraFiles: []*os.File{toR, fromW}})
 	toR.Close()
 	fromW.Close()
 	if err != nil {
 		toW.Close()
 		fromR.Close()
+		release()
 		return nil, fmt.Errorf("start %s in the sandbox: %w", chromium, err)
 	}
 	conn := chromedp.NewPipeConn(fromR, toW)
@@ -187,10 +223,11 @@ func launchSandboxed(parent context.Context, sb *sandbox.Sandbox, env []string, 
 		if p, err := sb.Start(context.Background(), sandbox.Cmd{Args: []string{"rm", "-rf", profile}, Env: env}); err == nil {
 			p.Wait()
 		}
+		release()
 	}
 	if err := chromedp.Do(ctx); err != nil {
 		stop()
-		return nil, fmt.Errorf("start %s in the sandbox: %w", chromium, err)
+		return nil, fmt.Errorf("start %s in the sandbox: %w; it said: %s", chromium, err, out.String())
 	}
 	c := chromedp.FromContext(ctx)
 	return &launched{ctx: ctx, cancel: cancel, lost: c.Browser.LostConnection, downloads: downloads,
@@ -226,3 +263,26 @@ func (a *pipeAllocator) Allocate(ctx context.Context, opts ...chromedp.BrowserOp
 
 // Wait implements chromedp.Allocator.
 func (a *pipeAllocator) Wait() {}
+
+// tail keeps the last few KiB a browser writes, for the error when it
+// fails to start.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
