@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/adapters/tools/browser"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -72,6 +73,9 @@ func runToolsList(ctx context.Context, opts *toolsListOptions) error {
 	}
 	if fileCfg.Web.SearchURL == "" {
 		fmt.Fprintln(opts.io.Out, "\n"+web.HowToEnable)
+	}
+	if _, err := browser.FindChromium(""); err != nil {
+		fmt.Fprintln(opts.io.Out, "\n"+err.Error())
 	}
 	return nil
 }

@@ -1,12 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/tools/browser"
 )
 
 func TestApprovalFromTheCLI(t *testing.T) {
@@ -178,4 +186,92 @@ func TestSkillsCommandsAndIndex(t *testing.T) {
 	if !strings.Contains(sys, "- deploy-site: Build and upload the static site") {
 		t.Fatalf("skills index missing from the system prompt:\n%s", sys)
 	}
+}
+
+// TestBrowserTools: with Chromium installed the browser toolset is on by
+// default (as upstream's is) and a chat drives a real browser, in the
+// session's sandbox, through the model's tool calls; no browser outlives
+// the chat. Without Chromium the tools are not offered and `tools list`
+// says what to install.
+func TestBrowserTools(t *testing.T) {
+	if _, err := browser.FindChromium(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v (.ci/run installs Debian's chromium)", err)
+		}
+		t.Skip(err)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Shop</title><h1>Price list</h1><button>Buy the kettle</button>`)
+	}))
+	defer page.Close()
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "b1", Name: "browser_navigate", Args: `{"url":"` + page.URL + `"}`}}},
+		llmtest.Reply{Content: "The page lists prices."},
+	)
+	defer srv.Close()
+	before := browserProcs()
+	home := t.TempDir()
+	out, errOut, code := hermes(t, chatEnv(srv), "what does the page say?\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(out, "The page lists prices.") {
+		t.Fatalf("%d %q %s", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if !offers(reqs[0], "browser_navigate") || !offers(reqs[0], "browser_snapshot") || !offers(reqs[0], "browser_vision") {
+		t.Fatalf("browser tools not offered: %v", reqs[0].Body["tools"])
+	}
+	msgs := reqs[1].Body["messages"].([]any)
+	result, _ := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	for _, want := range []string{"Navigated to " + page.URL, `- heading "Price list"`, `- button "Buy the kettle" [ref=e1]`} {
+		if !strings.Contains(result, want) {
+			t.Fatalf("browser_navigate's result lacks %q:\n%s", want, result)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for left := newProcs(before); len(left) > 0; left = newProcs(before) {
+		if time.Now().After(deadline) {
+			t.Fatalf("browser processes outlived the chat: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	out = mustRun(t, home, "tools", "list")
+	if !strings.Contains(out, "browser_navigate") || strings.Contains(out, "browser tools are off") {
+		t.Fatalf("tools list with Chromium:\n%s", out)
+	}
+	cmd := exec.Command(bin, "--home", home, "tools", "list")
+	cmd.Env = append(os.Environ(), "HERMES_CHROMIUM=/nonexistent/chromium")
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(b); strings.Contains(out, "browser_navigate") || !strings.Contains(out, "apt-get install chromium") {
+		t.Fatalf("tools list without Chromium:\n%s", out)
+	}
+}
+
+// browserProcs lists the processes a Hermes browser started (they carry
+// HERMES_BROWSER_MARK in their environment).
+func browserProcs() map[int]bool {
+	out := map[int]bool{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil && bytes.Contains(env, []byte("HERMES_BROWSER_MARK=")) {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
+func newProcs(before map[int]bool) []int {
+	var out []int
+	for pid := range browserProcs() {
+		if !before[pid] {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -328,6 +328,9 @@ func TestVision(t *testing.T) {
 		if ref.MediaType != "image/png" || len(b) < 1000 {
 			return "", fmt.Errorf("not a screenshot: %s, %d bytes", ref.MediaType, len(b))
 		}
+		if id := tool.EnvFrom(ctx).SessionID; id != "s-TestVision" {
+			return "", fmt.Errorf("vision runs outside the tool call's session (%q)", id)
+		}
 		asked = append(asked, q)
 		return "A heading that says Counter.", nil
 	}})

@@ -115,6 +115,7 @@ func (b *Browsers) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	actx, cancel := context.WithTimeout(l.ctx, b.cfg.Timeout)
 	defer cancel()
+	actx = context.WithValue(actx, callKey{}, ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	out, err := run(actx, s, l, args)
@@ -131,6 +132,19 @@ func (b *Browsers) call(ctx context.Context, name string, args json.RawMessage, 
 		return "", err
 	}
 	return note + out, nil
+}
+
+// callKey holds, in an action's context (the browser's), the tool
+// call's own: work that is not the browser's (the vision model) runs
+// under it, with the session's Env and the call's cancellation.
+type callKey struct{}
+
+// callCtx is the tool call's context of an action's.
+func callCtx(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(callKey{}).(context.Context); ok {
+		return c
+	}
+	return ctx
 }
 
 // blocked refuses work on a page a dialog holds.
@@ -636,7 +650,7 @@ func (b *Browsers) runVision(ctx context.Context, s *session, l *launched, args 
 			if q == "" {
 				q = "Describe what the page shows."
 			}
-			answer, err := b.cfg.Vision(context.WithoutCancel(ctx), ref, q)
+			answer, err := b.cfg.Vision(callCtx(ctx), ref, q)
 			if err != nil {
 				return refText + "Looking at it failed: " + err.Error(), nil
 			}

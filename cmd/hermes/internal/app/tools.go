@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/tools"
+	"github.com/hermes-go/hermes/adapters/tools/browser"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
 	"github.com/hermes-go/hermes/adapters/tools/code"
 	"github.com/hermes-go/hermes/adapters/tools/delegate"
@@ -61,6 +62,10 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		cj = NewCronTool()
 	}
 	cj.Bind(store, allow)
+	browserTools, err := BrowserTools(home, cfg, sbs, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, set := range []struct {
 		name  string
 		tools []tool.Tool
@@ -75,6 +80,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"delegation", []tool.Tool{delegate.Tool{}}},
 		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
 		{"web", web.Tools(cfg.Web, nil)},
+		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
 	} {
 		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
