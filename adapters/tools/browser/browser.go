@@ -154,6 +154,7 @@ type session struct {
 	order     []string // download GUIDs in the order they began
 	loading   bool
 	loadDone  chan struct{} // closed when the main frame stops loading
+	stops     int           // how many times the main frame stopped loading
 	frameID   string
 }
 
@@ -296,6 +297,7 @@ func (s *session) listen(l *launched) error {
 		case *page.EventFrameStoppedLoading:
 			if (s.frameID == "" || string(e.FrameID) == s.frameID) && s.loading {
 				s.loading = false
+				s.stops++
 				close(s.loadDone)
 			}
 		}
@@ -381,6 +383,40 @@ func (s *session) settle(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+}
+
+// loads is how many loads of the main frame have finished so far.
+func (s *session) loads() int {
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	return s.stops
+}
+
+// waitLoaded waits until more than n loads of the main frame have
+// finished (a navigation this call started), at most until ctx ends.
+func (s *session) waitLoaded(ctx context.Context, n int) {
+	for {
+		s.ev.Lock()
+		done, loading, ch := s.stops > n, s.loading, s.loadDone
+		s.ev.Unlock()
+		if done {
+			return
+		}
+		if !loading {
+			// Not started yet (its event is on the way): look again soon.
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

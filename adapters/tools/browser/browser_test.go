@@ -433,3 +433,8 @@ func TestOneBrowserPerSession(t *testing.T) {
 	mustContain(t, out, "No browser was open.")
 	noLeaks(t, h.b)
 }
+
+// newEnv is a session's tool environment.
+func newEnv(id string) *tool.Env {
+	return &tool.Env{SessionID: id, Values: tool.NewSessionValues()}
+}

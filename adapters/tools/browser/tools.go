@@ -227,6 +227,7 @@ func (b *Browsers) runNavigate(ctx context.Context, s *session, l *launched, arg
 	s.ev.Lock()
 	began := len(s.order)
 	s.ev.Unlock()
+	loads := s.loads()
 	res, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: u})
 	if err != nil {
 		return "", fmt.Errorf("navigate to %s: %w", u, err)
@@ -241,7 +242,12 @@ func (b *Browsers) runNavigate(ctx context.Context, s *session, l *launched, arg
 		}
 		return "", fmt.Errorf("navigate to %s: %s", u, res.ErrorText)
 	}
-	s.settle(ctx)
+	if res.LoaderID == "" {
+		// A move within the page (a #fragment): nothing loads.
+		s.settle(ctx)
+	} else {
+		s.waitLoaded(ctx, loads)
+	}
 	return s.view(ctx, l, "Navigated to "+u)
 }
 
