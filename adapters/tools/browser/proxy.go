@@ -97,6 +97,9 @@ func (p *filterProxy) handle(c net.Conn) {
 	p.log.Info().Str("host", host).Str("port", port).Bool("allowed", allowed).Msg("browser network request")
 	if !allowed {
 		msg := fmt.Sprintf("hermes browser: %s port %s is not allowed (sandbox.network_allow)\n", host, port)
+		if len(p.allow) == 0 {
+			msg = fmt.Sprintf("hermes browser: the network is off (sandbox.network: off); %s port %s cannot be reached\n", host, port)
+		}
 		fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
 		return
 	}

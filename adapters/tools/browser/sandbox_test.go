@@ -132,3 +132,21 @@ func TestSandboxedNetworkPolicy(t *testing.T) {
 		t.Fatalf("the browser's profile is not in the session's /tmp: %v", ents)
 	}
 }
+
+// TestSandboxedNetworkOff: with the session's network off, the browser
+// reaches nothing, loopback included.
+func TestSandboxedNetworkOff(t *testing.T) {
+	srv := site(t)
+	home := t.TempDir()
+	p := sandbox.Defaults(home, filepath.Join(home, ".hermes"))
+	p.Network = sandbox.NetOff
+	h := newHarness(t, Config{Sandboxes: sandboxes(t, p)})
+	out := h.call("browser_navigate", map[string]any{"url": srv.URL + "/form"})
+	if strings.Contains(out, "Sign up") {
+		t.Fatalf("a page loaded with the network off:\n%s", out)
+	}
+	mustContain(t, h.call("browser_snapshot", map[string]any{"full": true}), "the network is off (sandbox.network: off)")
+	// Pages made in the browser still work.
+	out = h.call("browser_navigate", map[string]any{"url": "data:text/html,<h1>Offline</h1><button>Fine</button>"})
+	mustContain(t, out, `- heading "Offline"`, `- button "Fine" [ref=e1]`)
+}
