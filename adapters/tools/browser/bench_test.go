@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
 // benchPage is a page of a usual size for the benchmarks: a heading, a
@@ -108,31 +111,40 @@ func pageLoadMS(b *testing.B, ctx context.Context) float64 {
 	return ms
 }
 
-// BenchmarkBrowserMemory opens one browser per session, n sessions, each
-// on the local page, and reports the memory per open browser: the resident
-// and proportional sets of every process of every browser, divided by n.
+// BenchmarkBrowserMemory opens one browser per session, three sessions,
+// each on the local page, and reports the memory per open browser: the
+// resident and proportional sets of every process of every browser,
+// divided by three. direct is Chromium as this process's child; sandboxed
+// is Chromium in the session's sandbox (Hermes's default), where it runs
+// without its zygote and GPU processes.
 func BenchmarkBrowserMemory(b *testing.B) {
 	srv := benchPage(b)
-	for b.Loop() {
-		h := newHarness(b, Config{})
-		const n = 3
-		var hs []*harness
-		for i := range n {
-			x := &harness{t: b, b: h.b, tools: h.tools, env: h.env}
-			if i > 0 {
-				x.env = newEnv(fmt.Sprintf("mem-%d", i))
+	for _, mode := range []string{"direct", "sandboxed"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := Config{}
+			if mode == "sandboxed" {
+				home := b.TempDir()
+				cfg.Sandboxes = sandboxes(b, sandbox.Defaults(home, filepath.Join(home, ".hermes")))
 			}
-			hs = append(hs, x)
-			if _, err := x.try("browser_navigate", map[string]string{"url": srv.URL + "/"}); err != nil {
-				b.Fatal(err)
+			for b.Loop() {
+				h := newHarness(b, cfg)
+				const n = 3
+				var hs []*harness
+				for i := range n {
+					x := &harness{t: b, b: h.b, tools: h.tools, env: newEnv(fmt.Sprintf("mem-%d", i))}
+					hs = append(hs, x)
+					if _, err := x.try("browser_navigate", map[string]string{"url": srv.URL + "/"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				u := h.b.Usage()
+				b.ReportMetric(float64(u.RSS)/n/(1<<20), "rss-MiB/browser")
+				b.ReportMetric(float64(u.PSS)/n/(1<<20), "pss-MiB/browser")
+				b.ReportMetric(float64(u.Procs)/n, "procs/browser")
+				for _, x := range hs {
+					x.env.Values.Close()
+				}
 			}
-		}
-		u := h.b.Usage()
-		b.ReportMetric(float64(u.RSS)/n/(1<<20), "rss-MiB/browser")
-		b.ReportMetric(float64(u.PSS)/n/(1<<20), "pss-MiB/browser")
-		b.ReportMetric(float64(u.Procs)/n, "procs/browser")
-		for _, x := range hs {
-			x.env.Values.Close()
-		}
+		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // sandboxes is the terminal's sandboxes (the real ones) under policy p,
 // or a failure under CI where this kernel cannot hold one.
-func sandboxes(t *testing.T, p sandbox.Policy) *terminal.Sandboxes {
+func sandboxes(t testing.TB, p sandbox.Policy) *terminal.Sandboxes {
 	t.Helper()
 	if pr := sandbox.Probe(); !pr.Enforced() {
 		if os.Getenv("CI") == "true" {
