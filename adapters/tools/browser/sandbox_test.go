@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -83,6 +85,25 @@ func TestSandboxedBrowser(t *testing.T) {
 	out = h.call("browser_dialog", map[string]any{"action": "accept"})
 	out = h.call("browser_snapshot", map[string]any{"full": true})
 	mustContain(t, out, "confirmed")
+
+	// A sandboxed browser that dies is started again at the next call.
+	killed := false
+	for _, pid := range marked(h.b.mark) {
+		if cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); strings.Contains(string(cmd), "--remote-debugging-pipe") {
+			syscall.Kill(pid, syscall.SIGKILL)
+			killed = true
+		}
+	}
+	if !killed {
+		t.Fatal("no browser process to kill")
+	}
+	s := h.b.sessionOf(h.ctx())
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(s.l) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out = h.call("browser_navigate", map[string]any{"url": srv.URL + "/form"})
+	mustContain(t, out, "a new one was started", `- heading "Sign up"`)
 }
 
 // TestSandboxedNetworkPolicy: under sandbox.network_allow the browser
