@@ -438,3 +438,26 @@ func TestOneBrowserPerSession(t *testing.T) {
 func newEnv(id string) *tool.Env {
 	return &tool.Env{SessionID: id, Values: tool.NewSessionValues()}
 }
+
+// TestCallsOfOneResponseKeepTheirOrder: a response that types and then
+// clicks runs the two one after another, in that order.
+func TestCallsOfOneResponseKeepTheirOrder(t *testing.T) {
+	b := New(Config{Chromium: "chromium"})
+	byName := map[string]tool.Tool{}
+	for _, x := range b.Tools() {
+		byName[x.Spec().Name] = x
+	}
+	var calls []tool.Call
+	for _, n := range []string{"browser_type", "browser_click", "browser_snapshot", "browser_navigate"} {
+		calls = append(calls, tool.Call{Name: n, Tool: byName[n], Args: json.RawMessage(`{}`)})
+	}
+	waves := tool.Waves(calls, 8)
+	if len(waves) != 4 {
+		t.Fatalf("waves %v: browser calls of one response run side by side", waves)
+	}
+	for i, w := range waves {
+		if len(w) != 1 || w[0] != i {
+			t.Fatalf("waves %v: not in the model's order", waves)
+		}
+	}
+}

@@ -70,10 +70,18 @@ func (b *Browsers) tool(name string, spec model.ToolSpec, readOnly bool, run run
 
 func (t *simpleTool) Spec() model.ToolSpec { return t.spec }
 
-// Flags: a session's browser calls run one at a time (the session's lock),
-// so none is marked read-only in the scheduler's sense of "may run beside
-// anything"; the page is shared state.
-func (t *simpleTool) Flags() tool.Flags { return tool.Flags{} }
+// Flags: every browser call writes the one page of the session, so the
+// calls of one response run one after another in the order the model gave
+// them (type, then click), never side by side in an order the session's
+// lock would pick.
+func (t *simpleTool) Flags() tool.Flags { return pageFlags }
+
+// pageFlags marks a call as writing the session's page (see simpleTool.Flags).
+var pageFlags = tool.Flags{WritesPaths: func(json.RawMessage) []string { return []string{pagePath} }}
+
+// pagePath names the session's page among the paths calls write; it is no
+// file's path.
+const pagePath = "browser:page"
 
 func (t *simpleTool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	return t.b.call(ctx, t.spec.Name, args, t.run)
@@ -88,7 +96,7 @@ func (t *navigateTool) Spec() model.ToolSpec {
 	s.Name = "browser_navigate"
 	return s
 }
-func (t *navigateTool) Flags() tool.Flags { return tool.Flags{} }
+func (t *navigateTool) Flags() tool.Flags { return pageFlags }
 func (t *navigateTool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	return t.b.call(ctx, "browser_navigate", args, t.b.runNavigate)
 }
