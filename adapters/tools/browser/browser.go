@@ -8,7 +8,9 @@
 // Where the terminal runs in a sandbox (package sandbox), the browser runs
 // in the same one, the session's: the kernel's walls and the network
 // policy hold Chromium as they hold a shell command, and the protocol runs
-// over pipes, so nothing listens on a port.
+// over pipes, so nothing listens on a port. Under a filtered or cut
+// network the browser gets a sandbox of its own with the session's walls,
+// and an allow-list proxy holds its network (launchSandboxed says why).
 package browser
 
 import (
