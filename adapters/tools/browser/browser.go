@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
 
@@ -155,8 +156,9 @@ type session struct {
 	downloads map[string]*download
 	order     []string // download GUIDs in the order they began
 	loading   bool
-	loadDone  chan struct{} // closed when the main frame stops loading
-	stops     int           // how many times the main frame stopped loading
+	loadDone  chan struct{}     // closed when the main frame stops loading
+	stops     int               // how many times the main frame stopped loading
+	popups    map[string]string // tabs the page opened (target id → address)
 	frameID   string
 }
 
@@ -238,6 +240,7 @@ func (s *session) browser(ctx context.Context) (l *launched, note string, err er
 	}
 	s.ev.Lock()
 	s.console, s.dialogs, s.downloads, s.order, s.loading = nil, nil, map[string]*download{}, nil, false
+	s.popups = map[string]string{}
 	s.ev.Unlock()
 	if err := s.listen(l); err != nil {
 		l.stop()
@@ -290,6 +293,8 @@ func (s *session) listen(l *launched) error {
 			if len(s.dialogs) > 0 {
 				s.dialogs = s.dialogs[1:]
 			}
+		case *target.EventTargetCreated, *target.EventTargetInfoChanged:
+			s.notePopup(e)
 		case *page.EventFrameStartedLoading:
 			if s.frameID == "" || string(e.FrameID) == s.frameID {
 				if !s.loading {
@@ -313,6 +318,8 @@ func (s *session) listen(l *launched) error {
 		s.ev.Lock()
 		defer s.ev.Unlock()
 		switch e := ev.(type) {
+		case *target.EventTargetCreated, *target.EventTargetInfoChanged:
+			s.notePopup(e)
 		case *browser.EventDownloadWillBegin:
 			s.downloads[e.GUID] = &download{Name: e.SuggestedFilename, URL: e.URL, State: "in progress"}
 			s.order = append(s.order, e.GUID)
@@ -328,6 +335,66 @@ func (s *session) listen(l *launched) error {
 	_, err := chromedp.CallBrowser(l.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: l.downloads, EventsEnabled: &events})
 	return err
+}
+
+// notePopup records a tab the page opened (a link with target=_blank,
+// window.open). The caller holds s.ev.
+func (s *session) notePopup(ev any) {
+	var info *target.Info
+	switch e := ev.(type) {
+	case *target.EventTargetCreated:
+		info = e.TargetInfo
+	case *target.EventTargetInfoChanged:
+		info = e.TargetInfo
+		if _, ok := s.popups[string(info.TargetID)]; !ok {
+			return
+		}
+	}
+	if info == nil || info.Type != "page" || s.frameID == "" || string(info.OpenerID) != s.frameID {
+		return
+	}
+	s.popups[string(info.TargetID)] = info.URL
+}
+
+// adoptPopup brings a tab the page just opened into the session's one:
+// the model drives one tab, so the new tab is closed and its address
+// opened here. It says what it did ("" when no tab was opened).
+func (s *session) adoptPopup(ctx context.Context) string {
+	s.ev.Lock()
+	n := len(s.popups)
+	s.ev.Unlock()
+	if n == 0 {
+		return ""
+	}
+	// The new tab's address comes a moment after the tab.
+	var id, addr string
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s.ev.Lock()
+		for k, v := range s.popups {
+			id, addr = k, v
+		}
+		s.ev.Unlock()
+		if (addr != "" && addr != "about:blank") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.ev.Lock()
+	clear(s.popups)
+	s.ev.Unlock()
+	chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: target.ID(id)})
+	if addr == "" || addr == "about:blank" {
+		return "The page opened an empty new tab; it was closed."
+	}
+	loads := s.loads()
+	res, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: addr})
+	if err != nil || res.ErrorText != "" {
+		return fmt.Sprintf("The page opened %s in a new tab, which did not load here: %v %s", addr, err, res.ErrorText)
+	}
+	s.waitLoaded(ctx, loads)
+	s.refs = nil
+	return fmt.Sprintf("The page opened %s in a new tab; this tab shows it now (the browser keeps one tab).", addr)
 }
 
 // maxConsole bounds the console lines kept per session.

@@ -42,7 +42,7 @@ func site(t testing.TB) *httptest.Server {
 		fmt.Fprintf(w, "<!doctype html><html><head><title>%s</title></head><body>%s</body></html>", title, body)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		page(w, "Home", `<h1>Home</h1><a href="/form">Go to the form</a> <a href="/click">Go to the click page</a>`)
+		page(w, "Home", `<h1>Home</h1><a href="/form">Go to the form</a> <a href="/click">Go to the click page</a> <a href="/dialog" target="_blank">Dialogs in a new tab</a>`)
 	})
 	mux.HandleFunc("/form", func(w http.ResponseWriter, r *http.Request) {
 		page(w, "Form", `<h1>Sign up</h1><form action="/submitted" method="post">`+
@@ -207,6 +207,10 @@ func TestNavigateSnapshotAndBack(t *testing.T) {
 	if _, err := h.try("browser_back", nil); err == nil || !strings.Contains(err.Error(), "no previous page") {
 		t.Fatalf("back past the first page: %v", err)
 	}
+	out = h.call("browser_navigate", map[string]any{"url": srv.URL})
+	// A link that opens a new tab: the session's one tab follows it.
+	out = h.call("browser_click", map[string]any{"ref": ref(t, out, "link", "Dialogs in a new tab")})
+	mustContain(t, out, "opened "+srv.URL+"/dialog in a new tab", "Page: "+srv.URL+"/dialog", `- heading "Questions"`)
 	h.call("browser_navigate", map[string]any{"url": srv.URL})
 	full := h.call("browser_snapshot", map[string]any{"full": true})
 	mustContain(t, full, "Page: "+srv.URL)

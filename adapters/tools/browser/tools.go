@@ -369,7 +369,11 @@ func (b *Browsers) runClick(ctx context.Context, s *session, l *launched, args j
 	}
 	s.settle(ctx)
 	s.waitDownloads(ctx)
-	return s.view(ctx, l, fmt.Sprintf("Clicked %s %s %s", a.Ref, n.role, quote(n.name)))
+	head := fmt.Sprintf("Clicked %s %s %s", a.Ref, n.role, quote(n.name))
+	if p := s.adoptPopup(ctx); p != "" {
+		head += "\n" + p
+	}
+	return s.view(ctx, l, head)
 }
 
 func (b *Browsers) runType(ctx context.Context, s *session, l *launched, args json.RawMessage) (string, error) {
@@ -447,7 +451,11 @@ func (b *Browsers) runPress(ctx context.Context, s *session, l *launched, args j
 	}
 	s.settle(ctx)
 	s.waitDownloads(ctx)
-	return s.view(ctx, l, "Pressed "+a.Key)
+	head := "Pressed " + a.Key
+	if p := s.adoptPopup(ctx); p != "" {
+		head += "\n" + p
+	}
+	return s.view(ctx, l, head)
 }
 
 func (b *Browsers) runScroll(ctx context.Context, s *session, l *launched, args json.RawMessage) (string, error) {
