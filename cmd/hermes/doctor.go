@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/sandbox"
+	"github.com/hermes-go/hermes/adapters/tools/browser"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -165,6 +166,11 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 		add(check{name: "execute_code", detail: "python3 not found", ok: true, warn: true, fix: "install python3 to use execute_code"})
 	} else {
 		add(check{name: "execute_code", detail: "python3 found", ok: true})
+	}
+	if path, err := browser.FindChromium(""); err != nil {
+		add(check{name: "browser", detail: "no Chromium found", ok: true, warn: true, fix: "apt-get install chromium (or set HERMES_CHROMIUM) to use the browser tools"})
+	} else {
+		add(check{name: "browser", detail: path, ok: true})
 	}
 	if _, local := cfg.Backend.(terminal.Local); local || cfg.Backend == nil {
 		add(sandboxCheck(ctx, home, cfg))

@@ -247,6 +247,13 @@ func TestBrowserTools(t *testing.T) {
 	if out := string(b); strings.Contains(out, "browser_navigate") || !strings.Contains(out, "apt-get install chromium") {
 		t.Fatalf("tools list without Chromium:\n%s", out)
 	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	if out, _, _ := hermes(t, env, "", "--home", home, "doctor", "--offline"); !strings.Contains(out, "✓ browser") {
+		t.Fatalf("doctor with Chromium:\n%s", out)
+	}
+	if out, _, _ := hermes(t, append(env, "HERMES_CHROMIUM=/nonexistent/chromium"), "", "--home", home, "doctor", "--offline"); !strings.Contains(out, "apt-get install chromium") {
+		t.Fatalf("doctor without Chromium:\n%s", out)
+	}
 }
 
 // browserProcs lists the processes a Hermes browser started (they carry
