@@ -62,6 +62,10 @@ type Config struct {
 	// DownloadDir is where an unconfined browser saves downloads, one
 	// directory per session beneath it ("": a temporary directory).
 	DownloadDir string
+	// Env is the environment of an unconfined browser (nil: this
+	// process's): Hermes passes its scrubbed one, without its keys. A
+	// sandboxed browser gets what Sandboxes.Environ lets through.
+	Env func() []string
 	// Timeout bounds one browser action (0: 30 seconds).
 	Timeout time.Duration
 	Log     zerolog.Logger
@@ -233,7 +237,11 @@ func (s *session) browser(ctx context.Context) (l *launched, note string, err er
 		if dir == "" {
 			dir = filepath.Join(os.TempDir(), "hermes-browser-downloads")
 		}
-		l, err = launchDirect(ctx, cfg.Chromium, filepath.Join(dir, safeName(s.id)), s.owner.mark)
+		var env []string
+		if cfg.Env != nil {
+			env = cfg.Env()
+		}
+		l, err = launchDirect(ctx, cfg.Chromium, filepath.Join(dir, safeName(s.id)), s.owner.mark, env)
 	}
 	if err != nil {
 		return nil, "", err

@@ -465,3 +465,21 @@ func TestCallsOfOneResponseKeepTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvironment: an unconfined browser gets the environment Hermes
+// hands it (without its keys), not this process's.
+func TestEnvironment(t *testing.T) {
+	t.Setenv("HERMES_TEST_SECRET_KEY", "sk-must-not-leak")
+	h := newHarness(t, Config{Env: func() []string { return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()} }})
+	h.call("browser_navigate", map[string]any{"url": "about:blank"})
+	procs := marked(h.b.mark)
+	if len(procs) == 0 {
+		t.Fatal("no browser processes")
+	}
+	for _, pid := range procs {
+		env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ"))
+		if strings.Contains(string(env), "sk-must-not-leak") {
+			t.Fatalf("browser process %d has this process's secret in its environment", pid)
+		}
+	}
+}

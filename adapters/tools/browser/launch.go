@@ -91,12 +91,17 @@ type launched struct {
 }
 
 // launchDirect starts chromium as a child of this process, unconfined
-// apart from Chromium's own sandbox where it can have one.
-func launchDirect(parent context.Context, chromium, downloads, mark string) (*launched, error) {
+// apart from Chromium's own sandbox where it can have one, with env as its
+// environment (nil: this process's).
+func launchDirect(parent context.Context, chromium, downloads, mark string, env []string) (*launched, error) {
 	if err := os.MkdirAll(downloads, 0o700); err != nil {
 		return nil, err
 	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.CombinedOutput(io.Discard), chromedp.Env(markEnv + "=" + mark)}
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.CombinedOutput(io.Discard)}
+	if env != nil {
+		opts = append(opts, chromedp.NoInheritEnv, chromedp.Env(env...))
+	}
+	opts = append(opts, chromedp.Env(markEnv+"="+mark))
 	for _, f := range flags() {
 		name, val, hasVal := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		if hasVal {

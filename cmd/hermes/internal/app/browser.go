@@ -25,11 +25,12 @@ const browserVisionPrompt = "You look at screenshots of web pages for an assista
 
 // BrowserTools are the browser toolset's tools (none when no Chromium is
 // installed): each session's browser runs in the
-// session's sandbox when the terminal has one (sbs), its screenshots go
+// session's sandbox when the terminal has one (sbs; else with env, the
+// environment without Hermes' keys), its screenshots go
 // to the home's blob store, and auxiliary.vision answers browser_vision.
-func BrowserTools(home string, cfg config.Resolved, sbs *terminal.Sandboxes, log zerolog.Logger) ([]tool.Tool, error) {
+func BrowserTools(home string, cfg config.Resolved, sbs *terminal.Sandboxes, env func() []string, log zerolog.Logger) ([]tool.Tool, error) {
 	store := blobs.Open(home)
-	bc := browser.Config{Screenshots: store, DownloadDir: filepath.Join(home, "cache", "browser"), Log: log}
+	bc := browser.Config{Screenshots: store, DownloadDir: filepath.Join(home, "cache", "browser"), Env: env, Log: log}
 	if sbs != nil {
 		bc.Sandboxes = sbs
 	}

@@ -62,7 +62,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		cj = NewCronTool()
 	}
 	cj.Bind(store, allow)
-	browserTools, err := BrowserTools(home, cfg, sbs, log)
+	browserTools, err := BrowserTools(home, cfg, sbs, env, log)
 	if err != nil {
 		return nil, nil, err
 	}
