@@ -79,8 +79,8 @@ func site(t testing.TB) *httptest.Server {
 	})
 	mux.HandleFunc("/long", func(w http.ResponseWriter, r *http.Request) {
 		var b strings.Builder
-		for i := range 200 {
-			fmt.Fprintf(&b, "<p>Line %d</p>", i)
+		for i := range 1000 {
+			fmt.Fprintf(&b, "<p>Line number %d of the long page</p>", i)
 		}
 		b.WriteString(`<button>Bottom button</button>`)
 		page(w, "Long", b.String())
@@ -262,6 +262,11 @@ func TestClickChangesPageConsoleImages(t *testing.T) {
 	out = h.call("browser_navigate", map[string]any{"url": srv.URL + "/long"})
 	if strings.Contains(out, "Bottom button") != true {
 		t.Fatalf("the snapshot is of the whole page, not the viewport:\n%s", out)
+	}
+	full = h.call("browser_snapshot", map[string]any{"full": true})
+	mustContain(t, full, `- text "Line number 0 of the long page"`, "[… snapshot cut at 15000 characters")
+	if len(full) > 16000 {
+		t.Fatalf("a full snapshot of %d characters was not cut", len(full))
 	}
 	out = h.call("browser_scroll", map[string]any{"direction": "down"})
 	mustContain(t, out, "Scrolled down (now at ")
