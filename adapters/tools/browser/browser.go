@@ -163,6 +163,9 @@ type session struct {
 	loadDone  chan struct{}     // closed when the main frame stops loading
 	stops     int               // how many times the main frame stopped loading
 	popups    map[string]string // tabs the page opened (target id → address)
+	requested time.Time         // when the page last asked to navigate its main frame
+	actStart  time.Time         // when the current call's action began
+	actStops  int               // stops when it began
 	frameID   string
 }
 
@@ -303,6 +306,10 @@ func (s *session) listen(l *launched) error {
 			}
 		case *target.EventTargetCreated, *target.EventTargetInfoChanged:
 			s.notePopup(e)
+		case *page.EventFrameRequestedNavigation:
+			if (s.frameID == "" || string(e.FrameID) == s.frameID) && e.Disposition == page.ClientNavigationDispositionCurrentTab {
+				s.requested = time.Now()
+			}
 		case *page.EventFrameStartedLoading:
 			if s.frameID == "" || string(e.FrameID) == s.frameID {
 				if !s.loading {
@@ -452,8 +459,20 @@ func (s *session) settle(ctx context.Context) {
 		return
 	}
 	s.ev.Lock()
-	loading, done := s.loading, s.loadDone
+	// Asked to navigate, and no load has finished since the action began.
+	loading, done, asked := s.loading, s.loadDone, s.requested.After(s.actStart) && s.stops == s.actStops
 	s.ev.Unlock()
+	if !loading && asked {
+		// The page asked to navigate but the load has not begun yet (a
+		// busy machine): give it a few seconds to begin.
+		deadline := time.Now().Add(5 * time.Second)
+		for !loading && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			s.ev.Lock()
+			loading, done = s.loading, s.loadDone
+			s.ev.Unlock()
+		}
+	}
 	if !loading {
 		return
 	}

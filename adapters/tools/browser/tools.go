@@ -124,6 +124,9 @@ func (b *Browsers) call(ctx context.Context, name string, args json.RawMessage, 
 	actx, cancel := context.WithTimeout(l.ctx, b.cfg.Timeout)
 	defer cancel()
 	actx = context.WithValue(actx, callKey{}, ctx)
+	s.ev.Lock()
+	s.actStart, s.actStops = time.Now(), s.stops
+	s.ev.Unlock()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	out, err := run(actx, s, l, args)
