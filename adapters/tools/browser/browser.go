@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,11 @@ type Config struct {
 	// process's): Hermes passes its scrubbed one, without its keys. A
 	// sandboxed browser gets what Sandboxes.Environ lets through.
 	Env func() []string
+	// Idle closes a session's browser after this long without a browser
+	// call (0: two minutes, upstream's browser.inactivity_timeout, or
+	// $BROWSER_INACTIVITY_TIMEOUT seconds; negative: never); the next call
+	// starts a new one.
+	Idle time.Duration
 	// Timeout bounds one browser action (0: 30 seconds).
 	Timeout time.Duration
 	Log     zerolog.Logger
@@ -94,6 +100,12 @@ type Browsers struct {
 func New(cfg Config) *Browsers {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = 2 * time.Minute
+		if n, err := strconv.Atoi(os.Getenv("BROWSER_INACTIVITY_TIMEOUT")); err == nil && n > 0 {
+			cfg.Idle = time.Duration(n) * time.Second
+		}
 	}
 	var r [8]byte
 	rand.Read(r[:])
@@ -153,6 +165,11 @@ type session struct {
 	l  *launched
 	// refs maps the last snapshot's refs ("e1") to DOM nodes.
 	refs map[string]refNode
+	// idle closes the browser when no call came for Config.Idle; gen
+	// counts calls, so a timer that fires after a newer call does nothing.
+	idle    *time.Timer
+	gen     int
+	expired bool // the browser was closed for being idle
 
 	ev        sync.Mutex // guards what the event listeners fill
 	console   []string
@@ -186,6 +203,9 @@ func (s *session) Close() error {
 	l := s.l
 	s.l = nil
 	s.refs = nil
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	s.mu.Unlock()
 	s.owner.mu.Lock()
 	delete(s.owner.all, s)
@@ -215,6 +235,10 @@ func (s *session) browser(ctx context.Context) (l *launched, note string, err er
 	if s.l != nil && alive(s.l) {
 		return s.l, "", nil
 	}
+	if s.l == nil && s.expired {
+		note = fmt.Sprintf("[The session's browser was closed after %s without use; a new one was started: navigate again.]\n", s.owner.cfg.Idle)
+	}
+	s.expired = false
 	if s.l != nil {
 		s.l.stop()
 		s.l = nil
@@ -259,6 +283,31 @@ func (s *session) browser(ctx context.Context) (l *launched, note string, err er
 	}
 	s.l, s.refs = l, nil
 	return l, note, nil
+}
+
+// touch starts the idle clock again after a call; the caller holds s.mu.
+func (s *session) touch() {
+	d := s.owner.cfg.Idle
+	if d < 0 || s.l == nil {
+		return
+	}
+	s.gen++
+	gen := s.gen
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.idle = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		if s.gen != gen || s.l == nil {
+			s.mu.Unlock()
+			return
+		}
+		l := s.l
+		s.l, s.refs, s.expired = nil, nil, true
+		s.mu.Unlock()
+		s.owner.cfg.Log.Info().Str("session", s.id).Dur("idle", d).Msg("browser: closed for being idle")
+		l.stop()
+	})
 }
 
 // safeName makes a session id a directory name.

@@ -488,3 +488,27 @@ func TestEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleBrowserCloses: a browser left without a call for Config.Idle is
+// closed, and the next call starts a new one and says so.
+func TestIdleBrowserCloses(t *testing.T) {
+	srv := site(t)
+	h := newHarness(t, Config{Idle: time.Second})
+	h.call("browser_navigate", map[string]any{"url": srv.URL})
+	time.Sleep(300 * time.Millisecond)
+	h.call("browser_snapshot", nil) // a call starts the clock again
+	time.Sleep(300 * time.Millisecond)
+	if n := h.b.Open(); n != 1 {
+		t.Fatalf("the browser closed %s after a call, before its idle time", 300*time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.b.Open() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := h.b.Open(); n != 0 {
+		t.Fatal("an idle browser was not closed")
+	}
+	noLeaks(t, h.b)
+	out := h.call("browser_navigate", map[string]any{"url": srv.URL + "/form"})
+	mustContain(t, out, "closed after 1s without use; a new one was started", `- heading "Sign up"`)
+}

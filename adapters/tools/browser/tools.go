@@ -114,6 +114,7 @@ func (b *Browsers) call(ctx context.Context, name string, args json.RawMessage, 
 	s := b.sessionOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.touch()
 	if name == "browser_close" {
 		return b.runClose(ctx, s, nil, args)
 	}
