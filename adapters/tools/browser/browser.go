@@ -586,15 +586,26 @@ func (s *session) news(l *launched) string {
 		switch d.State {
 		case "completed":
 			d.reported = true
-			fmt.Fprintf(&b, "Downloaded %s (%.0f bytes) from %s to %s\n", d.Name, d.Bytes, d.URL, filepath.Join(l.shown, d.Name))
+			fmt.Fprintf(&b, "Downloaded %s (%.0f bytes) from %s to %s\n", d.Name, d.Bytes, d.URL, l.where(d.Name))
 		case "canceled":
 			d.reported = true
 			fmt.Fprintf(&b, "The download of %s from %s was cancelled.\n", d.Name, d.URL)
 		default:
-			fmt.Fprintf(&b, "Downloading %s from %s (%.0f bytes so far) to %s\n", d.Name, d.URL, d.Bytes, filepath.Join(l.shown, d.Name))
+			fmt.Fprintf(&b, "Downloading %s from %s (%.0f bytes so far) to %s\n", d.Name, d.URL, d.Bytes, l.where(d.Name))
 		}
 	}
 	return b.String()
+}
+
+// where names a downloaded file as the model's tools see it: the
+// terminal's path, and the file tools' where they differ (a sandboxed
+// browser saves into the session's /tmp).
+func (l *launched) where(name string) string {
+	in, out := filepath.Join(l.downloads, name), filepath.Join(l.shown, name)
+	if in == out {
+		return in
+	}
+	return fmt.Sprintf("%s (in the terminal; %s for the file tools)", in, out)
 }
 
 // waitDownloads gives downloads that began during an action a moment to

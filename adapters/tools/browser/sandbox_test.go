@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"bytes"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,8 +74,18 @@ func TestSandboxedBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var buf bytes.Buffer
 	saved := filepath.Join(sb.TmpDir(), "downloads", "report.csv")
-	mustContain(t, out, "Downloaded report.csv (8 bytes)", saved)
+	mustContain(t, out, "Downloaded report.csv (8 bytes)", "to /tmp/downloads/report.csv (in the terminal; "+saved+" for the file tools)")
+	// The terminal of the session finds it where the browser said.
+	proc, err := sb.Start(h.ctx(), sandbox.Cmd{Args: []string{"cat", "/tmp/downloads/report.csv"}, Env: []string{"PATH=/usr/bin:/bin"}, Stdout: &buf, Stderr: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.Wait()
+	if buf.String() != "a,b\n1,2\n" {
+		t.Fatalf("the terminal reads %q", buf.String())
+	}
 	if b, err := os.ReadFile(saved); err != nil || string(b) != "a,b\n1,2\n" {
 		t.Fatalf("download: %q %v", b, err)
 	}
