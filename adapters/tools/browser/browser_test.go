@@ -512,3 +512,20 @@ func TestIdleBrowserCloses(t *testing.T) {
 	out := h.call("browser_navigate", map[string]any{"url": srv.URL + "/form"})
 	mustContain(t, out, "closed after 1s without use; a new one was started", `- heading "Sign up"`)
 }
+
+// TestStartGivenUp: a call that ends while its browser is starting leaves
+// no browser behind.
+func TestStartGivenUp(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx, cancel := context.WithTimeout(h.ctx(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := h.tools["browser_navigate"].Run(ctx, json.RawMessage(`{"url":"about:blank"}`)); err == nil {
+		t.Fatal("a navigation whose call ended during the start succeeded")
+	}
+	if n := h.b.Open(); n != 0 {
+		t.Fatalf("%d browsers open", n)
+	}
+	noLeaks(t, h.b)
+	// The next call starts one.
+	mustContain(t, h.call("browser_navigate", map[string]any{"url": "about:blank"}), "Navigated to about:blank")
+}

@@ -112,9 +112,7 @@ func launchDirect(parent context.Context, chromium, downloads, mark string, env 
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(parent), opts...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(func(string, ...any) {}), chromedp.WithErrorf(func(string, ...any) {}))
-	if err := chromedp.Do(ctx); err != nil { // starts the browser and its first tab
-		cancel()
-		acancel()
+	if err := start(parent, ctx, func() { cancel(); acancel() }); err != nil {
 		return nil, fmt.Errorf("start %s: %w", chromium, err)
 	}
 	c := chromedp.FromContext(ctx)
@@ -230,13 +228,36 @@ func launchSandboxed(parent context.Context, sb *sandbox.Sandbox, env []string, 
 		}
 		release()
 	}
-	if err := chromedp.Do(ctx); err != nil {
-		stop()
+	if err := start(parent, ctx, stop); err != nil {
 		return nil, fmt.Errorf("start %s in the sandbox: %w; it said: %s", chromium, err, out.String())
 	}
 	c := chromedp.FromContext(ctx)
 	return &launched{ctx: ctx, cancel: cancel, lost: c.Browser.LostConnection, downloads: downloads,
 		shown: filepath.Join(sb.TmpDir(), "downloads"), stop: stop}, nil
+}
+
+// startTimeout bounds a browser's start.
+const startTimeout = 60 * time.Second
+
+// start starts the browser of ctx and opens its first tab. The browser
+// lives as long as ctx, not as the call that starts it, so a start that
+// the call gives up on (its context ends) or that hangs is ended with
+// stop.
+func start(call, ctx context.Context, stop func()) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-call.Done():
+		err = call.Err()
+	case <-time.After(startTimeout):
+		err = fmt.Errorf("no answer within %s", startTimeout)
+	}
+	if err != nil {
+		stop()
+	}
+	return err
 }
 
 // pipeAllocator hands chromedp a browser that was started elsewhere (in
