@@ -47,34 +47,46 @@ func benchPageT(b testing.TB) *httptest.Server {
 // browser's own figure for the same loads (the page's navigation timing,
 // from the request's start to the end of its load event), so the
 // difference is what the tool adds.
+//
+// direct is Chromium as this process's child; sandboxed is Chromium in the
+// session's sandbox, as Hermes runs it by default.
 func BenchmarkNavigateSnapshot(b *testing.B) {
 	srv := benchPage(b)
-	h := newHarness(b, Config{})
-	nav := h.tools["browser_navigate"]
-	ctx := h.ctx()
-	args, _ := json.Marshal(map[string]string{"url": srv.URL + "/"})
-	if _, err := nav.Run(ctx, args); err != nil { // the browser starts here
-		b.Fatal(err)
+	for _, mode := range []string{"direct", "sandboxed"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := Config{}
+			if mode == "sandboxed" {
+				home := b.TempDir()
+				cfg.Sandboxes = sandboxes(b, sandbox.Defaults(home, filepath.Join(home, ".hermes")))
+			}
+			h := newHarness(b, cfg)
+			nav := h.tools["browser_navigate"]
+			ctx := h.ctx()
+			args, _ := json.Marshal(map[string]string{"url": srv.URL + "/"})
+			if _, err := nav.Run(ctx, args); err != nil { // the browser starts here
+				b.Fatal(err)
+			}
+			s := h.b.sessionOf(ctx)
+			var loadMS float64
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				a, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("%s/?i=%d", srv.URL, i)})
+				out, err := nav.Run(ctx, a)
+				if err != nil || !strings.Contains(out, "[ref=e1]") {
+					b.Fatalf("%v\n%s", err, out)
+				}
+				b.StopTimer()
+				loadMS += pageLoadMS(b, s.l.ctx)
+				b.StartTimer()
+			}
+			b.ReportMetric(loadMS/float64(b.N), "chromium-load-ms")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "tool-ms")
+			u := h.b.Usage()
+			b.ReportMetric(float64(u.RSS)/(1<<20), "browser-rss-MiB")
+			b.ReportMetric(float64(u.PSS)/(1<<20), "browser-pss-MiB")
+			b.ReportMetric(float64(u.Procs), "browser-procs")
+		})
 	}
-	s := h.b.sessionOf(ctx)
-	var loadMS float64
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		a, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("%s/?i=%d", srv.URL, i)})
-		out, err := nav.Run(ctx, a)
-		if err != nil || !strings.Contains(out, "[ref=e1]") {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		b.StopTimer()
-		loadMS += pageLoadMS(b, s.l.ctx)
-		b.StartTimer()
-	}
-	b.ReportMetric(loadMS/float64(b.N), "chromium-load-ms")
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "tool-ms")
-	u := h.b.Usage()
-	b.ReportMetric(float64(u.RSS)/(1<<20), "browser-rss-MiB")
-	b.ReportMetric(float64(u.PSS)/(1<<20), "browser-pss-MiB")
-	b.ReportMetric(float64(u.Procs), "browser-procs")
 }
 
 // BenchmarkChromiumLoad is the floor: the same page loaded by chromedp

@@ -167,7 +167,7 @@ func (s *session) blocked(l *launched) error {
 	return nil
 }
 
-// page is the current page's address and title.
+// pageLine is the current page's address and title.
 func pageLine(ctx context.Context) string {
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	title, _ := chromedp.Run(ctx, chromedp.Title())
