@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -201,18 +202,26 @@ func TestBrowserTools(t *testing.T) {
 		t.Skip(err)
 	}
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `<!doctype html><title>Shop</title><h1>Price list</h1><button>Buy the kettle</button>`)
+		if r.URL.Path == "/order" {
+			r.ParseForm()
+			fmt.Fprintf(w, `<!doctype html><title>Done</title><h1>Ordered: %s</h1>`, html.EscapeString(r.FormValue("item")))
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><title>Shop</title><h1>Price list</h1><form action="/order" method="post">`+
+			`<label for="i">Item</label><input id="i" name="item"><button>Buy</button></form>`)
 	}))
 	defer page.Close()
 	srv := llmtest.New(
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "b1", Name: "browser_navigate", Args: `{"url":"` + page.URL + `"}`}}},
-		llmtest.Reply{Content: "The page lists prices."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "b2", Name: "browser_type", Args: `{"ref":"@e1","text":"kettle"}`},
+			{ID: "b3", Name: "browser_click", Args: `{"ref":"@e2"}`}}},
+		llmtest.Reply{Content: "The page lists prices; I ordered the kettle."},
 	)
 	defer srv.Close()
 	before := browserProcs()
 	home := t.TempDir()
-	out, errOut, code := hermes(t, chatEnv(srv), "what does the page say?\n/exit\n", "--home", home, "chat", "--model", "m")
-	if code != 0 || !strings.Contains(out, "The page lists prices.") {
+	out, errOut, code := hermes(t, chatEnv(srv), "order a kettle from the page\n/exit\n", "--home", home, "chat", "--model", "m")
+	if code != 0 || !strings.Contains(out, "I ordered the kettle.") {
 		t.Fatalf("%d %q %s", code, out, errOut)
 	}
 	reqs := srv.Requests()
@@ -221,9 +230,17 @@ func TestBrowserTools(t *testing.T) {
 	}
 	msgs := reqs[1].Body["messages"].([]any)
 	result, _ := msgs[len(msgs)-1].(map[string]any)["content"].(string)
-	for _, want := range []string{"Navigated to " + page.URL, `- heading "Price list"`, `- button "Buy the kettle" [ref=e1]`} {
+	for _, want := range []string{"Navigated to " + page.URL, `- heading "Price list"`, `- textbox "Item" [ref=e1]`, `- button "Buy" [ref=e2]`} {
 		if !strings.Contains(result, want) {
 			t.Fatalf("browser_navigate's result lacks %q:\n%s", want, result)
+		}
+	}
+	// The type and the click of one response ran in that order.
+	msgs = reqs[2].Body["messages"].([]any)
+	result, _ = msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	for _, want := range []string{"Clicked @e2 button", "/order — Done", `- heading "Ordered: kettle"`} {
+		if !strings.Contains(result, want) {
+			t.Fatalf("browser_click's result lacks %q:\n%s", want, result)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
