@@ -114,10 +114,16 @@ func New(cfg Config) *Browsers {
 
 // Open reports how many browsers are running (tests, status).
 func (b *Browsers) Open() int {
+	// The sessions are copied first: a session's lock is taken before the
+	// owner's (a starting browser), never after.
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
+	all := make([]*session, 0, len(b.all))
 	for s := range b.all {
+		all = append(all, s)
+	}
+	b.mu.Unlock()
+	n := 0
+	for _, s := range all {
 		s.mu.Lock()
 		if s.l != nil {
 			n++
