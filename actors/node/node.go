@@ -14,6 +14,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,10 +186,14 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if len(cfg.Etcd) == 0 {
 		return nil, errors.New("cluster: no etcd endpoint: set cluster.etcd in config.yaml or pass --etcd")
 	}
-	if err := probeEtcd(cfg.Etcd); err != nil {
+	etls, err := etcdTLS(cfg)
+	if err != nil {
 		return nil, err
 	}
-	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second}}
+	if err := probeEtcd(cfg.Etcd, etls); err != nil {
+		return nil, err
+	}
+	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, TLS: etls}}
 	opts := []cluster.ConfigOption{cluster.WithRequestTimeout(cfg.Poll + 3*time.Second)}
 	if kind != nil {
 		opts = append(opts, cluster.WithKinds(kind))
@@ -328,8 +333,8 @@ func (l *lazyEtcd) Shutdown(graceful bool) error {
 
 // probeEtcd checks that one of the endpoints answers etcd's /health:
 // protoactor-go's provider would wait for an unreachable etcd forever.
-func probeEtcd(endpoints []string) error {
-	client := &http.Client{Timeout: 5 * time.Second}
+func probeEtcd(endpoints []string, tc *tls.Config) error {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	var errs []error
 	for _, e := range endpoints {
 		u := e

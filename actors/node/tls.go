@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -92,7 +94,10 @@ func verifyChain(raw [][]byte, roots *x509.CertPool, usage x509.ExtKeyUsage) err
 // MakeCerts writes into dir a cluster CA (ca.pem, ca-key.pem; made only
 // when ca.pem is not there yet) and, for each name, a member certificate
 // and key signed by it (NAME.pem, NAME-key.pem), valid for both ends of a
-// connection for the given time. Keys are ECDSA P-256, written 0600.
+// connection for the given time. Keys are ECDSA P-256, written 0600. A
+// name may carry the host names and addresses its server is reached by,
+// NAME=host[,host…] (etcd=127.0.0.1,etcd.internal): clients that check the
+// server's name, such as etcd's, need them.
 func MakeCerts(dir string, names []string, valid time.Duration) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -102,6 +107,7 @@ func MakeCerts(dir string, names []string, valid time.Duration) error {
 		return err
 	}
 	for _, name := range names {
+		name, hosts, _ := strings.Cut(name, "=")
 		if name == "" || name == "ca" || filepath.Base(name) != name {
 			return fmt.Errorf("member name %q: give plain names, not ca or paths", name)
 		}
@@ -113,6 +119,15 @@ func MakeCerts(dir string, names []string, valid time.Duration) error {
 			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(valid),
 			KeyUsage:    x509.KeyUsageDigitalSignature,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		for _, h := range strings.Split(hosts, ",") {
+			switch h = strings.TrimSpace(h); {
+			case h == "":
+			case net.ParseIP(h) != nil:
+				tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(h))
+			default:
+				tmpl.DNSNames = append(tmpl.DNSNames, h)
+			}
+		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 		if err != nil {
 			return err
@@ -186,4 +201,54 @@ func serial() *big.Int {
 
 func writePEM(path, kind string, der []byte, mode os.FileMode) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), mode)
+}
+
+// ClientTLS is the TLS configuration of this process's connections to
+// the servers the cluster relies on (etcd, a NATS bus): this member's
+// certificate, and the server's checked against the cluster CA, name
+// included (TLS 1.2 or later). The certificate and key may be left out
+// together, for a server that does not ask for one.
+func (f TLSFiles) ClientTLS() (*tls.Config, error) {
+	if f.CA == "" || (f.Cert == "") != (f.Key == "") {
+		return nil, errors.New("TLS needs the CA certificate, and this member's certificate and key together (ca, cert, key)")
+	}
+	caPEM, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("cluster TLS: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("cluster TLS: %s holds no PEM certificate", f.CA)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	if f.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("cluster TLS: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// etcdTLS is the TLS configuration of the etcd client: nil for http://
+// endpoints (or none named); for https:// ones, the cluster's certificate
+// and CA when cluster TLS is set (etcd started with --client-cert-auth and
+// the cluster CA as --trusted-ca-file), else the system's roots.
+func etcdTLS(cfg Config) (*tls.Config, error) {
+	secure := 0
+	for _, e := range cfg.Etcd {
+		if strings.HasPrefix(e, "https://") {
+			secure++
+		}
+	}
+	switch {
+	case secure == 0:
+		return nil, nil
+	case secure != len(cfg.Etcd):
+		return nil, fmt.Errorf("cluster.etcd %v: give every endpoint as https:// or none", cfg.Etcd)
+	case cfg.TLS == nil:
+		return &tls.Config{MinVersion: tls.VersionTLS12}, nil
+	}
+	return cfg.TLS.ClientTLS()
 }

@@ -164,3 +164,40 @@ func (r *mtlsRig) refused(t *testing.T, c *node.Sessions) {
 		t.Fatalf("the session holds %d events (%v)", len(rs), err)
 	}
 }
+
+// TestEtcdOverTLS: with etcd serving https and requiring client
+// certificates of the cluster CA, a process holding the cluster's
+// certificate joins; one without a certificate, or with another CA's, is
+// refused before anything starts, saying why.
+func TestEtcdOverTLS(t *testing.T) {
+	certs, rogue := t.TempDir(), t.TempDir()
+	if err := node.MakeCerts(certs, []string{"etcd=127.0.0.1", "gw"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.MakeCerts(rogue, []string{"gw"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	etcd := nodetest.StartEtcdTLS(t, certs)
+	join := func(files *node.TLSFiles) error {
+		log := testLog()
+		sys := actors.NewSystem(log)
+		defer sys.Shutdown()
+		c, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second, TLS: files}, log)
+		if err == nil {
+			c.Leave()
+		}
+		return err
+	}
+	if err := join(&node.TLSFiles{CA: filepath.Join(certs, "ca.pem"), Cert: filepath.Join(certs, "gw.pem"), Key: filepath.Join(certs, "gw-key.pem")}); err != nil {
+		t.Fatalf("with the cluster's certificate: %v", err)
+	}
+	if err := join(nil); err == nil || !strings.Contains(err.Error(), "no etcd answers") {
+		t.Fatalf("without a certificate: %v", err)
+	}
+	if err := join(&node.TLSFiles{CA: filepath.Join(rogue, "ca.pem"), Cert: filepath.Join(rogue, "gw.pem"), Key: filepath.Join(rogue, "gw-key.pem")}); err == nil || !strings.Contains(err.Error(), "no etcd answers") {
+		t.Fatalf("with another CA's certificate: %v", err)
+	}
+	if _, err := node.Client(actors.NewSystem(testLog()), node.Config{Name: "t", Etcd: []string{etcd.Endpoint, "127.0.0.1:1"}}, testLog()); err == nil || !strings.Contains(err.Error(), "https:// or none") {
+		t.Fatalf("mixed endpoints: %v", err)
+	}
+}

@@ -6,6 +6,7 @@
 package bus
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 
@@ -33,8 +34,13 @@ func (b *Bus) Close() error {
 }
 
 // Open returns the bus named by url: "" or "gochannel" for the in-process
-// bus, nats://host:port for NATS JetStream.
-func Open(url string, log zerolog.Logger) (*Bus, error) {
+// bus, nats://host:port (or tls://host:port) for NATS JetStream.
+func Open(url string, log zerolog.Logger) (*Bus, error) { return OpenWith(url, nil, log) }
+
+// OpenWith is Open with the TLS configuration of a NATS connection (nil:
+// plain nats://, or tls:// against the system's roots). User and password
+// or a token go in the URL (nats://user:pass@host:4222).
+func OpenWith(url string, tc *tls.Config, log zerolog.Logger) (*Bus, error) {
 	wlog := Logger(log)
 	switch {
 	case url == "" || url == "gochannel":
@@ -50,10 +56,10 @@ func Open(url string, log zerolog.Logger) (*Bus, error) {
 		// others (see inProcess).
 		ip := newInProcess(wlog)
 		return &Bus{Transport: wire.Transport{Publisher: ip, Subscriber: ip, Logger: wlog}, Kind: "gochannel", close: ip.Close}, nil
-	case strings.HasPrefix(url, "nats://"):
-		return OpenNATS(url, 0, log)
+	case IsNATS(url):
+		return openNATS(url, 0, tc, log)
 	}
-	return nil, fmt.Errorf("gateway.bus %q: use gochannel (default) or nats://host:port", url)
+	return nil, fmt.Errorf("gateway.bus %q: use gochannel (default), nats://host:port or tls://host:port", url)
 }
 
 // Logger adapts zerolog to watermill's logger.
@@ -82,4 +88,9 @@ func (z zlog) With(f watermill.LogFields) watermill.LoggerAdapter {
 		c = c.Interface(k, v)
 	}
 	return zlog{c.Logger()}
+}
+
+// IsNATS tells whether url names a NATS server (nats:// or tls://).
+func IsNATS(url string) bool {
+	return strings.HasPrefix(url, "nats://") || strings.HasPrefix(url, "tls://")
 }

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -53,12 +54,20 @@ const (
 // ack wait of its own (0: DefaultAckWait). Each Bus is a connection of its
 // own, as each gateway process has.
 func OpenNATS(url string, ackWait time.Duration, log zerolog.Logger) (*Bus, error) {
+	return openNATS(url, ackWait, nil, log)
+}
+
+func openNATS(url string, ackWait time.Duration, tc *tls.Config, log zerolog.Logger) (*Bus, error) {
 	if ackWait <= 0 {
 		ackWait = DefaultAckWait
 	}
 	wlog := Logger(log)
-	nc, err := nats.Connect(url, nats.Name("hermes-gateway"), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second))
+	opts := []nats.Option{nats.Name("hermes-gateway"), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond), nats.Timeout(5 * time.Second)}
+	if tc != nil {
+		opts = append(opts, nats.Secure(tc))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway.bus %s: %w", url, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -57,8 +56,12 @@ func runCronDaemon(ctx context.Context, opts *cronDaemonOptions) error {
 	}
 	var pub cron.Publisher
 	via := "platform targets need `hermes gateway run` (or gateway.bus: nats://…)"
-	if strings.HasPrefix(gset.Bus, "nats://") {
-		b, err := bus.Open(gset.Bus, opts.app.Log)
+	if bus.IsNATS(gset.Bus) {
+		btls, err := busTLS(c.App.Home, gset.BusTLS)
+		if err != nil {
+			return err
+		}
+		b, err := bus.OpenWith(gset.Bus, btls, opts.app.Log)
 		if err != nil {
 			return err
 		}

@@ -154,7 +154,11 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		return err
 	}
 	defer lock.Close()
-	b, err := bus.Open(set.Bus, g.Log)
+	btls, err := busTLS(c.App.Home, set.BusTLS)
+	if err != nil {
+		return err
+	}
+	b, err := bus.OpenWith(set.Bus, btls, g.Log)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"path/filepath"
 
@@ -49,4 +50,23 @@ func clusterStore(a *app.App) error {
 		return nil
 	}
 	return fmt.Errorf("a cluster needs a PostgreSQL store that every member shares (--store postgres://…, HERMES_STORE or store: in config.yaml); the store is %s", a.Spec)
+}
+
+// busTLS is the TLS configuration of the gateway's NATS bus from
+// gateway.bus_tls (nil when none is set).
+func busTLS(home string, t config.ClusterTLS) (*tls.Config, error) {
+	if t.CA == "" && t.Cert == "" && t.Key == "" {
+		return nil, nil
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(home, p)
+	}
+	tc, err := node.TLSFiles{CA: abs(t.CA), Cert: abs(t.Cert), Key: abs(t.Key)}.ClientTLS()
+	if err != nil {
+		return nil, fmt.Errorf("gateway.bus_tls: %w", err)
+	}
+	return tc, nil
 }

@@ -6,6 +6,8 @@ package nodetest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -40,7 +42,15 @@ func Binary() string {
 
 // StartEtcd starts etcd for tb and stops it in cleanup. Without etcd the
 // test is skipped, unless CI is set, when it fails.
-func StartEtcd(tb testing.TB) *Etcd {
+func StartEtcd(tb testing.TB) *Etcd { return startEtcd(tb, "") }
+
+// StartEtcdTLS is StartEtcd with client connections over TLS that require
+// a client certificate: certs holds ca.pem (the CA clients' certificates
+// must chain to) and etcd.pem/etcd-key.pem (the server's, for 127.0.0.1).
+// Endpoint is then https://127.0.0.1:PORT.
+func StartEtcdTLS(tb testing.TB, certs string) *Etcd { return startEtcd(tb, certs) }
+
+func startEtcd(tb testing.TB, certs string) *Etcd {
 	tb.Helper()
 	bin := Binary()
 	if bin == "" {
@@ -62,10 +72,29 @@ func StartEtcd(tb testing.TB) *Etcd {
 	client := fmt.Sprintf("http://127.0.0.1:%d", cp)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", pp)
 	e := &Etcd{Endpoint: fmt.Sprintf("127.0.0.1:%d", cp), out: &lockedBuffer{}}
-	e.cmd = exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
+	args := []string{"--name", "t", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "t="+peer, "--log-level", "error")
+		"--initial-cluster", "t=" + peer, "--log-level", "error"}
+	var tc *tls.Config
+	if certs != "" {
+		client = fmt.Sprintf("https://127.0.0.1:%d", cp)
+		e.Endpoint = client
+		args = append(args, "--cert-file", filepath.Join(certs, "etcd.pem"), "--key-file", filepath.Join(certs, "etcd-key.pem"),
+			"--client-cert-auth", "--trusted-ca-file", filepath.Join(certs, "ca.pem"))
+		cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "etcd.pem"), filepath.Join(certs, "etcd-key.pem"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca)
+		tc = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}
+	}
+	args = append(args, "--listen-client-urls", client, "--advertise-client-urls", client)
+	e.cmd = exec.Command(bin, args...)
 	e.cmd.Stdout, e.cmd.Stderr = e.out, e.out
 	if err := e.cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -74,7 +103,7 @@ func StartEtcd(tb testing.TB) *Etcd {
 		_ = e.cmd.Process.Kill()
 		_ = e.cmd.Wait()
 	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc})
 	if err != nil {
 		tb.Fatal(err)
 	}

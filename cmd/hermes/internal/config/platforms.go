@@ -9,8 +9,15 @@ import (
 
 // GatewayConfig is the gateway: section of config.yaml.
 type GatewayConfig struct {
-	// Bus is gochannel (default, in-process) or nats://host:port.
+	// Bus is gochannel (default, in-process), nats://host:port or
+	// tls://host:port (user:password@ or a token@ in the URL for NATS's
+	// authentication).
 	Bus string `yaml:"bus"`
+	// BusTLS names the PEM files of a NATS connection with TLS: the CA
+	// that signed the server's certificate, and this process's certificate
+	// and key for a server that verifies clients (relative paths are the
+	// home's; hermes cluster certs makes them).
+	BusTLS ClusterTLS `yaml:"bus_tls"`
 	// Busy is queue (default) or interrupt.
 	Busy                 string   `yaml:"busy"`
 	GroupsWithoutMention bool     `yaml:"groups_without_mention"`
