@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,42 @@ func TestEtcdOverTLS(t *testing.T) {
 	}
 	if _, err := node.Client(actors.NewSystem(testLog()), node.Config{Name: "t", Etcd: []string{etcd.Endpoint, "127.0.0.1:1"}}, testLog()); err == nil || !strings.Contains(err.Error(), "https:// or none") {
 		t.Fatalf("mixed endpoints: %v", err)
+	}
+}
+
+// TestPostgresVerifyFull: the store's connection string carries libpq's
+// TLS parameters to PostgreSQL (pgx reads them): against a server with a
+// certificate of the cluster CA, sslmode=verify-full with that CA as the
+// root connects; with another CA as the root it is refused.
+func TestPostgresVerifyFull(t *testing.T) {
+	certs, rogue := t.TempDir(), t.TempDir()
+	if err := node.MakeCerts(certs, []string{"pg=127.0.0.1"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.MakeCerts(rogue, []string{"x"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pgtest.LaunchTLS(filepath.Join(certs, "pg.pem"), filepath.Join(certs, "pg-key.pem"))
+	if errors.Is(err, pgtest.ErrUnavailable) {
+		pgtest.Unavailable(t)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dsn := strings.Replace(srv.Database(t), "sslmode=disable", "sslmode=verify-full&sslrootcert="+filepath.Join(certs, "ca.pem"), 1)
+	store, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("verify-full with the cluster CA: %v", err)
+	}
+	sid := uuid.NewString()
+	if err := session.Create(context.Background(), store, sid, session.Start{Source: "cli", Model: "m", System: "s"}); err != nil {
+		t.Fatalf("a write over TLS: %v", err)
+	}
+	store.Close()
+	bad := strings.Replace(dsn, filepath.Join(certs, "ca.pem"), filepath.Join(rogue, "ca.pem"), 1)
+	if s, err := postgres.Open(context.Background(), bad); err == nil {
+		s.Close()
+		t.Fatal("verify-full against another CA connected")
 	}
 }

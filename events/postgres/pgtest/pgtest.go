@@ -48,6 +48,20 @@ func Launch() (*Server, error) {
 	if u := os.Getenv("HERMES_PG_URL"); u != "" {
 		return &Server{URL: u}, nil
 	}
+	return launch("", "")
+}
+
+// LaunchTLS starts a server of its own that also takes TLS connections,
+// with cert and key (PEM files) as its certificate. URL still connects
+// without TLS.
+func LaunchTLS(cert, key string) (*Server, error) {
+	if cert == "" || key == "" {
+		return nil, errors.New("LaunchTLS needs a certificate and a key")
+	}
+	return launch(cert, key)
+}
+
+func launch(cert, key string) (*Server, error) {
 	bin := os.Getenv("HERMES_PG_BIN")
 	if bin == "" {
 		bin = DefaultBin
@@ -86,6 +100,28 @@ func Launch() (*Server, error) {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c fsync=on -c max_connections=200", port, s.dir)
+	if cert != "" {
+		// The server reads its key only when the key is its own and
+		// private: copies in the data directory, owned as the server.
+		for _, f := range []struct{ from, to string }{{cert, "server.crt"}, {key, "server.key"}} {
+			b, err := os.ReadFile(f.from)
+			if err != nil {
+				os.RemoveAll(s.dir)
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(data, f.to), b, 0o600); err != nil {
+				os.RemoveAll(s.dir)
+				return nil, err
+			}
+			if s.as != "" {
+				u, _ := user.Lookup(s.as)
+				uid, _ := strconv.Atoi(u.Uid)
+				gid, _ := strconv.Atoi(u.Gid)
+				_ = os.Chown(filepath.Join(data, f.to), uid, gid)
+			}
+		}
+		opts += " -c ssl=on"
+	}
 	if out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(s.dir, "log"), "-o", opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		os.RemoveAll(s.dir)
