@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,17 @@ type gatewayStatus struct {
 	Bus       string                 `json:"bus"`
 	Active    int                    `json:"sessions_active"`
 	Platforms []platformStatusReport `json:"platforms"`
+	// Cluster is the cluster the gateway runs turns on (cluster mode).
+	Cluster *clusterReport `json:"cluster,omitempty"`
+}
+
+// clusterReport is the cluster as a gateway in cluster mode sees it.
+type clusterReport struct {
+	Etcd    []string `json:"etcd"`
+	Address string   `json:"address"`
+	// Members are the agent nodes' remote addresses in the gateway's
+	// current view of the membership.
+	Members []string `json:"members"`
 }
 
 type platformStatusReport struct {
@@ -181,6 +193,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	if listenFlag != "" && clusterFlag == "" && len(fileCfg.Cluster.Etcd) == 0 {
 		return errors.New("--listen is the gateway's address in a cluster: pass --cluster (or cluster.etcd in config.yaml) too")
 	}
+	var clusterView func() *clusterReport
 	if clusterFlag != "" || len(fileCfg.Cluster.Etcd) > 0 {
 		ncfg, err := nodeConfig(c.App.Home, clusterFlag, listenFlag)
 		if err != nil {
@@ -194,6 +207,10 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 			return err
 		}
 		defer cl.Leave()
+		clusterView = func() *clusterReport {
+			return &clusterReport{Etcd: ncfg.Etcd, Address: cl.Address(), Members: cl.Members()}
+		}
+		_ = telemetry.Gauge("hermes.cluster.members", "{member}", "Agent nodes in the gateway's view of the cluster", func() int64 { return int64(len(cl.Members())) })
 		ns := node.NewSessions(cl)
 		// Questions of turns running on nodes (clarify, approvals) are
 		// asked in the chat, as for turns run here.
@@ -268,6 +285,10 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	fmt.Fprintf(os.Stderr, "hermes gateway: running %s (bus: %s); Ctrl-C stops it\n", strings.Join(names, ", "), b.Kind)
 	write := func(stopped bool) {
 		st := gatewayStatus{PID: os.Getpid(), Started: started, Updated: time.Now(), Stopped: stopped, Bus: b.Kind, Active: router.Stats().Active()}
+		if clusterView != nil {
+			st.Cluster = clusterView()
+			sort.Strings(st.Cluster.Members)
+		}
 		counts := router.Stats().Snapshot()
 		for _, s := range served {
 			ps := s.Status()

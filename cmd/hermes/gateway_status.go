@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -72,6 +73,12 @@ func printGatewayStatus(w io.Writer, home string, asJSON bool) error {
 		fmt.Fprintf(w, "gateway: running (pid %d, since %s, bus %s), %d session(s) active\n", st.PID, st.Started.Local().Format(time.DateTime), st.Bus, st.Active)
 	} else {
 		fmt.Fprintf(w, "gateway: not running (last seen %s)\n", st.Updated.Local().Format(time.DateTime))
+	}
+	if c := st.Cluster; c != nil {
+		fmt.Fprintf(w, "cluster: %d agent node(s) (etcd %s; this gateway at %s)\n", len(c.Members), strings.Join(c.Etcd, ","), c.Address)
+		for _, m := range c.Members {
+			fmt.Fprintf(w, "  node %s\n", m)
+		}
 	}
 	sort.Slice(st.Platforms, func(i, j int) bool { return st.Platforms[i].Platform < st.Platforms[j].Platform })
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)

@@ -136,6 +136,30 @@ func TestNodeRunClusterFailover(t *testing.T) {
 		}
 		return c.Choices[0].Message.Content, resp.Header.Get("X-Hermes-Session-Id"), nil
 	}
+	// gateway status shows the cluster as the gateway sees it: both nodes.
+	deadlineStatus := time.Now().Add(30 * time.Second)
+	for {
+		out, _, _ := hermes(t, chatEnv(llm), "", "--home", ghome, "gateway", "status", "--json")
+		var st struct {
+			Status struct {
+				Cluster *struct {
+					Members []string
+					Etcd    []string
+				}
+			}
+		}
+		if json.Unmarshal([]byte(out), &st) == nil && st.Status.Cluster != nil && len(st.Status.Cluster.Members) == 2 && st.Status.Cluster.Etcd[0] == etcd.Endpoint {
+			text, _, _ := hermes(t, chatEnv(llm), "", "--home", ghome, "gateway", "status")
+			if !strings.Contains(text, "cluster: 2 agent node(s)") {
+				t.Fatalf("gateway status:\n%s", text)
+			}
+			break
+		}
+		if time.Now().After(deadlineStatus) {
+			t.Fatalf("gateway status never showed the two nodes: %s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	// New sessions until one lives on the first node, which feeds the
 	// projections: its kill then moves both the session and the leases.
 	var answer, sid string
