@@ -197,18 +197,22 @@ type ApprovalDecided struct {
 // what came of it. A hook never fails a turn: a hook that could not run,
 // timed out or answered nonsense is recorded here and otherwise ignored.
 type HookRan struct {
-	// Event is pre_tool_call, post_tool_call, pre_llm_call,
-	// on_session_start or on_session_end.
+	// Event is the hook event (pre_tool_call, transform_tool_result,
+	// on_session_end, ...: see adapters/hooks).
 	Event   string `json:"event"`
 	Command string `json:"command"`
 	// Tool is the tool of a pre_tool_call or post_tool_call hook.
 	Tool string `json:"tool,omitempty"`
 	// Decision is none (it ran and had nothing to say), block (it
-	// stopped a tool call), context (it added context to the turn) or
-	// failed.
+	// stopped a tool call), context (it added context to the turn),
+	// transform (it replaced what the model or the user reads) or failed.
 	Decision string `json:"decision"`
-	// Reason is the block message, the context added, or why it failed.
-	Reason     string `json:"reason,omitempty"`
+	// Reason is the block message, the context added, the replacement
+	// a transform made, or why it failed.
+	Reason string `json:"reason,omitempty"`
+	// Original is what a transform (transform_tool_result,
+	// transform_terminal_output, transform_llm_output) replaced.
+	Original   string `json:"original,omitempty"`
 	ExitCode   int    `json:"exit_code"`
 	DurationMS int64  `json:"duration_ms"`
 }

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"time"
 
+	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/projections/history"
 )
@@ -39,6 +41,73 @@ type TurnEnd struct {
 	Completed   bool
 	Interrupted bool
 	Err         error
+	// Answer is the turn's final answer (empty unless Completed).
+	Answer string
+}
+
+// AnswerHooks may change a turn's final answer before it is recorded
+// (transform_llm_output): TurnHooks that also implement it are asked.
+// The answer recorded is the changed one, so the history, the screen and
+// a replay all have what the hooks made of it.
+type AnswerHooks interface {
+	TransformAnswer(ctx context.Context, t TurnStart, answer string) string
+}
+
+// RequestHooks hear of every request made to the model's API
+// (pre_api_request, post_api_request, api_request_error): TurnHooks that
+// also implement it are told. They observe; they change nothing.
+type RequestHooks interface {
+	RequestStarting(ctx context.Context, r APIRequest)
+	// RequestEnded gets the response, or the error the request ended with.
+	RequestEnded(ctx context.Context, r APIRequest, resp model.Response, err error)
+}
+
+// APIRequest describes one request to the model's API.
+type APIRequest struct {
+	SessionID, TurnID string
+	Model             string
+	Provider, APIMode string
+	// Attempt counts the requests of one model call from 0 (continuations
+	// after an output limit are further requests).
+	Attempt   int
+	Messages  int
+	Tools     int
+	MaxTokens int
+	// Chars is the size of the messages and system prompt sent.
+	Chars   int
+	Started time.Time
+}
+
+func apiRequest(ctx context.Context, p model.Provider, req model.Request, attempt int) APIRequest {
+	env := tool.EnvFrom(ctx)
+	r := APIRequest{SessionID: env.SessionID, TurnID: env.TurnID, Model: req.Model, Provider: p.Name(), APIMode: p.APIMode(), Attempt: attempt,
+		Messages: len(req.Messages), MaxTokens: req.MaxTokens, Chars: len(req.System), Started: time.Now()}
+	if !req.NoTools {
+		r.Tools = len(req.Tools)
+	}
+	for _, m := range req.Messages {
+		r.Chars += len(m.Content)
+	}
+	return r
+}
+
+// SubagentHooks hear of a subagent starting and stopping (subagent_start,
+// subagent_stop): the session asks TurnHooks that also implement it.
+type SubagentHooks interface {
+	SubagentStarted(ctx context.Context, s Subagent)
+	SubagentStopped(ctx context.Context, s Subagent)
+}
+
+// Subagent describes a subagent a turn delegated to.
+type Subagent struct {
+	ParentSessionID, ParentTurnID string
+	ChildSessionID                string
+	Goal                          string
+	Depth                         int
+	// Status, Summary and Duration are set when it stopped.
+	Status   string
+	Summary  string
+	Duration time.Duration
 }
 
 // turnStart describes the turn of t about to start.

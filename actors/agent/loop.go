@@ -264,7 +264,7 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 		hooked = l.Hooks.TurnStarted(toolCtx, turnStart(env, cfg, t))
 		defer func() {
 			l.Hooks.TurnEnded(tool.WithEnv(context.WithoutCancel(ctx), &env), TurnEnd{SessionID: env.SessionID, TurnID: turnID, Model: cfg.Model,
-				Completed: err == nil, Interrupted: errors.Is(err, ErrInterrupted), Err: err})
+				Completed: err == nil, Interrupted: errors.Is(err, ErrInterrupted), Err: err, Answer: answer})
 		}()
 	}
 	recoveries, iterations := 0, 0
@@ -303,7 +303,9 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			}
 		}
 		l.layer(&req, warn, grace, nudged, hooked)
-		resp, err := l.call(ctx, cfg, req, obs)
+		// The call runs with the turn's Env too: request hooks record
+		// what they did in the session's stream.
+		resp, err := l.call(tool.WithEnv(ctx, &env), cfg, req, obs)
 		if fr, ok := l.Provider.(interface {
 			TakeFallbacks() []schema.ProviderFallback
 		}); ok {
@@ -367,6 +369,11 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			}
 			if content == "" {
 				msg.Content = reasoning
+			}
+			if ah, ok := l.Hooks.(AnswerHooks); ok && !grace {
+				// transform_llm_output: the answer recorded (and replayed)
+				// is the one the hooks made.
+				msg.Content = ah.TransformAnswer(toolCtx, turnStart(env, cfg, t), msg.Content)
 			}
 			msg.ToolCalls = nil
 			outcome := OutcomeAnswer
@@ -546,8 +553,17 @@ func (l *Loop) call(ctx context.Context, cfg Config, req model.Request, obs Obse
 	var joined strings.Builder
 	var usage schema.Usage
 	base := req.Messages
+	rh, _ := l.Hooks.(RequestHooks)
 	for attempt := 0; ; attempt++ {
+		var ar APIRequest
+		if rh != nil {
+			ar = apiRequest(ctx, l.Provider, req, attempt)
+			rh.RequestStarting(ctx, ar)
+		}
 		resp, err := l.Provider.Complete(ctx, req, onDelta)
+		if rh != nil {
+			rh.RequestEnded(ctx, ar, resp, err)
+		}
 		if err != nil {
 			return resp, err
 		}

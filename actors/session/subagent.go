@@ -140,6 +140,12 @@ func (d *delegator) Delegate(ctx context.Context, req tool.DelegateRequest) (too
 			return tool.DelegateResult{}, err
 		}
 	}
+	sh, _ := a.deps.Hooks.(agent.SubagentHooks)
+	sub := agent.Subagent{ParentSessionID: parentID, ParentTurnID: d.turnID, ChildSessionID: childID, Goal: req.Goal, Depth: a.depth + 1}
+	began := time.Now()
+	if sh != nil {
+		sh.SubagentStarted(ctx, sub)
+	}
 	tools := a.deps.Tools
 	if a.deps.Restrict != nil {
 		tools = a.deps.Restrict(req.Toolsets, a.depth+1 < maxDepth)
@@ -173,6 +179,10 @@ func (d *delegator) Delegate(ctx context.Context, req tool.DelegateRequest) (too
 		}
 	}
 	res.SessionID = childID
+	if sh != nil {
+		sub.Status, sub.Summary, sub.Duration = res.Status, clipString(res.Answer, 500), time.Since(began)
+		sh.SubagentStopped(context.WithoutCancel(ctx), sub)
+	}
 	if env.Record != nil {
 		if err := env.Record(ctx, schema.SubagentFinished{ChildSessionID: childID, Status: res.Status, Summary: clipString(res.Answer, 500),
 			Usage: res.Usage, CostUSD: res.Cost}); err != nil {

@@ -1,12 +1,17 @@
-// Package hooks runs Hermes' shell hooks: external commands configured
-// under hooks: in config.yaml, run at a tool call (pre_tool_call, which
-// can block it, and post_tool_call), before a turn's model calls
-// (pre_llm_call, which can add context), and at a session's first turn
-// and each turn's end (on_session_start, on_session_end). A hook gets a
-// JSON object on stdin and may answer one on stdout, in the Python Hermes
-// Agent's wire format. Hooks never break a turn: one that fails, times
-// out or answers nonsense is recorded and otherwise ignored. Every run
-// is a HookRan event in the session's stream.
+// Package hooks runs Hermes' hooks: shell commands configured under
+// hooks: in config.yaml, and functions registered by code (plugins), at
+// the hook events of the Python Hermes Agent (see Events): around tool
+// calls (pre_tool_call can block one; transform_tool_result and
+// transform_terminal_output can change what the model reads of it), around
+// each model request, at a turn's start and end (pre_llm_call can add
+// context; transform_llm_output can change the answer), at a session's
+// start, end, reset and finalisation and around subagents. A hook gets a
+// JSON object on stdin and may answer one on stdout, in the Python agent's
+// wire format. Hooks never break a turn: one that fails, times out or
+// answers nonsense is recorded and otherwise ignored. Every run is a
+// HookRan event in the session's stream; what a transform changed is in
+// it, and in the loop's own events, so a replay reproduces it. A shell
+// hook runs only once its person has allowed its command (see Consent).
 package hooks
 
 import (
@@ -21,6 +26,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,23 +34,6 @@ import (
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/schema"
 )
-
-// The events hooks run at.
-const (
-	PreToolCall    = "pre_tool_call"
-	PostToolCall   = "post_tool_call"
-	PreLLMCall     = "pre_llm_call"
-	OnSessionStart = "on_session_start"
-	OnSessionEnd   = "on_session_end"
-)
-
-// Events lists the events this build runs hooks at.
-var Events = []string{PreToolCall, PostToolCall, PreLLMCall, OnSessionStart, OnSessionEnd}
-
-// elsewhere are hook events of the Python Hermes Agent this build does
-// not run: a config.yaml shared with it may name them (warned about).
-var elsewhere = []string{"transform_terminal_output", "transform_tool_result", "transform_llm_output", "post_llm_call", "pre_verify",
-	"subagent_stop", "on_session_finalize", "on_session_reset", "pre_api_request", "post_api_request", "output_spill"}
 
 // Defaults of a hook's timeout, as Hermes has them.
 const (
@@ -81,21 +70,15 @@ func (c Config) Validate() (warnings []string, err error) {
 	}
 	sort.Strings(events)
 	for _, e := range events {
-		known := false
-		for _, k := range Events {
-			known = known || k == e
+		if reserved[e] {
+			continue
 		}
-		if !known {
-			other := false
-			for _, k := range elsewhere {
-				other = other || k == e
-			}
-			if other {
-				warnings = append(warnings, fmt.Sprintf("hooks.%s: this build of hermes does not run %s hooks; they are ignored", e, e))
-				continue
-			}
+		if !isEvent(e) {
 			errs = append(errs, fmt.Errorf("hooks.%s: unknown hook event; the events are %s", e, strings.Join(Events, ", ")))
 			continue
+		}
+		if ok, why := Fired(e); !ok && len(c[e]) > 0 {
+			warnings = append(warnings, fmt.Sprintf("hooks.%s: this build of hermes never fires %s (%s); these hooks do not run", e, e, why))
 		}
 		for i, h := range c[e] {
 			key := fmt.Sprintf("hooks.%s[%d]", e, i)
@@ -105,7 +88,7 @@ func (c Config) Validate() (warnings []string, err error) {
 				errs = append(errs, fmt.Errorf("%s.command: %v", key, err))
 			}
 			if h.Matcher != "" {
-				if e != PreToolCall && e != PostToolCall {
+				if !toolEvent(e) {
 					warnings = append(warnings, fmt.Sprintf("%s.matcher: only tool hooks have a matcher; this hook runs at every %s", key, e))
 				} else if _, err := regexp.Compile("^(?:" + h.Matcher + ")$"); err != nil {
 					errs = append(errs, fmt.Errorf("%s.matcher %q: %v", key, h.Matcher, err))
@@ -128,23 +111,62 @@ type Options struct {
 	Dir string
 	// Platform is reported to session and llm hooks (cli, telegram, ...).
 	Platform string
-	Log      zerolog.Logger
+	// Consent decides whether a configured shell hook may run; nil: all
+	// may (tests, and callers that asked already).
+	Consent *Consent
+	Log     zerolog.Logger
 }
 
-// Runner runs the configured hooks.
+// Func is a hook registered by code: it reads the payload a shell hook
+// reads on stdin and answers what a shell hook would write on stdout
+// (nothing, or a JSON object). It runs within the hook's timeout; one
+// that does not return in time is abandoned and recorded as timed out.
+type Func func(ctx context.Context, payload []byte) ([]byte, error)
+
+// Registration is a hook added by code rather than by config.yaml: a
+// plugin's hook.
+type Registration struct {
+	Event string
+	// Name is what records and `hermes hooks list` call it
+	// (plugin:<name>).
+	Name string
+	// Matcher, for tool events, is a regular expression the whole tool
+	// name must match (empty: every tool).
+	Matcher string
+	// Timeout bounds a run (0: DefaultTimeout).
+	Timeout time.Duration
+	Run     Func
+}
+
+// Runner runs the configured hooks and those registered.
 type Runner struct {
+	mu    sync.RWMutex
 	hooks map[string][]*hook
-	opts  Options
+	// skipped are configured hooks their person did not allow.
+	skipped []Entry
+	opts    Options
 }
 
 type hook struct {
-	Hook
+	event   string
+	name    string
 	argv    []string
+	fn      Func
 	match   *regexp.Regexp
 	timeout time.Duration
+	matcher string
 }
 
-// New returns the runner of c, which must be valid.
+// Entry describes one hook the runner has, for listings.
+type Entry struct {
+	Event, Name, Matcher string
+	Timeout              time.Duration
+	// Shell is set for a configured command, unset for a registered Func.
+	Shell bool
+}
+
+// New returns the runner of c, which must be valid. A configured hook
+// its person has not allowed (opts.Consent) is left out and warned about.
 func New(c Config, opts Options) (*Runner, error) {
 	if _, err := c.Validate(); err != nil {
 		return nil, err
@@ -152,18 +174,12 @@ func New(c Config, opts Options) (*Runner, error) {
 	r := &Runner{hooks: map[string][]*hook{}, opts: opts}
 	for _, e := range Events {
 		for _, h := range c[e] {
-			argv, _ := words(h.Command)
-			if strings.HasPrefix(argv[0], "~/") {
-				if home, err := os.UserHomeDir(); err == nil {
-					argv[0] = filepath.Join(home, argv[0][2:])
-				}
-			}
-			x := &hook{Hook: h, argv: argv, timeout: DefaultTimeout}
-			if h.Timeout > 0 {
-				x.timeout = min(time.Duration(h.Timeout)*time.Second, MaxTimeout)
-			}
-			if h.Matcher != "" && (e == PreToolCall || e == PostToolCall) {
-				x.match = regexp.MustCompile("^(?:" + h.Matcher + ")$")
+			x := compile(e, h)
+			if ok, _ := Fired(e); ok && opts.Consent != nil && !opts.Consent.Allow(e, h.Command) {
+				r.skipped = append(r.skipped, x.entry())
+				opts.Log.Warn().Str("hook", e).Str("command", h.Command).
+					Msg("shell hook not allowed, so it does not run: answer its question on a terminal, or pass --accept-hooks, set HERMES_ACCEPT_HOOKS=1 or hooks_auto_accept: true")
+				continue
 			}
 			r.hooks[e] = append(r.hooks[e], x)
 		}
@@ -171,8 +187,99 @@ func New(c Config, opts Options) (*Runner, error) {
 	return r, nil
 }
 
+// compile makes the hook of a valid config entry.
+func compile(e string, h Hook) *hook {
+	argv, _ := words(h.Command)
+	if strings.HasPrefix(argv[0], "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			argv[0] = filepath.Join(home, argv[0][2:])
+		}
+	}
+	x := &hook{event: e, name: h.Command, argv: argv, timeout: DefaultTimeout}
+	if h.Timeout > 0 {
+		x.timeout = min(time.Duration(h.Timeout)*time.Second, MaxTimeout)
+	}
+	if h.Matcher != "" && toolEvent(e) {
+		x.matcher = h.Matcher
+		x.match = regexp.MustCompile("^(?:" + h.Matcher + ")$")
+	}
+	return x
+}
+
+func (h *hook) entry() Entry {
+	return Entry{Event: h.event, Name: h.name, Matcher: h.matcher, Timeout: h.timeout, Shell: h.fn == nil}
+}
+
+// Register adds a hook run by code. Tools wrapped before it was added
+// see it only if a tool hook was already there (Tool decides at wrapping
+// whether a tool needs wrapping): register before wrapping.
+func (r *Runner) Register(reg Registration) error {
+	if !isEvent(reg.Event) {
+		return fmt.Errorf("hook %s: unknown hook event %q; the events are %s", reg.Name, reg.Event, strings.Join(Events, ", "))
+	}
+	if reg.Run == nil {
+		return fmt.Errorf("hook %s: no function", reg.Name)
+	}
+	x := &hook{event: reg.Event, name: reg.Name, fn: reg.Run, timeout: reg.Timeout}
+	if x.timeout <= 0 {
+		x.timeout = DefaultTimeout
+	}
+	x.timeout = min(x.timeout, MaxTimeout)
+	if reg.Matcher != "" && toolEvent(reg.Event) {
+		m, err := regexp.Compile("^(?:" + reg.Matcher + ")$")
+		if err != nil {
+			return fmt.Errorf("hook %s: matcher %q: %v", reg.Name, reg.Matcher, err)
+		}
+		x.match, x.matcher = m, reg.Matcher
+	}
+	r.mu.Lock()
+	r.hooks[reg.Event] = append(r.hooks[reg.Event], x)
+	r.mu.Unlock()
+	return nil
+}
+
+// List returns the hooks that run, by event in the order of Events, and
+// the configured ones left out for want of consent.
+func (r *Runner) List() (running, skipped []Entry) {
+	if r == nil {
+		return nil, nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, e := range Events {
+		for _, h := range r.hooks[e] {
+			running = append(running, h.entry())
+		}
+	}
+	return running, append([]Entry(nil), r.skipped...)
+}
+
 // Has reports whether any hook runs at event.
-func (r *Runner) Has(event string) bool { return r != nil && len(r.hooks[event]) > 0 }
+func (r *Runner) Has(event string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.hooks[event]) > 0
+}
+
+// at returns the hooks of event (of tool, for tool events: those whose
+// matcher fits it).
+func (r *Runner) at(event, tool string) []*hook {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*hook
+	for _, h := range r.hooks[event] {
+		if h.match == nil || h.match.MatchString(tool) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 // payload is what a hook reads on stdin.
 type payload struct {
@@ -189,11 +296,78 @@ type answer struct {
 	block   bool
 	message string // block message
 	context string // pre_llm_call context
+	// replace is a transform's replacement; replaced says there was one
+	// (an empty replacement is one).
+	replace  string
+	replaced bool
+}
+
+// Result is what one run of a hook came to, for `hermes hooks test`.
+type Result struct {
+	Stdout   string
+	ExitCode int
+	Duration time.Duration
+	// Err is why it failed (could not start, timed out, exited non-zero
+	// with nothing said, answered nonsense).
+	Err error
+	// Decision is none, block, context or transform; Text its message,
+	// context or replacement.
+	Decision, Text string
+}
+
+// Test runs the hooks of event (of tool, for tool events) once with the
+// payload a real firing would give them (extra holds the event's own
+// fields, and any tool_input), and says what each did. Nothing is
+// recorded.
+func (r *Runner) Test(ctx context.Context, event, tool string, extra map[string]any) []Result {
+	var out []Result
+	p := payload{SessionID: "test-session", Extra: map[string]any{}}
+	for k, v := range extra {
+		switch k {
+		case "tool_input":
+			p.ToolInput = v
+		case "session_id":
+			p.SessionID, _ = v.(string)
+		default:
+			p.Extra[k] = v
+		}
+	}
+	if tool != "" {
+		p.ToolName = &tool
+	}
+	for _, h := range r.at(event, tool) {
+		p.Event = event
+		p.Cwd = r.opts.Dir
+		in, _ := json.Marshal(p)
+		start := time.Now()
+		stdout, code, err := r.spawn(ctx, h, in)
+		res := Result{Stdout: string(stdout), ExitCode: code, Duration: time.Since(start), Err: err, Decision: "none"}
+		if err == nil {
+			a, perr := parse(event, stdout)
+			res.Err = perr
+			res.Decision, res.Text = a.decision()
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func (a answer) decision() (string, string) {
+	switch {
+	case a.block:
+		return "block", a.message
+	case a.replaced:
+		return "transform", a.replace
+	case a.context != "":
+		return "context", a.context
+	}
+	return "none", ""
 }
 
 // run runs one hook, records what came of it and returns its answer (the
-// zero answer when it failed).
-func (r *Runner) run(ctx context.Context, event string, h *hook, p payload) answer {
+// zero answer when it failed). before, for a transform, is what it may
+// replace: the record keeps it beside the replacement.
+func (r *Runner) run(ctx context.Context, event string, h *hook, p payload, before string) answer {
 	p.Event = event
 	if p.Cwd == "" {
 		p.Cwd = r.opts.Dir
@@ -204,7 +378,7 @@ func (r *Runner) run(ctx context.Context, event string, h *hook, p payload) answ
 	in, _ := json.Marshal(p)
 	start := time.Now()
 	out, code, err := r.spawn(ctx, h, in)
-	ev := schema.HookRan{Event: event, Command: h.Command, ExitCode: code, DurationMS: time.Since(start).Milliseconds(), Decision: "none"}
+	ev := schema.HookRan{Event: event, Command: h.name, ExitCode: code, DurationMS: time.Since(start).Milliseconds(), Decision: "none"}
 	if p.ToolName != nil {
 		ev.Tool = *p.ToolName
 	}
@@ -213,18 +387,22 @@ func (r *Runner) run(ctx context.Context, event string, h *hook, p payload) answ
 		ev.Decision, ev.Reason = "failed", err.Error()
 	} else {
 		a, err = parse(event, out)
-		switch {
-		case err != nil:
+		if err != nil {
 			ev.Decision, ev.Reason = "failed", err.Error()
-		case a.block:
-			ev.Decision, ev.Reason = "block", a.message
-		case a.context != "":
-			ev.Decision, ev.Reason = "context", a.context
+		} else {
+			ev.Decision, ev.Reason = a.decision()
+			if a.replaced {
+				if a.replace == before {
+					a.replaced, ev.Decision, ev.Reason = false, "none", ""
+				} else {
+					ev.Original = before
+				}
+			}
 		}
 	}
-	log := r.opts.Log.With().Str("hook", event).Str("command", h.Command).Logger()
+	log := r.opts.Log.With().Str("hook", event).Str("command", h.name).Logger()
 	if ev.Decision == "failed" {
-		log.Warn().Str("reason", ev.Reason).Msg("shell hook failed; the turn goes on without it")
+		log.Warn().Str("reason", ev.Reason).Msg("hook failed; the turn goes on without it")
 	} else if code != 0 {
 		log.Warn().Int("exit_code", code).Msg("shell hook exited non-zero")
 	}
@@ -236,10 +414,14 @@ func (r *Runner) run(ctx context.Context, event string, h *hook, p payload) answ
 	return a
 }
 
-// spawn runs the hook's command with in on stdin, within its timeout.
+// spawn runs the hook, its command with in on stdin or its function,
+// within its timeout.
 func (r *Runner) spawn(ctx context.Context, h *hook, in []byte) (out []byte, code int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
+	if h.fn != nil {
+		return callFunc(ctx, h, in)
+	}
 	cmd := exec.CommandContext(ctx, h.argv[0], h.argv[1:]...)
 	cmd.Dir = r.opts.Dir
 	if r.opts.Env != nil {
@@ -272,10 +454,58 @@ func (r *Runner) spawn(ctx context.Context, h *hook, in []byte) (out []byte, cod
 	return stdout.b, code, nil
 }
 
+// callFunc runs a registered hook, abandoning it at the deadline even if
+// it ignores its context (a hung plugin must not hold the turn).
+func callFunc(ctx context.Context, h *hook, in []byte) ([]byte, int, error) {
+	type res struct {
+		out []byte
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- res{err: fmt.Errorf("hook panicked: %v", v)}
+			}
+		}()
+		out, err := h.fn(ctx, in)
+		done <- res{out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, -1, fmt.Errorf("timed out after %s", h.timeout)
+			}
+			return nil, 1, r.err
+		}
+		if len(r.out) > maxOutput {
+			r.out = r.out[:maxOutput]
+		}
+		return r.out, 0, nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, -1, fmt.Errorf("timed out after %s", h.timeout)
+		}
+		return nil, -1, fmt.Errorf("cancelled: %v", context.Cause(ctx))
+	}
+}
+
+// replaceKey is the field of a transform's answer that holds the
+// replacement: the name of the payload field it replaces.
+var replaceKey = map[string]string{
+	TransformToolResult:     "result",
+	TransformTerminalOutput: "output",
+	TransformLLMOutput:      "response_text",
+}
+
 // parse reads a hook's stdout: nothing, or a JSON object. pre_tool_call
 // blocks with {"action": "block", "message": ...} (Hermes) or
-// {"decision": "block", "reason": ...} (Claude Code); pre_llm_call adds
-// {"context": ...}. Any other object says nothing.
+// {"decision": "block", "reason": ...} (Claude Code); the transform events
+// replace with the field they replace ({"result": ...},
+// {"output": ...}, {"response_text": ...}); the others may add
+// {"context": ...}, which pre_llm_call uses. Any other object says
+// nothing.
 func parse(event string, out []byte) (answer, error) {
 	out = bytes.TrimSpace(out)
 	if len(out) == 0 {
@@ -288,17 +518,20 @@ func parse(event string, out []byte) (answer, error) {
 	str := func(k string) string { s, _ := m[k].(string); return strings.TrimSpace(s) }
 	switch event {
 	case PreToolCall:
-		if str("action") == "block" || str("decision") == "block" {
-			msg := str("message")
-			if str("decision") == "block" || msg == "" {
-				msg = first(str("reason"), msg)
-			}
-			return answer{block: true, message: first(msg, "Blocked by shell hook.")}, nil
+		if str("action") == "block" {
+			return answer{block: true, message: first(str("message"), str("reason"), "Blocked by shell hook.")}, nil
 		}
-	case PreLLMCall:
-		return answer{context: str("context")}, nil
+		if str("decision") == "block" {
+			return answer{block: true, message: first(str("reason"), str("message"), "Blocked by shell hook.")}, nil
+		}
+		return answer{}, nil
+	case TransformToolResult, TransformTerminalOutput, TransformLLMOutput:
+		if v, ok := m[replaceKey[event]].(string); ok {
+			return answer{replace: v, replaced: true}, nil
+		}
+		return answer{}, nil
 	}
-	return answer{}, nil
+	return answer{context: str("context")}, nil
 }
 
 func first(vs ...string) string {

@@ -105,7 +105,7 @@ func TestPreToolCallBlocks(t *testing.T) {
 			t.Fatalf("stdin %q: %v", data, err)
 		}
 		want := map[string]any{"hook_event_name": "pre_tool_call", "tool_name": "terminal", "tool_input": map[string]any{"command": "git push -f"},
-			"session_id": "sess-1", "cwd": "/work", "extra": map[string]any{"turn_id": "turn-1"}}
+			"session_id": "sess-1", "cwd": "/work", "extra": map[string]any{"turn_id": "turn-1", "task_id": ""}}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("stdin:\n got %v\nwant %v", got, want)
 		}
@@ -206,13 +206,14 @@ func TestTurnHooks(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	warn, err := Config{
-		"post_llm_call":  {{Command: "x"}},
+		"pre_verify":     {{Command: "x"}},
+		"output_spill":   nil,
 		"pre_llm_call":   {{Command: "x", Matcher: "terminal"}},
 		"pre_tool_call":  {{Command: "", Matcher: "("}, {Command: "'unclosed"}},
 		"pre_tool_cal":   {{Command: "x"}},
 		"on_session_end": {{Command: "x", Timeout: -1}},
 	}.Validate()
-	for _, w := range []string{"hooks.post_llm_call: this build of hermes does not run", "hooks.pre_llm_call[0].matcher: only tool hooks"} {
+	for _, w := range []string{"hooks.pre_verify: this build of hermes never fires pre_verify", "hooks.pre_llm_call[0].matcher: only tool hooks"} {
 		if !strings.Contains(strings.Join(warn, "\n"), w) {
 			t.Errorf("warnings %q lack %q", warn, w)
 		}

@@ -3,6 +3,7 @@
 package hooks
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -15,3 +16,6 @@ func ownGroup(cmd *exec.Cmd) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 }
+
+// lockFile takes an exclusive lock on f, released when f is closed.
+func lockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }

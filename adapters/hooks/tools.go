@@ -5,34 +5,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+	"regexp"
+	"strconv"
 	"time"
 
-	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/tool"
 )
 
-// Tool returns t with the pre_tool_call and post_tool_call hooks whose
-// matcher fits its name around every call; t itself when none does.
+// Tool returns t with the tool hooks around every call: pre_tool_call and
+// post_tool_call whose matcher fits its name, transform_terminal_output
+// (for the terminal tool) and transform_tool_result; t itself when there
+// are none.
 func (r *Runner) Tool(t tool.Tool) tool.Tool {
 	if r == nil {
 		return t
 	}
 	name := t.Spec().Name
-	pick := func(event string) []*hook {
-		var out []*hook
-		for _, h := range r.hooks[event] {
-			if h.match == nil || h.match.MatchString(name) {
-				out = append(out, h)
-			}
-		}
-		return out
-	}
-	pre, post := pick(PreToolCall), pick(PostToolCall)
-	if len(pre) == 0 && len(post) == 0 {
+	if len(r.at(PreToolCall, name)) == 0 && len(r.at(PostToolCall, name)) == 0 && !r.Has(TransformToolResult) &&
+		!(name == "terminal" && r.Has(TransformTerminalOutput)) {
 		return t
 	}
-	return &hooked{Tool: t, r: r, pre: pre, post: post}
+	return &hooked{Tool: t, r: r}
 }
 
 // Tools wraps each of ts with Tool.
@@ -46,12 +39,16 @@ func (r *Runner) Tools(ts ...tool.Tool) []tool.Tool {
 
 type hooked struct {
 	tool.Tool
-	r         *Runner
-	pre, post []*hook
+	r *Runner
 }
 
+// terminalResult is how the terminal tool ends its result.
+var terminalResult = regexp.MustCompile(`(?s)\A(.*)\n\[exit code: (-?\d+)\]\z`)
+
 // Run runs the pre_tool_call hooks (the first that blocks stops the
-// call: the model reads why), the tool, then the post_tool_call hooks.
+// call: the model reads why), the tool, the post_tool_call hooks, then
+// the transforms of its result, whose replacements are what the model
+// reads and what the loop records.
 func (h *hooked) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	env := tool.EnvFrom(ctx)
 	name := h.Spec().Name
@@ -64,24 +61,48 @@ func (h *hooked) Run(ctx context.Context, args json.RawMessage) (string, error) 
 	}
 	p := func(extra map[string]any) payload {
 		extra["turn_id"] = env.TurnID
+		extra["task_id"] = ""
 		return payload{ToolName: &name, ToolInput: input, SessionID: env.SessionID, Cwd: first(h.r.opts.Dir, env.WorkingDir), Extra: extra}
 	}
-	for _, hk := range h.pre {
-		if a := h.r.run(ctx, PreToolCall, hk, p(map[string]any{})); a.block {
+	for _, hk := range h.r.at(PreToolCall, name) {
+		if a := h.r.run(ctx, PreToolCall, hk, p(map[string]any{}), ""); a.block {
 			return "", fmt.Errorf("blocked by a pre_tool_call hook: %s", a.message)
 		}
 	}
 	start := time.Now()
 	out, err := h.Tool.Run(ctx, args)
-	if len(h.post) > 0 {
+	// An interrupted call still tells its hooks how it ended.
+	hctx := context.WithoutCancel(ctx)
+	status := func() map[string]any {
 		extra := map[string]any{"result": out, "status": "ok", "error_message": nil, "duration_ms": time.Since(start).Milliseconds()}
 		if err != nil {
 			extra["status"], extra["error_message"] = "error", err.Error()
 		}
-		// An interrupted call still tells its hooks how it ended.
-		hctx := context.WithoutCancel(ctx)
-		for _, hk := range h.post {
-			h.r.run(hctx, PostToolCall, hk, p(extra))
+		return extra
+	}
+	for _, hk := range h.r.at(PostToolCall, name) {
+		h.r.run(hctx, PostToolCall, hk, p(status()), "")
+	}
+	if name == "terminal" && err == nil {
+		if m := terminalResult.FindStringSubmatch(out); m != nil {
+			command, _ := input.(map[string]any)["command"].(string)
+			code, _ := strconv.Atoi(m[2])
+			text := m[1]
+			for _, hk := range h.r.at(TransformTerminalOutput, "") {
+				pl := payload{SessionID: env.SessionID, Cwd: first(h.r.opts.Dir, env.WorkingDir), Extra: map[string]any{
+					"command": command, "output": text, "returncode": code, "task_id": "", "env_type": "local", "turn_id": env.TurnID}}
+				if a := h.r.run(hctx, TransformTerminalOutput, hk, pl, text); a.replaced {
+					text = a.replace
+					break // the first replacement wins
+				}
+			}
+			out = fmt.Sprintf("%s\n[exit code: %d]", text, code)
+		}
+	}
+	for _, hk := range h.r.at(TransformToolResult, "") {
+		if a := h.r.run(hctx, TransformToolResult, hk, p(status()), out); a.replaced {
+			out = a.replace
+			break
 		}
 	}
 	return out, err
@@ -93,42 +114,4 @@ func (h *hooked) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-// TurnStarted runs on_session_start on a session's first turn, then the
-// pre_llm_call hooks, whose contexts it returns (agent.TurnHooks).
-func (r *Runner) TurnStarted(ctx context.Context, t agent.TurnStart) string {
-	if r == nil {
-		return ""
-	}
-	env := tool.EnvFrom(ctx)
-	cwd := first(r.opts.Dir, env.WorkingDir)
-	if t.First {
-		for _, h := range r.hooks[OnSessionStart] {
-			r.run(ctx, OnSessionStart, h, payload{SessionID: t.SessionID, Cwd: cwd,
-				Extra: map[string]any{"model": t.Model, "platform": r.opts.Platform}})
-		}
-	}
-	var parts []string
-	for _, h := range r.hooks[PreLLMCall] {
-		a := r.run(ctx, PreLLMCall, h, payload{SessionID: t.SessionID, Cwd: cwd, Extra: map[string]any{"turn_id": t.TurnID,
-			"user_message": t.UserText, "is_first_turn": t.First, "model": t.Model, "platform": r.opts.Platform}})
-		if a.context != "" {
-			parts = append(parts, a.context)
-		}
-	}
-	return strings.Join(parts, "\n\n")
-}
-
-// TurnEnded runs the on_session_end hooks: Hermes runs them at the end of
-// every turn, saying whether it completed (agent.TurnHooks).
-func (r *Runner) TurnEnded(ctx context.Context, t agent.TurnEnd) {
-	if r == nil {
-		return
-	}
-	env := tool.EnvFrom(ctx)
-	for _, h := range r.hooks[OnSessionEnd] {
-		r.run(ctx, OnSessionEnd, h, payload{SessionID: t.SessionID, Cwd: first(r.opts.Dir, env.WorkingDir), Extra: map[string]any{
-			"turn_id": t.TurnID, "completed": t.Completed, "interrupted": t.Interrupted, "model": t.Model, "platform": r.opts.Platform}})
-	}
 }

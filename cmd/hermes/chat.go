@@ -271,6 +271,7 @@ func runChat(ctx context.Context, f *chatFlags) error {
 	if err != nil {
 		return err
 	}
+	defer func() { c.Hooks.SessionFinalized(context.WithoutCancel(ctx), id, "shutdown") }()
 	// Take the session now: a session another process runs is refused
 	// before anything is shown or sent.
 	if _, err := c.Mgr.Session(ctx, id); err != nil {
@@ -537,10 +538,12 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 		if cmd.ID == command.Clear && isTerminal(errw) {
 			fmt.Fprint(errw, clearScreen)
 		}
+		c.Hooks.SessionFinalized(ctx, *id, "new")
 		nid, err := c.newSession(ctx, "cli")
 		if err != nil {
 			return false, err
 		}
+		c.Hooks.SessionReset(ctx, *id, nid)
 		*id = nid
 		if cmd.ID == command.New && arg != "" {
 			if err := c.Mgr.Retitle(ctx, nid, arg); err != nil {

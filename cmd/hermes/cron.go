@@ -156,7 +156,7 @@ func openCronHome(g *app.Factory) (*cronHome, error) {
 	}
 	wd, _ := os.Getwd()
 	cj := app.NewCronTool()
-	if _, _, err := app.Registry(a.Home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, g.Log); err != nil {
+	if _, _, err := app.Registry(a.Home, wd, nil, config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web}, nil, nil, cj, nil, g.Log); err != nil {
 		a.Close()
 		return nil, err
 	}

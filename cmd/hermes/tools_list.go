@@ -52,7 +52,7 @@ func runToolsList(ctx context.Context, opts *toolsListOptions) error {
 	}
 	cfg := config.Resolved{TerminalTimeout: 3 * time.Minute, Web: fileCfg.Web, MCPServers: fileCfg.MCPServers, Hooks: fileCfg.Hooks}
 	wd, _ := os.Getwd()
-	r, _, err := app.Registry(home, wd, nil, cfg, nil, nil, nil, opts.app.Log)
+	r, _, err := app.Registry(home, wd, nil, cfg, nil, nil, nil, nil, opts.app.Log)
 	if err != nil {
 		return err
 	}

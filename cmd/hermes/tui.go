@@ -167,6 +167,7 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 		return err
 	}
 	sc.id, sc.at = id, id
+	defer func() { c.Hooks.SessionFinalized(context.WithoutCancel(ctx), sc.id, "shutdown") }()
 	sc.title = sessionTitle(ctx, c.App.Store, id)
 	scr.Info(fmt.Sprintf("Hermes · %s · session %s · /help lists the commands, Tab completes them, Ctrl-R searches what you typed", c.Cfg.Model, id))
 	if f.resume != "" || f.cont {
@@ -400,9 +401,12 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			if sc.running > 0 {
 				return errBusy
 			}
+			old := sc.id
+			sc.c.Hooks.SessionFinalized(sc.ctx, old, "new")
 			if err := sc.enter(sc.c.newSession(sc.ctx, "cli")); err != nil {
 				return err
 			}
+			sc.c.Hooks.SessionReset(sc.ctx, old, sc.id)
 			if title == "" {
 				return nil
 			}

@@ -52,6 +52,9 @@ type Factory struct {
 	AcceptLog bool
 	// IO are the command's streams.
 	IO IOStreams
+	// AcceptHooks is --accept-hooks: allow configured shell hooks
+	// without asking.
+	AcceptHooks bool
 
 	// cfgOnce reads config.yaml once for Config.
 	cfgOnce sync.Once

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
+	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -28,6 +29,9 @@ import (
 type Chat struct {
 	// App is the home the chat runs in.
 	App *App
+	// Hooks are the chat's hooks (session finalize and reset run from
+	// the chat's commands).
+	Hooks *hooks.Runner
 	// Cfg is the configuration in effect; File is config.yaml as read.
 	Cfg  config.Resolved
 	File config.Config
@@ -99,7 +103,12 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		return res, err
 	}
 	cj := NewCronTool()
-	reg, ex, err := Registry(a.Home, wd, a.Store, cfg, searcher, Summarizer(provider, cfg), cj, g.Log)
+	hk, err := Hooks(g, a.Home, wd, cfg)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	reg, ex, err := Registry(a.Home, wd, a.Store, cfg, searcher, Summarizer(provider, cfg), cj, hk, g.Log)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -135,7 +144,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 			return d
 		},
 	}
-	deps.Hooks = TurnHooks(cfg, wd, g.Log)
+	deps.Hooks = TurnHooks(hk)
 	blobs := a.Blobs()
 	deps.Blobs, deps.Sees = blobs, Sees(cfg)
 	if deps.Describe, err = Describer(cfg, blobs); err != nil {
@@ -155,7 +164,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 	}
 	mgr := session.NewManager(sys, deps)
 	StopOnLost(deps.Leases, mgr)
-	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj}
+	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())

@@ -42,14 +42,10 @@ import (
 // wrap every tool (pre_tool_call and post_tool_call), outside the
 // redaction, so that they see what the model will see.
 func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher func(context.Context, search.Query) (search.Results, error),
-	summarize func(context.Context, string, string) (string, error), cj *CronTool, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
+	summarize func(context.Context, string, string) (string, error), cj *CronTool, hk *hooks.Runner, log zerolog.Logger) (*tools.Registry, *code.Tool, error) {
 	r := tools.NewRegistry()
 	keep := Secrets(cfg)
 	env := func() []string { return keep.Env(os.Environ()) }
-	hk, err := hooks.New(cfg.Hooks, hooks.Options{Env: env, Dir: wd, Log: log})
-	if err != nil {
-		return nil, nil, err
-	}
 	wrap := func(ts ...tool.Tool) []tool.Tool { return hk.Tools(keep.Tools(ts...)...) }
 	// "Always" answers are grants in the event store; config.yaml is
 	// only read (the person's command_allowlist), never written.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/hermes-go/hermes/actors/agent"
@@ -197,13 +198,37 @@ func AddMCP(r *tools.Registry, home string, cfg config.Resolved, env func() []st
 	return nil
 }
 
-// TurnHooks are the shell hooks that run at turns (nil: none configured).
-func TurnHooks(cfg config.Resolved, wd string, log zerolog.Logger) agent.TurnHooks {
-	r, err := hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return Secrets(cfg).Env(os.Environ()) }, Dir: wd, Log: log})
-	if err != nil || !(r.Has(hooks.PreLLMCall) || r.Has(hooks.OnSessionStart) || r.Has(hooks.OnSessionEnd)) {
-		return nil
+// Hooks is the hook runner of a chat or gateway: the shell hooks of
+// config.yaml their person allowed. A new hook command is asked about
+// once on the terminal and remembered in $HERMES_HOME (see
+// hooks.Consent); without a terminal it is refused unless --accept-hooks,
+// HERMES_ACCEPT_HOOKS=1 or hooks_auto_accept: true allows it.
+func Hooks(g *Factory, home, wd string, cfg config.Resolved) (*hooks.Runner, error) {
+	consent := &hooks.Consent{Path: filepath.Join(home, hooks.AllowlistFile), Accept: g.AcceptHooks || cfg.HooksAutoAccept || envTrue("HERMES_ACCEPT_HOOKS")}
+	if f, ok := g.IO.In.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		consent.In, consent.Out = f, g.errOut()
 	}
-	return r
+	return hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return Secrets(cfg).Env(os.Environ()) }, Dir: wd, Log: g.Log, Consent: consent, Platform: "cli"})
+}
+
+func envTrue(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// TurnHooks are the hooks of r that run at turns, model requests and
+// subagents (nil: none).
+func TurnHooks(r *hooks.Runner) agent.TurnHooks {
+	for _, e := range []string{hooks.PreLLMCall, hooks.PostLLMCall, hooks.OnSessionStart, hooks.OnSessionEnd, hooks.TransformLLMOutput,
+		hooks.PreAPIRequest, hooks.PostAPIRequest, hooks.APIRequestError, hooks.SubagentStart, hooks.SubagentStop} {
+		if r.Has(e) {
+			return r
+		}
+	}
+	return nil
 }
 
 // Version is this build's module version (dev when built from a checkout).

@@ -79,6 +79,9 @@ type Config struct {
 	MCPServers map[string]mcp.ServerConfig `yaml:"mcp_servers"`
 	// Hooks are shell hooks, by event.
 	Hooks hooks.Config `yaml:"hooks"`
+	// HooksAutoAccept allows every configured shell hook without asking
+	// (as --accept-hooks and HERMES_ACCEPT_HOOKS=1 do).
+	HooksAutoAccept bool `yaml:"hooks_auto_accept"`
 	// Store chooses the event store: embedded (the default), a
 	// postgres:// URL or an esdb:// connection string (see Store).
 	Store string `yaml:"store"`
@@ -224,6 +227,8 @@ type Resolved struct {
 	// MCPServers and Hooks are as config has them, validated.
 	MCPServers map[string]mcp.ServerConfig
 	Hooks      hooks.Config
+	// HooksAutoAccept is hooks_auto_accept.
+	HooksAutoAccept bool
 	// Sandbox is the policy of the local backend's sandbox (Mode
 	// full-access: none); SandboxEnv the variables sandbox.env adds.
 	Sandbox    sandbox.Policy
@@ -512,7 +517,7 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	if _, err := c.Hooks.Validate(); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	r.MCPServers, r.Hooks = c.MCPServers, c.Hooks
+	r.MCPServers, r.Hooks, r.HooksAutoAccept = c.MCPServers, c.Hooks, c.HooksAutoAccept
 	sbMode := o.Sandbox
 	if sbMode == "" {
 		sbMode = os.Getenv("HERMES_SANDBOX")
