@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -230,4 +231,32 @@ func ScriptMTime(command string) *string {
 	}
 	s := fi.ModTime().UTC().Format(time.RFC3339Nano)
 	return &s
+}
+
+// ScriptProblem says what keeps a command's script from running as
+// configured ("" when nothing): missing, or not executable when the
+// command is the script itself (an interpreter only needs to read it).
+func ScriptProblem(command string) string {
+	ws, err := words(command)
+	if err != nil {
+		return err.Error()
+	}
+	path := ScriptPath(command)
+	bare := len(ws) > 0 && (ws[0] == path || strings.HasPrefix(ws[0], "~/"))
+	if !strings.Contains(path, "/") {
+		if _, err := exec.LookPath(path); err != nil {
+			return path + " is not on PATH"
+		}
+		return ""
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return path + " does not exist"
+	case fi.IsDir():
+		return path + " is a directory"
+	case bare && fi.Mode()&0o111 == 0:
+		return path + " is not executable (chmod +x it)"
+	}
+	return ""
 }

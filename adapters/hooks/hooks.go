@@ -304,6 +304,8 @@ type answer struct {
 
 // Result is what one run of a hook came to, for `hermes hooks test`.
 type Result struct {
+	// Name is the hook's command, or its registered name.
+	Name     string
 	Stdout   string
 	ExitCode int
 	Duration time.Duration
@@ -341,7 +343,7 @@ func (r *Runner) Test(ctx context.Context, event, tool string, extra map[string]
 		in, _ := json.Marshal(p)
 		start := time.Now()
 		stdout, code, err := r.spawn(ctx, h, in)
-		res := Result{Stdout: string(stdout), ExitCode: code, Duration: time.Since(start), Err: err, Decision: "none"}
+		res := Result{Name: h.name, Stdout: string(stdout), ExitCode: code, Duration: time.Since(start), Err: err, Decision: "none"}
 		if err == nil {
 			a, perr := parse(event, stdout)
 			res.Err = perr

@@ -65,6 +65,7 @@ mcp_servers:
   fake:
 %s  mute:
 %s
+hooks_auto_accept: true
 hooks:
   pre_tool_call:
     - command: %s
