@@ -99,6 +99,12 @@ var registry = map[string]eventType{
 	TypeAuxiliaryCallCompleted: v1[AuxiliaryCallCompleted](),
 	TypeHookRan:                v1[HookRan](),
 
+	TypePluginInstalled: v1[PluginInstalled](),
+	TypePluginUpdated:   v1[PluginUpdated](),
+	TypePluginRemoved:   v1[PluginRemoved](),
+	TypePluginEnabled:   v1[PluginEnabled](),
+	TypePluginDisabled:  v1[PluginDisabled](),
+
 	TypeGatewayChatOpened: v1[GatewayChatOpened](),
 	// v2: an attachment may name a blob (Attachment.SHA256).
 	TypeGatewayMessageReceived: {
