@@ -86,6 +86,7 @@ const (
 	Version
 	Profile
 	Redraw
+	Plugins
 )
 
 // Command is one slash command.
@@ -132,6 +133,7 @@ var table = []Command{
 	{ID: Usage, Name: "/usage", Help: "tokens and cost of the conversation", On: Screen | Plain | Gateway},
 	{ID: Tools, Name: "/tools", Help: "the tools the agent has", On: Screen},
 	{ID: Skills, Name: "/skills", Help: "the skills it can load", On: Screen},
+	{ID: Plugins, Name: "/plugins", Help: "the plugins running: their state, tools, hooks and commands, and what went wrong", On: Screen | Plain},
 	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn)", On: Gateway},
 	// On a terminal /model can save the model too, as Hermes' --global.
 	{ID: Model, Name: "/model", Args: "[NAME] [--global]", Help: "show or change the model (from the next turn; --global: in config.yaml too); alone, the models configured", On: Screen | Plain, Words: []string{"--global"}},

@@ -551,6 +551,8 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 			}
 		}
 		fmt.Fprintf(errw, "session: %s\n", nid)
+	case command.Plugins:
+		fmt.Fprintln(errw, pluginsReport(c.Plugins))
 	case command.Resume:
 		if len(strings.Fields(arg)) != 1 {
 			return false, errors.New("usage: /resume ID")

@@ -605,6 +605,11 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			sc.scr.Info(fmt.Sprintf("%d tools: %s", len(sc.c.Tools), strings.Join(sc.c.Tools, ", ")))
 			return nil
 		}
+	case command.Plugins:
+		return func(string) error {
+			sc.scr.Info(pluginsReport(sc.c.Plugins))
+			return nil
+		}
 	case command.Skills:
 		return func(string) error {
 			all, problems := app.Library(sc.c.App.Home, sc.c.WD).All()

@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-go/hermes/actors/toolrun"
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/plugins"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/projections/costs"
@@ -32,6 +33,8 @@ type Chat struct {
 	// Hooks are the chat's hooks (session finalize and reset run from
 	// the chat's commands).
 	Hooks *hooks.Runner
+	// Plugins are the chat's plugins (/plugins shows them).
+	Plugins *plugins.Host
 	// Cfg is the configuration in effect; File is config.yaml as read.
 	Cfg  config.Resolved
 	File config.Config
@@ -108,8 +111,17 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		a.Close()
 		return nil, err
 	}
-	reg, ex, err := Registry(a.Home, wd, a.Store, cfg, searcher, Summarizer(provider, cfg), cj, hk, g.Log)
+	host, err := StartPlugins(context.Background(), a.Home, wd, a.Store, cfg, hk, "", g.Log)
 	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	reg, ex, err := Registry(a.Home, wd, a.Store, cfg, searcher, Summarizer(provider, cfg), cj, hk, g.Log)
+	if err == nil {
+		err = AddPlugins(reg, host, cfg, hk)
+	}
+	if err != nil {
+		host.Close()
 		a.Close()
 		return nil, err
 	}
@@ -164,7 +176,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 	}
 	mgr := session.NewManager(sys, deps)
 	StopOnLost(deps.Leases, mgr)
-	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk}
+	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk, Plugins: host}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())
@@ -179,6 +191,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		mgr.Shutdown()
 		sys.Shutdown()
 		reg.Close() // background processes end with Hermes
+		host.Close()
 		stopRunner()
 		<-runnerDone
 		a.Close()
