@@ -137,6 +137,24 @@ func (h *Host) Plugins() []*Running {
 	return h.running
 }
 
+// Settle waits, at most d, for the plugins still starting to connect or
+// fail (what /plugins shows is then their state, not "starting").
+func (h *Host) Settle(d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		for _, r := range h.Plugins() {
+			if r.Server != nil {
+				r.Server.Wait()
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
 // Close stops every plugin.
 func (h *Host) Close() error {
 	if h == nil {

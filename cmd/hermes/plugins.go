@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +79,7 @@ func pluginsReport(h *plugins.Host) string {
 	if len(rs) == 0 {
 		return "no plugins running: hermes plugins install DIR|GIT-URL adds one (hermes plugins list shows those installed)"
 	}
+	h.Settle(3 * time.Second)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d plugins:", len(rs))
 	for _, r := range rs {
