@@ -23,11 +23,11 @@ import (
 func buildGoPlugin(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "wordcount"), "./testdata/plugins/wordcount").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "wordcount"), "../../adapters/plugins/testdata/wordcount").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build the plugin: %v\n%s", err, out)
 	}
-	copyFile(t, filepath.Join("testdata", "plugins", "wordcount", "hermes-plugin.yaml"), filepath.Join(dir, "hermes-plugin.yaml"))
+	copyFile(t, filepath.Join("..", "..", "adapters", "plugins", "testdata", "wordcount", "hermes-plugin.yaml"), filepath.Join(dir, "hermes-plugin.yaml"))
 	return dir
 }
 
@@ -52,8 +52,8 @@ func pythonPluginRepo(t *testing.T, repo, py, version string) string {
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
 		gitIn(t, repo, "init", "--quiet", "--initial-branch=main")
 	}
-	copyFile(t, filepath.Join("testdata", "plugins", "shout", "plugin.py"), filepath.Join(repo, "plugin.py"))
-	tmpl, _ := os.ReadFile(filepath.Join("testdata", "plugins", "shout", "hermes-plugin.yaml.in"))
+	copyFile(t, filepath.Join("..", "..", "adapters", "plugins", "testdata", "shout", "plugin.py"), filepath.Join(repo, "plugin.py"))
+	tmpl, _ := os.ReadFile(filepath.Join("..", "..", "adapters", "plugins", "testdata", "shout", "hermes-plugin.yaml.in"))
 	m := strings.NewReplacer("PYTHON", py, "VERSION", version).Replace(string(tmpl))
 	if err := os.WriteFile(filepath.Join(repo, "hermes-plugin.yaml"), []byte(m), 0o644); err != nil {
 		t.Fatal(err)
