@@ -18,7 +18,7 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// buildGoPlugin builds the Go plugin of testdata/plugins/wordcount into a
+// buildGoPlugin builds the Go plugin of adapters/plugins/testdata/wordcount into a
 // directory of its own, beside its manifest.
 func buildGoPlugin(t *testing.T) string {
 	t.Helper()
@@ -46,7 +46,7 @@ func mcpPython(t *testing.T) string {
 }
 
 // pythonPluginRepo makes a git repository of the Python plugin of
-// testdata/plugins/shout at version, and returns it with its commit.
+// adapters/plugins/testdata/shout at version, and returns it with its commit.
 func pythonPluginRepo(t *testing.T, repo, py, version string) string {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
