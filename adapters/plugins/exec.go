@@ -62,9 +62,9 @@ func (s Spec) argv() []string {
 
 // Exec runs the plugin of s with in, out and errOut as its standard
 // streams, in its sandbox, until it exits or ctx ends, and returns its
-// exit code. The sandbox gives a command no standard input, so the
-// plugin's arrives on descriptor 3 and a shell moves it to 0 before the
-// plugin starts.
+// exit code. The sandbox gives a command no standard input and pipes its
+// output, so the plugin's stdin and stdout arrive as descriptors 3 and 4
+// and a shell moves them to 0 and 1 before the plugin starts.
 func Exec(ctx context.Context, s Spec, in io.Reader, out, errOut io.Writer, log zerolog.Logger) (int, error) {
 	argv := s.argv()
 	if s.Policy == nil {
@@ -82,21 +82,39 @@ func Exec(ctx context.Context, s Spec, in io.Reader, out, errOut io.Writer, log 
 		return -1, fmt.Errorf("plugin %s: start its sandbox: %w", s.Name, err)
 	}
 	defer sb.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return -1, err
+	// The plugin's standard input and output are the launcher's own
+	// (the pipes to Hermes' MCP client) when they are files: no copy on
+	// the way. Otherwise they are relayed through a pipe.
+	inF, inOK := in.(*os.File)
+	outF, outOK := out.(*os.File)
+	var relay *os.File
+	if !inOK {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return -1, err
+		}
+		defer pr.Close()
+		inF, relay = pr, pw
 	}
-	args := append([]string{"/bin/sh", "-c", `exec "$@" <&3 3<&-`, "sh"}, argv...)
-	p, err := sb.Start(ctx, sandbox.Cmd{Args: args, Dir: s.Dir, Env: s.Env, Stdout: out, Stderr: errOut, ExtraFiles: []*os.File{pr}})
-	pr.Close()
+	extra, redirect := []*os.File{inF}, `exec "$@" <&3 3<&-`
+	stdout := out
+	if outOK {
+		extra, redirect, stdout = append(extra, outF), `exec "$@" <&3 >&4 3<&- 4<&-`, io.Discard
+	}
+	args := append([]string{"/bin/sh", "-c", redirect, "sh"}, argv...)
+	p, err := sb.Start(ctx, sandbox.Cmd{Args: args, Dir: s.Dir, Env: s.Env, Stdout: stdout, Stderr: errOut, ExtraFiles: extra})
 	if err != nil {
-		pw.Close()
+		if relay != nil {
+			relay.Close()
+		}
 		return -1, fmt.Errorf("plugin %s: %w", s.Name, err)
 	}
-	go func() {
-		io.Copy(pw, in)
-		pw.Close() // the client hung up: the plugin reads its end
-	}()
+	if relay != nil {
+		go func() {
+			io.Copy(relay, in)
+			relay.Close() // the client hung up: the plugin reads its end
+		}()
+	}
 	go func() {
 		<-ctx.Done()
 		p.Kill()

@@ -76,8 +76,9 @@ func pluginsExecCmd(g *app.Factory) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			io := ioOf(cmd)
-			code, err := plugins.Exec(ctx, spec, io.In, io.Out, io.ErrOut, g.Log)
+			// The process's own descriptors: the plugin is handed them
+			// (no copy on the way), stderr stays the client's.
+			code, err := plugins.Exec(ctx, spec, os.Stdin, os.Stdout, ioOf(cmd).ErrOut, g.Log)
 			if err != nil {
 				return err
 			}
