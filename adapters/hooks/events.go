@@ -65,8 +65,6 @@ var Events = []string{
 var notFired = map[string]string{
 	PreVerify:            "this build has no verification-stop loop",
 	PreGatewayDispatch:   "the gateway does not run hooks yet",
-	PreApprovalRequest:   "approval questions do not run hooks yet",
-	PostApprovalResponse: "approval questions do not run hooks yet",
 	KanbanTaskClaimed:    "this build has no kanban board",
 	KanbanTaskCompleted:  "this build has no kanban board",
 	KanbanTaskBlocked:    "this build has no kanban board",

@@ -379,3 +379,56 @@ func writeScript(t *testing.T, body string) string {
 	}
 	return p
 }
+
+type answering struct{ asked []tool.Question }
+
+func (a *answering) Ask(_ context.Context, q tool.Question) (string, error) {
+	a.asked = append(a.asked, q)
+	if q.Kind == tool.QuestionApproval {
+		return "session", nil
+	}
+	return "blue", nil
+}
+
+// TestApprovalHooksObserve: an approval question fires
+// pre_approval_request before the person is asked and
+// post_approval_response with their choice; a clarify question fires
+// neither, and the hooks cannot answer for the person.
+func TestApprovalHooksObserve(t *testing.T) {
+	r, _ := hooks.New(nil, hooks.Options{Platform: "telegram"})
+	f := &fired{}
+	register(t, r, hooks.Registration{Event: hooks.PreApprovalRequest, Name: "p", Run: f.hook(`{"action": "block", "message": "no"}`)},
+		hooks.Registration{Event: hooks.PostApprovalResponse, Name: "p", Run: f.hook("")})
+	person := &answering{}
+	a := r.Asker(person)
+	var recorded []schema.HookRan
+	ctx := tool.WithEnv(context.Background(), &tool.Env{SessionID: "s9", TurnID: "t1", Record: func(_ context.Context, ps ...schema.Payload) error {
+		for _, p := range ps {
+			recorded = append(recorded, p.(schema.HookRan))
+		}
+		return nil
+	}})
+	if got, err := a.Ask(ctx, tool.Question{Kind: tool.QuestionClarify, Text: "which colour?"}); got != "blue" || err != nil {
+		t.Fatal(got, err)
+	}
+	got, err := a.Ask(ctx, tool.Question{Kind: tool.QuestionApproval, Text: "rm -rf build/: recursive delete. Allow?", Choices: []string{"once", "session", "always", "deny"}})
+	if got != "session" || err != nil || len(person.asked) != 2 {
+		t.Fatalf("%q %v %d", got, err, len(person.asked))
+	}
+	if strings.Join(f.events(), " ") != "pre_approval_request post_approval_response" {
+		t.Fatalf("fired %v", f.events())
+	}
+	pre, post := f.first("pre_approval_request"), f.first("post_approval_response")
+	if x := pre["extra"].(map[string]any); x["description"] != "rm -rf build/: recursive delete. Allow?" || x["surface"] != "telegram" || pre["session_id"] != "s9" {
+		t.Fatalf("pre: %v", pre)
+	}
+	if x := post["extra"].(map[string]any); x["choice"] != "session" {
+		t.Fatalf("post: %v", post)
+	}
+	if len(recorded) != 2 {
+		t.Fatalf("recorded %v", recorded)
+	}
+	if r2, _ := hooks.New(nil, hooks.Options{}); r2.Asker(person) != tool.Asker(person) {
+		t.Fatal("an asker was wrapped with no approval hooks")
+	}
+}

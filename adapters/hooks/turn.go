@@ -157,3 +157,39 @@ func (r *Runner) SessionReset(ctx context.Context, old, session string) {
 		r.fire(ctx, OnSessionReset, session, map[string]any{"platform": r.opts.Platform, "previous_session_id": old})
 	}
 }
+
+// Asker returns a with pre_approval_request and post_approval_response
+// around every approval question (a dangerous command, an MCP tool that
+// asks first): observers, as upstream, they cannot answer for the person.
+// a itself when no such hook runs, nil when a is nil.
+func (r *Runner) Asker(a tool.Asker) tool.Asker {
+	if a == nil || !(r.Has(PreApprovalRequest) || r.Has(PostApprovalResponse)) {
+		return a
+	}
+	return &asker{Asker: a, r: r}
+}
+
+type asker struct {
+	tool.Asker
+	r *Runner
+}
+
+func (a *asker) Ask(ctx context.Context, q tool.Question) (string, error) {
+	if q.Kind != tool.QuestionApproval {
+		return a.Asker.Ask(ctx, q)
+	}
+	env := tool.EnvFrom(ctx)
+	extra := func() map[string]any {
+		return map[string]any{"description": q.Text, "choices": q.Choices, "session_key": env.SessionID, "turn_id": env.TurnID,
+			"surface": first(a.r.opts.Platform, "cli")}
+	}
+	a.r.fire(ctx, PreApprovalRequest, env.SessionID, extra())
+	choice, err := a.Asker.Ask(ctx, q)
+	x := extra()
+	x["choice"] = choice
+	if err != nil {
+		x["choice"], x["error"] = "timeout", err.Error()
+	}
+	a.r.fire(context.WithoutCancel(ctx), PostApprovalResponse, env.SessionID, x)
+	return choice, err
+}

@@ -174,6 +174,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 	for _, o := range opts {
 		o(&deps, provider, cfg)
 	}
+	deps.Asker = hk.Asker(deps.Asker)
 	mgr := session.NewManager(sys, deps)
 	StopOnLost(deps.Leases, mgr)
 	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk, Plugins: host}
