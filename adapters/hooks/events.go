@@ -63,11 +63,11 @@ var Events = []string{
 // notFired says why this build never fires an event a config.yaml shared
 // with the Python agent may name: its hooks are accepted and warned about.
 var notFired = map[string]string{
-	PreVerify:            "this build has no verification-stop loop",
-	PreGatewayDispatch:   "the gateway does not run hooks yet",
-	KanbanTaskClaimed:    "this build has no kanban board",
-	KanbanTaskCompleted:  "this build has no kanban board",
-	KanbanTaskBlocked:    "this build has no kanban board",
+	PreVerify:           "this build has no verification-stop loop",
+	PreGatewayDispatch:  "the gateway does not run hooks yet",
+	KanbanTaskClaimed:   "this build has no kanban board",
+	KanbanTaskCompleted: "this build has no kanban board",
+	KanbanTaskBlocked:   "this build has no kanban board",
 }
 
 // Fired reports whether this build fires event, and if not, why.
