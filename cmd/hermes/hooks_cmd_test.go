@@ -79,3 +79,47 @@ func TestHooksThroughTheBinary(t *testing.T) {
 		t.Fatalf("after revoke:\n%s", list)
 	}
 }
+
+// TestHookConsentOnTheTerminal: in the chat screen, a new hook is asked
+// about once, on the terminal, before the screen takes it; yes runs it and
+// is remembered, so the next chat does not ask; no keeps it from running.
+func TestHookConsentOnTheTerminal(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "first answer"}, llmtest.Reply{Content: "second answer"})
+	defer srv.Close()
+	home, dir := t.TempDir(), t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	yes := filepath.Join(dir, "yes.sh")
+	os.WriteFile(yes, []byte("#!/bin/sh\necho yes >> "+ran+"\n"), 0o755)
+	no := filepath.Join(dir, "no.sh")
+	os.WriteFile(no, []byte("#!/bin/sh\necho no >> "+ran+"\n"), 0o755)
+	writeConfig(t, home, fmt.Sprintf("model: m\nhooks:\n  pre_llm_call:\n    - command: %s\n  on_session_end:\n    - command: %s\n", yes, no))
+	start := func() *pane {
+		return newPane(t, dir, screenEnv(srv), 100, 30, fmt.Sprintf("%s --home %s chat; sleep 60", bin, home))
+	}
+	p := start()
+	p.waitText("Command: " + yes)
+	p.text("y")
+	p.keys("Enter")
+	p.waitText("Command: " + no)
+	p.text("n")
+	p.keys("Enter")
+	p.waitText("/help lists the commands")
+	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+	p.text("hello")
+	p.keys("Enter")
+	p.waitText("first answer")
+	p.keys("C-d")
+	time.Sleep(500 * time.Millisecond)
+	if data, _ := os.ReadFile(ran); string(data) != "yes\n" {
+		t.Fatalf("the hooks that ran: %q", data)
+	}
+	// The next chat: the yes is remembered, the no is asked again.
+	p2 := start()
+	s := p2.waitText("Command: " + no)
+	if strings.Contains(s, "Command: "+yes) {
+		t.Fatalf("an allowed hook was asked about again:\n%s", s)
+	}
+	p2.text("n")
+	p2.keys("Enter")
+	p2.waitText("/help lists the commands")
+}

@@ -122,6 +122,8 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 		hist, _ = tui.LoadHistory("")
 	}
 	file, _ := g.Config() // a bad file is reported when the chat is wired, below
+	// New hooks are asked about before the screen takes the terminal.
+	app.AskHooksFirst(g, home, file)
 	scr := tui.New(tui.Options{In: f.io.In, Out: f.io.Out, History: hist, Commands: screenCommands(configuredModels(file)...),
 		Color: os.Getenv("NO_COLOR") == "", Env: os.Environ()})
 	screenDone := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -55,6 +56,9 @@ type Factory struct {
 	// AcceptHooks is --accept-hooks: allow configured shell hooks
 	// without asking.
 	AcceptHooks bool
+	// HookConsent, when set, is the consent hooks are allowed by (asked
+	// before the chat screen took the terminal: see AskHooksFirst).
+	HookConsent *hooks.Consent
 
 	// cfgOnce reads config.yaml once for Config.
 	cfgOnce sync.Once

@@ -204,11 +204,36 @@ func AddMCP(r *tools.Registry, home string, cfg config.Resolved, env func() []st
 // hooks.Consent); without a terminal it is refused unless --accept-hooks,
 // HERMES_ACCEPT_HOOKS=1 or hooks_auto_accept: true allows it.
 func Hooks(g *Factory, home, wd string, cfg config.Resolved) (*hooks.Runner, error) {
-	consent := &hooks.Consent{Path: filepath.Join(home, hooks.AllowlistFile), Accept: g.AcceptHooks || cfg.HooksAutoAccept || envTrue("HERMES_ACCEPT_HOOKS")}
+	consent := g.HookConsent
+	if consent == nil {
+		consent = hookConsent(g, home, cfg.HooksAutoAccept)
+	}
+	return hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return Secrets(cfg).Env(os.Environ()) }, Dir: wd, Log: g.Log, Consent: consent, Platform: "cli"})
+}
+
+func hookConsent(g *Factory, home string, autoAccept bool) *hooks.Consent {
+	consent := &hooks.Consent{Path: filepath.Join(home, hooks.AllowlistFile), Accept: g.AcceptHooks || autoAccept || envTrue("HERMES_ACCEPT_HOOKS")}
 	if f, ok := g.IO.In.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		consent.In, consent.Out = f, g.errOut()
 	}
-	return hooks.New(cfg.Hooks, hooks.Options{Env: func() []string { return Secrets(cfg).Env(os.Environ()) }, Dir: wd, Log: g.Log, Consent: consent, Platform: "cli"})
+	return consent
+}
+
+// AskHooksFirst asks about the configured hooks not allowed yet now, on
+// the terminal, before something else (the chat screen) takes it; the
+// answers are the chat's, and nothing asks again.
+func AskHooksFirst(g *Factory, home string, c config.Config) {
+	consent := hookConsent(g, home, c.HooksAutoAccept)
+	for _, e := range hooks.Events {
+		if ok, _ := hooks.Fired(e); !ok {
+			continue
+		}
+		for _, h := range c.Hooks[e] {
+			consent.Allow(e, h.Command)
+		}
+	}
+	consent.In, consent.Out = nil, nil
+	g.HookConsent = consent
 }
 
 func envTrue(name string) bool {
