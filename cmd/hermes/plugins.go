@@ -79,7 +79,7 @@ func pluginsReport(h *plugins.Host) string {
 	if len(rs) == 0 {
 		return "no plugins running: hermes plugins install DIR|GIT-URL adds one (hermes plugins list shows those installed)"
 	}
-	h.Settle(3 * time.Second)
+	h.Settle(10 * time.Second)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d plugins:", len(rs))
 	for _, r := range rs {
