@@ -47,11 +47,10 @@ func TestMain(m *testing.M) {
 // and writable), removed after the test.
 func outsideTmp(tb testing.TB) string {
 	tb.Helper()
-	d, err := os.MkdirTemp(".", ".test-")
+	d, err := os.MkdirTemp("/var/tmp", "hermes-plugins-test-")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, _ = filepath.Abs(d)
 	tb.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }

@@ -128,11 +128,10 @@ func TestPluginsThroughTheBinary(t *testing.T) {
 	py := mcpPython(t)
 	// The home is outside /tmp: the sandbox's /tmp is private and
 	// writable, so a plugin kept under it could write itself.
-	home, err := os.MkdirTemp(".", ".plugins-test-home-")
+	home, err := os.MkdirTemp("/var/tmp", "hermes-plugins-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	home, _ = filepath.Abs(home)
 	t.Cleanup(func() { os.RemoveAll(home) })
 	repo := t.TempDir()
 	writeConfig(t, home, "model: m\n")
