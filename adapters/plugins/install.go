@@ -165,7 +165,7 @@ func (b *Book) stage(ctx context.Context, source, kind, ref string) (dir, commit
 		}
 		return strings.TrimSpace(out.String()), nil
 	}
-	if _, err := run("clone", "--quiet", "--no-checkout", source, dir); err != nil {
+	if _, err := run("clone", "--quiet", "--no-checkout", "--", source, dir); err != nil {
 		return "", "", err
 	}
 	target := "HEAD"

@@ -204,6 +204,14 @@ func TestBookRecordsAndPins(t *testing.T) {
 	if _, err := b.Install(ctx, repo, "nope", false); err == nil || !strings.Contains(err.Error(), "no commit") {
 		t.Fatalf("an unknown ref: %v", err)
 	}
+	// A source that looks like an option is a source, not an option.
+	marker := filepath.Join(t.TempDir(), "ran")
+	if _, err := b.Install(ctx, "--upload-pack=touch "+marker, "main", false); err == nil || !strings.Contains(err.Error(), "'--upload-pack=touch") {
+		t.Fatalf("an option as a source: %v", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a source ran as a git option")
+	}
 	if err := b.Remove(ctx, "demo"); err != nil {
 		t.Fatal(err)
 	}
