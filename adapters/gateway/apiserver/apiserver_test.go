@@ -178,7 +178,8 @@ func (r *rig) do(t testing.TB, method, path, contentType string, body []byte, he
 		}
 		req.Header.Set(k, v)
 	}
-	c := &http.Client{Timeout: 30 * time.Second}
+	// Generous: a 28 MB body decoded under -race on a loaded machine.
+	c := &http.Client{Timeout: 2 * time.Minute}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

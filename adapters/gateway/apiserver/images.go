@@ -69,6 +69,10 @@ func dataURL(u string) ([]byte, error) {
 	if !ok || !strings.HasSuffix(meta, ";base64") {
 		return nil, errors.New("the data: URL must be base64 (data:image/png;base64,…)")
 	}
+	// Refused before decoding: the length says enough.
+	if base64.StdEncoding.DecodedLen(len(payload))-2 > blobs.MaxImageBytes {
+		return nil, blobs.ErrTooLarge
+	}
 	data, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
 		if data, err = base64.RawStdEncoding.DecodeString(payload); err != nil {
