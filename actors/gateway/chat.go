@@ -249,6 +249,18 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		c.r.log.Debug().Str("chat", c.key).Str("message_id", in.MessageID).Msg("platform message seen before: no second turn")
 		return nil
 	}
+	if d := c.r.cfg.Dispatch; d != nil && !in.Verified {
+		switch dec := d(context.Background(), in); {
+		case dec.Skip:
+			c.r.log.Info().Str("chat", c.key).Str("message_id", in.MessageID).Str("reason", dec.Reason).Msg("pre_gateway_dispatch: message dropped by a hook")
+			if in.MessageID != "" {
+				c.seen[in.MessageID] = true
+			}
+			return nil
+		case dec.Rewrite:
+			in.Text = dec.Text
+		}
+	}
 	if !c.exists && len(c.staged) == 0 {
 		if err := c.open(in); err != nil {
 			return err

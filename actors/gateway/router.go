@@ -42,6 +42,16 @@ const (
 	RefusedStream = "gateway-refused"
 )
 
+// DispatchDecision is what Config.Dispatch decides about a message: drop
+// it (Skip, for Reason), or go on with Text in place of its own (when
+// Rewrite is set).
+type DispatchDecision struct {
+	Skip    bool
+	Reason  string
+	Rewrite bool
+	Text    string
+}
+
 // turnSpace names the ids of turns TurnIDFor makes.
 var turnSpace = uuid.MustParse("6d1f3c2e-8a4b-4f6e-9c1d-2b7a5e0f4c83")
 
@@ -115,6 +125,11 @@ type Config struct {
 	// It runs beside the router actor; the bus message is acknowledged
 	// once it returns nil.
 	Acks func(schema.Inbound) error
+	// Dispatch, when set, hears each message a person sent before its
+	// chat acts on it (the pre_gateway_dispatch hooks): it may drop the
+	// message (the hook handled it) or rewrite its text. It runs in the
+	// chat, after authorisation: a stranger's message never reaches it.
+	Dispatch func(ctx context.Context, in schema.Inbound) DispatchDecision
 	// Images, when set, keeps the images among a message's attachments in
 	// the blob store before its turn starts and returns their references
 	// (the turn's user message names them), with a line for each image it

@@ -64,7 +64,6 @@ var Events = []string{
 // with the Python agent may name: its hooks are accepted and warned about.
 var notFired = map[string]string{
 	PreVerify:           "this build has no verification-stop loop",
-	PreGatewayDispatch:  "the gateway does not run hooks yet",
 	KanbanTaskClaimed:   "this build has no kanban board",
 	KanbanTaskCompleted: "this build has no kanban board",
 	KanbanTaskBlocked:   "this build has no kanban board",

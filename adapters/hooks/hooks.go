@@ -527,6 +527,16 @@ func parse(event string, out []byte) (answer, error) {
 			return answer{block: true, message: first(str("reason"), str("message"), "Blocked by shell hook.")}, nil
 		}
 		return answer{}, nil
+	case PreGatewayDispatch:
+		switch str("action") {
+		case "skip":
+			return answer{block: true, message: first(str("reason"), "handled by a hook")}, nil
+		case "rewrite":
+			if v, ok := m["text"].(string); ok {
+				return answer{replace: v, replaced: true}, nil
+			}
+		}
+		return answer{}, nil
 	case TransformToolResult, TransformTerminalOutput, TransformLLMOutput:
 		if v, ok := m[replaceKey[event]].(string); ok {
 			return answer{replace: v, replaced: true}, nil

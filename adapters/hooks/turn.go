@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // The runner is the turn loop's and the session's hooks.
@@ -192,4 +194,30 @@ func (a *asker) Ask(ctx context.Context, q tool.Question) (string, error) {
 	}
 	a.r.fire(context.WithoutCancel(ctx), PostApprovalResponse, env.SessionID, x)
 	return choice, err
+}
+
+// GatewayDispatch runs the pre_gateway_dispatch hooks on a message a person
+// sent through the gateway (gateway.Config.Dispatch): the first that
+// answers {"action": "skip"} drops it, the first {"action": "rewrite",
+// "text": …} replaces its text; {"action": "allow"} or nothing lets it on.
+func (r *Runner) GatewayDispatch(ctx context.Context, in schema.Inbound) gateway.DispatchDecision {
+	if r == nil {
+		return gateway.DispatchDecision{}
+	}
+	extra := map[string]any{"platform": in.Platform, "chat_id": in.Chat, "chat_type": first(in.ChatType, "dm"), "thread_id": in.Thread,
+		"user_id": in.User, "user_name": in.UserName, "message_id": in.MessageID, "text": in.Text}
+	for _, h := range r.at(PreGatewayDispatch, "") {
+		e := make(map[string]any, len(extra))
+		for k, v := range extra {
+			e[k] = v
+		}
+		a := r.run(ctx, PreGatewayDispatch, h, payload{Cwd: r.cwd(ctx), Extra: e}, in.Text)
+		switch {
+		case a.block:
+			return gateway.DispatchDecision{Skip: true, Reason: a.message}
+		case a.replaced:
+			return gateway.DispatchDecision{Rewrite: true, Text: a.replace}
+		}
+	}
+	return gateway.DispatchDecision{}
 }

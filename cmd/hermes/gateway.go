@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
+	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/telemetry"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -180,6 +181,9 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack, Images: app.AttachmentImages(c.App.Blobs()),
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
+	if c.Hooks != nil && c.Hooks.Has(hooks.PreGatewayDispatch) {
+		rcfg.Dispatch = c.Hooks.GatewayDispatch
+	}
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
 	for name, p := range c.File.Personalities() {
 		rcfg.Personalities[name] = p.Prompt()
