@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/events"
 )
 
 // stopGrace bounds how long an interrupted turn's caller waits for the
@@ -37,7 +38,18 @@ type Sessions struct {
 	// (clarify, approvals) wherever the turn runs: the gateway's asker,
 	// which asks in the chat.
 	Asker tool.Asker
+	// Store, when set, is the log the members write. While a turn's grain
+	// answers only "pending" or cannot be reached, RunTurn also looks the
+	// turn up there (every StoreCheck): a turn recorded completed is
+	// answered from its events, so its answer reaches the caller even when
+	// the member's reply is lost (a store restart, a member stuck after
+	// writing it).
+	Store events.Store
 }
+
+// StoreCheck is how often RunTurn looks a turn it waits for up in the
+// store (Sessions.Store).
+const StoreCheck = 2 * time.Second
 
 // NewSessions returns the session port of cluster c.
 func NewSessions(c *Cluster) *Sessions { return &Sessions{c: c} }
@@ -87,6 +99,22 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 	// a stopped turn has nothing to wait for.
 	reached := false
 	backoff := 100 * time.Millisecond
+	checked := time.Now()
+	// recorded answers a turn the store shows completed.
+	recorded := func() (session.TurnResult, bool) {
+		if s.Store == nil || time.Since(checked) < StoreCheck {
+			return session.TurnResult{}, false
+		}
+		checked = time.Now()
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		st, err := session.LookupTurn(lctx, s.Store, id, req.ID)
+		if err != nil || !st.Completed {
+			return session.TurnResult{}, false
+		}
+		s.c.log.Info().Str("session", id).Str("turn", req.ID).Msg("turn answered from the store: its member's reply did not come")
+		return session.TurnResult{SessionID: st.Session, TurnID: req.ID, Answer: st.Answer}, true
+	}
 	for {
 		if ctx.Err() != nil && stopped.IsZero() {
 			reason := "interrupted"
@@ -102,6 +130,9 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		}
 		rep, err := s.call(id, req, s.c.cfg.Poll+3*time.Second)
 		if err != nil {
+			if res, ok := recorded(); ok {
+				return res
+			}
 			s.c.log.Warn().Err(err).Str("session", id).Str("turn", req.ID).Msg("session grain unreachable: asking again")
 			time.Sleep(backoff)
 			backoff = min(2*backoff, time.Second)
@@ -112,6 +143,9 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		if rep.Pending {
 			if s.OnPending != nil {
 				s.OnPending(id, rep.Node)
+			}
+			if res, ok := recorded(); ok {
+				return res
 			}
 			continue
 		}

@@ -216,6 +216,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		}
 		_ = telemetry.Gauge("hermes.cluster.members", "{member}", "Agent nodes in the gateway's view of the cluster", func() int64 { return int64(len(cl.Members())) })
 		ns := node.NewSessions(cl)
+		ns.Store = c.App.Store // a turn recorded completed is answered even if its member's reply is lost
 		// Questions of turns running on nodes (clarify, approvals) are
 		// asked in the chat, as for turns run here.
 		ns.Asker = router.Asker()

@@ -1,0 +1,90 @@
+package node_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hermes-go/hermes/actors"
+	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/actors/node/nodetest"
+	"github.com/hermes-go/hermes/actors/session"
+	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/postgres"
+	"github.com/hermes-go/hermes/events/postgres/pgtest"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// TestTurnAnsweredFromTheStore: a turn whose member never replies (here it
+// is killed mid-turn, after its completion reached the store) is answered
+// to its caller from the session's events within seconds, not held until
+// the caller's timeout.
+func TestTurnAnsweredFromTheStore(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+	llm := llmtest.New()
+	llm.Route = func(llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "never sent", Delay: 10 * time.Minute} }
+	t.Cleanup(llm.Close)
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	n := startNode(t, []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}, races)
+
+	ctx := context.Background()
+	log := testLog()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
+	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
+	sessions := node.NewSessions(client)
+	sessions.Store = store
+	sid := uuid.NewString()
+	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan session.TurnResult, 1)
+	go func() { res <- sessions.RunTurn(ctx, sid, &session.Turn{ID: "t-lost", Text: "a question"}) }()
+	gatewaytest.WaitFor(t, "the turn at the model", func() bool { return len(llm.Requests()) == 1 })
+	// The member's answer reaches the store, then the member goes before
+	// its reply does.
+	var envs []schema.Envelope
+	for _, p := range []schema.Payload{schema.AssistantMessageAdded{Content: "answered before the member went", FinishReason: "stop"}, schema.TurnCompleted{Iterations: 1}} {
+		e, err := schema.NewEnvelope(schema.Meta{SessionID: sid, TurnID: "t-lost"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, e)
+	}
+	if _, err := store.Append(ctx, events.SessionStream(sid), events.Any, envs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	select {
+	case r := <-res:
+		if r.Err != nil || r.Answer != "answered before the member went" {
+			t.Fatalf("turn: %+v", r)
+		}
+		t.Logf("answered from the store %s after the member went", time.Since(began).Round(100*time.Millisecond))
+	case <-time.After(60 * time.Second):
+		t.Fatal("the caller still waits 60 s after its member went, with the turn completed in the store")
+	}
+}
