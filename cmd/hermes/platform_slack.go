@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/slack"
 )
@@ -11,7 +13,7 @@ func slackPlatform(env *gatewayEnv) (gw.Platform, error) {
 	if c.BotToken == "" {
 		return nil, nil
 	}
-	a, err := slack.New(slack.Config{BotToken: c.BotToken, AppToken: c.AppToken, SigningSecret: c.SigningSecret,
+	a, err := slack.New(slack.Config{CacheDir: filepath.Join(env.home, "cache", "slack"), BotToken: c.BotToken, AppToken: c.AppToken, SigningSecret: c.SigningSecret,
 		EventsListen: c.EventsListen, APIURL: c.APIURL, Log: env.chat.App.Log})
 	if err != nil {
 		return nil, err

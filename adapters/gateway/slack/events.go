@@ -108,7 +108,7 @@ func (a *Adapter) serveHTTP(w http.ResponseWriter, r *http.Request, in gw.Inbox)
 		_, _ = io.WriteString(w, c.Challenge)
 		return
 	case slackevents.CallbackEvent:
-		if m, ok := a.event(ev.InnerEvent.Data); ok {
+		if m, ok := a.event(r.Context(), ev.InnerEvent.Data); ok {
 			if err := in(ctx, m); err != nil {
 				a.log.Warn().Err(err).Str("message_id", m.MessageID).Msg("event not accepted yet: Slack will send it again")
 				http.Error(w, "not accepted: try again", http.StatusInternalServerError)

@@ -68,7 +68,11 @@ type Config struct {
 	PingInterval time.Duration
 	// HTTPClient makes the requests (a fresh client by default).
 	HTTPClient *http.Client
-	Log        zerolog.Logger
+	// CacheDir is where images people share are downloaded to, for the
+	// model to see them; "" keeps no files (the message says a picture
+	// was sent).
+	CacheDir string
+	Log      zerolog.Logger
 }
 
 // callTimeout bounds one Web API call.

@@ -73,7 +73,7 @@ func (a *Adapter) onSocketEvent(ctx context.Context, client *socketmode.Client, 
 	case socketmode.EventTypeEventsAPI:
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 		if ok && ev.Type == slackevents.CallbackEvent {
-			if m, ok := a.event(ev.InnerEvent.Data); ok && !a.hand(ctx, in, m) {
+			if m, ok := a.event(ctx, ev.InnerEvent.Data); ok && !a.hand(ctx, in, m) {
 				return nil
 			}
 		}
