@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,10 +29,11 @@ func webhookPlatform(env *gatewayEnv) (gw.Platform, error) {
 	routes := make([]webhook.Route, 0, len(names))
 	for _, name := range names {
 		r := c.Routes[name]
-		routes = append(routes, webhook.Route{Name: name, Secret: first(r.Secret, c.Secret), Prompt: r.Prompt, Deliver: r.Deliver, Session: r.Session})
+		routes = append(routes, webhook.Route{Name: name, Secret: first(r.Secret, c.Secret), Prompt: r.Prompt, Deliver: r.Deliver, Session: r.Session, Images: r.Images})
 	}
 	b := env.bus
 	p, err := webhook.New(webhook.Config{Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Routes: routes, Log: env.chat.App.Log,
+		CacheDir: filepath.Join(env.home, "cache", "webhook"),
 		Forward: func(ctx context.Context, out schema.Outbound) error {
 			return wire.Publish(b.Publisher, wire.Out(out.Platform), out, "")
 		}})

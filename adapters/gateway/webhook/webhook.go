@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -80,6 +83,11 @@ type Route struct {
 	Deliver string
 	// Session is SessionPerDelivery (default) or SessionPerRoute.
 	Session string
+	// Images are dotted paths in the payload holding pictures for the
+	// model: a data: URL (data:image/png;base64,…) or a list of them.
+	// They are kept in CacheDir and go with the prompt; a value that is
+	// not a base64 data: URL refuses the delivery (422), saying which.
+	Images []string
 }
 
 // Config configures the adapter.
@@ -89,6 +97,9 @@ type Config struct {
 	Routes []Route
 	// MaxBody bounds a request's body (default 1 MiB); larger ones get 413.
 	MaxBody int64
+	// CacheDir keeps the pictures of routes with Images (required for
+	// them).
+	CacheDir string
 	// Window is how far a signed timestamp may be from now (default 5m).
 	Window time.Duration
 	// ReplayMemory and ReplayEntries bound the set of delivery ids seen.
@@ -350,8 +361,14 @@ func (p *Platform) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "the route's prompt: "+err.Error())
 		return
 	}
+	atts, err := p.images(rt, payload)
+	if err != nil {
+		p.seen.forget(seenKey)
+		writeError(w, http.StatusUnprocessableEntity, "the route's images: "+err.Error())
+		return
+	}
 	in := schema.Inbound{Platform: Name, Chat: rt.Name, ChatType: "dm", User: rt.Name, UserName: "webhook " + rt.Name,
-		MessageID: id, Text: text, Verified: true}
+		MessageID: id, Text: text, Verified: true, Attachments: atts}
 	if rt.Session == SessionPerDelivery {
 		in.Thread = id
 	}
@@ -533,4 +550,76 @@ func (b *bucket) take(now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// maxImage bounds one picture of a delivery (the blob store's bound).
+const maxImage = 20 << 20
+
+// images reads the pictures at route rt's Images paths in payload and keeps
+// them in CacheDir as photo attachments.
+func (p *Platform) images(rt *route, payload any) ([]schema.Attachment, error) {
+	var out []schema.Attachment
+	for _, path := range rt.Images {
+		v := payload
+		for _, k := range strings.Split(path, ".") {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = obj[k]
+		}
+		var urls []any
+		switch x := v.(type) {
+		case nil:
+			continue // absent: this delivery has none
+		case []any:
+			urls = x
+		default:
+			urls = []any{x}
+		}
+		for i, u := range urls {
+			s, _ := u.(string)
+			data, mime, err := decodeDataURL(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", path, i, err)
+			}
+			if p.cfg.CacheDir == "" {
+				return nil, errors.New("this gateway keeps no files (no cache directory)")
+			}
+			if err := os.MkdirAll(p.cfg.CacheDir, 0o700); err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(data)
+			name := hex.EncodeToString(sum[:])
+			file := filepath.Join(p.cfg.CacheDir, name)
+			if err := os.WriteFile(file, data, 0o600); err != nil {
+				return nil, err
+			}
+			out = append(out, schema.Attachment{Kind: schema.AttachmentPhoto, Path: file, Name: fmt.Sprintf("%s-%d", strings.ReplaceAll(path, ".", "-"), i+1),
+				MimeType: mime, Size: int64(len(data))})
+		}
+	}
+	return out, nil
+}
+
+// decodeDataURL reads a base64 data: URL of a picture.
+func decodeDataURL(s string) ([]byte, string, error) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	meta, payload, ok2 := strings.Cut(rest, ",")
+	if !ok || !ok2 || !strings.HasSuffix(meta, ";base64") {
+		return nil, "", errors.New("not a base64 data: URL (data:image/png;base64,…)")
+	}
+	if base64.StdEncoding.DecodedLen(len(payload))-2 > maxImage {
+		return nil, "", fmt.Errorf("a picture over %d MiB", maxImage>>20)
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return nil, "", fmt.Errorf("not valid base64: %v", err)
+	}
+	mime := http.DetectContentType(data)
+	if !strings.HasPrefix(mime, "image/") {
+		return nil, "", fmt.Errorf("not a picture (%s)", mime)
+	}
+	return data, mime, nil
 }

@@ -142,6 +142,9 @@ type WebhookRoute struct {
 	// Session is delivery (default: a session per delivery) or route (one
 	// session for all the route's deliveries, in order).
 	Session string `yaml:"session"`
+	// Images are dotted paths in the payload holding pictures (base64
+	// data: URLs, or lists of them) the model sees with the prompt.
+	Images []string `yaml:"images"`
 }
 
 // EmailConfig is platforms.email (EMAIL_* in the environment).
