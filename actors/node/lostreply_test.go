@@ -32,7 +32,9 @@ func TestTurnAnsweredFromTheStore(t *testing.T) {
 	dsn := pg.Database(t)
 	etcd := nodetest.StartEtcd(t)
 	llm := llmtest.New()
-	llm.Route = func(llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "never sent", Delay: 10 * time.Minute} }
+	llm.Route = func(llmtest.Request) *llmtest.Reply {
+		return &llmtest.Reply{Content: "never sent", Delay: 10 * time.Minute}
+	}
 	t.Cleanup(llm.Close)
 	races := t.TempDir()
 	t.Cleanup(func() { checkRaces(t, races) })

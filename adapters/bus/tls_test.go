@@ -70,7 +70,9 @@ func TestNATSOverTLS(t *testing.T) {
 			continue // refused at once: as good as it gets
 		}
 		done := make(chan error, 1)
-		go func() { done <- bad.Publisher.Publish(topic, message.NewMessage("m-"+name, []byte("should not arrive"))) }()
+		go func() {
+			done <- bad.Publisher.Publish(topic, message.NewMessage("m-"+name, []byte("should not arrive")))
+		}()
 		select {
 		case err := <-done:
 			if err == nil {
