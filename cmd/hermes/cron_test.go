@@ -68,7 +68,7 @@ func TestCronCommands(t *testing.T) {
 		{[]string{"add", "--schedule", "61 9 * * *", "--prompt", "p"}, "invalid cron expression"},
 		{[]string{"add", "--schedule", "2020-01-01T09:00:00Z", "--prompt", "p"}, "in the past"},
 		{[]string{"add", "--schedule", "every 1h", "--prompt", "p", "--deliver", "carrier-pigeon"}, "unknown delivery target"},
-		{[]string{"add", "--schedule", "every 1h", "--prompt", "p", "--toolsets", "browser"}, `unknown toolset "browser"`},
+		{[]string{"add", "--schedule", "every 1h", "--prompt", "p", "--toolsets", "teleport"}, `unknown toolset "teleport"`},
 		{[]string{"add", "--schedule", "every 1h"}, "needs a prompt"},
 		{[]string{"add", "--schedule", "every 1h", "--script", "mkfs.ext4 /dev/sdb1", "--no-agent"}, "never allowed"},
 		{[]string{"add", "--schedule", "every 1h", "--prompt", "p", "--timeout", "soon"}, "--timeout"},
