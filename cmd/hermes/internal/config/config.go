@@ -91,6 +91,14 @@ type Config struct {
 	// Telemetry is where the gateway and the nodes send traces and serve
 	// metrics (cmd/hermes/telemetry.go).
 	Telemetry TelemetryConfig `yaml:"telemetry"`
+	// STT, TTS and Voice are upstream's speech sections (voice.go);
+	// ImageGen is image_gen: (image_generate).
+	STT   STTConfig `yaml:"stt"`
+	TTS   TTSConfig `yaml:"tts"`
+	Voice struct {
+		AutoTTS bool `yaml:"auto_tts"`
+	} `yaml:"voice"`
+	ImageGen ImageGenConfig `yaml:"image_gen"`
 
 	// ignored are the keys of the Python Hermes Agent's config this build
 	// does not use (dotted), warned about.
@@ -233,6 +241,9 @@ type Resolved struct {
 	// full-access: none); SandboxEnv the variables sandbox.env adds.
 	Sandbox    sandbox.Policy
 	SandboxEnv []string
+	// Speech is stt:, tts: and voice:; ImageGen is image_gen:.
+	Speech   Speech
+	ImageGen OpenAIEndpoint
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -526,6 +537,12 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, err
 	}
 	r.SandboxEnv = c.Sandbox.Env
+	if r.Speech, err = resolveSpeech(c, path); err != nil {
+		return r, err
+	}
+	if r.ImageGen, err = resolveImageGen(c.ImageGen, path); err != nil {
+		return r, err
+	}
 	r.Prices = model.DefaultPrices()
 	for k, v := range catalog.Prices() {
 		if _, ok := r.Prices[k]; !ok {
