@@ -48,6 +48,8 @@ type rigOptions struct {
 	listen     string
 	secret     string
 	cacheDir   string
+	// tune, when set, changes the adapter's config (media, voice).
+	tune func(*telegram.Config)
 }
 
 func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Reply) *rig {
@@ -83,8 +85,12 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 	if o.cacheDir == "" {
 		o.cacheDir = filepath.Join(dir, "cache", "telegram")
 	}
-	ad, err := telegram.New(telegram.Config{Token: o.token, APIURL: o.apiURL, WebhookURL: o.webhookURL, WebhookListen: o.listen,
-		WebhookSecret: o.secret, CacheDir: o.cacheDir, PollTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, Log: log})
+	tcfg := telegram.Config{Token: o.token, APIURL: o.apiURL, WebhookURL: o.webhookURL, WebhookListen: o.listen,
+		WebhookSecret: o.secret, CacheDir: o.cacheDir, PollTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, Log: log}
+	if o.tune != nil {
+		o.tune(&tcfg)
+	}
+	ad, err := telegram.New(tcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,6 +173,7 @@ func (a *Adapter) attachments(ctx context.Context, updateID int, m *telego.Messa
 		files = append(files, file{kind: "document", id: d.FileID, unique: d.FileUniqueID, name: d.FileName, mime: d.MimeType, size: d.FileSize})
 	}
 	if v := m.Voice; v != nil {
+		a.heardVoice(messageID(m.Chat.ID, m.MessageID))
 		files = append(files, file{kind: "voice", id: v.FileID, unique: v.FileUniqueID, mime: v.MimeType, size: v.FileSize})
 	}
 	if au := m.Audio; au != nil {

@@ -15,7 +15,8 @@ import (
 	"github.com/hermes-go/hermes/schema"
 )
 
-// Send delivers one outbound message: reply, notice and approval become
+// Send delivers one outbound message: a reply's MEDIA:<path> files go
+// first (media.go), then reply, notice and approval become
 // messages (cut at MaxMessage, rendered as HTML, the first part replying to
 // the message answered, an approval's last part carrying its choices as
 // buttons), typing becomes a chat action, and deltas are dropped — the
@@ -35,7 +36,9 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		defer cancel()
 		err := a.bot.SendChatAction(cctx, &telego.SendChatActionParams{ChatID: chat, MessageThreadID: thread, Action: telego.ChatActionTyping})
 		return nil, a.classify(err)
-	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
+	case schema.OutboundReply:
+		return a.sendReply(ctx, out, chat, thread)
+	case schema.OutboundNotice, schema.OutboundApproval:
 		return a.sendText(ctx, out, chat, thread)
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("telegram: unknown outbound kind %q", out.Kind)}

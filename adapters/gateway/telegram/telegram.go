@@ -79,6 +79,13 @@ type Config struct {
 	// come from contexts, so it should have no Timeout of its own.
 	HTTPClient *http.Client
 	Log        zerolog.Logger
+	// MediaRoots are the directories a reply's MEDIA:<path> files may be
+	// sent from (none: no file is sent).
+	MediaRoots []string
+	// Speak, when set, speaks text as Ogg/Opus audio; with VoiceReplies
+	// the answer to a voice memo comes as a voice note too (voice.auto_tts).
+	Speak        func(ctx context.Context, text string) ([]byte, error)
+	VoiceReplies bool
 }
 
 // SecretHeader is the header in which Telegram echoes a webhook's secret.
@@ -117,6 +124,12 @@ type Adapter struct {
 	// tries counts the attempts at an update whose attachments failed to
 	// download.
 	tries map[int]int
+	// sentMedia counts the files and voice note of a reply sent before
+	// one failed; voiceIn holds the voice memos received (for
+	// VoiceReplies), oldest first in voiceOrder.
+	sentMedia  map[string]int
+	voiceIn    map[string]struct{}
+	voiceOrder []string
 
 	bound gw.Bound
 }
@@ -172,7 +185,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, bot: bot, client: cfg.HTTPClient, secret: secret,
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, buttons: map[string]string{}, tries: map[int]int{}}
+		sent: map[string][]string{}, buttons: map[string]string{}, tries: map[int]int{}, sentMedia: map[string]int{}, voiceIn: map[string]struct{}{}}
 	a.botName.Store("")
 	return a, nil
 }

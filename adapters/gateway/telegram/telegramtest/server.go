@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,15 @@ type Call struct {
 	At     time.Time
 	// Status is the error code answered (0: success).
 	Status int
+	// Files are the files a multipart call uploaded, by field
+	// (sendVoice's voice, sendPhoto's photo, …).
+	Files map[string]File
+}
+
+// File is an uploaded file.
+type File struct {
+	Name string
+	Data []byte
 }
 
 // Failure is an answer queued for a method: an error, or (Code 0) a
@@ -123,14 +133,36 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	params := map[string]any{}
+	var files map[string]File
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		// Files are sent as multipart forms, as the Bot API takes them.
+		if err := r.ParseMultipartForm(64 << 20); err != nil {
+			writeError(w, Failure{Code: http.StatusBadRequest, Description: "Bad Request: " + err.Error()})
+			return
+		}
+		for k, v := range r.MultipartForm.Value {
+			params[k] = v[0]
+		}
+		files = map[string]File{}
+		for k, fhs := range r.MultipartForm.File {
+			f, err := fhs[0].Open()
+			if err != nil {
+				writeError(w, Failure{Code: http.StatusBadRequest, Description: "Bad Request: " + err.Error()})
+				return
+			}
+			data, _ := io.ReadAll(f)
+			f.Close()
+			files[k] = File{Name: fhs[0].Filename, Data: data}
+		}
+	}
 	body, _ := io.ReadAll(r.Body)
-	if len(body) > 0 {
+	if len(body) > 0 && files == nil {
 		if err := json.Unmarshal(body, &params); err != nil {
 			writeError(w, Failure{Code: http.StatusBadRequest, Description: "Bad Request: the fake reads JSON bodies only"})
 			return
 		}
 	}
-	call := Call{Method: method, Params: params, At: time.Now()}
+	call := Call{Method: method, Params: params, Files: files, At: time.Now()}
 	if token != s.Token {
 		call.Status = http.StatusUnauthorized
 		s.record(call)
@@ -165,6 +197,23 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		msg := map[string]any{"message_id": id, "date": time.Now().Unix(), "text": params["text"],
 			"chat": map[string]any{"id": params["chat_id"], "type": "private"}, "from": map[string]any{"id": 424242, "is_bot": true, "first_name": "Hermes"}}
+		writeResult(w, msg)
+	case "sendVoice", "sendAudio", "sendPhoto", "sendDocument":
+		s.mu.Lock()
+		s.nextMsg++
+		id := s.nextMsg
+		s.mu.Unlock()
+		chat, _ := strconv.ParseInt(fmt.Sprint(params["chat_id"]), 10, 64)
+		msg := map[string]any{"message_id": id, "date": time.Now().Unix(),
+			"chat": map[string]any{"id": chat, "type": "private"}, "from": map[string]any{"id": 424242, "is_bot": true, "first_name": "Hermes"}}
+		for k, f := range files {
+			sent := map[string]any{"file_id": fmt.Sprintf("sent%d", id), "file_unique_id": fmt.Sprintf("usent%d", id), "file_size": len(f.Data)}
+			if k == "photo" {
+				msg[k] = []any{sent} // the sizes of a photo
+			} else {
+				msg[k] = sent
+			}
+		}
 		writeResult(w, msg)
 	case "getFile":
 		id, _ := params["file_id"].(string)

@@ -1,0 +1,224 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/mymmrac/telego"
+	tu "github.com/mymmrac/telego/telegoutil"
+
+	gw "github.com/hermes-go/hermes/adapters/gateway"
+	"github.com/hermes-go/hermes/schema"
+)
+
+// What a reply carries besides text: files its answer names as
+// MEDIA:<path> (upstream's convention: text_to_speech and image_generate
+// answer with one, and the model passes it on) are sent as a voice note
+// (Ogg/Opus), an audio file, a photo or a document, and the tag is taken
+// out of the text; and, when VoiceReplies is set, the answer to a voice
+// memo is spoken back as a voice note before its text. Only files under
+// MediaRoots are sent: a path the model wrote is not a way to read the
+// host's files into a chat.
+
+// mediaTag is MEDIA:<path> up to the end of the line (paths may hold
+// spaces) or a closing quote, bracket or backtick.
+var mediaTag = regexp.MustCompile("MEDIA:([^\\n\"'`)\\]]+)")
+
+// maxVoiceIn bounds the voice memos remembered for VoiceReplies.
+const maxVoiceIn = 1024
+
+// splitMedia takes the MEDIA: tags out of text: the paths, and the text
+// without them (lines left empty by a tag are dropped).
+func splitMedia(text string) (string, []string) {
+	if !strings.Contains(text, "MEDIA:") {
+		return text, nil
+	}
+	var paths []string
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.Contains(l, "MEDIA:") {
+			lines = append(lines, l)
+			continue
+		}
+		l = mediaTag.ReplaceAllStringFunc(l, func(m string) string {
+			p := strings.TrimRight(strings.TrimSpace(strings.TrimPrefix(m, "MEDIA:")), ".,;:!?")
+			if p != "" {
+				paths = append(paths, p)
+			}
+			return ""
+		})
+		if l = strings.TrimRight(l, " \t"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n")), paths
+}
+
+// allowedMedia resolves p (links followed) and says whether it is a
+// regular file under one of the roots.
+func (a *Adapter) allowedMedia(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s is not an absolute path", p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a file", p)
+	}
+	for _, root := range a.cfg.MediaRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%s is outside the directories files are sent from", p)
+}
+
+// sendReply sends a reply: its media, its voice note, then its text. A
+// retry after a failure sends only what had not gone (the media and the
+// voice note are counted in sentMedia, the text's parts in sent).
+func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int) ([]string, error) {
+	text, paths := splitMedia(out.Text)
+	var notes []string
+	type item struct {
+		send func() (*telego.Message, error)
+	}
+	var items []item
+	for _, p := range paths {
+		real, err := a.allowedMedia(p)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("media not sent")
+			notes = append(notes, fmt.Sprintf("(%s was not sent: %v)", filepath.Base(p), err))
+			continue
+		}
+		items = append(items, item{func() (*telego.Message, error) { return a.sendFile(ctx, chat, thread, real) }})
+	}
+	if a.cfg.Speak != nil && a.cfg.VoiceReplies && a.wasVoice(out.InReplyTo) && strings.TrimSpace(text) != "" {
+		spoken := text
+		items = append(items, item{func() (*telego.Message, error) {
+			audio, err := a.cfg.Speak(ctx, spoken)
+			if err != nil {
+				// The text still goes: the voice note is extra.
+				a.log.Warn().Err(err).Msg("voice reply not spoken")
+				return nil, nil
+			}
+			return a.sendVoice(ctx, chat, thread, audio, "reply.ogg")
+		}})
+	}
+	if len(notes) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
+	}
+	a.mu.Lock()
+	done := a.sentMedia[out.ReplyID]
+	a.mu.Unlock()
+	var ids []string
+	for i := done; i < len(items); i++ {
+		msg, err := items[i].send()
+		if err != nil {
+			var perm *gw.PermanentError
+			a.mu.Lock()
+			if out.ReplyID != "" && !errors.As(err, &perm) {
+				a.sentMedia[out.ReplyID] = i
+			}
+			a.mu.Unlock()
+			return nil, err
+		}
+		if msg != nil {
+			ids = append(ids, messageID(chat.ID, msg.MessageID))
+		}
+		if out.ReplyID != "" {
+			a.mu.Lock()
+			a.sentMedia[out.ReplyID] = i + 1
+			a.mu.Unlock()
+		}
+	}
+	if strings.TrimSpace(text) != "" || len(items) == 0 {
+		o := out
+		o.Text = text
+		more, err := a.sendText(ctx, o, chat, thread)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	a.mu.Lock()
+	delete(a.sentMedia, out.ReplyID)
+	a.mu.Unlock()
+	return ids, nil
+}
+
+// sendFile sends the file at path by its kind: Ogg as a voice note, other
+// audio as audio, images as a photo, anything else as a document.
+func (a *Adapter) sendFile(ctx context.Context, chat telego.ChatID, thread int, path string) (*telego.Message, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &gw.PermanentError{Err: err}
+	}
+	name := filepath.Base(path)
+	f := tu.File(tu.NameReader(bytes.NewReader(data), name))
+	cctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
+	defer cancel()
+	var msg *telego.Message
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".ogg", ".oga", ".opus":
+		return a.sendVoice(ctx, chat, thread, data, name)
+	case ".mp3", ".m4a", ".wav", ".flac":
+		msg, err = a.bot.SendAudio(cctx, &telego.SendAudioParams{ChatID: chat, MessageThreadID: thread, Audio: f})
+	case ".png", ".jpg", ".jpeg", ".webp", ".gif":
+		msg, err = a.bot.SendPhoto(cctx, &telego.SendPhotoParams{ChatID: chat, MessageThreadID: thread, Photo: f})
+	default:
+		msg, err = a.bot.SendDocument(cctx, &telego.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: f})
+	}
+	if err != nil {
+		return nil, a.classify(err)
+	}
+	return msg, nil
+}
+
+func (a *Adapter) sendVoice(ctx context.Context, chat telego.ChatID, thread int, audio []byte, name string) (*telego.Message, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
+	defer cancel()
+	msg, err := a.bot.SendVoice(cctx, &telego.SendVoiceParams{ChatID: chat, MessageThreadID: thread,
+		Voice: tu.File(tu.NameReader(bytes.NewReader(audio), name))})
+	if err != nil {
+		return nil, a.classify(err)
+	}
+	return msg, nil
+}
+
+// heardVoice remembers that message id ("chat:message") was a voice memo.
+func (a *Adapter) heardVoice(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.voiceIn[id]; ok {
+		return
+	}
+	a.voiceIn[id] = struct{}{}
+	a.voiceOrder = append(a.voiceOrder, id)
+	for len(a.voiceOrder) > maxVoiceIn {
+		delete(a.voiceIn, a.voiceOrder[0])
+		a.voiceOrder = a.voiceOrder[1:]
+	}
+}
+
+func (a *Adapter) wasVoice(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.voiceIn[id]
+	return ok
+}
