@@ -178,7 +178,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	defer b.Close()
 	jobs := c.gatewayCron(b)
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
-		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack, Images: app.AttachmentImages(c.App.Blobs()),
+		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack, Images: app.WithTranscripts(app.AttachmentImages(c.App.Blobs()), app.Transcriber(c.Cfg), g.Log),
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },
 		CreateSession: func(ctx context.Context, platform, id string) error { return c.createSession(ctx, platform, id) }}
 	if c.Hooks != nil && c.Hooks.Has(hooks.PreGatewayDispatch) {

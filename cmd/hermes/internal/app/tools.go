@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
+	"github.com/hermes-go/hermes/adapters/tools/tts"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
@@ -78,6 +79,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"web", web.Tools(cfg.Web, nil)},
 		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
+		{"tts", []tool.Tool{tts.Tool{Speaker: Speaker(cfg), Dir: filepath.Join(home, "cache", "audio")}}},
 	} {
 		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
 			return nil, nil, err
