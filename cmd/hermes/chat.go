@@ -54,6 +54,9 @@ type chatFlags struct {
 	plain    bool
 	// images are --image files, sent with -q or the first message.
 	images []string
+	// audio are --audio files, transcribed into -q's prompt (or sent as
+	// the prompt without -q).
+	audio []string
 }
 
 func chatCmd(g *app.Factory) *cobra.Command {
@@ -87,6 +90,7 @@ func addChatFlags(fl *pflag.FlagSet, f *chatFlags) {
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fl.BoolVar(&f.plain, "plain", false, "on a terminal too, read plain lines instead of the full-screen editor")
 	fl.StringArrayVar(&f.images, "image", nil, "attach an image file (PNG, JPEG, GIF, WebP; repeatable) to -q's prompt or the first message")
+	fl.StringArrayVar(&f.audio, "audio", nil, "transcribe an audio file (a voice memo: Ogg, MP3, WAV, M4A; repeatable) with stt: and send its words with -q's prompt, or as the prompt without -q")
 }
 
 // chatter is a wired chat (app.Chat) and what runs its cron jobs.
@@ -260,6 +264,14 @@ func runChat(ctx context.Context, f *chatFlags) error {
 	images, err := storeImageFiles(ctx, c.App.Blobs(), f.images)
 	if err != nil {
 		return err
+	}
+	if heard, err := transcribeFiles(ctx, app.Transcriber(c.Cfg), f.audio); err != nil {
+		return err
+	} else if len(heard) > 0 {
+		if !f.quiet {
+			fmt.Fprintf(f.io.ErrOut, "heard: %s\n", strings.Join(heard, " "))
+		}
+		f.query = strings.TrimSpace(strings.Join(heard, "\n") + "\n\n" + f.query)
 	}
 	stderr := f.io.ErrOut
 	var id string
@@ -475,6 +487,16 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 				// /retry: the message taken back is sent again.
 				line, c.prefs.resend = c.prefs.resend, ""
 				fmt.Fprintf(errw, "› %s\n", line)
+			}
+			line, heard, err := lineAudio(ctx, app.Transcriber(c.Cfg), line)
+			if err != nil {
+				fmt.Fprintln(errw, "error:", err)
+				prompt()
+				ready()
+				continue
+			}
+			if len(heard) > 0 {
+				fmt.Fprintf(errw, "heard: %s\n", strings.Join(heard, " "))
 			}
 			imgs, err := lineImages(ctx, c.App.Blobs(), line)
 			if err != nil {

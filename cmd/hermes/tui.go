@@ -270,6 +270,14 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 // send sends a message: while a turn runs, it interrupts it and is answered
 // next (as Hermes does); /queue waits instead.
 func (sc *screenChat) send(text string) {
+	text, heard, err := lineAudio(sc.ctx, app.Transcriber(sc.c.Cfg), text)
+	if err != nil {
+		sc.scr.Error("error: " + err.Error())
+		return
+	}
+	for _, h := range heard {
+		sc.scr.Info("heard: " + h)
+	}
 	imgs, err := lineImages(sc.ctx, sc.c.App.Blobs(), text)
 	if err != nil {
 		sc.scr.Error("error: " + err.Error())

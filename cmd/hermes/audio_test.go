@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/voice"
+)
+
+func needSpeech(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{"flite", "pocketsphinx_continuous", "ffmpeg"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (.ci/run installs flite, pocketsphinx, pocketsphinx-en-us and ffmpeg)", p)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// TestChatAudio: chat --audio sends a voice memo's words (the local
+// engine, stt's default) with -q's prompt, or as the prompt; an @memo.ogg
+// in a typed line adds its words to the line; a file that is not audio
+// sends nothing and says why.
+func TestChatAudio(t *testing.T) {
+	needSpeech(t)
+	memo, err := voice.Flite{}.Speak(context.Background(), "please open the door", voice.Ogg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(llmtest.Reply{Content: "Opening."}, llmtest.Reply{Content: "Done."}, llmtest.Reply{Content: "Again."})
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(wd, "memo.ogg"), memo, 0o644)
+	out, errOut, code := hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "-q", "do what the memo says", "--audio", "memo.ogg")
+	if code != 0 || out != "Opening.\n" || !strings.Contains(errOut, `heard: "please open the door"`) {
+		t.Fatalf("exit %d %q %s", code, out, errOut)
+	}
+	if !strings.Contains(string(srv.Requests()[0].Raw), `\"please open the door\"\n\ndo what the memo says`) {
+		t.Fatalf("request %s", srv.Requests()[0].Raw)
+	}
+	out, errOut, code = hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "--audio", "memo.ogg")
+	if code != 0 || out != "Done.\n" || !strings.Contains(string(srv.Requests()[1].Raw), `"content":"\"please open the door\""`) {
+		t.Fatalf("exit %d %q %s\n%s", code, out, errOut, srv.Requests()[1].Raw)
+	}
+	out, errOut, code = hermesIn(t, wd, chatEnv(srv), "listen to @memo.ogg\n", "--home", home, "chat", "--model", "gpt-4o-mini")
+	if code != 0 || !strings.Contains(out+errOut, "Again.") || !strings.Contains(string(srv.Requests()[2].Raw), `listen to @memo.ogg\n\n\"please open the door\"`) {
+		t.Fatalf("exit %d %q %s\n%s", code, out, errOut, srv.Requests()[2].Raw)
+	}
+	os.WriteFile(filepath.Join(wd, "junk.ogg"), []byte("not audio"), 0o644)
+	_, errOut, code = hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "--audio", "junk.ogg")
+	if code == 0 || !strings.Contains(errOut, "--audio junk.ogg: ") || !strings.Contains(errOut, "nothing was sent") || len(srv.Requests()) != 3 {
+		t.Fatalf("junk: exit %d %s", code, errOut)
+	}
+}
