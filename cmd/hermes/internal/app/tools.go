@@ -22,9 +22,11 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/adapters/tools/todo"
 	"github.com/hermes-go/hermes/adapters/tools/tts"
+	"github.com/hermes-go/hermes/adapters/tools/vision"
 	"github.com/hermes-go/hermes/adapters/tools/web"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/blobs"
 	"github.com/hermes-go/hermes/projections/search"
 )
 
@@ -63,12 +65,18 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 	if err != nil {
 		return nil, nil, err
 	}
+	roots := files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: FileGuard(sbs)}
+	bs := blobs.Open(home)
+	analyzer, err := Analyzer(cfg, bs)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, set := range []struct {
 		name  string
 		tools []tool.Tool
 	}{
 		{"terminal", terminal.Tools(term)},
-		{"file", files.Tools(files.Roots{Home: home, Scratch: []string{"cache"}, Sandbox: FileGuard(sbs)})},
+		{"file", files.Tools(roots)},
 		{"todo", []tool.Tool{todo.Tool{Store: store}}},
 		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
 		{"clarify", []tool.Tool{clarify.Tool{}}},
@@ -79,6 +87,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"web", web.Tools(cfg.Web, nil)},
 		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
+		{"vision", []tool.Tool{vision.Tool{Blobs: bs, Readable: roots.Readable, Describe: analyzer}}},
 		{"tts", []tool.Tool{tts.Tool{Speaker: Speaker(cfg), Dir: filepath.Join(home, "cache", "audio")}}},
 	} {
 		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {

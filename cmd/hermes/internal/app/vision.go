@@ -8,15 +8,16 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools/vision"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/schema"
 )
 
 // visionPrompt asks the auxiliary vision model for what upstream's
 // vision_analyze gives the main model: a description it can work from.
-const visionPrompt = "You describe images for an assistant that cannot see them. Describe this image fully and precisely: what it shows, " +
-	"every piece of text in it verbatim, numbers, charts and their values, user-interface elements and their state, errors shown. " +
-	"Do not guess at what is not visible."
+const visionPrompt = "You look at images for an assistant that cannot see them. Answer the question about the image fully and precisely; " +
+	"when asked to describe it, say what it shows, every piece of text in it verbatim, numbers, charts and their values, " +
+	"user-interface elements and their state, errors shown. Do not guess at what is not visible."
 
 // Sees says whether the main model takes images: model.supports_vision when set,
 // else the catalog's answer; a model the catalog does not know is sent
@@ -39,7 +40,7 @@ func Describer(cfg config.Resolved, blobs model.Blobs) (func(context.Context, sc
 	if cfg.VisionModel == "" {
 		return nil, nil
 	}
-	prov, err := llm.New(cfg.VisionAux)
+	ask, err := visionModel(cfg, blobs, cfg.VisionAux, cfg.VisionModel)
 	if err != nil {
 		return nil, fmt.Errorf("auxiliary.vision: %w", err)
 	}
@@ -52,15 +53,48 @@ func Describer(cfg config.Resolved, blobs model.Blobs) (func(context.Context, sc
 		if ok {
 			return d, nil, nil
 		}
-		resp, err := prov.Complete(ctx, model.Request{Model: cfg.VisionModel, System: visionPrompt, NoTools: true, MaxTokens: 1500, Blobs: blobs,
-			Messages: []schema.Message{{Role: "user", Content: "Describe this image.", Images: []schema.ImageRef{ref}}}}, func(model.Delta) {})
+		text, call, err := ask(ctx, ref, "Describe this image.")
 		if err != nil {
-			return "", nil, fmt.Errorf("auxiliary.vision (%s): %w", cfg.VisionModel, err)
+			return "", nil, err
 		}
-		call := model.AuxCall("vision", prov, cfg.VisionModel, resp, cfg.Prices)
 		mu.Lock()
-		seen[ref.SHA256] = resp.Content
+		seen[ref.SHA256] = text
 		mu.Unlock()
+		return text, call, nil
+	}, nil
+}
+
+// Analyzer is the vision_analyze tool's model: auxiliary.vision when set,
+// else the main model when it can see; nil when neither (the tool then
+// says what to set).
+func Analyzer(cfg config.Resolved, blobs model.Blobs) (vision.Describe, error) {
+	if cfg.VisionModel != "" {
+		ask, err := visionModel(cfg, blobs, cfg.VisionAux, cfg.VisionModel)
+		if err != nil {
+			return nil, fmt.Errorf("auxiliary.vision: %w", err)
+		}
+		return ask, nil
+	}
+	if cfg.Model == "" || !Sees(cfg)(cfg.Model) {
+		return nil, nil
+	}
+	return visionModel(cfg, blobs, cfg.LLM, cfg.Model)
+}
+
+// visionModel asks model, through the provider lc configures, a question
+// about one image; the call is priced as an auxiliary one.
+func visionModel(cfg config.Resolved, blobs model.Blobs, lc llm.Config, name string) (vision.Describe, error) {
+	prov, err := llm.New(lc)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, ref schema.ImageRef, question string) (string, *schema.AuxiliaryCallCompleted, error) {
+		resp, err := prov.Complete(ctx, model.Request{Model: name, System: visionPrompt, NoTools: true, MaxTokens: 1500, Blobs: blobs,
+			Messages: []schema.Message{{Role: "user", Content: question, Images: []schema.ImageRef{ref}}}}, func(model.Delta) {})
+		if err != nil {
+			return "", nil, fmt.Errorf("vision model %s: %w", name, err)
+		}
+		call := model.AuxCall("vision", prov, name, resp, cfg.Prices)
 		return resp.Content, &call, nil
 	}, nil
 }
