@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/adapters/voice"
 )
@@ -57,5 +60,42 @@ func TestChatAudio(t *testing.T) {
 	_, errOut, code = hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "gpt-4o-mini", "--audio", "junk.ogg")
 	if code == 0 || !strings.Contains(errOut, "--audio junk.ogg: ") || !strings.Contains(errOut, "nothing was sent") || len(srv.Requests()) != 3 {
 		t.Fatalf("junk: exit %d %s", code, errOut)
+	}
+}
+
+// TestTelegramVoiceMemoReachesTheModel: a voice memo sent to the bot
+// (through the in-process Bot API fake: the telegram-test-api emulator
+// has no files) reaches the model as its transcript, through the real
+// gateway process and its default local engines; with voice.auto_tts the
+// answer comes back as a voice note too.
+func TestTelegramVoiceMemoReachesTheModel(t *testing.T) {
+	needSpeech(t)
+	memo, err := voice.Flite{}.Speak(context.Background(), "what time is it", voice.Ogg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := telegramtest.NewServer(telegramtest.Token)
+	defer tg.Close()
+	srv := llmtest.New(llmtest.Reply{Content: "It is noon."})
+	defer srv.Close()
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("voice:\n  auto_tts: true\n"), 0o600)
+	env := chatEnv(srv, "TELEGRAM_BOT_TOKEN="+telegramtest.Token, "TELEGRAM_API_URL="+tg.URL, "TELEGRAM_ALLOWED_USERS=111")
+	g := startGateway(t, home, env)
+	defer g.kill()
+	tg.AddFile("memo", "voice/file_3.oga", memo)
+	tg.Push(map[string]any{"message": map[string]any{"message_id": 4, "date": time.Now().Unix(),
+		"from": map[string]any{"id": 111, "is_bot": false, "first_name": "Alice"}, "chat": map[string]any{"id": 111, "type": "private", "first_name": "Alice"},
+		"voice": map[string]any{"file_id": "memo", "file_unique_id": "um", "duration": 2, "mime_type": "audio/ogg", "file_size": len(memo)}}})
+	waitUntil(t, "the answer to be sent", func() bool { return len(tg.Calls("sendMessage")) > 0 })
+	if text := tg.Calls("sendMessage")[0].Params["text"]; text != "It is noon." {
+		t.Fatalf("sent %v\n%s", text, g.stderr.String())
+	}
+	if raw := string(srv.Requests()[0].Raw); !strings.Contains(raw, `\"what time is it\"`) {
+		t.Fatalf("the model did not get the transcript: %s", raw)
+	}
+	v := tg.Calls("sendVoice")
+	if len(v) != 1 || !bytes.HasPrefix(v[0].Files["voice"].Data, []byte("OggS")) {
+		t.Fatalf("voice notes %+v\n%s", v, g.stderr.String())
 	}
 }
