@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/tools/code"
 	"github.com/hermes-go/hermes/adapters/tools/delegate"
 	"github.com/hermes-go/hermes/adapters/tools/files"
+	"github.com/hermes-go/hermes/adapters/tools/imagegen"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
@@ -88,6 +89,8 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
 		{"vision", []tool.Tool{vision.Tool{Blobs: bs, Readable: roots.Readable, Describe: analyzer}}},
+		{"image_gen", []tool.Tool{imagegen.New(imagegen.Options{BaseURL: cfg.ImageGen.BaseURL, APIKey: cfg.ImageGen.APIKey, Model: cfg.ImageGen.Model,
+			Blobs: bs, Dir: filepath.Join(home, "cache", "images")})}},
 		{"tts", []tool.Tool{tts.Tool{Speaker: Speaker(cfg), Dir: filepath.Join(home, "cache", "audio")}}},
 	} {
 		if err := r.Register(set.name, wrap(set.tools...)...); err != nil {
