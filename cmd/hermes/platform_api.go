@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 
 	"github.com/hermes-go/hermes/actors/cron"
@@ -33,7 +34,8 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	arch := &apiArchive{a: a}
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
 		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxVerifiedTextBytes, Log: a.Log,
-		Images: a.Blobs(), Responses: apiserver.StoreResponses{Store: a.Store}, MaxBodyBytes: set.MaxBodyBytes, MaxInFlight: set.MaxInFlight, ModelRoutes: apiRoutes(set, a.Log)}
+		Images: a.Blobs(), Responses: apiserver.StoreResponses{Store: a.Store}, MaxBodyBytes: set.MaxBodyBytes, MaxInFlight: set.MaxInFlight, ModelRoutes: apiRoutes(set, a.Log),
+		MediaDir: filepath.Join(env.home, "cache")}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
 		opts.Dashboard = &dashboard.Options{Store: a.Store, Blobs: a.Blobs(), Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),

@@ -94,7 +94,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, chatCompletion{ID: wt.public, Object: "chat.completion", Created: created, Model: s.answerModel(req.Model),
-		Choices: []chatChoice{{Index: 0, Message: chatAnswer{Role: "assistant", Content: final.Text}, FinishReason: "stop"}},
+		Choices: []chatChoice{{Index: 0, Message: chatAnswer{Role: "assistant", Content: s.withMedia(final.Text)}, FinishReason: "stop"}},
 		Usage:   chatUsageOf(final.Usage)})
 }
 

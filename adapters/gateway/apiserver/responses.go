@@ -196,7 +196,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, finished(s.responseBase(responseID(reqID, final.SessionID), &req, created), msgID, final))
+	linked := *final
+	linked.Text = s.withMedia(final.Text)
+	writeJSON(w, http.StatusOK, finished(s.responseBase(responseID(reqID, final.SessionID), &req, created), msgID, &linked))
 }
 
 // streamResponse answers with the Responses API's typed events.

@@ -112,6 +112,9 @@ type Options struct {
 	// closing their connections (default 10 s).
 	ShutdownGrace time.Duration
 	Log           zerolog.Logger
+	// MediaDir holds the files replies name as MEDIA:<path> (the media
+	// cache): /v1/media/ serves them and answers link to them ("": none).
+	MediaDir string
 }
 
 // Stopper interrupts a session's turn in flight (the session manager).
@@ -345,6 +348,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/sessions/{id}/events", s.only(http.MethodGet, s.sessionEvents))
 	mux.HandleFunc("/api/sessions/{id}/fork", s.only(http.MethodPost, s.forkSession))
 	mux.HandleFunc("/api/search", s.only(http.MethodGet, s.search))
+	mux.HandleFunc("/v1/media/{path...}", s.only(http.MethodGet, s.media))
 	if s.dash != nil {
 		// The dashboard checks the key itself: a bearer header, or the
 		// cookie of a login with it.
