@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+)
+
+// startImageAimock runs @copilotkit/aimock (a third-party mock of the
+// OpenAI API; .ci/run installs it and sets HERMES_AIMOCK) answering one
+// image generation with dotPNG.
+func startImageAimock(t *testing.T, prompt string) string {
+	t.Helper()
+	bin := os.Getenv("HERMES_AIMOCK")
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("HERMES_AIMOCK is not set: .ci/run installs @copilotkit/aimock and sets it")
+		}
+		t.Skip("HERMES_AIMOCK is not set")
+	}
+	fx, _ := json.Marshal(map[string]any{"fixtures": []any{map[string]any{"match": map[string]any{"endpoint": "image", "userMessage": prompt},
+		"response": map[string]any{"image": map[string]any{"b64Json": base64.StdEncoding.EncodeToString(dotPNG)}}}}})
+	f := filepath.Join(t.TempDir(), "fixtures.json")
+	os.WriteFile(f, fx, 0o600)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "-p", fmt.Sprint(port), "-h", "127.0.0.1", "-f", f, "--strict")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatal("aimock did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", port)
+}
+
+var mediaTagRe = regexp.MustCompile(`MEDIA:/[^"\\]+`)
+
+// TestTelegramImageGenerate: asked from Telegram, the model calls
+// image_generate (the images API is aimock), passes the result's MEDIA:
+// tag on in its answer, and the image reaches the chat as a photo, its
+// text without the tag; the bytes are in the home's blob store.
+func TestTelegramImageGenerate(t *testing.T) {
+	images := startImageAimock(t, "a black dot")
+	tg := telegramtest.NewServer(telegramtest.Token)
+	defer tg.Close()
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+		if tag := mediaTagRe.FindString(string(r.Raw)); tag != "" {
+			return &llmtest.Reply{Content: "Here it is.\n" + tag}
+		}
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "g", Name: "image_generate", Args: `{"prompt":"a black dot","aspect_ratio":"square"}`}}}
+	})
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("image_gen:\n  openai:\n    base_url: "+images+"\n"), 0o600)
+	env := chatEnv(srv, "TELEGRAM_BOT_TOKEN="+telegramtest.Token, "TELEGRAM_API_URL="+tg.URL, "TELEGRAM_ALLOWED_USERS=111")
+	g := startGateway(t, home, env)
+	defer g.kill()
+	tg.Push(map[string]any{"message": map[string]any{"message_id": 5, "date": time.Now().Unix(), "text": "draw a black dot",
+		"from": map[string]any{"id": 111, "is_bot": false, "first_name": "Alice"}, "chat": map[string]any{"id": 111, "type": "private", "first_name": "Alice"}}})
+	waitUntil(t, "the answer to be sent", func() bool { return len(tg.Calls("sendMessage")) > 0 })
+	photos := tg.Calls("sendPhoto")
+	if len(photos) != 1 || !bytes.Equal(photos[0].Files["photo"].Data, dotPNG) {
+		t.Fatalf("photos %+v\n%s", photos, g.stderr.String())
+	}
+	if text := tg.Calls("sendMessage")[0].Params["text"]; text != "Here it is." {
+		t.Fatalf("text %q", text)
+	}
+	n := 0
+	filepath.Walk(filepath.Join(home, "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && !strings.HasPrefix(fi.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	if n != 1 {
+		t.Fatalf("%d blobs", n)
+	}
+}
