@@ -99,3 +99,19 @@ func TestTelegramVoiceMemoReachesTheModel(t *testing.T) {
 		t.Fatalf("voice notes %+v\n%s", v, g.stderr.String())
 	}
 }
+
+// TestDoctorVoice: doctor names the speech engines in use, and says what
+// to install when a local engine's program is missing; upstream's default
+// tts.provider (edge, a network service) is replaced by flite with a note,
+// not refused.
+func TestDoctorVoice(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: gpt-4o-mini\ntts:\n  provider: edge\n"), 0o600)
+	cmd := exec.Command(bin, "--home", home, "doctor", "--offline")
+	cmd.Env = []string{"HOME=" + os.TempDir(), "PATH=" + t.TempDir()}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "speech to text: local, text to speech: flite") || !strings.Contains(string(out), `tts.provider "edge" is not spoken by this build`) ||
+		!strings.Contains(string(out), "apt-get install ffmpeg flite pocketsphinx pocketsphinx-en-us") {
+		t.Fatalf("doctor:\n%s", out)
+	}
+}

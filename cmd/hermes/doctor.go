@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -172,6 +173,7 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 	} else {
 		add(check{name: "browser", detail: path, ok: true})
 	}
+	add(voiceCheck(cfg))
 	if _, local := cfg.Backend.(terminal.Local); local || cfg.Backend == nil {
 		add(sandboxCheck(ctx, home, cfg))
 	}
@@ -303,6 +305,41 @@ func sandboxCheck(ctx context.Context, home string, cfg config.Resolved) check {
 	c.detail = fmt.Sprintf("%s, network %s; %s", p.Mode, net, strings.Join(pr.Lines(), "; "))
 	if pr.Cgroup == "" && os.Getuid() == 0 {
 		c.warn, c.fix = true, "no cgroup could be made: the number of processes is not bounded for root"
+	}
+	return c
+}
+
+// voiceCheck says which speech engines stt: and tts: use, whether the
+// local ones' programs are installed, and which configured engines this
+// build replaced.
+func voiceCheck(cfg config.Resolved) check {
+	s := cfg.Speech
+	need := map[string]string{}
+	switch s.STTProvider {
+	case "local":
+		need["pocketsphinx_continuous"], need["ffmpeg"] = "pocketsphinx pocketsphinx-en-us", "ffmpeg"
+	}
+	switch s.TTSProvider {
+	case "flite":
+		need["flite"], need["ffmpeg"] = "flite", "ffmpeg"
+	case "espeak":
+		need["espeak-ng"], need["ffmpeg"] = "espeak-ng", "ffmpeg"
+	}
+	var missing []string
+	for prog, pkg := range need {
+		if _, err := exec.LookPath(prog); err != nil {
+			missing = append(missing, pkg)
+		}
+	}
+	sort.Strings(missing)
+	c := check{name: "voice", detail: fmt.Sprintf("speech to text: %s, text to speech: %s", orDash(s.STTProvider), s.TTSProvider), ok: true}
+	if len(s.Notes) > 0 {
+		c.detail += "; " + strings.Join(s.Notes, "; ")
+		c.warn, c.fix = true, "set stt.provider / tts.provider to one this build speaks to silence this"
+	}
+	if len(missing) > 0 {
+		c.detail += "; not installed: " + strings.Join(missing, ", ")
+		c.warn, c.fix = true, "apt-get install "+strings.Join(missing, " ")+" (voice memos and text_to_speech need them)"
 	}
 	return c
 }

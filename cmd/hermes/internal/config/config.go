@@ -537,11 +537,10 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		return r, err
 	}
 	r.SandboxEnv = c.Sandbox.Env
-	if r.Speech, err = resolveSpeech(c, path); err != nil {
-		return r, err
-	}
-	if r.ImageGen, err = resolveImageGen(c.ImageGen, path); err != nil {
-		return r, err
+	r.Speech = resolveSpeech(c)
+	var note string
+	if r.ImageGen, note = resolveImageGen(c.ImageGen); note != "" {
+		r.Speech.Notes = append(r.Speech.Notes, note)
 	}
 	r.Prices = model.DefaultPrices()
 	for k, v := range catalog.Prices() {

@@ -60,6 +60,9 @@ type Speech struct {
 	// AutoTTS is voice.auto_tts: a voice memo's reply comes as a voice
 	// note too.
 	AutoTTS bool
+	// Notes say which configured engines this build replaced (hermes
+	// doctor shows them).
+	Notes []string
 }
 
 // ImageGenConfig is image_gen: (upstream's section): image_generate's
@@ -72,39 +75,42 @@ type ImageGenConfig struct {
 	OpenAI OpenAIEndpoint `yaml:"openai"`
 }
 
-// resolveImageGen reads image_gen:.
-func resolveImageGen(c ImageGenConfig, path string) (OpenAIEndpoint, error) {
+// resolveImageGen reads image_gen: (a provider other than openai is
+// noted, as resolveSpeech notes, and the OpenAI-compatible API used).
+func resolveImageGen(c ImageGenConfig) (OpenAIEndpoint, string) {
+	var note string
 	if p := strings.ToLower(c.Provider); p != "" && p != "openai" {
-		return OpenAIEndpoint{}, fmt.Errorf("%s: image_gen.provider %q: this build speaks openai (any OpenAI-compatible /v1/images/generations)", path, c.Provider)
+		note = fmt.Sprintf("image_gen.provider %q is not spoken by this build: image_generate uses the OpenAI-compatible images API", c.Provider)
 	}
 	e := c.OpenAI
 	if e.Model == "" {
 		e.Model = c.Model
 	}
-	return openAIAudio(e, "gpt-image-1"), nil
+	return openAIAudio(e, "gpt-image-1"), note
 }
 
-// resolveSpeech reads stt:, tts: and voice: (path names config.yaml in
-// errors).
-func resolveSpeech(c Config, path string) (Speech, error) {
+// resolveSpeech reads stt:, tts: and voice:. A provider of upstream's
+// this build does not speak (its default tts.provider edge, say) is not an
+// error, so that the Python agent's config.yaml works unchanged: the local
+// engine stands in, and a note says so (hermes doctor shows it).
+func resolveSpeech(c Config) Speech {
 	var s Speech
 	if c.STT.Enabled == nil || *c.STT.Enabled {
 		switch p := strings.ToLower(c.STT.Provider); p {
-		case "", "local":
-			s.STTProvider = "local"
-			if l := strings.ToLower(c.STT.Local.Language); l != "" && l != "en" && !strings.HasPrefix(l, "en-") {
-				return s, fmt.Errorf("%s: stt.local.language %q: the local engine (pocketsphinx) recognises English only; use stt.provider: openai for other languages", path, c.STT.Local.Language)
-			}
 		case "openai":
 			s.STTProvider = p
 			s.STT = openAIAudio(c.STT.OpenAI, "whisper-1")
 		default:
-			return s, fmt.Errorf("%s: stt.provider %q: this build speaks local (pocketsphinx) and openai (any OpenAI-compatible /v1/audio/transcriptions)", path, c.STT.Provider)
+			s.STTProvider = "local"
+			if p != "" && p != "local" {
+				s.Notes = append(s.Notes, fmt.Sprintf("stt.provider %q is not spoken by this build (it speaks local and openai): using local (pocketsphinx)", c.STT.Provider))
+			}
+			if l := strings.ToLower(c.STT.Local.Language); l != "" && l != "en" && !strings.HasPrefix(l, "en-") {
+				s.Notes = append(s.Notes, fmt.Sprintf("stt.local.language %q: the local engine (pocketsphinx) recognises English only; set stt.provider: openai for other languages", c.STT.Local.Language))
+			}
 		}
 	}
 	switch p := strings.ToLower(c.TTS.Provider); p {
-	case "", "flite", "local":
-		s.TTSProvider, s.TTS.Voice = "flite", c.TTS.Flite.Voice
 	case "espeak", "espeak-ng":
 		s.TTSProvider, s.TTS.Voice = "espeak", c.TTS.Espeak.Voice
 	case "openai":
@@ -114,10 +120,13 @@ func resolveSpeech(c Config, path string) (Speech, error) {
 			s.TTS.Voice = "alloy"
 		}
 	default:
-		return s, fmt.Errorf("%s: tts.provider %q: this build speaks flite and espeak (local) and openai (any OpenAI-compatible /v1/audio/speech)", path, c.TTS.Provider)
+		s.TTSProvider, s.TTS.Voice = "flite", c.TTS.Flite.Voice
+		if p != "" && p != "flite" && p != "local" {
+			s.Notes = append(s.Notes, fmt.Sprintf("tts.provider %q is not spoken by this build (it speaks flite, espeak and openai): using flite", c.TTS.Provider))
+		}
 	}
 	s.AutoTTS = c.Voice.AutoTTS
-	return s, nil
+	return s
 }
 
 // openAIAudio fills an OpenAI endpoint's blanks from the environment and model.
