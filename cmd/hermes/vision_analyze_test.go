@@ -50,3 +50,25 @@ func TestVisionAnalyzeTool(t *testing.T) {
 		t.Fatalf("the auxiliary vision request %s", reqs[4].Raw)
 	}
 }
+
+// TestVisionAnalyzeOnlyWhereAModelSees: a text-only main model with no
+// auxiliary.vision is not offered vision_analyze (it could only fail);
+// with auxiliary.vision it is.
+func TestVisionAnalyzeOnlyWhereAModelSees(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "ok"}, llmtest.Reply{Content: "ok"})
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	if _, errOut, code := hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "deepseek-chat", "-q", "hi"); code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	if strings.Contains(string(srv.Requests()[0].Raw), `"name":"vision_analyze"`) {
+		t.Fatal("vision_analyze offered with no model that sees")
+	}
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("auxiliary:\n  vision:\n    model: eyes-1\n"), 0o600)
+	if _, errOut, code := hermesIn(t, wd, chatEnv(srv), "", "--home", home, "chat", "--model", "deepseek-chat", "-q", "hi"); code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	if !strings.Contains(string(srv.Requests()[1].Raw), `"name":"vision_analyze"`) {
+		t.Fatal("vision_analyze not offered with auxiliary.vision set")
+	}
+}

@@ -88,7 +88,6 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"web", web.Tools(cfg.Web, nil)},
 		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
-		{"vision", []tool.Tool{vision.Tool{Blobs: bs, Readable: roots.Readable, Describe: analyzer}}},
 		{"image_gen", []tool.Tool{imagegen.New(imagegen.Options{BaseURL: cfg.ImageGen.BaseURL, APIKey: cfg.ImageGen.APIKey, Model: cfg.ImageGen.Model,
 			Blobs: bs, Dir: filepath.Join(home, "cache", "images")})}},
 		{"tts", []tool.Tool{tts.Tool{Speaker: Speaker(cfg), Dir: filepath.Join(home, "cache", "audio")}}},
@@ -97,6 +96,14 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 			return nil, nil, err
 		}
 		cj.Toolsets = append(cj.Toolsets, set.name)
+	}
+	// vision_analyze is offered only where a model can see (upstream
+	// hides it without a vision backend too).
+	if analyzer != nil {
+		if err := r.Register("vision", wrap(vision.Tool{Blobs: bs, Readable: roots.Readable, Describe: analyzer})...); err != nil {
+			return nil, nil, err
+		}
+		cj.Toolsets = append(cj.Toolsets, "vision")
 	}
 	r.Require("execute_code", "terminal")
 	if err := AddMCP(r, home, cfg, env, allow, func(t tool.Tool) tool.Tool { return wrap(t)[0] }, log); err != nil {
