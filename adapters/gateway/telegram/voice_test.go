@@ -127,3 +127,29 @@ func TestFakeReplyMedia(t *testing.T) {
 		t.Fatalf("text %q", text)
 	}
 }
+
+// A voice reply that cannot be spoken (no engine) leaves the text reply
+// as it was: the voice note is extra.
+func TestFakeVoiceReplyFailureKeepsTheText(t *testing.T) {
+	srv := telegramtest.NewServer(telegramtest.Token)
+	defer srv.Close()
+	srv.AddFile("memo", "voice/file_8.oga", []byte("OggS memo"))
+	r := newRig(t, rigOptions{apiURL: srv.URL, tune: func(c *telegram.Config) {
+		c.VoiceReplies = true
+		c.Speak = func(ctx context.Context, text string) ([]byte, error) {
+			return nil, &voice.MissingError{Program: "flite", Install: "apt-get install flite ffmpeg"}
+		}
+	}}, allow("111"), llmtest.Reply{Content: "Heard you."})
+	u := dmUpdate(alice, 11, "")
+	m := u["message"].(map[string]any)
+	delete(m, "text")
+	m["voice"] = map[string]any{"file_id": "memo", "file_unique_id": "um8", "duration": 1, "mime_type": "audio/ogg", "file_size": 9}
+	srv.Push(u)
+	waitFor(t, "the reply to be delivered", func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+	if v := srv.Calls("sendVoice"); len(v) != 0 {
+		t.Fatalf("sendVoice %+v", v)
+	}
+	if texts := srv.Calls("sendMessage"); len(texts) != 1 || texts[0].Params["text"] != "Heard you." {
+		t.Fatalf("sendMessage %+v", texts)
+	}
+}
