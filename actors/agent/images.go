@@ -64,7 +64,10 @@ func (l *Loop) describe(ctx context.Context, modelName string, ref schema.ImageR
 	if err != nil {
 		return fmt.Sprintf("[The user attached an image (%s); %s cannot see images and describing it failed: %v]", imageName(ref), modelName, err), nil
 	}
-	return fmt.Sprintf("[The user attached an image (%s). %s cannot see images; a vision model describes it:]\n%s", imageName(ref), modelName, text), nil
+	// The hash lets the model ask vision_analyze (image_url sha256:…)
+	// more about the image than the description says.
+	return fmt.Sprintf("[The user attached an image (%s, sha256:%s). %s cannot see images; a vision model describes it (vision_analyze with image_url sha256:%s answers more questions about it):]\n%s",
+		imageName(ref), ref.SHA256, modelName, ref.SHA256, text), nil
 }
 
 func imageName(ref schema.ImageRef) string {

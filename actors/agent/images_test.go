@@ -93,7 +93,8 @@ func TestBlindModelGetsADescription(t *testing.T) {
 	}
 	r.imageTurn(t, ref)
 	msgs := r.sent(t, 0)
-	if c, _ := msgs[len(msgs)-1]["content"].(string); !strings.Contains(c, "A single black pixel on white.") || !strings.Contains(c, "what is this?") {
+	if c, _ := msgs[len(msgs)-1]["content"].(string); !strings.Contains(c, "A single black pixel on white.") || !strings.Contains(c, "what is this?") ||
+		!strings.Contains(c, "vision_analyze with image_url sha256:"+ref.SHA256) {
 		t.Fatalf("request %s", r.srv.Requests()[0].Raw)
 	}
 	var aux []schema.AuxiliaryCallCompleted
