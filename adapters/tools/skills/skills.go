@@ -80,6 +80,9 @@ type Library struct {
 	// (skill_manage appends them, and the directories are their
 	// projection); without it skill_manage writes the files alone.
 	Keeper *Keeper
+	// Where, when set, is where the process runs: skills_list leaves out
+	// the skills not offered there (see Where.Excluded).
+	Where *Where
 }
 
 func (l Library) home() string { return l.Dirs[len(l.Dirs)-1] }
@@ -307,17 +310,44 @@ func Tools(l Library) []tool.Tool {
 type listTool struct{ l Library }
 
 func (listTool) Spec() model.ToolSpec {
-	return model.ToolSpec{Name: "skills_list", Description: "List the available skills (name and description).", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+	return model.ToolSpec{Name: "skills_list", Description: "List the available skills (name, category and description); category narrows the list to one category.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"category": map[string]any{"type": "string", "description": "only the skills of this category"}}}}
 }
 func (listTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
-func (t listTool) Run(context.Context, json.RawMessage) (string, error) {
+func (t listTool) Run(_ context.Context, args json.RawMessage) (string, error) {
+	var a struct{ Category string }
+	if len(args) > 0 {
+		json.Unmarshal(args, &a)
+	}
 	all, _ := t.l.All()
+	if t.l.Where != nil {
+		all, _ = t.l.Offered(*t.l.Where)
+	}
 	if len(all) == 0 {
 		return "no skills yet", nil
 	}
 	var b strings.Builder
+	cats := map[string]bool{}
 	for _, s := range all {
-		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+		cat := t.l.Category(s)
+		cats[cat] = true
+		if a.Category != "" && cat != a.Category {
+			continue
+		}
+		if cat != "" {
+			fmt.Fprintf(&b, "- [%s] %s: %s\n", cat, s.Name, s.Description)
+		} else {
+			fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+		}
+	}
+	if b.Len() == 0 {
+		delete(cats, "")
+		names := make([]string, 0, len(cats))
+		for c := range cats {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		return fmt.Sprintf("no skills in category %q (categories: %s)", a.Category, strings.Join(names, ", ")), nil
 	}
 	return b.String(), nil
 }
@@ -325,12 +355,18 @@ func (t listTool) Run(context.Context, json.RawMessage) (string, error) {
 type viewTool struct{ l Library }
 
 func (viewTool) Spec() model.ToolSpec {
-	return model.ToolSpec{Name: "skill_view", Description: "Read a skill's full instructions before following it.",
-		Parameters: map[string]any{"type": "object", "required": []string{"name"}, "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+	return model.ToolSpec{Name: "skill_view", Description: "Read a skill's full instructions before following it. The answer lists its linked files (references/, templates/, scripts/, assets/); read one with file_path.",
+		Parameters: map[string]any{"type": "object", "required": []string{"name"}, "properties": map[string]any{
+			"name":      map[string]any{"type": "string"},
+			"file_path": map[string]any{"type": "string", "description": "a linked file of the skill, e.g. references/api.md"},
+		}}}
 }
 func (viewTool) Flags() tool.Flags { return tool.Flags{ReadOnly: true} }
 func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
-	var a struct{ Name string }
+	var a struct {
+		Name     string
+		FilePath string `json:"file_path"`
+	}
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
 	}
@@ -338,24 +374,43 @@ func (t viewTool) Run(_ context.Context, args json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	dir := filepath.Dir(s.Path)
+	if a.FilePath != "" {
+		rel := filepath.FromSlash(a.FilePath)
+		if !filepath.IsLocal(rel) {
+			return "", fmt.Errorf("file_path %q: give a path inside the skill's directory", a.FilePath)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			return "", fmt.Errorf("file %q not found in skill %s (its files: %s)", a.FilePath, s.Name, strings.Join(linkedFiles(dir), ", "))
+		}
+		return string(data), nil
+	}
 	data, err := os.ReadFile(s.Path)
 	if err != nil {
 		return "", err
 	}
-	return string(data), nil
+	out := string(data)
+	if files := linkedFiles(dir); len(files) > 0 {
+		out += fmt.Sprintf("\n\n[linked files of %s: %s; read one with skill_view(name=%q, file_path=...)]", s.Name, strings.Join(files, ", "), s.Name)
+	}
+	return out, nil
 }
 
 type manageTool struct{ l Library }
 
 func (manageTool) Spec() model.ToolSpec {
-	return model.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps); action=edit with content to replace SKILL.md; action=patch with old_string and new_string; action=delete. reason: why, kept in the skill's history.",
+	return model.ToolSpec{Name: "skill_manage", Description: "Save what you learned as a reusable skill. action=create with content (a whole SKILL.md: --- name, description --- then the steps) and optionally category (a directory to file it under, e.g. devops); action=edit with content to replace SKILL.md; action=patch with old_string and new_string; action=write_file with file_path (under references/, templates/, scripts/ or assets/) and file_content to add or replace a linked file; action=remove_file with file_path; action=delete. reason: why, kept in the skill's history.",
 		Parameters: map[string]any{"type": "object", "required": []string{"action", "name"}, "properties": map[string]any{
-			"action":     map[string]any{"type": "string", "enum": []string{"create", "edit", "patch", "delete"}},
-			"name":       map[string]any{"type": "string"},
-			"content":    map[string]any{"type": "string"},
-			"old_string": map[string]any{"type": "string"},
-			"new_string": map[string]any{"type": "string"},
-			"reason":     map[string]any{"type": "string"},
+			"action":       map[string]any{"type": "string", "enum": []string{"create", "edit", "patch", "delete", "write_file", "remove_file"}},
+			"name":         map[string]any{"type": "string"},
+			"content":      map[string]any{"type": "string"},
+			"category":     map[string]any{"type": "string"},
+			"old_string":   map[string]any{"type": "string"},
+			"new_string":   map[string]any{"type": "string"},
+			"file_path":    map[string]any{"type": "string"},
+			"file_content": map[string]any{"type": "string"},
+			"reason":       map[string]any{"type": "string"},
 		}}}
 }
 
@@ -375,10 +430,19 @@ func (t manageTool) Run(ctx context.Context, args json.RawMessage) (string, erro
 	if !validName.MatchString(a.Name) {
 		return "", fmt.Errorf("name %q: use lowercase letters, digits and hyphens", a.Name)
 	}
+	if err := a.check(); err != nil {
+		return "", err
+	}
 	if t.l.Keeper != nil {
 		return t.keep(ctx, a)
 	}
+	if a.Action == "write_file" || a.Action == "remove_file" {
+		return "", fmt.Errorf("action %s needs the skills kept as events (a home opened by hermes)", a.Action)
+	}
 	dir := t.l.dirOf(a.Name)
+	if _, found := t.l.find(a.Name); !found && a.Category != "" {
+		dir = filepath.Join(t.l.home(), filepath.FromSlash(a.Category), a.Name)
+	}
 	path := filepath.Join(dir, "SKILL.md")
 	var content string
 	switch a.Action {
