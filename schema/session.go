@@ -37,6 +37,11 @@ type UserMessageAdded struct {
 	// Images are the pictures sent with the message (version 2 on; the
 	// blobs they name are on disk before the event is appended).
 	Images []ImageRef `json:"images,omitempty"`
+	// Skills are the skills the person loaded into the message by name
+	// (/<skill-name>, a bundle): Content holds their instructions, and
+	// these are their uses, counted as skill_view calls are. A build
+	// that predates the field reads the message without it.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // AssistantMessageAdded is one model response that entered history.

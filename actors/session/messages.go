@@ -39,6 +39,9 @@ type Turn struct {
 	// Trace is the span the turn runs under (the gateway's, a cluster
 	// caller's), so that the turn's model and tool spans join its trace.
 	Trace trace.SpanContext
+	// Skills are the skills Text loads (/<skill-name>), recorded with the
+	// user message as their uses.
+	Skills []string
 }
 
 // TurnResult is how a turn ended.

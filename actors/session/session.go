@@ -475,7 +475,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		if continuing {
 			answer, err = loop.Continue(ctx, tr, turnID)
 		} else {
-			answer, err = loop.TurnMessage(ctx, tr, turnID, schema.UserMessageAdded{Content: t.Text, Images: t.Images})
+			answer, err = loop.TurnMessage(ctx, tr, turnID, schema.UserMessageAdded{Content: t.Text, Images: t.Images, Skills: t.Skills})
 		}
 		endTurnSpan(ctx, span, err)
 		cancel(nil)

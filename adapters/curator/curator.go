@@ -57,7 +57,8 @@ type Skill struct {
 	// Written is when its first version was written; Changed its last
 	// (by anyone but the curator).
 	Written, Changed time.Time
-	// Uses counts the skill_view calls of it in every session; LastUsed
+	// Uses counts the skill_view calls of it and its loads by
+	// /<skill-name> (UserMessageAdded.Skills) in every session; LastUsed
 	// is the last (zero: never).
 	Uses     int
 	LastUsed time.Time
@@ -158,6 +159,18 @@ func readLog(ctx context.Context, store events.Store) (names map[string]bool, us
 			after = rec.Position
 			if n := skills.NameOf(rec.Stream); n != "" {
 				names[n] = true
+				continue
+			}
+			if rec.Type == schema.TypeUserMessageAdded {
+				// Skills loaded by /<skill-name> count as uses too.
+				if p, err := schema.Decode(rec.Envelope); err == nil {
+					for _, n := range p.(schema.UserMessageAdded).Skills {
+						uses[n]++
+						if rec.Time.After(last[n]) {
+							last[n] = rec.Time
+						}
+					}
+				}
 				continue
 			}
 			if rec.Type != schema.TypeToolCallStarted {

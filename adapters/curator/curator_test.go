@@ -150,3 +150,24 @@ func TestSurveyProposesAndApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestSlashLoadsCountAsUses: a skill loaded by /<skill-name> (the user
+// message's Skills) is a use, as a skill_view call is.
+func TestSlashLoadsCountAsUses(t *testing.T) {
+	store, k := library(t)
+	write(t, k, "water-plants", md("water-plants", "Plants", "Water them on Tuesdays.\n"))
+	ev, err := schema.NewEnvelope(schema.Meta{SessionID: "s9"}, schema.UserMessageAdded{Content: "[IMPORTANT: ...]", Skills: []string{"water-plants"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(context.Background(), events.SessionStream("s9"), events.Any, ev); err != nil {
+		t.Fatal(err)
+	}
+	r, err := curator.Survey(context.Background(), store, k, curator.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Skills) != 1 || r.Skills[0].Uses != 1 || r.Skills[0].LastUsed.IsZero() {
+		t.Fatalf("skills %+v", r.Skills)
+	}
+}
