@@ -90,6 +90,8 @@ var registry = map[string]eventType{
 	TypeSubagentSpawned:        v1[SubagentSpawned](),
 	TypeSubagentFinished:       v1[SubagentFinished](),
 	TypeMemoryUpdated:          v1[MemoryUpdated](),
+	TypeMemoryWriteStaged:      v1[MemoryWriteStaged](),
+	TypeMemoryWriteDecided:     v1[MemoryWriteDecided](),
 	TypeSessionTitled:          v1[SessionTitled](),
 	TypeSessionEnded:           v1[SessionEnded](),
 	TypeTodoUpdated:            v1[TodoUpdated](),

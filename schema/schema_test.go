@@ -42,6 +42,8 @@ var samples = []Payload{
 		Files: []SkillFile{{Path: "scripts/tag.sh", Data: []byte("git tag \"$1\"\n"), Mode: 0o755}}, Author: &SkillAuthor{Kind: AuthorSession, SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b", TurnID: "turn-0001"}, Reason: "skill_manage create"},
 	SkillPatched{Name: "release-checklist", Base: "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8", OldString: "1. tag", NewString: "1. test\n2. tag",
 		Content: "---\nname: release-checklist\ndescription: steps\n---\n1. test\n2. tag\n", Author: SkillAuthor{Kind: AuthorReview, ReviewID: "5d41402a-bc4b-4a76-b971-9d911017c592", SessionID: "0b7e5c1a-6d7b-4f8e-9a43-3c2d1e0f9a8b"}, Reason: "tests were forgotten"},
+	MemoryWriteStaged{ID: "m-1a2b", Target: "user", Action: "add", Content: "Prefers short answers."},
+	MemoryWriteDecided{ID: "m-1a2b", Approved: true, By: "cli"},
 	SkillArchived{Name: "release-checklist", Author: SkillAuthor{Kind: AuthorCurator, CuratorRun: "cur-7d1c"}, Reason: "duplicate of release"},
 	SkillRestored{Name: "release-checklist", Author: SkillAuthor{Kind: AuthorPerson, Person: "ada"}, Reason: "still used"},
 	SessionTitled{Title: "Listing repo files"},

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/events"
@@ -38,7 +40,10 @@ const Separator = "\n§\n"
 type Tool struct {
 	Store events.Store
 	Dir   string // $HERMES_HOME/memories
-	mu    sync.Mutex
+	// Settings, when set, are memory's switches, read at every call
+	// (nil: memory on, no review gate).
+	Settings func() Settings
+	mu       sync.Mutex
 }
 
 // New returns the memory tool over store, writing files into dir.
@@ -70,7 +75,7 @@ func Current(ctx context.Context, store events.Store, target string) ([]string, 
 		if err != nil {
 			return nil, expected, err
 		}
-		if m := p.(schema.MemoryUpdated); m.Target == target {
+		if m, ok := p.(schema.MemoryUpdated); ok && m.Target == target {
 			return m.Entries, expected, nil
 		}
 	}
@@ -91,7 +96,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("invalid arguments: %v", err)
 	}
-	limit, ok := Limits[a.Target]
+	_, ok := Limits[a.Target]
 	if !ok {
 		return "", fmt.Errorf("target must be memory or user, not %q", a.Target)
 	}
@@ -104,10 +109,56 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 			return "", err
 		}
 	}
+	set := Settings{}
+	if t.Settings != nil {
+		set = t.Settings()
+	}
+	if set.Off {
+		return "", errors.New("memory is off here (memory.memory_enabled: false in config.yaml; hermes memory on turns it back on): nothing was saved")
+	}
+	if set.UserOff && a.Target == "user" {
+		return "", errors.New("the user profile is off here (memory.user_profile_enabled: false in config.yaml): nothing was saved")
+	}
 	env := tool.EnvFrom(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := disk{t.Dir, a.Target}
+	c := change{target: a.Target, action: a.Action, content: a.Content, old: a.OldText, meta: schema.Meta{SessionID: env.SessionID, TurnID: env.TurnID}, stage: set.Approval}
+	return commit(ctx, t.Store, t.Dir, c)
+}
+
+// Settings are memory's switches (config.yaml's memory section), read at
+// each call so that a change made meanwhile (hermes memory off, /memory
+// approval on) holds from the next one.
+type Settings struct {
+	// Off is memory.memory_enabled false: the tool refuses every change.
+	Off bool
+	// UserOff is memory.user_profile_enabled false: it refuses target=user.
+	UserOff bool
+	// Approval is memory.write_approval: a change is staged for the
+	// person's review (MemoryWriteStaged) instead of made.
+	Approval bool
+}
+
+// change is one change to a target's entries, and how to record it.
+type change struct {
+	target, action, content, old string
+	meta                         schema.Meta
+	// stage records the change as staged instead of making it.
+	stage bool
+	// before are events appended with the change, before it (the
+	// decision that approves a staged change).
+	before []schema.Payload
+	// source is the MemoryUpdated's Source.
+	source string
+}
+
+// commit makes (or stages) c under the file's lock: what the file holds
+// and the stream does not is adopted first, the change is checked
+// against the entries (and the limit), appended with the expected
+// revision (again when another process came first), and the file written.
+func commit(ctx context.Context, store events.Store, dir string, c change) (string, error) {
+	limit := Limits[c.target]
+	d := disk{dir, c.target}
 	unlock, err := lockFile(d)
 	if err != nil {
 		return "", fmt.Errorf("lock %s: %w", d.path(), err)
@@ -116,7 +167,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	// What the file holds and the stream does not (the Python agent's
 	// entries, a hand edit) is taken in first, so the change is made to
 	// everything the file holds.
-	adopted, err := adopt(ctx, t.Store, d)
+	adopted, err := adopt(ctx, store, d)
 	if err != nil {
 		return "", fmt.Errorf("%w; memory was not changed", err)
 	}
@@ -126,24 +177,35 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt*attempt) * time.Millisecond)
 		}
-		entries, expected, err := Current(ctx, t.Store, a.Target)
+		entries, expected, err := Current(ctx, store, c.target)
 		if err != nil {
 			return "", err
 		}
-		next, err := apply(entries, a.Action, a.Content, a.OldText)
+		next, err := apply(entries, c.action, c.content, c.old)
 		if err != nil {
 			return "", err
 		}
 		if n := size(next); n > limit {
 			return "", fmt.Errorf("%s would hold %d characters, over its limit of %d (now %d); replace or remove entries first, or say it shorter",
-				Files[a.Target], n, limit, size(entries))
+				Files[c.target], n, limit, size(entries))
 		}
-		ev, err := schema.NewEnvelope(schema.Meta{SessionID: env.SessionID, TurnID: env.TurnID},
-			schema.MemoryUpdated{Target: a.Target, Action: a.Action, Entry: first(a.Content, a.OldText), Entries: next})
-		if err != nil {
-			return "", err
+		var ps []schema.Payload
+		id := ""
+		if c.stage {
+			id = "m-" + uuid.NewString()[:6]
+			ps = append(ps, schema.MemoryWriteStaged{ID: id, Target: c.target, Action: c.action, Content: c.content, OldText: c.old})
+		} else {
+			ps = append(append(ps, c.before...), schema.MemoryUpdated{Target: c.target, Action: c.action, Entry: first(c.content, c.old), Entries: next, Source: c.source})
 		}
-		_, err = t.Store.Append(ctx, Stream, expected, ev)
+		evs := make([]schema.Envelope, 0, len(ps))
+		for _, p := range ps {
+			ev, err := schema.NewEnvelope(c.meta, p)
+			if err != nil {
+				return "", err
+			}
+			evs = append(evs, ev)
+		}
+		_, err = store.Append(ctx, Stream, expected, evs...)
 		var wev *events.WrongExpectedVersionError
 		if errors.As(err, &wev) {
 			continue
@@ -151,14 +213,17 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := t.writeOwn(d, next); err != nil {
-			return "", fmt.Errorf("saved, but writing %s failed: %w", Files[a.Target], err)
+		if c.stage {
+			return fmt.Sprintf("staged for the user's approval as %s (memory.write_approval is on): not saved yet; the user reviews it with /memory", id), nil
+		}
+		if err := writeOwn(d, next); err != nil {
+			return "", fmt.Errorf("saved, but writing %s failed: %w", Files[c.target], err)
 		}
 		note := ""
 		if adopted > 0 {
 			note = fmt.Sprintf("; first took in %d change(s) made to the file outside hermes", adopted)
 		}
-		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)%s", Files[a.Target], a.Action, size(next), limit, len(next), note), nil
+		return fmt.Sprintf("%s: %s done (%d/%d characters, %d entries)%s", Files[c.target], c.action, size(next), limit, len(next), note), nil
 	}
 	return "", errors.New("memory is being changed by other sessions right now; try again")
 }
@@ -223,7 +288,7 @@ func apply(entries []string, action, content, old string) ([]string, error) {
 
 // writeOwn writes d's file after a change of the tool; the caller holds
 // its lock, and adopted it just before, so a file there is ours.
-func (t *Tool) writeOwn(d disk, entries []string) error {
+func writeOwn(d disk, entries []string) error {
 	text, exists, err := d.read()
 	if err != nil {
 		return err

@@ -99,6 +99,10 @@ type Config struct {
 		AutoTTS bool `yaml:"auto_tts"`
 	} `yaml:"voice"`
 	ImageGen ImageGenConfig `yaml:"image_gen"`
+	// Skills and Memory are the skills' and memory's sections
+	// (learning.go).
+	Skills SkillsConfig `yaml:"skills"`
+	Memory MemoryConfig `yaml:"memory"`
 
 	// ignored are the keys of the Python Hermes Agent's config this build
 	// does not use (dotted), warned about.
