@@ -36,4 +36,6 @@ type MemoryConfig struct {
 func (m MemoryConfig) On() bool { return m.MemoryEnabled == nil || *m.MemoryEnabled }
 
 // UserOn says whether the user profile is on.
-func (m MemoryConfig) UserOn() bool { return m.On() && (m.UserProfileEnabled == nil || *m.UserProfileEnabled) }
+func (m MemoryConfig) UserOn() bool {
+	return m.On() && (m.UserProfileEnabled == nil || *m.UserProfileEnabled)
+}
