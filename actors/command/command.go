@@ -87,6 +87,7 @@ const (
 	Profile
 	Redraw
 	Plugins
+	Memory
 )
 
 // Command is one slash command.
@@ -152,7 +153,9 @@ var table = []Command{
 	{ID: Approve, Name: "/approve", Args: "[session|always]", Help: "allow what the waiting approval question asks: once, for the session, or always", On: Gateway},
 	{ID: Deny, Name: "/deny", Help: "refuse what the waiting approval question asks", On: Gateway},
 	{ID: Copy, Name: "/copy", Args: "[N]", Help: "copy the last answer (the N-th last) to the clipboard, through the terminal (OSC 52)", On: Screen | Plain},
-	{ID: Insights, Name: "/insights", Args: "[DAYS]", Help: "conversations, model calls, tool calls and cost of the last DAYS days (30)", On: Screen | Plain},
+	{ID: Insights, Name: "/insights", Args: "[DAYS]", Help: "what the agent learned and did in the last DAYS days (30): skills written and used, memories, tools, cost", On: Screen | Plain | Gateway},
+	{ID: Memory, Name: "/memory", Args: "[pending|approve|reject|approval]", Help: "what the agent remembers and the changes waiting for your approval (memory.write_approval); approve or reject them (ID or all)", On: Screen | Plain | Gateway,
+		Words: []string{"approval", "approve", "pending", "reject"}},
 	{ID: Version, Name: "/version", Help: "the version and commit of this hermes", On: Screen | Plain | Gateway},
 	{ID: Profile, Name: "/profile", Help: "the Hermes home this chat runs in (its config, sessions and memories)", On: Screen | Plain},
 	{ID: Redraw, Name: "/redraw", Help: "draw the screen again (after the terminal was garbled)", On: Screen},

@@ -67,6 +67,9 @@ type work struct {
 	// verified marks a front door's message (the API server reports the
 	// turn's token usage with its reply).
 	verified bool
+	// skill, when set, is the turn of a skill command (/name): its text
+	// goes to the model instead of the message's.
+	skill *SkillTurn
 }
 
 type question struct {
@@ -160,7 +163,14 @@ func (c *chat) recover(ctx actor.Context) error {
 	}
 	for _, e := range received {
 		if !c.answered[e.MessageID] {
-			c.queue = append(c.queue, &work{msg: e, recover: true})
+			w := &work{msg: e, recover: true}
+			// A skill command's turn loads the skill again.
+			if name, arg, ok := skillCommand(e.Platform, e.Text); ok && c.r.cfg.Skill != nil && e.TurnID != TurnIDFor(e.Platform, e.MessageID) {
+				if st, err := c.r.cfg.Skill(bg, e.Platform, e.SessionID, name, arg); err == nil {
+					w.skill = &st
+				}
+			}
+			c.queue = append(c.queue, w)
 		}
 	}
 	c.next(ctx)
@@ -297,7 +307,24 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		}
 	}
 
-	if cmd, arg, ok := command.Gateway.Parse(text); people && ok {
+	// A skill command (/name, !name on IRC) starts a turn that loads it.
+	var skill *SkillTurn
+	if name, arg, ok := skillCommand(in.Platform, text); people && ok && c.r.cfg.Skill != nil {
+		st, err := c.r.cfg.Skill(context.Background(), in.Platform, c.session, name, arg)
+		switch {
+		case err == nil:
+			skill = &st
+		case !errors.Is(err, ErrNotSkill):
+			rec := c.received(in, "", "")
+			if err := c.record(rec); err != nil {
+				return err
+			}
+			c.seen[in.MessageID] = true
+			return c.reply(rec, "", "", schema.ReplyNotice, sentence(err.Error()), m.corr)
+		}
+	}
+
+	if cmd, arg, ok := command.Gateway.Parse(text); people && ok && skill == nil {
 		rec := c.received(in, "", "")
 		if err := c.record(rec); err != nil {
 			return err
@@ -340,7 +367,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 	if in.Verified && in.Model != "" {
 		model = in.Model
 	}
-	w := &work{msg: rec, stream: in.Stream, model: model, persona: c.persona, corr: m.corr, verified: in.Verified}
+	w := &work{msg: rec, stream: in.Stream, model: model, persona: c.persona, corr: m.corr, verified: in.Verified, skill: skill}
 	c.queue = append(c.queue, w)
 	if c.running != nil && c.r.cfg.Busy == "interrupt" {
 		c.r.Sessions.Stop(c.running.msg.SessionID, "a new message arrived")
@@ -493,6 +520,9 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 	images func(context.Context, []schema.Attachment) ([]schema.ImageRef, []string, error)) session.TurnResult {
 	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona,
 		Trace: trace.SpanContextFromContext(ctx)}
+	if w.skill != nil {
+		t.Text, t.Skills = w.skill.Text, w.skill.Skills
+	}
 	sid := w.msg.SessionID
 	if images != nil && len(w.msg.Attachments) > 0 {
 		// Stored before the turn starts: its user message names them.
@@ -675,4 +705,19 @@ func approvalChoice(text string) string {
 func isAnswer(text string) bool {
 	cmd, _, ok := command.Gateway.Parse(text)
 	return ok && (cmd.ID == command.Approve || cmd.ID == command.Deny)
+}
+
+// skillCommand reads text typed on platform as a skill command: a slash
+// command the gateway does not have (/name arg), or on IRC, whose clients
+// keep the slash for themselves, !name arg.
+func skillCommand(platform, text string) (name, arg string, ok bool) {
+	t := strings.TrimSpace(text)
+	if platform == "irc" && strings.HasPrefix(t, "!") {
+		t = "/" + t[1:]
+	}
+	cmd, arg, ok := command.Gateway.Parse(t)
+	if !ok || cmd.ID != command.Unknown {
+		return "", "", false
+	}
+	return strings.TrimPrefix(cmd.Name, "/"), arg, true
 }

@@ -164,6 +164,24 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		return say("Personality " + strings.ToLower(arg) + " from the next message.")
 	case command.Version:
 		return say(first(c.r.cfg.Version, "The version is not known."))
+	case command.Memory, command.Insights:
+		answer := c.r.cfg.Memory
+		if cmd.ID == command.Insights {
+			answer = func(ctx context.Context, _, arg string) (string, error) {
+				if c.r.cfg.Insights == nil {
+					return "", errors.New("insights are not available here")
+				}
+				return c.r.cfg.Insights(ctx, arg)
+			}
+		}
+		if answer == nil {
+			return say("Memory review is not available here.")
+		}
+		text, err := answer(context.Background(), rec.Platform, arg)
+		if err != nil {
+			return say(sentence(err.Error()))
+		}
+		return say(text)
 	case command.Approve, command.Deny:
 		// An answer from the person a question waits for was taken
 		// before: this one answers nothing.

@@ -136,7 +136,28 @@ type Config struct {
 	// could not take (too large, not an image). Nil: the model gets the
 	// text only.
 	Images func(ctx context.Context, atts []schema.Attachment) ([]schema.ImageRef, []string, error)
+	// Skill, when set, turns a skill command typed in a chat of platform
+	// (/name, !name on IRC, with arg after it) into the turn that loads
+	// the skills, in session id ("" before the chat has one); an error
+	// that is ErrNotSkill leaves it an unknown command, another is told
+	// to the person (a skill not offered there, and why).
+	Skill func(ctx context.Context, platform, id, name, arg string) (SkillTurn, error)
+	// Memory answers /memory (its argument) in a chat of platform; nil:
+	// the command says memory review is not available.
+	Memory func(ctx context.Context, platform, arg string) (string, error)
+	// Insights answers /insights (its argument).
+	Insights func(ctx context.Context, arg string) (string, error)
 }
+
+// SkillTurn is the turn a skill command starts: the message the model
+// gets, and the skills it loads (recorded with it as their uses).
+type SkillTurn struct {
+	Text   string
+	Skills []string
+}
+
+// ErrNotSkill is what Config.Skill returns for a name that is no skill.
+var ErrNotSkill = errors.New("no skill of that name")
 
 // Router is the gateway's router. Create it with New, set Sessions, then
 // Run it.

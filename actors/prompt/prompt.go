@@ -39,6 +39,9 @@ type Options struct {
 	ToolNames  []string
 	Skills     []Skill
 	Now        time.Time
+	// NoMemory leaves MEMORY.md and USER.md out (memory.memory_enabled
+	// false), NoUserProfile USER.md (memory.user_profile_enabled false).
+	NoMemory, NoUserProfile bool
 }
 
 // contextFiles are read from the working directory, in this order.
@@ -55,7 +58,7 @@ func Build(o Options) string {
 	if len(o.ToolNames) > 0 {
 		b.WriteString("\n\n" + toolGuidance)
 	}
-	if mem := memorySnapshot(o.Home); mem != "" {
+	if mem := memorySnapshot(o.Home, o.NoUserProfile); mem != "" && !o.NoMemory {
 		b.WriteString("\n\n## Memory (a snapshot taken when this session started)\n")
 		b.WriteString(mem)
 	}
@@ -88,9 +91,12 @@ func Build(o Options) string {
 }
 
 // memorySnapshot is MEMORY.md and USER.md as they are now.
-func memorySnapshot(home string) string {
+func memorySnapshot(home string, noUser bool) string {
 	var parts []string
 	for _, f := range []struct{ file, title string }{{"MEMORY.md", "Your notes"}, {"USER.md", "About the user"}} {
+		if noUser && f.file == "USER.md" {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(home, "memories", f.file))
 		if err != nil || strings.TrimSpace(string(data)) == "" {
 			continue

@@ -85,11 +85,12 @@ func runACP(ctx context.Context, opts *acpOptions) error {
 func (c *chatter) startIn(ctx context.Context, id, cwd string) error {
 	var index []prompt.Skill
 	if slices.Contains(c.Tools, "skill_view") {
-		all, _ := app.Library(c.App.Home, cwd).All()
-		for _, s := range all {
+		offered, _ := app.Library(c.App.Home, cwd).Offered(c.skillWhere("acp", c.Tools))
+		for _, s := range offered {
 			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
 		}
 	}
-	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: cwd, ToolNames: c.Tools, Skills: index, Now: time.Now()})
+	mem := c.memoryConfig()
+	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: cwd, ToolNames: c.Tools, Skills: index, Now: time.Now(), NoMemory: !mem.On(), NoUserProfile: !mem.UserOn()})
 	return session.Create(ctx, c.App.Store, id, session.Start{Source: "acp", Model: c.Cfg.Model, Provider: c.Cfg.LLM.Provider, WorkingDir: cwd, System: sys})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
@@ -131,12 +132,10 @@ func (c *chatter) createSession(ctx context.Context, source, id string) error {
 func (c *chatter) startSession(ctx context.Context, id, source, model string, tools []string) error {
 	var index []prompt.Skill
 	if slices.Contains(tools, "skill_view") {
-		all, _ := app.Library(c.App.Home, c.WD).All()
-		for _, s := range all {
-			index = append(index, prompt.Skill{Name: s.Name, Description: s.Description})
-		}
+		index = c.skillIndex(source, tools)
 	}
-	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: c.WD, ToolNames: tools, Skills: index, Now: time.Now()})
+	mem := c.memoryConfig()
+	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: c.WD, ToolNames: tools, Skills: index, Now: time.Now(), NoMemory: !mem.On(), NoUserProfile: !mem.UserOn()})
 	return session.Create(ctx, c.App.Store, id, session.Start{Source: source, Model: model, Provider: c.Cfg.LLM.Provider, WorkingDir: c.WD, System: sys})
 }
 
@@ -449,7 +448,23 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 				ready()
 				continue
 			}
-			if typed, arg, ok := command.Plain.Parse(line); ok {
+			typed, arg, isCmd := command.Plain.Parse(line)
+			var loaded []string
+			if isCmd && typed.ID == command.Unknown {
+				// /<skill-name>: the turn loads the skill.
+				inv, err := c.invokeSkill(id, "cli", typed.Name, arg)
+				switch {
+				case err == nil:
+					fmt.Fprintln(errw, loadedNote(inv))
+					line, loaded, isCmd = inv.Text, inv.Skills, false
+				case !errors.Is(err, skills.ErrNoSkill):
+					fmt.Fprintln(errw, "error:", err)
+					prompt()
+					ready()
+					continue
+				}
+			}
+			if isCmd {
 				prev := id
 				var quit bool
 				var err error
@@ -488,17 +503,22 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 				line, c.prefs.resend = c.prefs.resend, ""
 				fmt.Fprintf(errw, "› %s\n", line)
 			}
-			line, heard, err := lineAudio(ctx, app.Transcriber(c.Cfg), line)
-			if err != nil {
-				fmt.Fprintln(errw, "error:", err)
-				prompt()
-				ready()
-				continue
+			var imgs []schema.ImageRef
+			var err error
+			if loaded == nil {
+				var heard []string
+				line, heard, err = lineAudio(ctx, app.Transcriber(c.Cfg), line)
+				if err != nil {
+					fmt.Fprintln(errw, "error:", err)
+					prompt()
+					ready()
+					continue
+				}
+				if len(heard) > 0 {
+					fmt.Fprintf(errw, "heard: %s\n", strings.Join(heard, " "))
+				}
+				imgs, err = lineImages(ctx, c.App.Blobs(), line)
 			}
-			if len(heard) > 0 {
-				fmt.Fprintf(errw, "heard: %s\n", strings.Join(heard, " "))
-			}
-			imgs, err := lineImages(ctx, c.App.Blobs(), line)
 			if err != nil {
 				fmt.Fprintln(errw, "error:", err)
 				prompt()
@@ -513,7 +533,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			waiting = true
 			turnID, text, m, persona := id, line, model, c.prefs.persona
 			go func() {
-				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Images: imgs, Observe: observe, Model: m, Persona: persona})}
+				results <- ended{turnID, c.Mgr.RunTurn(context.Background(), turnID, &session.Turn{Text: text, Images: imgs, Observe: observe, Model: m, Persona: persona, Skills: loaded})}
 			}()
 		case e := <-results:
 			res := e.res
@@ -675,6 +695,12 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 			return false, err
 		}
 		fmt.Fprintf(errw, "verbose %s: %s\n", v, v.describe())
+	case command.Memory:
+		text, err := memoryCommand(ctx, c.App.Home, c.App.Store, "cli", arg)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(errw, text)
 	case command.Insights:
 		days, err := insightsArg(arg)
 		if err != nil {

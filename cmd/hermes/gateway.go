@@ -184,6 +184,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	if c.Hooks != nil && c.Hooks.Has(hooks.PreGatewayDispatch) {
 		rcfg.Dispatch = c.Hooks.GatewayDispatch
 	}
+	rcfg.Skill, rcfg.Memory, rcfg.Insights = c.gatewaySkill, c.gatewayMemory, c.gatewayInsights
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
 	for name, p := range c.File.Personalities() {
 		rcfg.Personalities[name] = p.Prompt()

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
+	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/adapters/tui"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -269,33 +270,42 @@ func (sc *screenChat) run(screenDone <-chan error) error {
 
 // send sends a message: while a turn runs, it interrupts it and is answered
 // next (as Hermes does); /queue waits instead.
-func (sc *screenChat) send(text string) {
-	text, heard, err := lineAudio(sc.ctx, app.Transcriber(sc.c.Cfg), text)
-	if err != nil {
-		sc.scr.Error("error: " + err.Error())
-		return
+func (sc *screenChat) send(text string) { sc.sendTurn(text, text, nil) }
+
+// sendTurn sends text, shown as echo; loaded are the skills text loads
+// (/<skill-name>). An audio file the text names is sent as its words.
+func (sc *screenChat) sendTurn(echo, text string, loaded []string) {
+	var imgs []schema.ImageRef
+	var err error
+	if loaded == nil {
+		var heard []string
+		text, heard, err = lineAudio(sc.ctx, app.Transcriber(sc.c.Cfg), text)
+		if err != nil {
+			sc.scr.Error("error: " + err.Error())
+			return
+		}
+		for _, h := range heard {
+			sc.scr.Info("heard: " + h)
+		}
+		imgs, err = lineImages(sc.ctx, sc.c.App.Blobs(), text)
 	}
-	for _, h := range heard {
-		sc.scr.Info("heard: " + h)
-	}
-	imgs, err := lineImages(sc.ctx, sc.c.App.Blobs(), text)
 	if err != nil {
 		sc.scr.Error("error: " + err.Error())
 		return
 	}
 	imgs, sc.attach = append(sc.attach, imgs...), nil
-	sc.scr.Echo(text)
+	sc.scr.Echo(echo)
 	for _, im := range imgs {
 		sc.scr.Info(fmt.Sprintf("image: %s (%s, %d bytes)", im.Name, im.MediaType, im.Size))
 	}
-	sc.last = text
+	sc.last = echo
 	if sc.running == 0 {
 		sc.scr.Busy("thinking")
 	}
 	sc.running++
 	id, model, yolo, persona := sc.id, sc.model, sc.yolo, sc.c.prefs.persona
 	go func() {
-		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Images: imgs, Observe: sc.observe, Model: model, Yolo: yolo, Persona: persona})
+		sc.results <- sc.c.Mgr.RunTurn(context.Background(), id, &session.Turn{Text: text, Images: imgs, Observe: sc.observe, Model: model, Yolo: yolo, Persona: persona, Skills: loaded})
 	}()
 }
 
@@ -398,7 +408,19 @@ func (sc *screenChat) slash(cmd *command.Command, rest string) bool {
 func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 	switch cmd.ID {
 	case command.Unknown:
-		return func(string) error { return command.Screen.Unknown(cmd.Name) }
+		// /<skill-name> (or a bundle's name) loads skills into a turn.
+		return func(rest string) error {
+			inv, err := sc.c.invokeSkill(sc.id, "cli", cmd.Name, rest)
+			if errors.Is(err, skills.ErrNoSkill) {
+				return command.Screen.Unknown(cmd.Name)
+			}
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(loadedNote(inv))
+			sc.sendTurn(strings.TrimSpace(cmd.Name+" "+rest), inv.Text, inv.Skills)
+			return nil
+		}
 	case command.Exit:
 		return func(string) error { return errLeave }
 	case command.Help:
@@ -503,6 +525,15 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 				return err
 			}
 			sc.scr.Info(fmt.Sprintf("verbose %s: %s", v, v.describe()))
+			return nil
+		}
+	case command.Memory:
+		return func(arg string) error {
+			text, err := memoryCommand(sc.ctx, sc.c.App.Home, sc.c.App.Store, "cli", arg)
+			if err != nil {
+				return err
+			}
+			sc.scr.Info(text)
 			return nil
 		}
 	case command.Insights:

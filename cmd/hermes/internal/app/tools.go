@@ -79,7 +79,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"terminal", terminal.Tools(term)},
 		{"file", files.Tools(roots)},
 		{"todo", []tool.Tool{todo.Tool{Store: store}}},
-		{"memory", []tool.Tool{memory.New(store, filepath.Join(home, "memories"))}},
+		{"memory", []tool.Tool{MemoryTool(home, store)}},
 		{"clarify", []tool.Tool{clarify.Tool{}}},
 		{"skills", skills.Tools(KeptLibrary(home, wd, store))},
 		{"code_execution", []tool.Tool{ex}},
@@ -111,4 +111,20 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		return nil, nil, err
 	}
 	return r, ex, nil
+}
+
+// MemoryTool is the memory tool of home, its switches (memory.memory_enabled,
+// user_profile_enabled, write_approval) read from config.yaml at each call.
+func MemoryTool(home string, store events.Store) *memory.Tool {
+	t := memory.New(store, filepath.Join(home, "memories"))
+	t.Settings = func() memory.Settings {
+		f, err := config.Load(home)
+		if err != nil {
+			// A config.yaml broken meanwhile: memory stays as the
+			// defaults have it, and the gate on, to be safe.
+			return memory.Settings{Approval: true}
+		}
+		return memory.Settings{Off: !f.Memory.On(), UserOff: !f.Memory.UserOn(), Approval: f.Memory.WriteApproval}
+	}
+	return t
 }
