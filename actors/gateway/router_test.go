@@ -793,3 +793,77 @@ func TestChatQueueIsBounded(t *testing.T) {
 		t.Fatalf("%d user messages reached the session, want %d", n, gateway.MaxQueued+1)
 	}
 }
+
+// TestGatewaySkillCommand: /<skill-name> runs a turn with the text the
+// Skill port makes of it, recording the skills it loads with the user
+// message; a skill not offered is answered with the reason and runs
+// nothing; a name that is no skill is an unknown command; /memory and
+// /insights answer through their ports.
+func TestGatewaySkillCommand(t *testing.T) {
+	var asked []string
+	cfg := gateway.Config{Auth: gateway.Auth{AllowAll: true},
+		Skill: func(_ context.Context, platform, id, name, arg string) (gateway.SkillTurn, error) {
+			asked = append(asked, platform+" "+name+" "+arg)
+			switch name {
+			case "deploy-check":
+				return gateway.SkillTurn{Text: "[skill deploy-check loaded] " + arg, Skills: []string{"deploy-check"}}, nil
+			case "mac-only":
+				return gateway.SkillTurn{}, errors.New("skill mac-only is not offered here: it is for macos")
+			}
+			return gateway.SkillTurn{}, gateway.ErrNotSkill
+		},
+		Memory: func(_ context.Context, platform, arg string) (string, error) {
+			return "memory on " + platform + ": " + arg, nil
+		},
+	}
+	r := newGwRig(t, t.TempDir(), cfg, llmtest.Reply{Content: "checked"})
+	r.plat.send(t, dm("5", "1", "/deploy-check the api"))
+	got := r.plat.waitReplies(t, 1)
+	if got[0].Text != "checked" {
+		t.Fatalf("reply %+v", got[0])
+	}
+	if u := lastUser(t, r.srv.Requests()[0]); u != "[skill deploy-check loaded] the api" {
+		t.Fatalf("the model got %q", u)
+	}
+	if all := allPayloads(t, r.store); !strings.Contains(all, `"skills":["deploy-check"]`) {
+		t.Fatalf("the user message does not record the skill:\n%s", all)
+	}
+	r.plat.send(t, dm("5", "2", "/mac-only"))
+	got = r.plat.waitReplies(t, 2)
+	if !strings.Contains(got[1].Text, "not offered here: it is for macos") {
+		t.Fatalf("excluded: %q", got[1].Text)
+	}
+	r.plat.send(t, dm("5", "3", "/nothing"))
+	got = r.plat.waitReplies(t, 3)
+	if !strings.Contains(got[2].Text, "Unknown command /nothing") {
+		t.Fatalf("unknown: %q", got[2].Text)
+	}
+	r.plat.send(t, dm("5", "4", "/memory pending"))
+	got = r.plat.waitReplies(t, 4)
+	if got[3].Text != "memory on testchat: pending" {
+		t.Fatalf("/memory: %q", got[3].Text)
+	}
+	r.plat.send(t, dm("5", "5", "/insights"))
+	got = r.plat.waitReplies(t, 5)
+	if !strings.Contains(got[4].Text, "not available") {
+		t.Fatalf("/insights without a port: %q", got[4].Text)
+	}
+	if n := len(r.srv.Requests()); n != 1 {
+		t.Fatalf("model called %d times", n)
+	}
+	if len(asked) != 3 || asked[0] != "testchat deploy-check the api" {
+		t.Fatalf("asked %q", asked)
+	}
+}
+
+func lastUser(t *testing.T, r llmtest.Request) string {
+	t.Helper()
+	msgs := r.Body["messages"].([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i].(map[string]any); m["role"] == "user" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
+}
