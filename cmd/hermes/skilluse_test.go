@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,44 @@ func TestMemoryGateResetOff(t *testing.T) {
 	}
 	if out := mustRun(t, home, "memory", "status"); !strings.Contains(out, "memory off") || !strings.Contains(out, "no memory changes wait") {
 		t.Fatalf("status after off:\n%s", out)
+	}
+}
+
+// TestScreenSlashSkillAndMemory drives the chat screen in a tmux pane:
+// /<skill-name> loads the skill into the turn (the model gets its
+// instructions, the screen says what was loaded), a skill for another
+// system is refused with the reason, and /memory shows the memory's
+// state.
+func TestScreenSlashSkillAndMemory(t *testing.T) {
+	srv := llmtest.New()
+	srv.SetDefault(llmtest.Reply{Content: "Smoke tests pass."})
+	defer srv.Close()
+	home, wd := t.TempDir(), t.TempDir()
+	putSkill(t, home, "deploy-check", "---\nname: deploy-check\ndescription: Check a deploy\n---\nRun the smoke tests against staging.\n")
+	putSkill(t, home, "elsewhere", "---\nname: elsewhere\ndescription: Only on another system\nplatforms: [windows]\n---\nUse the other system.\n")
+	p := newPane(t, wd, screenEnv(srv), 110, 45, fmt.Sprintf("%s --home %s -m m; sleep 60", bin, home))
+	p.waitText("/help lists the commands")
+	p.waitFor("the empty editor", func(s string) bool { return strings.Contains(editor(s), "Message Hermes") })
+	typed := func(line string) {
+		p.text(line)
+		p.waitFor(fmt.Sprintf("%q typed", line), func(s string) bool { return strings.HasPrefix(editor(s), "› "+line) })
+		p.keys("Enter")
+	}
+	typed("/deploy-check the api")
+	p.waitText("loaded skill deploy-check into this turn")
+	p.waitText("Smoke tests pass.")
+	if u := lastUser(srv.Requests()[0]); !strings.Contains(u, "Run the smoke tests against staging.") || !strings.Contains(u, "alongside the skill invocation: the api") {
+		t.Fatalf("the model got %q", u)
+	}
+	typed("/elsewhere")
+	p.waitText("skill elsewhere is not offered here: it is for windows")
+	typed("/memory")
+	p.waitText("USER.md: 0 entries, 0/1375 characters")
+	typed("/skills")
+	p.waitText("elsewhere — Only on another system (not offered here: it is for windows")
+	for _, r := range srv.Requests() {
+		if strings.Contains(lastUser(r), "Use the other system") {
+			t.Fatalf("the refused skill reached the model: %q", lastUser(r))
+		}
 	}
 }

@@ -417,8 +417,8 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			if err != nil {
 				return err
 			}
-			sc.scr.Info(loadedNote(inv))
 			sc.sendTurn(strings.TrimSpace(cmd.Name+" "+rest), inv.Text, inv.Skills)
+			sc.scr.Info(loadedNote(inv))
 			return nil
 		}
 	case command.Exit:
@@ -653,7 +653,9 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 		}
 	case command.Skills:
 		return func(string) error {
-			all, problems := app.Library(sc.c.App.Home, sc.c.WD).All()
+			lib := app.Library(sc.c.App.Home, sc.c.WD)
+			all, problems := lib.All()
+			_, excluded := lib.Offered(sc.c.skillWhere("cli", sc.c.Tools))
 			for _, p := range problems {
 				sc.scr.Error("skill: " + p.Error())
 			}
@@ -662,9 +664,16 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 				return nil
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "%d skills:", len(all))
+			fmt.Fprintf(&b, "%d skills (/NAME loads one into a turn):", len(all))
 			for _, s := range all {
-				fmt.Fprintf(&b, "\n  %s — %s", s.Name, clip(s.Description, 80))
+				name := s.Name
+				if cat := lib.Category(s); cat != "" {
+					name = cat + "/" + name
+				}
+				fmt.Fprintf(&b, "\n  %s — %s", name, clip(s.Description, 80))
+				if why := excluded[s.Name]; why != "" {
+					fmt.Fprintf(&b, " (not offered here: %s)", why)
+				}
 			}
 			sc.scr.Info(b.String())
 			return nil

@@ -81,7 +81,7 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"todo", []tool.Tool{todo.Tool{Store: store}}},
 		{"memory", []tool.Tool{MemoryTool(home, store)}},
 		{"clarify", []tool.Tool{clarify.Tool{}}},
-		{"skills", skills.Tools(KeptLibrary(home, wd, store))},
+		{"skills", skills.Tools(offeredLibrary(home, wd, store))},
 		{"code_execution", []tool.Tool{ex}},
 		{"delegation", []tool.Tool{delegate.Tool{}}},
 		{"session_search", []tool.Tool{sessionsearch.Tool{Search: searcher, Summarize: summarize}}},
@@ -127,4 +127,18 @@ func MemoryTool(home string, store events.Store) *memory.Tool {
 		return memory.Settings{Off: !f.Memory.On(), UserOff: !f.Memory.UserOn(), Approval: f.Memory.WriteApproval}
 	}
 	return t
+}
+
+// offeredLibrary is KeptLibrary whose skills_list leaves out the skills
+// not offered on this system or turned off by skills.disabled (which
+// platform's chat calls it is not known here: the system prompt's index
+// applies skills.platform_disabled).
+func offeredLibrary(home, wd string, store events.Store) skills.Library {
+	l := KeptLibrary(home, wd, store)
+	w := skills.Where{}
+	if f, err := config.Load(home); err == nil {
+		w.Disabled = f.Skills.Disabled
+	}
+	l.Where = &w
+	return l
 }
