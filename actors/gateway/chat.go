@@ -716,7 +716,8 @@ func skillCommand(platform, text string) (name, arg string, ok bool) {
 		t = "/" + t[1:]
 	}
 	cmd, arg, ok := command.Gateway.Parse(t)
-	if !ok || cmd.ID != command.Unknown {
+	// A command of another surface (/clear) is never a skill's name.
+	if !ok || cmd.ID != command.Unknown || command.Gateway.Unknown(cmd.Name).Elsewhere != 0 {
 		return "", "", false
 	}
 	return strings.TrimPrefix(cmd.Name, "/"), arg, true

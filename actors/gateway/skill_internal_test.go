@@ -13,6 +13,7 @@ func TestSkillCommand(t *testing.T) {
 		{"telegram", "/deploy-check the api", "deploy-check", "the api", true},
 		{"telegram", "/Deploy-Check@hermes_bot", "deploy-check", "", true},
 		{"telegram", "/stop", "", "", false},
+		{"telegram", "/clear", "", "", false},
 		{"telegram", "!deploy-check", "", "", false},
 		{"telegram", "/etc/hosts is empty", "", "", false},
 		{"irc", "!deploy-check now", "deploy-check", "now", true},

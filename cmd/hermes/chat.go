@@ -450,7 +450,7 @@ func (c *chatter) interactive(ctx context.Context, id string, f *chatFlags, con 
 			}
 			typed, arg, isCmd := command.Plain.Parse(line)
 			var loaded []string
-			if isCmd && typed.ID == command.Unknown {
+			if isCmd && typed.ID == command.Unknown && command.Plain.Unknown(typed.Name).Elsewhere == 0 {
 				// /<skill-name>: the turn loads the skill.
 				inv, err := c.invokeSkill(id, "cli", typed.Name, arg)
 				switch {

@@ -410,6 +410,10 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 	case command.Unknown:
 		// /<skill-name> (or a bundle's name) loads skills into a turn.
 		return func(rest string) error {
+			// A command of another surface is never a skill's name.
+			if unknown := command.Screen.Unknown(cmd.Name); unknown.Elsewhere != 0 || sc.c == nil {
+				return unknown
+			}
 			inv, err := sc.c.invokeSkill(sc.id, "cli", cmd.Name, rest)
 			if errors.Is(err, skills.ErrNoSkill) {
 				return command.Screen.Unknown(cmd.Name)
