@@ -161,7 +161,7 @@ func containsWord(text, name string) bool {
 }
 
 func TestBrief(t *testing.T) {
-	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /undo [N]  /retry  /usage  /plugins  /model [NAME] [--global]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /memory [pending|approve|reject|approval]  /version  /profile  /exit"
+	want := "/help  /new [TITLE]  /clear  /sessions [N]  /resume ID  /undo [N]  /retry  /usage  /plugins  /model [NAME] [--global]  /personality [NAME]  /config  /verbose [MODE]  /compress [--force]  /stop  /copy [N]  /insights [DAYS]  /memory [pending|approve|reject|approval]  /bundles  /version  /profile  /exit"
 	if got := Plain.Brief(); got != want {
 		t.Errorf("Plain.Brief() = %q, want %q", got, want)
 	}

@@ -695,6 +695,8 @@ func (c *chatter) slash(ctx context.Context, errw io.Writer, cmd *command.Comman
 			return false, err
 		}
 		fmt.Fprintf(errw, "verbose %s: %s\n", v, v.describe())
+	case command.Bundles:
+		fmt.Fprintln(errw, bundlesText(c.App.Home))
 	case command.Memory:
 		text, err := memoryCommand(ctx, c.App.Home, c.App.Store, "cli", arg)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,4 +116,28 @@ func (c *chatter) gatewayInsights(ctx context.Context, arg string) (string, erro
 		return "", err
 	}
 	return in.String(), nil
+}
+
+// bundlesText is /bundles: the skill bundles of home, each with its
+// skills, and the files that are not bundles.
+func bundlesText(home string) string {
+	dir := filepath.Join(home, "skill-bundles")
+	bundles, problems := skills.Bundles(dir)
+	var b strings.Builder
+	if len(bundles) == 0 {
+		fmt.Fprintf(&b, "no skill bundles: a YAML file in %s (name, description, skills: [...], instruction) makes one, loaded with /NAME", dir)
+	} else {
+		fmt.Fprintf(&b, "%d skill bundles (/NAME loads one):", len(bundles))
+		for _, key := range slices.Sorted(maps.Keys(bundles)) {
+			bd := bundles[key]
+			fmt.Fprintf(&b, "\n  /%s — %s", key, strings.Join(bd.Skills, ", "))
+			if bd.Description != "" {
+				fmt.Fprintf(&b, " (%s)", clip(bd.Description, 60))
+			}
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n  not a bundle: %v", p)
+	}
+	return b.String()
 }

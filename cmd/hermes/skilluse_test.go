@@ -44,7 +44,7 @@ func TestSlashSkillInPlainChat(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "skill-bundles", "ship.yaml"), []byte("name: ship\nskills: [deploy-check, notes]\ninstruction: Ship it carefully.\n"), 0o644)
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nskills:\n  config:\n    deploy:\n      target: production\n"), 0o600)
 
-	stdin := "/deploy-check the api\n/elsewhere\n/no-such-skill\n/ship now\n"
+	stdin := "/deploy-check the api\n/elsewhere\n/no-such-skill\n/ship now\n/bundles\n"
 	_, errOut, code := hermes(t, chatEnv(srv), stdin, "--home", home, "chat")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -68,7 +68,7 @@ func TestSlashSkillInPlainChat(t *testing.T) {
 		t.Errorf("bundle message:\n%s", bundle)
 	}
 	for _, want := range []string{"loaded skill deploy-check into this turn", "skill elsewhere is not offered here: it is for windows, macos",
-		"unknown command /no-such-skill", "loaded bundle ship (deploy-check, notes)"} {
+		"unknown command /no-such-skill", "loaded bundle ship (deploy-check, notes)", "/ship — deploy-check, notes"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

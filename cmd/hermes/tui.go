@@ -531,6 +531,11 @@ func (sc *screenChat) handler(cmd *command.Command) func(rest string) error {
 			sc.scr.Info(fmt.Sprintf("verbose %s: %s", v, v.describe()))
 			return nil
 		}
+	case command.Bundles:
+		return func(string) error {
+			sc.scr.Info(bundlesText(sc.c.App.Home))
+			return nil
+		}
 	case command.Memory:
 		return func(arg string) error {
 			text, err := memoryCommand(sc.ctx, sc.c.App.Home, sc.c.App.Store, "cli", arg)
