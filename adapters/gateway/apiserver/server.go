@@ -298,18 +298,10 @@ func (s *Server) Dashboard() *dashboard.Handler { return s.dash }
 // Continue sends text to session as a turn through the chat route, as a
 // client would, and waits for the answer (the dashboard's chat form).
 func (s *Server) Continue(ctx context.Context, session, text string) error {
-	body, err := json.Marshal(map[string]any{"model": Alias, "messages": []map[string]string{{"role": "user", "content": text}}})
+	req, err := s.selfRequest(ctx, session, text, false)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.RemoteAddr = "127.0.0.1:0"
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.opts.Key)
-	req.Header.Set(SessionHeader, session)
 	rec := httptest.NewRecorder()
 	s.handler.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
@@ -317,6 +309,80 @@ func (s *Server) Continue(ctx context.Context, session, text string) error {
 	}
 	return nil
 }
+
+// Start sends text as the first turn of a new session through the chat
+// route, as a client would, calls started with the new session's id as
+// soon as the turn begins, and waits for the answer (the dashboard's "new
+// chat"). The request streams, since a streamed answer names its session
+// before the answer comes.
+func (s *Server) Start(ctx context.Context, text string, started func(session string)) error {
+	req, err := s.selfRequest(ctx, "", text, true)
+	if err != nil {
+		return err
+	}
+	w := &startWriter{h: http.Header{}, started: started}
+	s.handler.ServeHTTP(w, req)
+	switch {
+	case w.code != http.StatusOK:
+		return fmt.Errorf("start a session: %d %s", w.code, strings.TrimSpace(w.body.String()))
+	case w.session == "":
+		return errors.New("start a session: the chat route named no session")
+	case strings.Contains(w.body.String(), `data: {"error":`):
+		return fmt.Errorf("session %s: the first turn failed: %s", w.session, strings.TrimSpace(w.body.String()))
+	}
+	return nil
+}
+
+// selfRequest is a chat request from this process, with the server's key.
+func (s *Server) selfRequest(ctx context.Context, session, text string, stream bool) (*http.Request, error) {
+	body, err := json.Marshal(map[string]any{"model": Alias, "stream": stream, "messages": []map[string]string{{"role": "user", "content": text}}})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.RemoteAddr = "127.0.0.1:0"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.opts.Key)
+	if session != "" {
+		req.Header.Set(SessionHeader, session)
+	}
+	return req, nil
+}
+
+// startWriter takes Start's streamed answer in memory and reports the
+// session its headers name when they are written.
+type startWriter struct {
+	h       http.Header
+	code    int
+	session string
+	body    bytes.Buffer
+	started func(string)
+}
+
+func (w *startWriter) Header() http.Header { return w.h }
+
+func (w *startWriter) WriteHeader(code int) {
+	if w.code != 0 {
+		return
+	}
+	w.code = code
+	if w.session = w.h.Get(SessionHeader); code == http.StatusOK && w.session != "" && w.started != nil {
+		w.started(w.session)
+	}
+}
+
+func (w *startWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.body.Write(b)
+}
+
+// Flush is what the stream asks for after each event: nothing to do.
+func (w *startWriter) Flush() {}
 
 // Send takes one of the router's messages for this platform: typing (a
 // turn began), delta (a piece of a streamed answer), approval (a tool's

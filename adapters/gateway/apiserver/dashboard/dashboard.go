@@ -2,7 +2,7 @@
 // the event log and its projections (sessions, a session's conversation
 // and timeline, lineage, search, costs, gateway platforms), live updates
 // by server-sent events fed from the store's subscription, and a few
-// actions (fork, export, replay, continue the chat). Everything it serves
+// actions (fork, export, replay, start a chat or continue one). Everything it serves
 // is embedded in the binary; it loads nothing from elsewhere.
 //
 // Every route needs the key: a browser logs in once with a form (and then
@@ -63,7 +63,12 @@ type Reader interface {
 // Chatter sends a user turn to a session and waits for its answer (the API
 // server's chat route does it); the answer's events reach the pages live.
 type Chatter interface {
+	// Continue sends text to an existing session.
 	Continue(ctx context.Context, session, text string) error
+	// Start sends text as the first turn of a new session, calls started
+	// with the session's id as soon as the turn begins, and waits for the
+	// answer.
+	Start(ctx context.Context, text string, started func(session string)) error
 }
 
 // Caps are the spending caps the costs page measures against (USD; 0 is
@@ -85,7 +90,7 @@ type Options struct {
 	Blobs session.Blobs
 	// Read is the projections' side.
 	Read Reader
-	// Chat continues a session; nil hides the chat form.
+	// Chat starts and continues sessions; nil hides the chat forms.
 	Chat Chatter
 	// Caps are shown on the costs page.
 	Caps Caps

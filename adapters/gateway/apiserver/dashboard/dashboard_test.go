@@ -417,3 +417,67 @@ func TestLiveUpdatesAndChat(t *testing.T) {
 		t.Fatalf("session has %d messages after the dashboard's turn", s.Messages)
 	}
 }
+
+// TestNewChat starts a conversation from the dashboard: the button on the
+// list leads to the form, the form's message becomes the first turn of a
+// new session through the API server's chat route, the browser lands on
+// that session's page and the answer arrives there.
+func TestNewChat(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "Hello from a **new** chat."})
+	b, _, _ := login(t, r.url, testKey)
+	list := get(t, b.c, r.url+"/dashboard/", "")
+	if !contains(list, `id="new-chat" href="/dashboard/new"`) || !contains(list, `class="new-chat"`) {
+		t.Fatalf("no new-chat button on the sessions page:\n%s", list)
+	}
+	form := get(t, b.c, r.url+"/dashboard/new", "")
+	m := csrfRe.FindStringSubmatch(form)
+	if m == nil || !contains(form, `action="/dashboard/new"`) {
+		t.Fatalf("no new-chat form:\n%s", form)
+	}
+	noRedirect := *b.c
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	// Failure paths: no CSRF token, an empty message. Neither starts a
+	// session.
+	for _, c := range []struct {
+		form url.Values
+		want int
+	}{
+		{url.Values{"text": {"hi"}}, http.StatusForbidden},
+		{url.Values{"text": {"  "}, "csrf": {m[1]}}, http.StatusBadRequest},
+	} {
+		resp, err := noRedirect.PostForm(r.url+"/dashboard/new", c.form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("new chat with %v: %d, want %d", c.form, resp.StatusCode, c.want)
+		}
+	}
+	if all, _ := r.read.List(context.Background(), 0); len(all) != 0 {
+		t.Fatalf("refused forms started sessions: %+v", all)
+	}
+
+	resp, err := noRedirect.PostForm(r.url+"/dashboard/new", url.Values{"text": {"Start something <b>new</b>"}, "csrf": {m[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/s/") || !strings.HasSuffix(loc, "?notice=sent") {
+		t.Fatalf("new chat: %d %q, want a redirect to the session's page", resp.StatusCode, loc)
+	}
+	sid := strings.TrimSuffix(strings.TrimPrefix(loc, "/dashboard/s/"), "?notice=sent")
+	page := get(t, b.c, r.url+loc, "")
+	if !contains(page, "Message sent") || !contains(page, `data-live="`+sid+`"`) || !contains(page, "Start something &lt;b&gt;new&lt;/b&gt;") {
+		t.Fatalf("the new session's page:\n%s", page)
+	}
+	waitFor(t, "the new chat's answer", func() bool {
+		return contains(get(t, b.c, r.url+"/dashboard/s/"+sid+"?part=main", ""), "Hello from a <strong>new</strong> chat.")
+	})
+	s, ok, err := r.read.Get(context.Background(), sid)
+	if err != nil || !ok || s.Source != "api" || s.Messages < 2 {
+		t.Fatalf("the new session: %+v %v %v", s, ok, err)
+	}
+}

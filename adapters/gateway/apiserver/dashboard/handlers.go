@@ -40,6 +40,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST "+Prefix+"/s/{id}/fork", h.guard(h.fork))
 	m.HandleFunc("POST "+Prefix+"/s/{id}/replay", h.guard(h.replay))
 	m.HandleFunc("POST "+Prefix+"/s/{id}/chat", h.guard(h.chat))
+	m.HandleFunc("GET "+Prefix+"/new", h.guard(h.newChatPage))
+	m.HandleFunc("POST "+Prefix+"/new", h.guard(h.newChat))
 	m.HandleFunc("GET "+Prefix+"/lineage/{id}", h.guard(h.lineagePage))
 	m.HandleFunc("GET "+Prefix+"/search", h.guard(h.searchPage))
 	m.HandleFunc("GET "+Prefix+"/costs", h.guard(h.costsPage))
@@ -58,10 +60,11 @@ type base struct {
 	Live    string // what the page follows live: "list" or a session id
 	Gateway bool
 	Cron    bool
+	Chat    bool // a new chat can be started
 }
 
 func (h *Handler) base(r *http.Request, title, nav string) base {
-	return base{Title: title, Nav: nav, CSRF: csrfOf(r), Gateway: h.opts.Platforms != nil, Cron: h.opts.Cron != nil}
+	return base{Title: title, Nav: nav, CSRF: csrfOf(r), Gateway: h.opts.Platforms != nil, Cron: h.opts.Cron != nil, Chat: h.opts.Chat != nil}
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -409,7 +412,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 // the background; the page shows the answer when its events arrive.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Chat == nil {
-		h.fail(w, r, http.StatusNotImplemented, "continuing a chat needs the gateway's API server: run `hermes gateway run` with the API server enabled")
+		h.fail(w, r, http.StatusNotImplemented, noChat)
 		return
 	}
 	s, ok := h.lookup(w, r)
@@ -430,6 +433,63 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	http.Redirect(w, r, Prefix+"/s/"+url.PathEscape(s.ID)+"?notice=sent", http.StatusSeeOther)
+}
+
+// noChat is the answer to a chat action when no API server runs turns.
+const noChat = "chatting needs the gateway's API server: run `hermes gateway run` with the API server enabled"
+
+// newChatPage is the form that starts a new session.
+func (h *Handler) newChatPage(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Chat == nil {
+		h.fail(w, r, http.StatusNotImplemented, noChat)
+		return
+	}
+	h.pages.render(w, r, http.StatusOK, "new", map[string]any{"Base": h.base(r, "New chat", "new")})
+}
+
+// newChat starts a session with the message through the API (a first
+// turn like any client's, in the background) and, as soon as the session
+// has its id, sends the browser to its page, where the answer arrives
+// live.
+func (h *Handler) newChat(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Chat == nil {
+		h.fail(w, r, http.StatusNotImplemented, noChat)
+		return
+	}
+	text := r.PostFormValue("text")
+	if strings.TrimSpace(text) == "" {
+		h.fail(w, r, http.StatusBadRequest, "the message is empty")
+		return
+	}
+	life := h.life()
+	started := make(chan string, 1)
+	failed := make(chan error, 1)
+	h.turns.Add(1)
+	go func() {
+		defer h.turns.Done()
+		id := ""
+		err := h.opts.Chat.Start(life, text, func(s string) {
+			id = s
+			started <- s
+		})
+		if err != nil && life.Err() == nil {
+			h.log.Error().Err(err).Str("session", id).Msg("dashboard new chat")
+		}
+		failed <- err
+	}()
+	select {
+	case id := <-started:
+		h.log.Info().Str("session", id).Msg("dashboard new chat")
+		http.Redirect(w, r, Prefix+"/s/"+url.PathEscape(id)+"?notice=sent", http.StatusSeeOther)
+	case err := <-failed:
+		// It ended before naming a session: nothing to show but why.
+		msg := "the chat did not start"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		h.fail(w, r, http.StatusBadGateway, msg)
+	case <-r.Context().Done():
+	}
 }
 
 // treeNode is one node of the lineage drawn as nested lists.
