@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -479,5 +481,86 @@ func TestNewChat(t *testing.T) {
 	s, ok, err := r.read.Get(context.Background(), sid)
 	if err != nil || !ok || s.Source != "api" || s.Messages < 2 {
 		t.Fatalf("the new session: %+v %v %v", s, ok, err)
+	}
+}
+
+var barRe = regexp.MustCompile(`<rect class="bar bar-(model|tool)[^"]*" data-kind="\w+" data-lane="\d+" x="([\d.]+)" y="\d+" width="([\d.]+)"`)
+
+// TestTimelinesShareOneTimeAxis draws two turns whose tool calls took 100
+// and 400 ms: on the page their bars are 1 to 4 wide, the model calls of
+// 50 ms each are as wide as each other, and the axis above them has its
+// ticks where the bars' times fall.
+func TestTimelinesShareOneTimeAxis(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	id := uuid.NewString()
+	if err := session.Create(ctx, r.store, id, session.Start{Source: "cli", Model: "gpt-4o", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	var batch []schema.Envelope
+	turn := func(start time.Time, tool time.Duration) {
+		id2 := uuid.NewString()
+		add := func(at time.Duration, p schema.Payload) {
+			batch = append(batch, schema.MustEnvelope(schema.Meta{SessionID: id, TurnID: id2, Time: start.Add(at)}, p))
+		}
+		call := schema.ToolCall{ID: "c-" + id2, Type: "function", Function: schema.FunctionCall{Name: "probe", Arguments: `{}`}}
+		add(0, schema.UserMessageAdded{Content: "go"})
+		add(50*ms, schema.AssistantMessageAdded{ToolCalls: []schema.ToolCall{call}, Model: "gpt-4o"})
+		add(60*ms, schema.ToolCallStarted{CallID: call.ID, Name: "probe"})
+		add(60*ms+tool, schema.ToolResultAdded{CallID: call.ID, Name: "probe", Content: "ok"})
+		add(100*ms+tool, schema.AssistantMessageAdded{Content: "done", Model: "gpt-4o"})
+		add(100*ms+tool, schema.TurnCompleted{Iterations: 2})
+	}
+	turn(t0, 100*ms)                  // 200 ms long
+	turn(t0.Add(time.Minute), 400*ms) // 500 ms long: the axis runs to 500 ms
+	if _, err := r.store.Append(ctx, events.SessionStream(id), events.Any, batch...); err != nil {
+		t.Fatal(err)
+	}
+	page := get(t, http.DefaultClient, r.url+"/dashboard/s/"+id, testKey)
+
+	// The axis: 0 to 500 ms, a tick every 100 ms, over the 500 units after
+	// the lane labels (90 to 590).
+	if !contains(page, `class="tl axis"`) || !contains(page, `data-end-ms="500"`) {
+		t.Fatalf("no time axis to 500 ms:\n%s", page)
+	}
+	for i, want := range []string{"0", "100 ms", "200 ms", "300 ms", "400 ms", "500 ms"} {
+		x := strconv.Itoa(90 + i*100)
+		tick := `<g class="tick" data-at-ms="` + strconv.Itoa(i*100) + `"><line x1="` + x + `"`
+		if !contains(page, tick) || !contains(page, ">"+want+"</text>") {
+			t.Fatalf("no tick %q at x=%s:\n%s", want, x, page)
+		}
+	}
+	if n := strings.Count(page, `<path class="grid" d="M90 0V`); n != 2 {
+		t.Fatalf("%d turns with the axis' grid, want 2", n)
+	}
+
+	var model, tool [][2]float64 // x, width
+	for _, m := range barRe.FindAllStringSubmatch(page, -1) {
+		x, _ := strconv.ParseFloat(m[2], 64)
+		w, _ := strconv.ParseFloat(m[3], 64)
+		if m[1] == "tool" {
+			tool = append(tool, [2]float64{x, w})
+		} else {
+			model = append(model, [2]float64{x, w})
+		}
+	}
+	if len(tool) != 2 || len(model) != 4 {
+		t.Fatalf("bars: %d tool, %d model", len(tool), len(model))
+	}
+	// 100 and 400 ms at one unit a millisecond, both from 60 ms (x=150).
+	if tool[0] != [2]float64{150, 100} || tool[1] != [2]float64{150, 400} {
+		t.Fatalf("tool bars (x, width) %v, want [150 100] and [150 400]", tool)
+	}
+	if ratio := tool[1][1] / tool[0][1]; ratio < 3.99 || ratio > 4.01 {
+		t.Fatalf("a 400 ms call is %.2f times as wide as a 100 ms one", ratio)
+	}
+	// The first model call of each turn: 50 ms from its start, the same bar.
+	if model[0] != [2]float64{90, 50} || model[2] != model[0] {
+		t.Fatalf("model bars %v: the first of each turn should be [90 50]", model)
+	}
+	if !contains(page, `>09:00:00</time>`) || !contains(page, `>09:01:00</time>`) {
+		t.Fatal("the turns' start times are missing from their captions")
 	}
 }

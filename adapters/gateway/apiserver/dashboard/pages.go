@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +42,8 @@ func newPages() (*pages, error) {
 		"add":    func(a, b int) int { return a + b },
 		"pct":    func(part, whole float64) float64 { return pct(part, whole) },
 		"pfx":    func() string { return Prefix },
+		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
+		"grid":   gridPath,
 		"x":      scaleX,
 		"w":      scaleW,
 		"laneY":  func(l int) int { return 4 + l*18 },
@@ -93,7 +96,8 @@ func pct(part, whole float64) float64 {
 	return v
 }
 
-// The timeline's SVG is 600 units wide, with 90 for the lane labels.
+// The timeline's SVG is 600 units wide, with 90 for the lane labels; the
+// time axis runs over the 500 after them, the same for every turn.
 const (
 	svgLeft  = 90.0
 	svgWidth = 500.0
@@ -104,6 +108,16 @@ func scaleX(d, span time.Duration) float64 {
 		return svgLeft
 	}
 	return math.Round((svgLeft+float64(d)/float64(span)*svgWidth)*10) / 10
+}
+
+// gridPath is the path of the axis' ticks drawn across a turn's timeline
+// of height h (one path for all, so a long session stays light).
+func gridPath(a Axis, h int) string {
+	var b strings.Builder
+	for _, t := range a.Ticks {
+		fmt.Fprintf(&b, "M%s 0V%d", strconv.FormatFloat(scaleX(t.At, a.End), 'f', -1, 64), h)
+	}
+	return b.String()
 }
 
 func scaleW(start, end, span time.Duration) float64 {

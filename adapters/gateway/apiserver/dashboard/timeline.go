@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hermes-go/hermes/events"
@@ -67,6 +68,75 @@ type View struct {
 	Turns   []Turn
 	Events  int
 	Last    uint64
+	// Axis is the time axis all the turns' timelines share.
+	Axis Axis
+}
+
+// Axis is the one time scale of a session's timelines: every turn is drawn
+// from its start on the same scale, so that spans of different turns
+// compare at a glance. It runs from 0 to End, a round value at or past the
+// longest turn, with a tick every Step.
+type Axis struct {
+	End   time.Duration
+	Step  time.Duration
+	Ticks []Tick
+}
+
+// Tick is one mark of the axis: an offset from a turn's start.
+type Tick struct {
+	At    time.Duration
+	Label string
+}
+
+// tickSteps are the steps an axis may take, shortest first.
+var tickSteps = []time.Duration{
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+// maxTicks is the most intervals an axis is cut into.
+const maxTicks = 6
+
+// axisFor returns the axis for turns whose longest span is longest: the
+// shortest step that cuts it into at most maxTicks intervals, and the end
+// rounded up to a whole step. A session without time (no turns, or only
+// instants) gets no axis.
+func axisFor(longest time.Duration) Axis {
+	if longest <= 0 {
+		return Axis{}
+	}
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if longest <= s*maxTicks {
+			step = s
+			break
+		}
+	}
+	n := int((longest + step - 1) / step)
+	a := Axis{End: time.Duration(n) * step, Step: step}
+	for i := 0; i <= n; i++ {
+		at := time.Duration(i) * step
+		a.Ticks = append(a.Ticks, Tick{At: at, Label: tickLabel(at, step)})
+	}
+	return a
+}
+
+// tickLabel writes an offset in the unit its step is counted in.
+func tickLabel(d, step time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case step < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	case step < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	case step < time.Hour:
+		return strconv.FormatFloat(d.Minutes(), 'f', -1, 64) + " min"
+	}
+	return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + " h"
 }
 
 // openSpan is a tool call started and not yet finished.
@@ -211,6 +281,11 @@ func build(evs []events.Recorded) View {
 		}
 	}
 	flush()
+	var longest time.Duration
+	for _, t := range v.Turns {
+		longest = max(longest, t.Span)
+	}
+	v.Axis = axisFor(longest)
 	return v
 }
 

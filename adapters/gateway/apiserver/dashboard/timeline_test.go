@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,46 @@ func TestBuildUnreadableEvent(t *testing.T) {
 	v := build([]events.Recorded{bad})
 	if len(v.Entries) != 1 || v.Entries[0].Role != "note" {
 		t.Fatalf("an unreadable event: %+v", v.Entries)
+	}
+}
+
+func TestAxisFor(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		longest, end, step time.Duration
+		labels             []string
+	}{
+		{0, 0, 0, nil},
+		{300 * ms, 300 * ms, 50 * ms, []string{"0", "50 ms", "100 ms", "150 ms", "200 ms", "250 ms", "300 ms"}},
+		{301 * ms, 400 * ms, 100 * ms, []string{"0", "100 ms", "200 ms", "300 ms", "400 ms"}},
+		{7 * time.Second, 8 * time.Second, 2 * time.Second, []string{"0", "2 s", "4 s", "6 s", "8 s"}},
+		{1500 * ms, 1500 * ms, 250 * ms, []string{"0", "250 ms", "500 ms", "750 ms", "1000 ms", "1250 ms", "1500 ms"}},
+		{4*time.Minute + 30*time.Second, 5 * time.Minute, time.Minute, []string{"0", "1 min", "2 min", "3 min", "4 min", "5 min"}},
+		{200 * time.Hour, 216 * time.Hour, 24 * time.Hour, nil},
+	} {
+		a := axisFor(c.longest)
+		if a.End != c.end || a.Step != c.step || a.End < c.longest {
+			t.Errorf("axisFor(%s): end %s step %s, want %s %s", c.longest, a.End, a.Step, c.end, c.step)
+		}
+		if c.step > 0 && len(a.Ticks) != int(c.end/c.step)+1 {
+			t.Errorf("axisFor(%s): %d ticks", c.longest, len(a.Ticks))
+		}
+		if c.labels != nil {
+			var got []string
+			for _, k := range a.Ticks {
+				got = append(got, k.Label)
+			}
+			if strings.Join(got, "|") != strings.Join(c.labels, "|") {
+				t.Errorf("axisFor(%s): labels %q, want %q", c.longest, got, c.labels)
+			}
+		}
+	}
+}
+
+func TestGridPath(t *testing.T) {
+	a := axisFor(300 * time.Millisecond)
+	got := gridPath(a, 50)
+	if !strings.HasPrefix(got, "M90 0V50M173.3 0V50") || !strings.HasSuffix(got, "M590 0V50") || strings.Count(got, "M") != 7 {
+		t.Fatalf("grid path %q", got)
 	}
 }
