@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/cron"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
@@ -562,5 +563,58 @@ func TestTimelinesShareOneTimeAxis(t *testing.T) {
 	}
 	if !contains(page, `>09:00:00</time>`) || !contains(page, `>09:01:00</time>`) {
 		t.Fatal("the turns' start times are missing from their captions")
+	}
+}
+
+var runLinkRe = regexp.MustCompile(`<a href="(/dashboard/s/[^"]+)" class="run" data-run="([^"]+)"`)
+
+// TestCronLinks: on the cron page each job links to its history and each
+// run (the last one, the one running) to its session; on the job's page
+// each run links to its session. Every link opens the real session page.
+func TestCronLinks(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "Morning brief: all quiet."}, llmtest.Reply{Content: "Morning brief: rain later."})
+	done := r.chat(t, "", "Brief me")
+	running := r.chat(t, "", "Brief me again")
+	ctx := context.Background()
+	job, err := r.jobs.Create(ctx, schema.JobSpec{Name: "brief", Schedule: "0 9 * * *", Prompt: "Brief me", Deliver: "local"}, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	if _, err := r.jobs.Append(ctx, job.ID, func(*cron.Job) ([]schema.Payload, error) {
+		return []schema.Payload{
+			schema.JobRunStarted{RunID: "run-1", ScheduledFor: at, Attempt: 1, Trigger: schema.TriggerSchedule, SessionID: done},
+			schema.JobRunFinished{RunID: "run-1", Status: schema.RunOK, DurationMS: 1200, CostUSD: 0.001},
+			schema.JobRunStarted{RunID: "run-2", ScheduledFor: at.Add(24 * time.Hour), Attempt: 1, Trigger: schema.TriggerManual, SessionID: running},
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := login(t, r.url, testKey)
+	follow := func(page string, want map[string]string) {
+		t.Helper()
+		got := map[string]string{}
+		for _, m := range runLinkRe.FindAllStringSubmatch(page, -1) {
+			got[m[2]] = m[1]
+		}
+		for run, sid := range want {
+			link := got[run]
+			if link != "/dashboard/s/"+sid {
+				t.Fatalf("run %s links to %q, want its session %s:\n%s", run, link, sid, page)
+			}
+			if p := get(t, b.c, r.url+link, ""); !contains(p, `data-live="`+sid+`"`) || !contains(p, "Brief me") {
+				t.Fatalf("%s is not the run's session page:\n%s", link, p)
+			}
+		}
+	}
+	page := get(t, b.c, r.url+"/dashboard/cron", "")
+	follow(page, map[string]string{"run-1": done, "run-2": running})
+	if !contains(page, `href="/dashboard/cron/`+job.ID+`#history"`) || !contains(page, `<a href="/dashboard/cron/`+job.ID+`">brief</a>`) {
+		t.Fatalf("the job does not link to its history:\n%s", page)
+	}
+	page = get(t, b.c, r.url+"/dashboard/cron/"+job.ID, "")
+	follow(page, map[string]string{"run-1": done, "run-2": running})
+	if !contains(page, `id="history"`) || !contains(page, ">ok</a> · schedule · 1200 ms") || !contains(page, ">running</a> · manual") {
+		t.Fatalf("the job's history:\n%s", page)
 	}
 }

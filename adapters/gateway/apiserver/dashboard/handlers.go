@@ -694,6 +694,8 @@ type jobRow struct {
 	*cron.Job
 	Next  string
 	State string
+	// Running are the runs not finished yet, oldest first.
+	Running []*cron.Run
 }
 
 func (h *Handler) cronPage(w http.ResponseWriter, r *http.Request) {
@@ -722,7 +724,14 @@ func (h *Handler) cronPage(w http.ResponseWriter, r *http.Request) {
 				next = n.UTC().Format("2006-01-02 15:04 UTC")
 			}
 		}
-		rows = append(rows, jobRow{Job: j, Next: next, State: j.State()})
+		var running []*cron.Run
+		for _, run := range j.Open {
+			if !run.Finished {
+				running = append(running, run)
+			}
+		}
+		sort.Slice(running, func(a, b int) bool { return running[a].StartedAt.Before(running[b].StartedAt) })
+		rows = append(rows, jobRow{Job: j, Next: next, State: j.State(), Running: running})
 	}
 	h.pages.render(w, r, http.StatusOK, "cron", map[string]any{"Base": h.base(r, "Scheduled jobs", "cron"), "Jobs": rows})
 }
