@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 )
 
@@ -44,14 +45,15 @@ func browserPeers(t *testing.T) (chromium, modules, node string) {
 
 // TestBrowserJourney drives the dashboard in a real Chromium: log in, the
 // list, a session whose turn ran three tools in parallel (its timeline
-// bars), fork at a tool call, the fork appearing live in another tab,
-// lineage, a search narrowed by a facet click, the costs charts, the
+// bars on the shared time axis), fork at a tool call, the fork appearing
+// live in another tab, lineage, a search narrowed by a facet click, the
+// costs charts, a new chat started with the button and answered live, the
 // phone-width layout, and the load of a session of 5,000 events. The
 // screenshots of each page land in a directory the log names
 // (HERMES_DASHBOARD_SHOTS to choose it).
 func TestBrowserJourney(t *testing.T) {
 	chromium, modules, node := browserPeers(t)
-	r := newRig(t, threeTools(answer)...)
+	r := newRig(t, append(threeTools(answer), llmtest.Reply{Content: "A new chat, answered."})...)
 	sid := r.chat(t, "", hostile)
 	big := seedBig(t, r.store, 5000)
 	evs, err := r.store.ReadStream(context.Background(), events.SessionStream(big), events.Forward, 0, 0)
@@ -82,7 +84,8 @@ func TestBrowserJourney(t *testing.T) {
 			TTFB, Response, DOM, Load float64
 			Bytes, Decoded            int64
 		}
-		BigBars int `json:"bigBars"`
+		BigBars int    `json:"bigBars"`
+		NewChat string `json:"newChat"`
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
@@ -93,6 +96,11 @@ func TestBrowserJourney(t *testing.T) {
 	s, ok, err := r.read.Get(context.Background(), got.Forked)
 	if err != nil || !ok || s.Parent != sid || s.Reason != "fork" {
 		t.Fatalf("forked session %q: %+v %v %v", got.Forked, s, ok, err)
+	}
+	// The chat the browser started is a new session of the API server's,
+	// holding the question and the answer.
+	if s, ok, err := r.read.Get(context.Background(), got.NewChat); err != nil || !ok || s.Source != "api" || s.Messages < 2 || got.NewChat == sid {
+		t.Fatalf("the new chat's session %q: %+v %v %v", got.NewChat, s, ok, err)
 	}
 	if got.BigBars < 1000 {
 		t.Fatalf("the 5,000-event session drew %d bars", got.BigBars)

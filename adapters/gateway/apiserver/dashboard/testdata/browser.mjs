@@ -67,6 +67,14 @@ try {
   check(await page.evaluate(() => window.__xss === undefined), "a message's <script> did not run");
   check((await page.textContent(".msg-user")).includes("<script>window.__xss=1</script>"), "the hostile message shows as text");
   check((await page.$$("pre.chroma")).length > 0, "code is highlighted");
+  // One time axis over the turns, drawn as wide as each turn's timeline
+  // (one scale on screen), its ticks labelled from 0.
+  const axis = await page.$eval("svg.axis", (a) => ({ w: a.getBoundingClientRect().width,
+    ticks: [...a.querySelectorAll("g.tick text")].map((t) => t.textContent) }));
+  const turnW = await page.$eval("figure.turn svg.tl", (s) => s.getBoundingClientRect().width);
+  check(axis.ticks.length >= 3 && axis.ticks[0] === "0", "the time axis has ticks from 0, got " + JSON.stringify(axis.ticks));
+  check(Math.abs(axis.w - turnW) < 1, `the axis is as wide as a turn's timeline (${axis.w} vs ${turnW})`);
+  check((await page.$$("figure.turn path.grid")).length >= 1, "the axis' grid crosses the turn");
   await shot(page, "session");
 
   // A second tab on the list, following live.
@@ -119,6 +127,18 @@ try {
   check(bars >= 4, "cost bars drawn, got " + bars);
   check(await page.$("meter#cap-day") !== null, "the daily cap's meter");
   await shot(page, "costs");
+
+  // New chat: the button on the list, the form, the new session's page,
+  // where the answer arrives live.
+  await page.goto(base + "/dashboard/");
+  await Promise.all([page.waitForURL(/\/dashboard\/new$/), page.click("#new-chat")]);
+  await page.fill("#chat-text", "Start a new chat from the browser");
+  await Promise.all([page.waitForURL(/\/dashboard\/s\/[^/?]+\?notice=sent/), page.click("form.chat button[type=submit]")]);
+  out.newChat = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
+  check(out.newChat !== session && out.newChat !== forked, "the new chat is a new session");
+  await page.waitForSelector("body[data-live-ready]");
+  await page.waitForSelector('#live-main .msg-assistant:has-text("A new chat, answered.")');
+  await shot(page, "new-chat");
 
   // Phone width: nothing wider than the screen but the table's own scroller.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await ctx.storageState() });
