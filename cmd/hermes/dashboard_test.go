@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -16,10 +17,10 @@ import (
 )
 
 // TestDashboardCommand runs `hermes dashboard` with no key configured: it
-// serves on loopback, prints a login link that works once, and never
-// prints the key it made up.
+// serves on loopback, prints a login link that works once, never prints
+// the key it made up, and starts a new chat from its form.
 func TestDashboardCommand(t *testing.T) {
-	srv := llmtest.New(llmtest.Reply{Content: "unused"})
+	srv := llmtest.New(llmtest.Reply{Content: "Hello from a new chat."})
 	defer srv.Close()
 	home := t.TempDir()
 	port := freePort(t)
@@ -81,5 +82,39 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "sk-dashboard-") {
 		t.Fatalf("the generated key was printed:\n%s", out.String())
+	}
+
+	// New chat: the form's message starts a session through the API
+	// server's chat route; the browser lands on its page, which then
+	// shows the answer.
+	base := strings.SplitN(link, "/dashboard/", 2)[0]
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(b)
+	if m == nil || !strings.Contains(string(b), `href="/dashboard/new"`) {
+		t.Fatalf("no new-chat button or CSRF token on the list:\n%s", b)
+	}
+	resp, err = c.PostForm(base+"/dashboard/new", url.Values{"csrf": {string(m[1])}, "text": {"Hi from the dashboard"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Request.URL.Path, "/dashboard/s/") {
+		t.Fatalf("new chat: %d at %s\n%s\n%s", resp.StatusCode, resp.Request.URL, b, out.String())
+	}
+	page := resp.Request.URL.String()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := c.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "Hello from a new chat.") && strings.Contains(string(b), "Hi from the dashboard") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new chat's page has no answer after 30 s:\n%s\n%s", b, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

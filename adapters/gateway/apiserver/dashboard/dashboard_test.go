@@ -426,7 +426,33 @@ func TestLiveUpdatesAndChat(t *testing.T) {
 // new session through the API server's chat route, the browser lands on
 // that session's page and the answer arrives there.
 func TestNewChat(t *testing.T) {
-	r := newRig(t, llmtest.Reply{Content: "Hello from a **new** chat."})
+	t.Run("created when bound", func(t *testing.T) { testNewChat(t, lazySessions{}) })
+	// The session is named 300 ms before it is written: the browser is
+	// sent to its page only once it is there.
+	t.Run("created by its first turn", func(t *testing.T) { testNewChat(t, lazySessions{Delay: 300 * time.Millisecond}) })
+}
+
+// TestNewChatNeverWritten: a new chat whose session is named and then
+// never written (its creation fails) answers 502 with the reason, not a
+// redirect to a page that does not exist.
+func TestNewChatNeverWritten(t *testing.T) {
+	r := newRigWith(t, lazySessions{Delay: 50 * time.Millisecond, Err: errors.New("the disk is full")}, llmtest.Reply{Content: "unused"})
+	b, _, _ := login(t, r.url, testKey)
+	noRedirect := *b.c
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.PostForm(r.url+"/dashboard/new", url.Values{"text": {"hello"}, "csrf": {b.csrf(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !contains(string(body), "the chat did not start") || !contains(string(body), "the disk is full") {
+		t.Fatalf("a chat whose session was never written: %d %s\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+}
+
+func testNewChat(t *testing.T, lazy lazySessions) {
+	r := newRigWith(t, lazy, llmtest.Reply{Content: "Hello from a **new** chat."})
 	b, _, _ := login(t, r.url, testKey)
 	list := get(t, b.c, r.url+"/dashboard/", "")
 	if !contains(list, `id="new-chat" href="/dashboard/new"`) || !contains(list, `class="new-chat"`) {
@@ -472,6 +498,8 @@ func TestNewChat(t *testing.T) {
 		t.Fatalf("new chat: %d %q, want a redirect to the session's page", resp.StatusCode, loc)
 	}
 	sid := strings.TrimSuffix(strings.TrimPrefix(loc, "/dashboard/s/"), "?notice=sent")
+	// The page is there at once (the session exists when the browser is
+	// sent to it).
 	page := get(t, b.c, r.url+loc, "")
 	if !contains(page, "Message sent") || !contains(page, `data-live="`+sid+`"`) || !contains(page, "Start something &lt;b&gt;new&lt;/b&gt;") {
 		t.Fatalf("the new session's page:\n%s", page)

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -463,33 +464,92 @@ func (h *Handler) newChat(w http.ResponseWriter, r *http.Request) {
 	}
 	life := h.life()
 	started := make(chan string, 1)
-	failed := make(chan error, 1)
+	done := make(chan struct{})
+	var startErr error // set before done closes
 	h.turns.Add(1)
 	go func() {
 		defer h.turns.Done()
+		defer close(done)
 		id := ""
-		err := h.opts.Chat.Start(life, text, func(s string) {
+		startErr = h.opts.Chat.Start(life, text, func(s string) {
 			id = s
 			started <- s
 		})
-		if err != nil && life.Err() == nil {
-			h.log.Error().Err(err).Str("session", id).Msg("dashboard new chat")
+		if startErr != nil && life.Err() == nil {
+			h.log.Error().Err(startErr).Str("session", id).Msg("dashboard new chat")
 		}
-		failed <- err
 	}()
 	select {
 	case id := <-started:
+		if err := h.awaitSession(r.Context(), id, done, &startErr); err != nil {
+			if r.Context().Err() == nil {
+				h.fail(w, r, http.StatusBadGateway, "the chat did not start: "+err.Error())
+			}
+			return
+		}
 		h.log.Info().Str("session", id).Msg("dashboard new chat")
 		http.Redirect(w, r, Prefix+"/s/"+url.PathEscape(id)+"?notice=sent", http.StatusSeeOther)
-	case err := <-failed:
+	case <-done:
 		// It ended before naming a session: nothing to show but why.
 		msg := "the chat did not start"
-		if err != nil {
-			msg += ": " + err.Error()
+		if startErr != nil {
+			msg += ": " + startErr.Error()
 		}
 		h.fail(w, r, http.StatusBadGateway, msg)
 	case <-r.Context().Done():
 	}
+}
+
+// errFound ends a subscription that saw what it waited for.
+var errFound = errors.New("found")
+
+// awaitSession waits until session id has its first event in the log: a
+// turn may name its session before it writes it (a gateway whose sessions
+// are created by their first turn), and the page must not be asked for
+// before. It gives up when the chat ends first (with *startErr, set when
+// done closes) or after 30 s.
+func (h *Handler) awaitSession(ctx context.Context, id string, done <-chan struct{}, startErr *error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	head, err := h.opts.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if evs, err := h.opts.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1); err != nil || len(evs) > 0 {
+		return err
+	}
+	go func() {
+		select {
+		case <-done:
+			// The chat ended: stop waiting, look at the log once more.
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = h.opts.Store.SubscribeAll(ctx, head, func(rec events.Recorded) error {
+		if events.SessionOf(rec.Stream) == id {
+			return errFound
+		}
+		return nil
+	})
+	if errors.Is(err, errFound) {
+		return nil
+	}
+	if evs, rerr := h.opts.Store.ReadStream(context.WithoutCancel(ctx), events.SessionStream(id), events.Forward, 0, 1); rerr == nil && len(evs) > 0 {
+		return nil // written as the chat ended
+	}
+	select {
+	case <-done:
+		if *startErr != nil {
+			return *startErr
+		}
+		return fmt.Errorf("session %s was never written", id)
+	default:
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("session %s was not written within 30 s", id)
+	}
+	return err
 }
 
 // treeNode is one node of the lineage drawn as nested lists.

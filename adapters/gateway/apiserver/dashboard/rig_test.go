@@ -75,6 +75,22 @@ type rig struct {
 
 func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 	t.Helper()
+	return newRigWith(t, lazySessions{}, script...)
+}
+
+// lazySessions makes the rig's gateway create a new chat's session only
+// when its first turn runs (as `hermes gateway run` does), so that the
+// session is named before it is written: Delay after the chat was bound
+// to it, or never, failing with Err. The zero value creates sessions when
+// they are bound.
+type lazySessions struct {
+	Delay time.Duration
+	Err   error
+}
+
+// newRigWith is newRig whose gateway creates sessions as lazy says.
+func newRigWith(t testing.TB, lazy lazySessions, script ...llmtest.Reply) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
@@ -91,6 +107,19 @@ func newRig(t testing.TB, script ...llmtest.Reply) *rig {
 		id := uuid.NewString()
 		return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o", System: "You are Hermes."})
 	}}
+	if lazy != (lazySessions{}) {
+		cfg.CreateSession = func(ctx context.Context, platform, id string) error {
+			select {
+			case <-time.After(lazy.Delay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if lazy.Err != nil {
+				return lazy.Err
+			}
+			return session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o", System: "You are Hermes."})
+		}
+	}
 	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 		Tools: tool.NewTools(probeTool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
