@@ -45,7 +45,9 @@
       }, function () { return document.getElementById("live-main"); });
     }
     var es = new EventSource(prefix + "/live");
-    es.addEventListener("open", function () { setState("Live updates on."); body.setAttribute("data-live-ready", "1"); });
+    // On each (re)connect, fetch once: what changed between the page's
+    // render and the stream's start (a new chat's answer) is not missed.
+    es.addEventListener("open", function () { setState("Live updates on."); refresh(); body.setAttribute("data-live-ready", "1"); });
     es.addEventListener("error", function () { setState("Live updates reconnecting…"); });
     es.addEventListener("session", function (e) {
       if (live === "list" || e.data === live) refresh();
