@@ -526,6 +526,10 @@ func TestTimelinesShareOneTimeAxis(t *testing.T) {
 	if err := session.Create(ctx, r.store, id, session.Start{Source: "cli", Model: "gpt-4o", System: "You are Hermes."}); err != nil {
 		t.Fatal(err)
 	}
+	// No turn yet (a new chat's page before its turn begins): no axis.
+	if page := get(t, http.DefaultClient, r.url+"/dashboard/s/"+id, testKey); contains(page, `class="tl axis"`) || !contains(page, "No turns yet.") {
+		t.Fatalf("a session without turns:\n%s", page)
+	}
 	t0 := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	var batch []schema.Envelope
@@ -551,7 +555,7 @@ func TestTimelinesShareOneTimeAxis(t *testing.T) {
 
 	// The axis: 0 to 500 ms, a tick every 100 ms, over the 500 units after
 	// the lane labels (90 to 590).
-	if !contains(page, `class="tl axis"`) || !contains(page, `data-end-ms="500"`) {
+	if !contains(page, `class="tl axis"`) || !contains(page, `data-end-ms="500"`) || !contains(page, "0 to 500 ms, a tick every 100 ms") {
 		t.Fatalf("no time axis to 500 ms:\n%s", page)
 	}
 	for i, want := range []string{"0", "100 ms", "200 ms", "300 ms", "400 ms", "500 ms"} {
