@@ -171,6 +171,9 @@ func (r *mtlsRig) refused(t *testing.T, c *node.Sessions) {
 // certificate joins; one without a certificate, or with another CA's, is
 // refused before anything starts, saying why.
 func TestEtcdOverTLS(t *testing.T) {
+	if isolate(t) {
+		return
+	}
 	certs, rogue := t.TempDir(), t.TempDir()
 	if err := node.MakeCerts(certs, []string{"etcd=127.0.0.1", "gw"}, time.Hour); err != nil {
 		t.Fatal(err)
@@ -182,11 +185,11 @@ func TestEtcdOverTLS(t *testing.T) {
 	join := func(files *node.TLSFiles) error {
 		log := testLog()
 		sys := actors.NewSystem(log)
-		defer sys.Shutdown()
-		c, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second, TLS: files}, log)
-		if err == nil {
-			c.Leave()
-		}
+		// A client that joined is not left: protoactor's etcd provider
+		// races its own watcher when shut down right after it started
+		// (its shutdown flag is unsynchronised); this test's process
+		// (isolated) ends instead.
+		_, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second, TLS: files}, log)
 		return err
 	}
 	if err := join(&node.TLSFiles{CA: filepath.Join(certs, "ca.pem"), Cert: filepath.Join(certs, "gw.pem"), Key: filepath.Join(certs, "gw-key.pem")}); err != nil {
