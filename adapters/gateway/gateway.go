@@ -181,6 +181,9 @@ func (s *Served) deliver(msg *message.Message) error {
 		return nil
 	}
 	ctx := msg.Context()
+	if m, ok := s.p.(MediaSender); !ok || !m.SendsMedia() {
+		out.Text = withoutMedia(out.Text, s.p.Name())
+	}
 	if out.Kind == schema.OutboundTyping || out.Kind == schema.OutboundDelta {
 		// Best effort: a lost typing indicator or delta is harmless.
 		if _, err := s.p.Send(ctx, out); err != nil {

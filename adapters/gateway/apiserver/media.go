@@ -80,3 +80,7 @@ func (s *Server) media(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeFile(w, r, filepath.Join(s.opts.MediaDir, real))
 }
+
+// SendsMedia reports whether the server links a reply's MEDIA: files
+// itself (gateway.MediaSender): when it has a media directory.
+func (s *Server) SendsMedia() bool { return s.opts.MediaDir != "" }

@@ -222,3 +222,7 @@ func (a *Adapter) wasVoice(id string) bool {
 	_, ok := a.voiceIn[id]
 	return ok
 }
+
+// SendsMedia reports that Telegram delivers a reply's MEDIA: files itself
+// (gateway.MediaSender).
+func (a *Adapter) SendsMedia() bool { return true }
