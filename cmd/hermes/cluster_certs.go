@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,11 @@ func runClusterCerts(_ context.Context, opts *clusterCertsOptions) error {
 	}
 	fmt.Fprintf(opts.io.Out, "CA: %s (keep %s off the members)\n", filepath.Join(opts.dir, "ca.pem"), filepath.Join(opts.dir, "ca-key.pem"))
 	for _, n := range opts.names {
-		fmt.Fprintf(opts.io.Out, "%s: %s, %s\n", n, filepath.Join(opts.dir, n+".pem"), filepath.Join(opts.dir, n+"-key.pem"))
+		n, hosts, _ := strings.Cut(n, "=") // NAME=host,… names a server's hosts
+		if hosts != "" {
+			hosts = " (for " + hosts + ")"
+		}
+		fmt.Fprintf(opts.io.Out, "%s%s: %s, %s\n", n, hosts, filepath.Join(opts.dir, n+".pem"), filepath.Join(opts.dir, n+"-key.pem"))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +23,19 @@ func TestClusterCertsInProcess(t *testing.T) {
 		t.Fatalf("certs: %v %s %s", err, out, errOut)
 	}
 	caBefore, _ := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	// A second run adds a member under the same CA.
-	if _, _, err := inHome(t, home, "cluster", "certs", dir, "node2"); err != nil {
+	// A second run adds a member under the same CA, and a server's
+	// certificate with the addresses it is reached by.
+	out, _, err = inHome(t, home, "cluster", "certs", dir, "node2", "etcd=127.0.0.1,etcd.internal")
+	if err != nil || !strings.Contains(out, "etcd (for 127.0.0.1,etcd.internal): "+filepath.Join(dir, "etcd.pem")) {
+		t.Fatalf("certs: %v %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "etcd.pem")); err != nil {
 		t.Fatal(err)
+	} else if blk, _ := pem.Decode(b); blk == nil {
+		t.Fatal("etcd.pem holds no PEM")
+	} else if c, err := x509.ParseCertificate(blk.Bytes); err != nil || len(c.IPAddresses) != 1 || !c.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) ||
+		len(c.DNSNames) != 1 || c.DNSNames[0] != "etcd.internal" {
+		t.Fatalf("etcd's certificate names %v %v (%v)", c.IPAddresses, c.DNSNames, err)
 	}
 	caAfter, _ := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if string(caBefore) != string(caAfter) {
