@@ -1,15 +1,9 @@
 package browser
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
-	"math"
 	"net"
-	"net/http"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -70,68 +64,14 @@ func (p *filterProxy) serve() {
 	}
 }
 
-// handle serves one connection: a CONNECT tunnel or one plain HTTP
-// request, to an allowed host only.
+// handle serves one connection (sandbox.ServeProxy: the same rules as
+// the sandbox's own proxy).
 func (p *filterProxy) handle(c net.Conn) {
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	lr := &io.LimitedReader{R: c, N: 64 << 10}
-	br := bufio.NewReader(lr)
-	req, err := http.ReadRequest(br)
-	if err != nil {
-		return
-	}
-	lr.N = math.MaxInt64
-	c.SetReadDeadline(time.Time{})
-	host, port := req.URL.Hostname(), req.URL.Port()
-	if req.Method == http.MethodConnect {
-		h, pt, err := net.SplitHostPort(req.Host)
-		if err != nil {
-			h, pt = req.Host, "443"
-		}
-		host, port = h, pt
-	} else if port == "" {
-		port = "80"
-	}
-	allowed := sandbox.Allowed(p.allow, host, port)
-	p.log.Info().Str("host", host).Str("port", port).Bool("allowed", allowed).Msg("browser network request")
-	if !allowed {
-		msg := fmt.Sprintf("hermes browser: %s port %s is not allowed (sandbox.network_allow)\n", host, port)
-		if len(p.allow) == 0 {
-			msg = fmt.Sprintf("hermes browser: the network is off (sandbox.network: off); %s port %s cannot be reached\n", host, port)
-		}
-		fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(host, port))
-	cancel()
-	if err != nil {
-		msg := fmt.Sprintf("hermes browser: cannot reach %s: %v\n", host, err)
-		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
-		return
-	}
-	defer up.Close()
-	if req.Method == http.MethodConnect {
-		fmt.Fprint(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-		go func() {
-			io.Copy(up, br)
-			if cw, ok := up.(interface{ CloseWrite() error }); ok {
-				cw.CloseWrite()
+	sandbox.ServeProxy(c, sandbox.Relay{Allow: p.allow, Name: "hermes browser", Log: p.log, Event: "browser network request",
+		Refused: func(host, port string) string {
+			if len(p.allow) == 0 {
+				return fmt.Sprintf("hermes browser: the network is off (sandbox.network: off); %s port %s cannot be reached\n", host, port)
 			}
-		}()
-		io.Copy(c, up)
-		return
-	}
-	// One request per connection: a second one on a kept-alive
-	// connection could name another host.
-	req.Header.Del("Proxy-Connection")
-	req.Header.Del("Proxy-Authorization")
-	req.Header.Set("Connection", "close")
-	req.Close = true
-	req.RequestURI = ""
-	if err := req.Write(up); err != nil {
-		return
-	}
-	io.Copy(c, up)
+			return fmt.Sprintf("hermes browser: %s port %s is not allowed (sandbox.network_allow)\n", host, port)
+		}})
 }
