@@ -15,9 +15,10 @@ type MediaSender interface {
 	SendsMedia() bool
 }
 
-// mediaTag is MEDIA:<path> up to the end of a line, a closing quote,
-// bracket or backtick (the convention of upstream's tools).
-var mediaTag = regexp.MustCompile("MEDIA:([^\\n\"'`)\\]]+)")
+// MediaTag is MEDIA:<path> up to the end of a line (paths may hold
+// spaces), a closing quote, bracket or backtick: how upstream's tools
+// (image_generate, text_to_speech) name a file for the reply to carry.
+var MediaTag = regexp.MustCompile("MEDIA:([^\\n\"'`)\\]]+)")
 
 // withoutMedia replaces the MEDIA: tags of text with a note naming each
 // file.
@@ -25,11 +26,38 @@ func withoutMedia(text, platform string) string {
 	if !strings.Contains(text, "MEDIA:") {
 		return text
 	}
-	return mediaTag.ReplaceAllStringFunc(text, func(m string) string {
+	return MediaTag.ReplaceAllStringFunc(text, func(m string) string {
 		p := strings.TrimRight(strings.TrimSpace(strings.TrimPrefix(m, "MEDIA:")), ".,;:!?")
 		if p == "" {
 			return m
 		}
 		return "[a file Hermes made, " + filepath.Base(p) + ", is not sent on " + platform + " yet]"
 	})
+}
+
+// SplitMedia takes the MEDIA: tags out of text: the paths, and the text
+// without them (lines left empty by a tag are dropped).
+func SplitMedia(text string) (string, []string) {
+	if !strings.Contains(text, "MEDIA:") {
+		return text, nil
+	}
+	var paths []string
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.Contains(l, "MEDIA:") {
+			lines = append(lines, l)
+			continue
+		}
+		l = MediaTag.ReplaceAllStringFunc(l, func(m string) string {
+			p := strings.TrimRight(strings.TrimSpace(strings.TrimPrefix(m, "MEDIA:")), ".,;:!?")
+			if p != "" {
+				paths = append(paths, p)
+			}
+			return ""
+		})
+		if l = strings.TrimRight(l, " \t"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n")), paths
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/mymmrac/telego"
@@ -26,39 +25,8 @@ import (
 // MediaRoots are sent: a path the model wrote is not a way to read the
 // host's files into a chat.
 
-// mediaTag is MEDIA:<path> up to the end of the line (paths may hold
-// spaces) or a closing quote, bracket or backtick.
-var mediaTag = regexp.MustCompile("MEDIA:([^\\n\"'`)\\]]+)")
-
 // maxVoiceIn bounds the voice memos remembered for VoiceReplies.
 const maxVoiceIn = 1024
-
-// splitMedia takes the MEDIA: tags out of text: the paths, and the text
-// without them (lines left empty by a tag are dropped).
-func splitMedia(text string) (string, []string) {
-	if !strings.Contains(text, "MEDIA:") {
-		return text, nil
-	}
-	var paths []string
-	var lines []string
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.Contains(l, "MEDIA:") {
-			lines = append(lines, l)
-			continue
-		}
-		l = mediaTag.ReplaceAllStringFunc(l, func(m string) string {
-			p := strings.TrimRight(strings.TrimSpace(strings.TrimPrefix(m, "MEDIA:")), ".,;:!?")
-			if p != "" {
-				paths = append(paths, p)
-			}
-			return ""
-		})
-		if l = strings.TrimRight(l, " \t"); strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
-		}
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n")), paths
-}
 
 // allowedMedia resolves p (links followed) and says whether it is a
 // regular file under one of the roots.
@@ -93,7 +61,7 @@ func (a *Adapter) allowedMedia(p string) (string, error) {
 // retry after a failure sends only what had not gone (the media and the
 // voice note are counted in sentMedia, the text's parts in sent).
 func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int) ([]string, error) {
-	text, paths := splitMedia(out.Text)
+	text, paths := gw.SplitMedia(out.Text)
 	var notes []string
 	type item struct {
 		send func() (*telego.Message, error)
