@@ -1289,15 +1289,33 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 		case <-s.closing:
 			return events.ErrClosed
 		case <-wake:
-			if d := events.SettleOf(ctx); d > 0 {
-				// Let a burst of commits land before reading them.
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(d):
+		case <-timer.C:
+			if events.SettleOf(ctx) > 0 {
+				// Settle only once there is something to read: a poll
+				// that read the first commit of a burst at once would
+				// split the burst; one that settled on an idle log
+				// would read at an arbitrary phase of the next burst.
+				probe, err := s.ReadAll(ctx, after, 1)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return err
+				}
+				if len(probe) == 0 {
+					continue
 				}
 			}
-		case <-timer.C:
+		}
+		if d := events.SettleOf(ctx); d > 0 {
+			// Let a burst of commits land before reading them.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.closing:
+				return events.ErrClosed
+			case <-time.After(d):
+			}
 		}
 	}
 }

@@ -102,6 +102,9 @@ type Adapter struct {
 	// nicks holds the bot's nick in each room on the current connection
 	// (Nick, or Nick_ when someone else holds Nick).
 	nicks map[string]string
+	// refused holds the rooms that refused the bot on the current
+	// connection.
+	refused map[string]bool
 	// lastErr is why the last connection ended or failed.
 	lastErr   string
 	lastErrAt time.Time
@@ -154,8 +157,23 @@ func New(cfg Config) (*Adapter, error) {
 // Name is "xmpp".
 func (a *Adapter) Name() string { return Platform }
 
-// Connected says whether the adapter is logged in right now.
-func (a *Adapter) Connected() bool { return a.connected.Load() }
+// Connected says whether the adapter is logged in right now and in its
+// rooms: each room has sent its history and subject (from then on its
+// messages are live) or refused the join. Until then a room's message
+// would arrive as history, which the bot does not answer.
+func (a *Adapter) Connected() bool {
+	if !a.connected.Load() {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for room := range a.rooms {
+		if !a.live[room] && !a.refused[room] {
+			return false
+		}
+	}
+	return true
+}
 
 // LastError is why the last connection ended or failed, and when
 // (gw.ErrorReporter): the gateway's status shows it while Run retries.
@@ -266,6 +284,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 	a.occupants = map[string]map[string]string{}
 	a.live = map[string]bool{}
 	a.nicks = map[string]string{}
+	a.refused = map[string]bool{}
 	a.mu.Unlock()
 	a.conns.Add(1)
 	// One goroutine reads; this one handles what it read, so a message
@@ -386,6 +405,9 @@ func (a *Adapter) presence(c *goxmpp.Client, p goxmpp.Presence) {
 			_ = a.join(c, room, a.nick+"_")
 		case p.Type == "error" && nick == mine:
 			a.log.Error().Str("room", room).Str("error", p.Error).Msg("could not join the room")
+			a.mu.Lock()
+			a.refused[room] = true
+			a.mu.Unlock()
 		case p.Type == "unavailable":
 			a.mu.Lock()
 			delete(a.occupants[room], nick)
