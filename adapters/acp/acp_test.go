@@ -130,6 +130,16 @@ type client struct {
 	answer func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
 	// onUpdate, when set, hears each update as it arrives.
 	onUpdate func(string)
+	// terminals are the terminal ids tool call updates named, in order;
+	// texts the text content they carried.
+	terminals []string
+	textsSeen    []string
+}
+
+func (c *client) texts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.textsSeen...)
 }
 
 func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
@@ -138,6 +148,12 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 	c.updates = append(c.updates, s)
 	if u := n.Update.ToolCallUpdate; u != nil {
 		for _, tc := range u.Content {
+			if tc.Terminal != nil {
+				c.terminals = append(c.terminals, tc.Terminal.TerminalId)
+			}
+			if tc.Content != nil && tc.Content.Content.Text != nil {
+				c.textsSeen = append(c.textsSeen, tc.Content.Content.Text.Text)
+			}
 			if d := tc.Diff; d != nil {
 				old := "<none>"
 				if d.OldText != nil {
@@ -296,8 +312,17 @@ func (f *forwarder) Ask(ctx context.Context, q tool.Question) (string, error) {
 	return to.Ask(ctx, q)
 }
 
+// MirrorTerminal forwards to the agent of the connection serving now, as
+// the sessions' Asker in `hermes acp` (the agent itself) offers it.
+func (f *forwarder) MirrorTerminal(ctx context.Context, command, dir string) (tool.MirroredTerminal, error) {
+	f.mu.Lock()
+	to := f.to
+	f.mu.Unlock()
+	return to.MirrorTerminal(ctx, command, dir)
+}
+
 // connect serves a new ACP connection and returns the client's side.
-func (r *rig) connect(t *testing.T, c *client) *sdk.ClientSideConnection {
+func (r *rig) connect(t *testing.T, c sdk.Client) *sdk.ClientSideConnection {
 	t.Helper()
 	ag := &acp.Agent{Turns: r.mgr, Store: r.store, Log: zerolog.Nop(), Version: "test", Images: r.blobs,
 		Create: func(ctx context.Context, cwd string) (string, error) {

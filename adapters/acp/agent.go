@@ -8,8 +8,11 @@
 // session/cancel stops the turn, and approvals of dangerous actions become
 // session/request_permission questions the editor's user answers.
 //
-// The editor's file system and terminal are not used: Hermes' own tools
-// run in the session's working directory under Hermes' sandbox.
+// Hermes' own tools run in the session's working directory under Hermes'
+// sandbox, never in the editor: the editor's file system methods are not
+// used, and where the editor offers terminals, a command's output is shown
+// live in one (see MirrorTerminal) while the command itself runs in the
+// sandbox.
 package acp
 
 import (
@@ -64,8 +67,14 @@ type Agent struct {
 	// Images keeps the images of prompts (the home's blob store); nil
 	// refuses image blocks and does not offer them to the client.
 	Images Images
+	// AttachCommand is the program the editor runs to show a command's
+	// output in its terminal, with the arguments "acp attach SOCKET"
+	// (default: this executable).
+	AttachCommand string
 
 	mu       sync.Mutex
+	// terminals: the client offers terminals (clientCapabilities).
+	terminals bool
 	conn     *sdk.AgentSideConnection
 	sessions map[string]*state
 }
@@ -145,6 +154,9 @@ func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 	if v == "" {
 		v = "dev"
 	}
+	a.mu.Lock()
+	a.terminals = p.ClientCapabilities.Terminal
+	a.mu.Unlock()
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentCapabilities: sdk.AgentCapabilities{

@@ -91,6 +91,9 @@ type toolInfo struct {
 	// before is the file an edit touches as it was when the call
 	// started, for the diff shown when it ends.
 	before *snapshot
+	// terminal is the editor's terminal showing the call's command live
+	// (MirrorTerminal), "" when none.
+	terminal string
 }
 
 // snapshot is a text file's content at one moment (absent: it did not
@@ -180,6 +183,14 @@ func (a *Agent) observer(s *state, out *outbox) agent.Observer {
 				status, text = sdk.ToolCallStatusFailed, o.Err
 			}
 			var content []sdk.ToolCallContent
+			if info.terminal != "" {
+				// The editor's terminal shows the output; the text is
+				// said only when the call failed.
+				content = append(content, sdk.ToolTerminalRef(info.terminal))
+				if o.Err == "" {
+					text = ""
+				}
+			}
 			if text != "" {
 				content = append(content, sdk.ToolContent(sdk.TextBlock(text)))
 			}

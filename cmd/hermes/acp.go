@@ -41,6 +41,19 @@ are asked in the editor. Diagnostics go to stderr (--log-level); stdout carries 
 			return runACP(cmd.Context(), opts)
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:    "attach SOCKET",
+		Short:  "Show a command of Hermes' terminal tool in an editor's terminal (run by the editor, not by people)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			io := ioOf(cmd)
+			// The exit code is the command's, and nothing else is
+			// printed: the editor shows this terminal as the command's.
+			os.Exit(acp.Attach(args[0], os.Getenv(acp.TokenEnv), io.Out, io.ErrOut))
+			return nil
+		},
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.ov.Model, "model", "m", "", "model name")
 	fl.StringVar(&opts.ov.Provider, "provider", "", "provider name (openai, anthropic, openrouter, ...)")

@@ -329,3 +329,56 @@ func TestACPWithPythonClient(t *testing.T) {
 		t.Fatalf("the cancelled turn is not recorded as interrupted:\n%s", out)
 	}
 }
+
+// An editor that offers terminals (the TypeScript SDK's client, running
+// what it is asked to as a real process) shows the terminal tool's command
+// live: it is asked to run only `hermes acp attach`, whose output is the
+// command's and whose exit code is the command's, and the tool call
+// carries the terminal.
+func TestACPTerminalInTheEditor(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_sh", Name: "terminal", Args: `{"command":"echo shown in the editor; exit 4"}`}}},
+		llmtest.Reply{Content: "It exited 4."},
+	)
+	defer srv.Close()
+	home, project := t.TempDir(), t.TempDir()
+	writeConfig(t, home, "model: gpt-4o-mini\n")
+	env := append(chatEnv(srv), "HERMES_ACP_TEST_TERMINAL=1")
+	lines := acpClient(t, env, []string{"--home", home, "acp"}, []map[string]any{
+		{"new": project},
+		{"prompt": "run it"},
+	})
+	var created, released map[string]any
+	shown := false
+	for _, l := range lines {
+		if c, ok := l["terminal_create"].(map[string]any); ok {
+			if created != nil {
+				t.Fatalf("a second terminal: %v", c)
+			}
+			created = c
+		}
+		if r, ok := l["terminal_released"].(map[string]any); ok {
+			released = r
+		}
+		if u, ok := l["update"].(map[string]any); ok && u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "call_sh" {
+			shown = shown || strings.Contains(steps2(t, u["content"]), `"terminalId":"t1"`)
+		}
+	}
+	if created == nil || released == nil {
+		t.Fatalf("no terminal created and released: %v", lines)
+	}
+	args := asList(created["args"])
+	if created["command"] != bin || len(args) != 3 || args[0] != "acp" || args[1] != "attach" || created["cwd"] != project {
+		t.Fatalf("the editor was asked to run %v", created)
+	}
+	if envs := asList(created["env"]); len(envs) != 1 || envs[0] != "HERMES_ACP_TERMINAL_TOKEN" {
+		t.Fatalf("the editor was handed env %v", envs)
+	}
+	exit, _ := released["exit"].(map[string]any)
+	if !strings.Contains(released["output"].(string), "shown in the editor") || exit == nil || exit["exitCode"] != float64(4) {
+		t.Fatalf("the editor's terminal showed %v", released)
+	}
+	if !shown {
+		t.Fatalf("no tool call update carries the terminal: %v", lines)
+	}
+}

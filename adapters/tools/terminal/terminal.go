@@ -172,8 +172,20 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 		timeout = min(time.Duration(a.Timeout)*time.Second, t.cfg.MaxTimeout)
 	}
 	out := &Capped{Max: t.cfg.MaxOutput}
-	r, err := t.cfg.start(ctx, dir, a.Command, out, false)
+	var w io.Writer = out
+	// A front end that shows the output live (an editor's terminal) gets
+	// a copy; the command runs here all the same.
+	var gone <-chan struct{}
+	code := 130
+	if m, ok := env.Asker.(tool.TerminalMirror); ok {
+		if view, err := m.MirrorTerminal(ctx, a.Command, dir); err == nil && view != nil {
+			w, gone = io.MultiWriter(out, view), view.Gone()
+			defer func() { view.Close(code) }()
+		}
+	}
+	r, err := t.cfg.start(ctx, dir, a.Command, w, false)
 	if err != nil {
+		code = 127
 		return "", err
 	}
 	timer := time.NewTimer(timeout)
@@ -184,12 +196,15 @@ func (t *Terminal) Run(ctx context.Context, args json.RawMessage) (string, error
 	case <-timer.C:
 		r.kill()
 		cut = fmt.Sprintf("[command timed out after %s and was killed]", timeout)
+	case <-gone:
+		r.kill()
+		cut = "[the command was stopped in the editor's terminal]"
 	case <-ctx.Done():
 		r.kill()
 		r.wait()
 		return out.String(), ctx.Err()
 	}
-	code, err := r.wait()
+	code, err = r.wait()
 	if err != nil {
 		return out.String(), err
 	}

@@ -31,7 +31,14 @@ let sent = 0;
 let first = 0;
 let allow = "";
 
-const app = acp
+// With HERMES_ACP_TEST_TERMINAL=1 the client offers terminals and runs
+// what it is asked to as a real process, as an editor does; each
+// terminal's output and exit code are printed when it is released.
+const offerTerminal = process.env.HERMES_ACP_TEST_TERMINAL === "1";
+const terminals = new Map();
+let nextTerminal = 0;
+
+let app = acp
   .client({ name: "hermes-test-client" })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     if (sent && !first) first = performance.now();
@@ -43,11 +50,48 @@ const app = acp
     return { outcome: { outcome: "selected", optionId: pick } };
   });
 
+if (offerTerminal) {
+  app = app
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    const id = `t${++nextTerminal}`;
+    const env = { ...process.env };
+    for (const v of params.env ?? []) env[v.name] = v.value;
+    const child = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, env, stdio: ["ignore", "pipe", "pipe"] });
+    const t = { child, output: "", exited: null };
+    t.done = new Promise((resolve) => child.on("exit", (code, signal) => { t.exited = { exitCode: code, signal }; resolve(); }));
+    child.stdout.on("data", (d) => { t.output += d; });
+    child.stderr.on("data", (d) => { t.output += d; });
+    terminals.set(id, t);
+    out({ terminal_create: { id, command: params.command, args: params.args, cwd: params.cwd, env: (params.env ?? []).map((v) => v.name) } });
+    return { terminalId: id };
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    return { output: t.output, truncated: false, exitStatus: t.exited };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    await t.done;
+    return t.exited;
+  })
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    terminals.get(params.terminalId).child.kill();
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, async ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    await Promise.race([t.done, new Promise((r) => setTimeout(r, 5000))]);
+    t.child.kill();
+    out({ terminal_released: { id: params.terminalId, output: t.output, exit: t.exited } });
+    return {};
+  });
+}
+
 try {
   await app.connectWith(stream, async (ctx) => {
     const init = await ctx.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: offerTerminal },
     });
     out({ initialize: init });
     let session = "";
