@@ -133,7 +133,7 @@ type client struct {
 	// terminals are the terminal ids tool call updates named, in order;
 	// texts the text content they carried.
 	terminals []string
-	textsSeen    []string
+	textsSeen []string
 }
 
 func (c *client) texts() []string {

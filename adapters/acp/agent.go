@@ -72,11 +72,11 @@ type Agent struct {
 	// (default: this executable).
 	AttachCommand string
 
-	mu       sync.Mutex
+	mu sync.Mutex
 	// terminals: the client offers terminals (clientCapabilities).
 	terminals bool
-	conn     *sdk.AgentSideConnection
-	sessions map[string]*state
+	conn      *sdk.AgentSideConnection
+	sessions  map[string]*state
 }
 
 // Images keeps an image durably and names it (events/blobs): the bytes
