@@ -432,3 +432,34 @@ func TestApprovalHooksObserve(t *testing.T) {
 		t.Fatal("an asker was wrapped with no approval hooks")
 	}
 }
+
+// mirroring is an asker whose front end shows commands live.
+type mirroring struct {
+	answering
+	asked []string
+}
+
+func (m *mirroring) MirrorTerminal(_ context.Context, command, _ string) (tool.MirroredTerminal, error) {
+	m.asked = append(m.asked, command)
+	return nil, nil
+}
+
+// TestApprovalHooksKeepTheTerminalMirror: the asker the approval hooks
+// wrap still shows commands in the person's terminal (an editor's), and
+// offers nothing when the person's front end has no terminal.
+func TestApprovalHooksKeepTheTerminalMirror(t *testing.T) {
+	r, _ := hooks.New(nil, hooks.Options{})
+	register(t, r, hooks.Registration{Event: hooks.PreApprovalRequest, Name: "p", Run: (&fired{}).hook("")})
+	m := &mirroring{}
+	a, ok := r.Asker(m).(tool.TerminalMirror)
+	if !ok {
+		t.Fatal("the wrapped asker hides the terminal mirror")
+	}
+	if _, err := a.MirrorTerminal(context.Background(), "make test", "/w"); err != nil || len(m.asked) != 1 || m.asked[0] != "make test" {
+		t.Fatalf("mirror asked %v (%v)", m.asked, err)
+	}
+	plain, _ := r.Asker(&answering{}).(tool.TerminalMirror)
+	if v, err := plain.MirrorTerminal(context.Background(), "ls", "/w"); v != nil || err != nil {
+		t.Fatalf("a front end without a terminal got a view %v (%v)", v, err)
+	}
+}

@@ -176,6 +176,15 @@ type asker struct {
 	r *Runner
 }
 
+// MirrorTerminal passes the live view of a command on to the asker
+// wrapped (an editor's terminal): the hooks are about approvals only.
+func (a *asker) MirrorTerminal(ctx context.Context, command, dir string) (tool.MirroredTerminal, error) {
+	if m, ok := a.Asker.(tool.TerminalMirror); ok {
+		return m.MirrorTerminal(ctx, command, dir)
+	}
+	return nil, nil
+}
+
 func (a *asker) Ask(ctx context.Context, q tool.Question) (string, error) {
 	if q.Kind != tool.QuestionApproval {
 		return a.Asker.Ask(ctx, q)
