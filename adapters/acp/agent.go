@@ -67,6 +67,11 @@ type Agent struct {
 	// Images keeps the images of prompts (the home's blob store); nil
 	// refuses image blocks and does not offer them to the client.
 	Images Images
+	// MCP, when set, starts the MCP servers an editor passes with a
+	// session (session/new, load, resume), their tools offered to the
+	// model from the next prompt; an error refuses the request. nil
+	// ignores them.
+	MCP func(ctx context.Context, servers []MCPServer) error
 	// AttachCommand is the program the editor runs to show a command's
 	// output in its terminal, with the arguments "acp attach SOCKET"
 	// (default: this executable).
@@ -162,6 +167,7 @@ func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true, Image: a.Images != nil},
+			McpCapabilities:    sdk.McpCapabilities{Http: a.MCP != nil, Sse: a.MCP != nil},
 			SessionCapabilities: sdk.SessionCapabilities{
 				Resume: &sdk.SessionResumeCapabilities{},
 				Close:  &sdk.SessionCloseCapabilities{},
@@ -184,6 +190,9 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if !filepath.IsAbs(p.Cwd) {
 		return sdk.NewSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path", p.Cwd)})
 	}
+	if err := a.addMCP(ctx, p.McpServers); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	id, err := a.Create(ctx, p.Cwd)
 	if err != nil {
 		return sdk.NewSessionResponse{}, fmt.Errorf("create a session: %w", err)
@@ -204,6 +213,9 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 // replayed to the client as session updates, then it goes on. The session
 // keeps the working directory it was started in.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	if err := a.addMCP(ctx, p.McpServers); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
 	cwd, err := a.open(ctx, string(p.SessionId))
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
@@ -219,6 +231,9 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 
 // ResumeSession implements sdk.Agent: load without the replay.
 func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if err := a.addMCP(ctx, p.McpServers); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
 	_, err := a.open(ctx, string(p.SessionId))
 	return sdk.ResumeSessionResponse{}, err
 }

@@ -4,17 +4,21 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/acp"
+	"github.com/hermes-go/hermes/adapters/mcp"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 )
@@ -82,6 +86,7 @@ func runACP(ctx context.Context, opts *acpOptions) error {
 		id := uuid.NewString()
 		return id, c.startIn(ctx, id, cwd)
 	}
+	ag.MCP = editorMCP(c, opts.app.Log)
 	ag.Open = func(ctx context.Context, id string) error {
 		_, err := c.Mgr.Session(ctx, id)
 		return err
@@ -106,4 +111,43 @@ func (c *chatter) startIn(ctx context.Context, id, cwd string) error {
 	mem := c.memoryConfig()
 	sys := prompt.Build(prompt.Options{Home: c.App.Home, WorkingDir: cwd, ToolNames: c.Tools, Skills: index, Now: time.Now(), NoMemory: !mem.On(), NoUserProfile: !mem.UserOn()})
 	return session.Create(ctx, c.App.Store, id, session.Start{Source: "acp", Model: c.Cfg.Model, Provider: c.Cfg.LLM.Provider, WorkingDir: cwd, System: sys})
+}
+
+// editorMCP starts the MCP servers the editor passes with its sessions, as
+// mcp_servers entries of config.yaml would be: each once per process (the
+// editor passes the same list with every session), a configured server of
+// the same name winning over the editor's.
+func editorMCP(c *chatter, log zerolog.Logger) func(context.Context, []acp.MCPServer) error {
+	var mu sync.Mutex
+	started := map[string]mcp.ServerConfig{}
+	return func(_ context.Context, servers []acp.MCPServer) error {
+		mu.Lock()
+		defer mu.Unlock()
+		fresh := map[string]mcp.ServerConfig{}
+		for _, s := range servers {
+			sc := mcp.ServerConfig{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers, Transport: s.Transport}
+			if _, ok := c.Cfg.MCPServers[s.Name]; ok {
+				log.Warn().Str("mcp_server", s.Name).Msg("acp: the editor's MCP server has the name of one in config.yaml, which is used")
+				continue
+			}
+			if prev, ok := started[s.Name]; ok {
+				if !reflect.DeepEqual(prev, sc) {
+					log.Warn().Str("mcp_server", s.Name).Msg("acp: the editor passed another MCP server of this name; the first one stays")
+				}
+				continue
+			}
+			fresh[s.Name] = sc
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		if err := app.AddMoreMCP(c.Reg, c.App.Home, c.App.Store, c.Cfg, c.Hooks, fresh, log); err != nil {
+			return err
+		}
+		for n, sc := range fresh {
+			started[n] = sc
+			log.Info().Str("mcp_server", n).Msg("acp: the editor's MCP server is starting")
+		}
+		return nil
+	}
 }

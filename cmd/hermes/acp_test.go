@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/mcp/mcptest"
 )
 
 // acpClient runs testdata/acp_client.mjs, the official TypeScript ACP
@@ -380,5 +381,44 @@ func TestACPTerminalInTheEditor(t *testing.T) {
 	}
 	if !shown {
 		t.Fatalf("no tool call update carries the terminal: %v", lines)
+	}
+}
+
+// The MCP servers an editor passes with session/new are started as
+// config.yaml's would be, and their tools offered to the model (the ACP
+// spec makes stdio servers mandatory for agents); an entry without a
+// command is refused with invalid params and no session.
+func TestACPEditorMCPServers(t *testing.T) {
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "mcp_editor_echo", Args: `{"text":"from the editor"}`}}},
+		llmtest.Reply{Content: "The editor's server echoed."},
+	)
+	defer srv.Close()
+	home, project := t.TempDir(), t.TempDir()
+	writeConfig(t, home, "model: gpt-4o-mini\n")
+	cmd, env := mcptest.Command(mcptest.Basic)
+	server := map[string]any{"name": "editor", "command": cmd, "args": []string{}, "env": []map[string]string{{"name": mcptest.EnvVar, "value": env[mcptest.EnvVar]}}}
+	lines := acpClient(t, chatEnv(srv), []string{"--home", home, "acp"}, []map[string]any{
+		{"new": project, "mcpServers": []any{map[string]any{"name": "broken", "command": "", "args": []string{}, "env": []any{}}}},
+		{"new": project, "mcpServers": []any{server}},
+		{"prompt": "echo through the editor's server"},
+	})
+	caps := lines[0]["initialize"].(map[string]any)["agentCapabilities"].(map[string]any)
+	if mc, _ := caps["mcpCapabilities"].(map[string]any); mc["http"] != true || mc["sse"] != true {
+		t.Fatalf("mcpCapabilities %v", caps["mcpCapabilities"])
+	}
+	got := updates(lines[1:])
+	if len(got) == 0 || got[0] != "error -32602" {
+		t.Fatalf("the server without a command: %v", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !offers(reqs[0], "mcp_editor_echo") {
+		t.Fatalf("the model was not offered the editor's server's tools: %v", reqs[0].Body["tools"])
+	}
+	if second := string(reqs[1].Raw); !strings.Contains(second, "echo: from the editor") {
+		t.Fatalf("the tool's result did not reach the model: %s", second)
+	}
+	if out := mustRun(t, home, "sessions", "list"); strings.Count(out, "acp") != 1 {
+		t.Fatalf("the refused session/new made a session:\n%s", out)
 	}
 }

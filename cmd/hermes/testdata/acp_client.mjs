@@ -6,7 +6,8 @@
 //
 //   node acp_client.mjs CMD ARGS_JSON STEPS_JSON
 //
-// Steps: {"new": CWD} opens a session (the later steps use it),
+// Steps: {"new": CWD} opens a session (the later steps use it; with
+// "mcpServers": [...] passed along),
 // {"load": ID, "cwd": CWD} loads one, {"prompt": TEXT} runs a turn (its line
 // has the stop reason and ms_to_first_update, the time from sending the
 // prompt to the first session/update, and from spawning the agent to it),
@@ -98,7 +99,7 @@ try {
     for (const step of steps) {
       try {
         if (step.new !== undefined) {
-          const res = await ctx.request(acp.methods.agent.session.new, { cwd: step.new, mcpServers: [] });
+          const res = await ctx.request(acp.methods.agent.session.new, { cwd: step.new, mcpServers: step.mcpServers ?? [] });
           session = res.sessionId;
           out({ new: res });
         } else if (step.load !== undefined) {

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/hooks"
+	"github.com/hermes-go/hermes/adapters/mcp"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/browser"
 	"github.com/hermes-go/hermes/adapters/tools/clarify"
@@ -111,6 +112,20 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		return nil, nil, err
 	}
 	return r, ex, nil
+}
+
+// AddMoreMCP starts servers (those an editor passes to `hermes acp`) in r
+// as Registry starts mcp_servers: with the environment without Hermes'
+// secrets, their output redacted, the hooks around their tools, the
+// approvals of the grants in store. Each is a toolset the live toolbox
+// picks up when it connects; Registry.Close stops them.
+func AddMoreMCP(r *tools.Registry, home string, store events.Store, cfg config.Resolved, hk *hooks.Runner, servers map[string]mcp.ServerConfig, log zerolog.Logger) error {
+	keep := Secrets(cfg)
+	env := func() []string { return keep.Env(os.Environ()) }
+	wrap := func(t tool.Tool) tool.Tool { return hk.Tools(keep.Tools(t)...)[0] }
+	c := cfg
+	c.MCPServers = servers
+	return AddMCP(r, home, c, env, grants.New(store, cfg.AllowList, log), wrap, log)
 }
 
 // MemoryTool is the memory tool of home, its switches (memory.memory_enabled,
