@@ -40,6 +40,9 @@ type Config struct {
 // (Google's native Gemini host, Bedrock's runtime), then an explicit api_mode, then the
 // provider's catalog entry, then the base URL, then chat_completions.
 func ResolveMode(c Config) (string, error) {
+	if IsPlugin(c.Provider) {
+		return model.ModeChatCompletions, nil
+	}
 	if isNativeGemini(c.BaseURL) {
 		return model.ModeGemini, nil
 	}
@@ -89,6 +92,9 @@ func isNativeGemini(base string) bool {
 
 // New builds the provider for c.
 func New(c Config) (model.Provider, error) {
+	if IsPlugin(c.Provider) {
+		return nil, fmt.Errorf("provider %s is a plugin's: it is reached through the plugins of a chat or gateway", c.Provider)
+	}
 	mode, err := ResolveMode(c)
 	if err != nil {
 		return nil, err
@@ -165,6 +171,9 @@ func ProviderNames() string {
 // NeedsKey reports whether c's endpoint is a public service that refuses
 // calls without a key (a local or self-hosted server usually takes none).
 func NeedsKey(c Config) bool {
+	if IsPlugin(c.Provider) {
+		return false // the plugin holds whatever key it needs
+	}
 	if p, ok := catalog.Lookup(c.Provider); ok && c.BaseURL == p.BaseURL {
 		return p.NeedsKey()
 	}
@@ -188,4 +197,11 @@ func NeedsKey(c Config) bool {
 		}
 	}
 	return false
+}
+
+// IsPlugin says whether provider names a plugin's model provider
+// ("plugin:NAME", see adapters/plugins).
+func IsPlugin(provider string) bool {
+	name, ok := strings.CutPrefix(provider, "plugin:")
+	return ok && name != ""
 }

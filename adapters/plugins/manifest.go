@@ -2,7 +2,8 @@
 // plugin is a directory with a manifest (hermes-plugin.yaml) and a program
 // that speaks MCP on stdio. The manifest declares what the plugin
 // registers — tools the model may call, hooks (hook events answered by one
-// of its MCP tools) and CLI commands (`hermes plugins run`) — and what it
+// of its MCP tools), CLI commands (`hermes plugins run`) and model
+// providers (`provider: plugin:NAME`) — and what it
 // needs (network, environment variables, writing the working directory).
 // Hermes starts each enabled plugin through its MCP client (adapters/mcp:
 // timeouts, reconnects, a crash is a reported error, not Hermes' end)
@@ -47,10 +48,12 @@ type Manifest struct {
 	Hooks []HookDecl `yaml:"hooks"`
 	// Commands are CLI commands, each run by one of its MCP tools.
 	Commands []CommandDecl `yaml:"commands"`
-	// Platforms and Providers (gateway platforms, model providers) are
-	// not supported yet: a manifest naming them is refused.
+	// Providers are model providers: `provider: plugin:NAME` in
+	// config.yaml sends the model's calls to one of its MCP tools.
+	Providers []ProviderDecl `yaml:"providers"`
+	// Platforms (gateway platforms) are not supported yet: a manifest
+	// naming them is refused.
 	Platforms any `yaml:"platforms"`
-	Providers any `yaml:"providers"`
 	// Needs is what the plugin needs from the sandbox.
 	Needs Needs `yaml:"needs"`
 	// Timeout bounds one tool call, in seconds (default 60).
@@ -75,6 +78,18 @@ type CommandDecl struct {
 	Name        string `yaml:"name"`
 	Tool        string `yaml:"tool"`
 	Description string `yaml:"description"`
+}
+
+// ProviderDecl is one model provider of a plugin: its MCP tool Tool is
+// called with {"request": <an OpenAI chat.completions request body>} and
+// answers the response body — a chat.completion object, or the
+// chat.completion.chunk stream as server-sent events ("data: {...}" lines
+// ending with "data: [DONE]").
+type ProviderDecl struct {
+	Name string `yaml:"name"`
+	Tool string `yaml:"tool"`
+	// Models are the models it serves (shown by hermes plugins list).
+	Models []string `yaml:"models"`
 }
 
 // Needs is what a plugin asks of the sandbox it runs in; it gets nothing
@@ -131,8 +146,16 @@ func (m Manifest) Validate() error {
 	if len(m.Command) == 0 || strings.TrimSpace(m.Command[0]) == "" {
 		bad("command: say how to start the plugin (a program speaking MCP on stdio)")
 	}
-	if len(m.Tools) == 0 && len(m.Hooks) == 0 && len(m.Commands) == 0 {
-		bad("the plugin registers nothing: list tools, hooks or commands")
+	if len(m.Tools) == 0 && len(m.Hooks) == 0 && len(m.Commands) == 0 && len(m.Providers) == 0 {
+		bad("the plugin registers nothing: list tools, hooks, commands or providers")
+	}
+	for i, p := range m.Providers {
+		if !pluginName.MatchString(p.Name) {
+			bad("providers[%d].name %q: lower-case letters, digits, - and _ (config.yaml names it provider: plugin:NAME)", i, p.Name)
+		}
+		if !toolName.MatchString(p.Tool) {
+			bad("providers[%d].tool: name the MCP tool that answers the model's calls", i)
+		}
 	}
 	for i, t := range m.Tools {
 		if !toolName.MatchString(t) {
@@ -170,9 +193,6 @@ func (m Manifest) Validate() error {
 	if m.Platforms != nil {
 		bad("platforms: gateway platforms from plugins are not supported yet")
 	}
-	if m.Providers != nil {
-		bad("providers: model providers from plugins are not supported yet")
-	}
 	switch m.Needs.Network {
 	case "", "off", "on":
 		if len(m.Needs.Hosts) > 0 {
@@ -205,6 +225,14 @@ func (m Manifest) hookEvents() []string {
 			seen[h.Event] = true
 			out = append(out, h.Event)
 		}
+	}
+	return out
+}
+
+func (m Manifest) providerNames() []string {
+	var out []string
+	for _, p := range m.Providers {
+		out = append(out, ProviderPrefix+p.Name)
 	}
 	return out
 }

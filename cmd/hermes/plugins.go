@@ -52,6 +52,9 @@ func registers(p plugins.Plugin) string {
 	if len(p.Commands) > 0 {
 		parts = append(parts, "commands "+strings.Join(p.Commands, ","))
 	}
+	if len(p.Providers) > 0 {
+		parts = append(parts, "providers "+strings.Join(p.Providers, ","))
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -268,3 +268,48 @@ func TestPluginsThroughTheBinary(t *testing.T) {
 		t.Errorf("the plugins stream:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A plugin's model provider (provider: plugin:wordcount) answers the
+// chat: each model call is a call of the plugin's MCP tool, in its
+// sandbox, with the chat.completions request; the tool calls it answers
+// are run as any model's, and the session records the provider. A
+// provider no plugin declares is a clear error, not a hang.
+func TestPluginModelProvider(t *testing.T) {
+	home, err := os.MkdirTemp("/var/tmp", "hermes-plugins-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if out := mustRun(t, home, "plugins", "install", buildGoPlugin(t)); !strings.Contains(out, "installed wordcount") {
+		t.Fatalf("install: %s", out)
+	}
+	if out := mustRun(t, home, "plugins", "list"); !strings.Contains(out, "providers plugin:wordcount") {
+		t.Fatalf("plugins list does not show the provider:\n%s", out)
+	}
+	writeConfig(t, home, "model: wc-1\nprovider: plugin:wordcount\n")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "PROBE_HOME=" + home}
+	out, errOut, code := hermes(t, env, "", "--home", home, "chat", "-q", "count these four words")
+	if code != 0 || out != "the plugin's model (wc-1) read: 4 words\n" {
+		t.Fatalf("exit %d %q\n%s", code, out, errOut)
+	}
+	id := sessionIDFrom(t, errOut)
+	var providers, tools []string
+	for _, e := range sessionEvents(t, home, id) {
+		p, _ := e["payload"].(map[string]any)
+		switch e["type"] {
+		case "SessionStarted":
+			providers = append(providers, fmt.Sprint(p["provider"]))
+		case "ToolCallStarted":
+			tools = append(tools, fmt.Sprint(p["name"]))
+		}
+	}
+	if strings.Join(providers, " ") != "plugin:wordcount" || strings.Join(tools, " ") != "word_count" {
+		t.Fatalf("recorded providers %v, tools %v", providers, tools)
+	}
+
+	writeConfig(t, home, "model: x\nprovider: plugin:nobody\n")
+	_, errOut, code = hermes(t, env, "", "--home", home, "chat", "-q", "hello")
+	if code == 0 || !strings.Contains(errOut, "provider plugin:nobody: no enabled plugin declares it (declared: plugin:wordcount)") {
+		t.Fatalf("an undeclared provider: exit %d\n%s", code, errOut)
+	}
+}

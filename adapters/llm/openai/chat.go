@@ -37,6 +37,9 @@ type Options struct {
 	// FirstByteTimeout bounds the wait for the server's answer (default
 	// model.DefaultFirstByteTimeout; negative disables).
 	FirstByteTimeout time.Duration
+	// HTTPClient, when set, carries the requests (a plugin's provider
+	// answers them itself).
+	HTTPClient *http.Client
 }
 
 func (o Options) timeouts() model.Timeouts {
@@ -57,6 +60,9 @@ func (o Options) client() openai.Client {
 	opts = append(opts, option.WithAPIKey(key))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
 	return openai.NewClient(opts...)
 }

@@ -79,6 +79,40 @@ func main() {
 			}
 			return text(strings.Join(out, ", ")), nil
 		})
+	// The model provider (provider: plugin:wordcount): called with
+	// {"request": <a chat.completions request>}, it answers a
+	// chat.completion. It asks for word_count on the last user message,
+	// then says what the tool found.
+	s.AddTool(&mcp.Tool{Name: "complete", Description: "Model provider: a chat.completions call.", InputSchema: object},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Request struct {
+					Model    string `json:"model"`
+					Messages []struct {
+						Role    string `json:"role"`
+						Content any    `json:"content"`
+					} `json:"messages"`
+				} `json:"request"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			msgs := in.Request.Messages
+			last := msgs[len(msgs)-1]
+			message := map[string]any{"role": "assistant"}
+			finish := "stop"
+			if last.Role == "tool" {
+				message["content"] = fmt.Sprintf("the plugin's model (%s) read: %v", in.Request.Model, last.Content)
+			} else {
+				a, _ := json.Marshal(map[string]any{"text": fmt.Sprint(last.Content)})
+				message["tool_calls"] = []any{map[string]any{"id": "wc1", "type": "function", "function": map[string]any{"name": "word_count", "arguments": string(a)}}}
+				finish = "tool_calls"
+			}
+			out, _ := json.Marshal(map[string]any{"id": "wc", "object": "chat.completion", "model": in.Request.Model,
+				"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish}},
+				"usage":   map[string]any{"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+			return text(string(out)), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exit mid-call.", InputSchema: object},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(3)

@@ -90,7 +90,10 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		return nil, fmt.Errorf("no API key for %s: set %s (or put it in %s, or run hermes setup); a local server needs no key: point --base-url or OPENAI_BASE_URL at it",
 			where, vars, filepath.Join(a.Home, ".env"))
 	}
-	provider, err := Ladder(cfg)
+	// A provider a plugin serves is found once the plugins are started
+	// (below).
+	var host *plugins.Host
+	provider, err := LadderWith(cfg, func() *plugins.Host { return host })
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -111,7 +114,7 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		a.Close()
 		return nil, err
 	}
-	host, err := StartPlugins(context.Background(), a.Home, wd, a.Store, cfg, hk, "", g.Log)
+	host, err = StartPlugins(context.Background(), a.Home, wd, a.Store, cfg, hk, "", g.Log)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -75,7 +75,9 @@ func Analyzer(cfg config.Resolved, blobs model.Blobs) (vision.Describe, error) {
 		}
 		return ask, nil
 	}
-	if cfg.Model == "" || !Sees(cfg)(cfg.Model) {
+	if cfg.Model == "" || !Sees(cfg)(cfg.Model) || llm.IsPlugin(cfg.LLM.Provider) {
+		// A plugin's provider answers the chat only (set
+		// auxiliary.vision for images).
 		return nil, nil
 	}
 	return visionModel(cfg, blobs, cfg.LLM, cfg.Model)

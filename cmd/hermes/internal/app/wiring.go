@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-go/hermes/adapters/hooks"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/mcp"
+	"github.com/hermes-go/hermes/adapters/plugins"
 	"github.com/hermes-go/hermes/adapters/secrets"
 	"github.com/hermes-go/hermes/adapters/tools"
 	"github.com/hermes-go/hermes/adapters/tools/sessionsearch"
@@ -61,10 +62,27 @@ func Summarizer(main model.Provider, cfg config.Resolved) func(context.Context, 
 
 // Ladder builds the provider chain: the configured provider, then
 // fallback_providers in order, each with its credential pool.
-func Ladder(cfg config.Resolved) (model.Provider, error) {
+func Ladder(cfg config.Resolved) (model.Provider, error) { return LadderWith(cfg, nil) }
+
+// LadderWith is Ladder where plugins may serve providers (provider:
+// plugin:NAME): host returns the plugins of the process once they are
+// started, which may be after the ladder is built.
+func LadderWith(cfg config.Resolved, host func() *plugins.Host) (model.Provider, error) {
 	var eps []*model.Endpoint
 	for i, c := range append([]llm.Config{cfg.LLM}, cfg.Fallbacks...) {
 		c := c
+		if name, ok := strings.CutPrefix(c.Provider, plugins.ProviderPrefix); ok && llm.IsPlugin(c.Provider) {
+			if host == nil {
+				return nil, fmt.Errorf("provider %s is a plugin's, and this command runs no plugins", c.Provider)
+			}
+			p := plugins.Late(name, host)
+			ep := &model.Endpoint{Name: c.Provider, Build: func(string) model.Provider { return p }, Keys: []string{""}}
+			if i > 0 {
+				ep.Model = cfg.FallbackModels[i-1]
+			}
+			eps = append(eps, ep)
+			continue
+		}
 		if _, err := llm.New(c); err != nil {
 			return nil, err
 		}

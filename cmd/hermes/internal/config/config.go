@@ -316,7 +316,7 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	r.LLM.Provider = first(o.Provider, r.LLM.Provider)
 	r.LLM.APIMode = first(o.APIMode, r.LLM.APIMode)
 	known, isKnown := catalog.Lookup(r.LLM.Provider)
-	if r.LLM.Provider != "" && !isKnown {
+	if r.LLM.Provider != "" && !isKnown && !llm.IsPlugin(r.LLM.Provider) {
 		src := "--provider"
 		if o.Provider == "" {
 			src = path + ": model.provider"
