@@ -58,18 +58,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 			}
 			ans = "approval:" + ans
 		}
-		inbox := s.inbox.Load()
-		if inbox == nil {
-			fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway is not running")
-			return
-		}
-		if !s.corr.answered(q) {
-			fail(w, http.StatusConflict, invalidRequest, "already_answered", "the question was answered or withdrawn meanwhile")
-			return
-		}
-		in := schema.Inbound{Kind: schema.InboundCallback, Key: q.Key, Platform: Platform, Chat: q.Chat, User: Platform, Data: ans, Verified: true}
-		if err := (*inbox)(r.Context(), in); err != nil {
-			fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway did not take the answer: "+err.Error())
+		if !s.sendAnswer(w, r, q, ans) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"session_id": q.Session, "answered": true})
@@ -77,4 +66,24 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST")
 		fail(w, http.StatusMethodNotAllowed, invalidRequest, "method_not_allowed", r.Method+" "+r.URL.Path+": use GET or POST")
 	}
+}
+
+// sendAnswer hands the answer data (approval:<choice>, or the text of a
+// clarification) to q's chat. It answers the client itself on failure.
+func (s *Server) sendAnswer(w http.ResponseWriter, r *http.Request, q *question, data string) bool {
+	inbox := s.inbox.Load()
+	if inbox == nil {
+		fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway is not running")
+		return false
+	}
+	if !s.corr.answered(q) {
+		fail(w, http.StatusConflict, invalidRequest, "already_answered", "the question was answered or withdrawn meanwhile")
+		return false
+	}
+	in := schema.Inbound{Kind: schema.InboundCallback, Key: q.Key, Platform: Platform, Chat: q.Chat, User: Platform, Data: data, Verified: true}
+	if err := (*inbox)(r.Context(), in); err != nil {
+		fail(w, http.StatusServiceUnavailable, serverError, "unavailable", "the gateway did not take the answer: "+err.Error())
+		return false
+	}
+	return true
 }

@@ -75,6 +75,18 @@ type Options struct {
 	Archive Archive
 	// Search serves /api/search; nil turns it off (501).
 	Search Searcher
+	// Sessions creates, titles and deletes sessions (POST /api/sessions,
+	// PATCH and DELETE /api/sessions/{id}) and creates the sessions of
+	// runs; nil turns those off (501).
+	Sessions SessionControl
+	// Chats reads the gateway's chat streams, which tell a queued or
+	// refused run (GET /v1/runs/{id}); nil reads only the sessions.
+	Chats ChatLog
+	// Cron serves /api/jobs; nil turns it off (501).
+	Cron *Cron
+	// Catalog serves /v1/skills and /v1/toolsets; nil turns them off
+	// (501).
+	Catalog Catalog
 	// Dashboard, when set, serves the web dashboard under /dashboard/ with
 	// the same key (its Key and Chat are filled in: a chat from the
 	// dashboard is a turn through this server's chat route). It needs a
@@ -134,6 +146,7 @@ type Server struct {
 	dash      *dashboard.Handler
 	inbox     atomic.Pointer[gw.Inbox]
 	corr      *correlation
+	runs      runBook
 	connected atomic.Bool
 	closing   atomic.Bool
 
@@ -409,8 +422,23 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/responses/{id}", s.responseByID)
 	mux.HandleFunc("/v1/approvals", s.only(http.MethodGet, s.listApprovals))
 	mux.HandleFunc("/v1/approvals/{session}", s.approvals)
-	mux.HandleFunc("/api/sessions", s.only(http.MethodGet, s.listSessions))
-	mux.HandleFunc("/api/sessions/{id}", s.only(http.MethodGet, s.showSession))
+	mux.HandleFunc("/v1/capabilities", s.only(http.MethodGet, s.capabilities))
+	mux.HandleFunc("/v1/skills", s.only(http.MethodGet, s.listSkills))
+	mux.HandleFunc("/v1/skills/{name}", s.only(http.MethodGet, s.showSkill))
+	mux.HandleFunc("/v1/toolsets", s.only(http.MethodGet, s.listToolsets))
+	mux.HandleFunc("/v1/runs", s.only(http.MethodPost, s.startRun))
+	mux.HandleFunc("/v1/runs/{id}", s.only(http.MethodGet, s.getRun))
+	mux.HandleFunc("/v1/runs/{id}/events", s.only(http.MethodGet, s.runEvents))
+	mux.HandleFunc("/v1/runs/{id}/stop", s.only(http.MethodPost, s.stopRun))
+	mux.HandleFunc("/v1/runs/{id}/approval", s.only(http.MethodPost, s.runApproval))
+	mux.HandleFunc("/api/jobs", s.jobsRoot)
+	mux.HandleFunc("/api/jobs/{id}", s.jobByID)
+	mux.HandleFunc("/api/jobs/{id}/{action}", s.only(http.MethodPost, s.jobAction))
+	mux.HandleFunc("/api/sessions", s.sessionsRoot)
+	mux.HandleFunc("/api/sessions/{id}", s.sessionByID)
+	mux.HandleFunc("/api/sessions/{id}/messages", s.only(http.MethodGet, s.sessionMessages))
+	mux.HandleFunc("/api/sessions/{id}/chat", s.only(http.MethodPost, s.admit(s.sessionChat)))
+	mux.HandleFunc("/api/sessions/{id}/chat/stream", s.only(http.MethodPost, s.admit(s.sessionChatStream)))
 	mux.HandleFunc("/api/sessions/{id}/events", s.only(http.MethodGet, s.sessionEvents))
 	mux.HandleFunc("/api/sessions/{id}/fork", s.only(http.MethodPost, s.forkSession))
 	mux.HandleFunc("/api/search", s.only(http.MethodGet, s.search))
@@ -423,7 +451,7 @@ func (s *Server) routes() http.Handler {
 	}
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
-			fail(w, http.StatusNotFound, notFoundError, "unknown_url", fmt.Sprintf("no route %s %s: see /v1/models, /v1/chat/completions, /v1/responses, /api/sessions", r.Method, r.URL.Path))
+			fail(w, http.StatusNotFound, notFoundError, "unknown_url", fmt.Sprintf("no route %s %s: see /v1/capabilities", r.Method, r.URL.Path))
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -527,7 +555,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", SessionHeader)
 		if preflight {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
 			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
 				h.Set("Access-Control-Allow-Headers", req)
 			}

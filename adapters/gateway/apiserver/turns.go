@@ -300,3 +300,25 @@ func (c *correlation) inFlight() int {
 	defer c.mu.Unlock()
 	return len(c.waiting)
 }
+
+// busy tells whether a request waits for a turn of session.
+func (c *correlation) busy(session string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.chatOf[session]
+	if !ok {
+		ch = session
+	}
+	if c.running[ch] != "" {
+		return true
+	}
+	for _, w := range c.waiting {
+		w.mu.Lock()
+		on := w.session == session
+		w.mu.Unlock()
+		if on {
+			return true
+		}
+	}
+	return false
+}
