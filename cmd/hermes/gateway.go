@@ -65,6 +65,9 @@ type gatewayEnv struct {
 	chat   *chatter
 	router *gateway.Router
 	bus    *bus.Bus
+	// cron is the gateway's scheduler (the API's jobs routes run jobs on
+	// it).
+	cron *gatewayCron
 	// served are the platforms on the bus, once they are (the dashboard's
 	// gateway page).
 	served atomic.Pointer[[]*gw.Served]
@@ -226,7 +229,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	}
 	late.set(router.Asker())
 
-	env := &gatewayEnv{home: c.App.Home, set: set, chat: c, router: router, bus: b}
+	env := &gatewayEnv{home: c.App.Home, set: set, chat: c, router: router, bus: b, cron: jobs}
 	var platforms []gw.Platform
 	builders := []func(*gatewayEnv) (gw.Platform, error){
 		apiPlatform,

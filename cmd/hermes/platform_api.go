@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hermes-go/hermes/actors/cron"
@@ -11,6 +14,7 @@ import (
 	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver"
 	"github.com/hermes-go/hermes/adapters/gateway/apiserver/dashboard"
+	"github.com/hermes-go/hermes/adapters/tools/skills"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
 	"github.com/hermes-go/hermes/events"
@@ -35,7 +39,18 @@ func apiPlatform(env *gatewayEnv) (gw.Platform, error) {
 	opts := apiserver.Options{Host: set.Host, Port: set.Port, Key: set.Key, CORSOrigins: set.CORSOrigins,
 		Model: env.chat.Cfg.Model, Archive: arch, Search: arch, Stopper: env.chat.Mgr, MaxTextBytes: gateway.MaxVerifiedTextBytes, Log: a.Log,
 		Images: a.Blobs(), Responses: apiserver.StoreResponses{Store: a.Store}, MaxBodyBytes: set.MaxBodyBytes, MaxInFlight: set.MaxInFlight, ModelRoutes: apiRoutes(set, a.Log),
-		MediaDir: filepath.Join(env.home, "cache")}
+		MediaDir: filepath.Join(env.home, "cache"),
+		Sessions: apiSessions{c: env.chat}, Chats: apiserver.StoreChats{Store: a.Store}, Catalog: apiCatalog{c: env.chat}}
+	if !env.set.dashboardOnly {
+		// The jobs are the scheduler's own (it sees a change at once),
+		// and a job run now runs in this gateway, as `hermes cron run`
+		// runs it in its process.
+		w := env.chat.cron()
+		opts.Cron = &apiserver.Cron{Jobs: w.jobs, Rules: w.tool.Rules(), Timezone: w.set.Timezone}
+		if env.cron != nil {
+			opts.Cron.RunNow = env.cron.sched.RunNow
+		}
+	}
 	if dashboardOn(set) {
 		// The dashboard reads jobs through a Jobs of its own: it only reads.
 		opts.Dashboard = &dashboard.Options{Store: a.Store, Blobs: a.Blobs(), Read: arch, Log: a.Log, Cron: cron.NewJobs(a.Store, nil),
@@ -190,4 +205,110 @@ func apiRoutes(set config.APIServerConfig, log zerolog.Logger) map[string]string
 		}
 	}
 	return out
+}
+
+// apiSessions changes sessions for the API server's session routes, as
+// the CLI's commands do: a new session's opening events, a title through
+// the session's actor, an erasure of its stream under its lease.
+type apiSessions struct{ c *chatter }
+
+// Create starts session id of source api with the tools of the API's
+// sessions.
+func (x apiSessions) Create(ctx context.Context, id, model string) error {
+	return x.c.startSession(ctx, id, apiserver.Platform, first(model, x.c.Cfg.Model), x.c.Tools)
+}
+
+// Retitle records the title through the session's actor (the stream's
+// one writer).
+func (x apiSessions) Retitle(ctx context.Context, id, title string) error {
+	return x.c.Mgr.Retitle(ctx, id, title)
+}
+
+// Delete erases the session as `hermes sessions delete` does: its actor
+// here stops (releasing its lease), the lease is taken so that no other
+// process runs it meanwhile, and its stream is deleted.
+func (x apiSessions) Delete(ctx context.Context, id string) error {
+	x.c.Mgr.Restart(id)
+	lease, err := x.c.App.Leases(session.ThisProcess()).Lease(id)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	return x.c.App.Store.DeleteStream(ctx, events.SessionStream(id), events.Any)
+}
+
+// apiCatalog is the skills and tools of the API's sessions.
+type apiCatalog struct{ c *chatter }
+
+func (x apiCatalog) library() skills.Library { return app.Library(x.c.App.Home, x.c.WD) }
+
+func (x apiCatalog) info(l skills.Library, s skills.Skill, offered map[string]bool) apiserver.SkillInfo {
+	return apiserver.SkillInfo{Name: s.Name, Description: s.Description, Category: l.Category(s), Offered: offered[s.Name]}
+}
+
+func (x apiCatalog) offered(l skills.Library) map[string]bool {
+	on, _ := l.Offered(x.c.skillWhere(apiserver.Platform, x.c.Tools))
+	m := make(map[string]bool, len(on))
+	for _, s := range on {
+		m[s.Name] = true
+	}
+	return m
+}
+
+// Skills lists the home's skills (and the project's), each saying
+// whether the API's sessions offer it.
+func (x apiCatalog) Skills(context.Context) ([]apiserver.SkillInfo, error) {
+	l := x.library()
+	all, errs := l.All()
+	for _, err := range errs {
+		x.c.App.Log.Warn().Err(err).Msg("a skill that does not load is left out of /v1/skills")
+	}
+	offered := x.offered(l)
+	out := make([]apiserver.SkillInfo, 0, len(all))
+	for _, s := range all {
+		out = append(out, x.info(l, s, offered))
+	}
+	return out, nil
+}
+
+// Skill is one skill with its instructions.
+func (x apiCatalog) Skill(_ context.Context, name string) (apiserver.SkillDoc, error) {
+	l := x.library()
+	s, err := l.Get(name)
+	if err != nil {
+		return apiserver.SkillDoc{}, fmt.Errorf("%w: %v", apiserver.ErrNoSkill, err)
+	}
+	return apiserver.SkillDoc{SkillInfo: x.info(l, s, x.offered(l)), Content: s.Body}, nil
+}
+
+// Toolsets are the registry's toolsets with their tools; a toolset is
+// enabled when the API's sessions have any of its tools.
+func (x apiCatalog) Toolsets(context.Context) ([]apiserver.Toolset, error) {
+	byName := map[string]*apiserver.Toolset{}
+	var order []string
+	if x.c.Reg == nil {
+		return nil, nil
+	}
+	for _, e := range x.c.Reg.All() {
+		t, ok := byName[e.Toolset]
+		if !ok {
+			t = &apiserver.Toolset{Name: e.Toolset, Label: e.Toolset, Configured: true, Tools: []string{}}
+			byName[e.Toolset] = t
+			order = append(order, e.Toolset)
+		}
+		name := e.Tool.Spec().Name
+		t.Tools = append(t.Tools, name)
+		if slices.Contains(x.c.Tools, name) {
+			t.Enabled = true
+		}
+	}
+	sort.Strings(order)
+	out := make([]apiserver.Toolset, 0, len(order))
+	for _, n := range order {
+		t := byName[n]
+		sort.Strings(t.Tools)
+		t.Description = fmt.Sprintf("%d tools: %s", len(t.Tools), strings.Join(t.Tools, ", "))
+		out = append(out, *t)
+	}
+	return out, nil
 }

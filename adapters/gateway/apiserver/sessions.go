@@ -96,7 +96,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 && len(all) > limit {
 		all = all[:limit]
 	}
-	writeJSON(w, http.StatusOK, newList(all))
+	views := make([]sessionView, len(all))
+	for i, x := range all {
+		views[i] = viewOf(x)
+	}
+	writeJSON(w, http.StatusOK, newList(views))
 }
 
 // session resolves the {id} of the path; it answers 404 itself.
@@ -135,7 +139,7 @@ func (s *Server) showSession(w http.ResponseWriter, r *http.Request) {
 	if msgs == nil {
 		msgs = []schema.Message{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": sum, "messages": msgs})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "hermes.session", "session": viewOf(sum), "messages": msgs})
 }
 
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
