@@ -270,6 +270,12 @@ func TestGatewayAPIRoutes(t *testing.T) {
 	if out := cronList(); !strings.Contains(out, "paused") {
 		t.Fatalf("cron list after pause:\n%s", out)
 	}
+	if jobs := g.must(200, "GET", "/api/jobs", "")["jobs"].([]any); len(jobs) != 0 {
+		t.Fatalf("a paused job listed without include_disabled: %v", jobs)
+	}
+	if jobs := g.must(200, "GET", "/api/jobs?include_disabled=true", "")["jobs"].([]any); len(jobs) != 1 {
+		t.Fatalf("jobs with include_disabled: %v", jobs)
+	}
 	if code, out := g.call("POST", "/api/jobs", `{"name": "bad", "schedule": "whenever"}`, true); code != 400 || !strings.Contains(out, "invalid_job") {
 		t.Fatalf("a bad schedule: %d %s", code, out)
 	}

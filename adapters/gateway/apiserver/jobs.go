@@ -144,10 +144,10 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.readFailed(w, "list jobs", err)
 		return
 	}
-	// include_disabled (upstream's) also lists paused jobs; removed ones
-	// are listed by include_removed.
+	// As upstream's: paused jobs are listed with include_disabled=true;
+	// removed ones (kept for their history) with include_removed=true.
 	q := r.URL.Query()
-	withPaused := q.Get("include_disabled") == "" || truthy(q.Get("include_disabled"))
+	withPaused := truthy(q.Get("include_disabled"))
 	withRemoved := truthy(q.Get("include_removed"))
 	out := []jobView{}
 	for _, j := range all {

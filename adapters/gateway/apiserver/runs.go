@@ -245,6 +245,17 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusNotFound, notFoundError, "response_not_found", "previous_response_id "+req.PreviousResponseID+" is not a response of this server")
 			return
 		}
+		if s.opts.Responses != nil {
+			gone, err := s.opts.Responses.ResponseDeleted(r.Context(), req.PreviousResponseID)
+			if err != nil {
+				fail(w, http.StatusInternalServerError, serverError, "store_error", err.Error())
+				return
+			}
+			if gone {
+				fail(w, http.StatusNotFound, notFoundError, "response_not_found", "previous_response_id "+req.PreviousResponseID+" was deleted")
+				return
+			}
+		}
 		session = sid
 	}
 	if session != "" && req.Instructions != nil {
@@ -618,6 +629,12 @@ func (s *Server) stopRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if terminal(st.Status) {
 		fail(w, http.StatusConflict, invalidRequest, "run_not_active", "run "+st.RunID+" is "+st.Status+" already")
+		return
+	}
+	if l == nil && st.Status == "queued" {
+		// Recovered after a restart and not begun yet: nothing here holds
+		// it to stop when it begins.
+		fail(w, http.StatusConflict, invalidRequest, "run_not_started", "run "+st.RunID+" is queued behind another turn of its session: stop it once it runs")
 		return
 	}
 	if l != nil {

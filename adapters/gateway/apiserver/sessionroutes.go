@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections/sessions"
 	"github.com/hermes-go/hermes/schema"
@@ -250,7 +251,8 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 // changeFailed answers a SessionControl error: a session another process
 // runs is a conflict.
 func (s *Server) changeFailed(w http.ResponseWriter, what string, err error) {
-	if strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "is run by") {
+	var inUse *session.InUseError
+	if errors.As(err, &inUse) {
 		fail(w, http.StatusConflict, invalidRequest, "session_in_use", what+": "+err.Error())
 		return
 	}
