@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +72,12 @@ func (g *apiGateway) stop() {
 	}
 }
 
+// kill ends the gateway as a crash does.
+func (g *apiGateway) kill() {
+	_ = g.cmd.Process.Kill()
+	g.exited <- <-g.exited
+}
+
 // call sends a request, with the key when auth is set.
 func (g *apiGateway) call(method, path, body string, auth bool) (int, string) {
 	req, _ := http.NewRequest(method, g.base+path, strings.NewReader(body))
@@ -110,6 +117,7 @@ func (g *apiGateway) must(want int, method, path, body string) map[string]any {
 func TestGatewayAPIRoutes(t *testing.T) {
 	srv := llmtest.New()
 	defer srv.Close()
+	var italy atomic.Int32
 	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
 		switch strings.TrimSpace(lastUser(r)) {
 		case "What is two plus two?":
@@ -118,6 +126,13 @@ func TestGatewayAPIRoutes(t *testing.T) {
 			return &llmtest.Reply{Content: "Paris.", Prompt: 20, Completion: 3}
 		case "Think slowly.":
 			return &llmtest.Reply{Content: "Hmm", PingEvery: 100 * time.Millisecond}
+		case "Capital of Italy?":
+			// The first call hangs until the gateway is killed; the call
+			// the recovered turn makes answers.
+			if italy.Add(1) == 1 {
+				return &llmtest.Reply{Content: "Let me", PingEvery: 100 * time.Millisecond}
+			}
+			return &llmtest.Reply{Content: "Rome.", Prompt: 20, Completion: 2}
 		}
 		return &llmtest.Reply{Content: "Some title"} // titles and the like
 	})
@@ -215,13 +230,14 @@ func TestGatewayAPIRoutes(t *testing.T) {
 	runID := started["run_id"].(string)
 	poll := func(id string) map[string]any {
 		t.Helper()
+		var st map[string]any
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			st := g.must(200, "GET", "/v1/runs/"+id, "")
+			st = g.must(200, "GET", "/v1/runs/"+id, "")
 			if s := st["status"]; s == "completed" || s == "failed" || s == "cancelled" {
 				return st
 			}
 		}
-		t.Fatalf("run %s did not end", id)
+		t.Fatalf("run %s did not end: %v\n%s", id, st, g.stderr.String())
 		return nil
 	}
 	st := poll(runID)
@@ -331,9 +347,21 @@ func TestGatewayAPIRoutes(t *testing.T) {
 		t.Fatalf("capabilities' endpoints: %v", eps)
 	}
 
-	// After a restart the run is answered from the events.
-	g.stop()
+	// A run in flight when the gateway is killed is polled after the
+	// restart: the events say it runs, and then how it ended.
+	inflight := g.must(202, "POST", "/v1/runs", `{"input": "Capital of Italy?"}`)["run_id"].(string)
+	for end := time.Now().Add(10 * time.Second); italy.Load() == 0 || g.must(200, "GET", "/v1/runs/"+inflight, "")["status"] != "running"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the run did not start")
+		}
+	}
+	g.kill()
+
+	// After a restart the runs are answered from the events.
 	g = startAPIGateway(t, srv, home, port)
+	if st := poll(inflight); st["status"] != "completed" || st["output"] != "Rome." {
+		t.Fatalf("the run the restart recovered: %v", st)
+	}
 	if st := g.must(200, "GET", "/v1/runs/"+runID, ""); st["status"] != "completed" || st["output"] != "Paris." {
 		t.Fatalf("the run after a restart: %v", st)
 	}

@@ -414,45 +414,27 @@ func (s *Server) driveRun(l *liveRun, wt *waiter) {
 	}
 }
 
-// recordedRun reads a run's status from the events: its turn in its
-// session, and its message in the gateway's chat stream. ok is false for
-// a run the events do not know.
+// recordedRun reads a run's status from the events: the gateway's chat
+// stream (the message received, the reply it got) and the turn in its
+// session. A turn a crash cut short is continued by the gateway's
+// recovery under another turn id: the reply names it. ok is false for a
+// run the events do not know.
 func (s *Server) recordedRun(ctx context.Context, id string) (runStatus, bool, error) {
 	reqID, sess, chat, ok := parseRunID(id)
 	if !ok || s.opts.Archive == nil {
 		return runStatus{}, false, nil
 	}
 	st := runStatus{Object: "hermes.run", RunID: id, SessionID: sess}
-	turn, err := session.LookupTurnIn(ctx, s.opts.Archive.Events, sess, gateway.TurnIDFor(Platform, reqID))
-	if errors.Is(err, events.ErrStreamDeleted) {
-		return st, false, nil
-	}
-	if err != nil {
-		return st, false, err
-	}
-	if !turn.First.IsZero() {
-		st.CreatedAt, st.UpdatedAt = unixFloat(turn.First), unixFloat(turn.Last)
-	}
-	switch {
-	case turn.Completed:
-		out := s.withMedia(strings.Join(turn.Said, "\n\n"))
-		st.Status, st.Output, st.Usage, st.LastEvent = "completed", &out, runUsageOf(&turn.Usage), "run.completed"
-		return st, true, nil
-	case turn.Interrupted != "":
-		st.Status, st.Error, st.LastEvent = "cancelled", turn.Interrupted, "run.cancelled"
-		return st, true, nil
-	}
-	// Not finished in its session: the chat tells queued from refused.
-	var received, refused bool
+	var received bool
+	var reply *schema.GatewayReplyRequested
+	var replied time.Time
 	if s.opts.Chats != nil {
 		evs, err := s.opts.Chats.ChatEvents(ctx, chat)
 		if err != nil {
 			return st, false, err
 		}
 		for _, r := range evs {
-			switch r.Type {
-			case schema.TypeGatewayMessageReceived, schema.TypeGatewayReplyRequested:
-			default:
+			if r.Type != schema.TypeGatewayMessageReceived && r.Type != schema.TypeGatewayReplyRequested {
 				continue
 			}
 			p, err := schema.Decode(r.Envelope)
@@ -461,32 +443,73 @@ func (s *Server) recordedRun(ctx context.Context, id string) (runStatus, bool, e
 			}
 			switch e := p.(type) {
 			case schema.GatewayMessageReceived:
-				if e.MessageID == reqID {
+				if e.MessageID == reqID && !received {
 					received = true
-					if st.CreatedAt == 0 {
-						st.CreatedAt, st.UpdatedAt = unixFloat(r.Time), unixFloat(r.Time)
-					}
+					st.CreatedAt, st.UpdatedAt = unixFloat(r.Time), unixFloat(r.Time)
 				}
 			case schema.GatewayReplyRequested:
-				if e.InReplyTo == reqID && e.Kind == schema.ReplyError {
-					refused = true
-					st.Error, st.UpdatedAt = e.Text, unixFloat(r.Time)
+				if e.InReplyTo == reqID && e.Kind != schema.ReplyApproval {
+					reply, replied = &e, r.Time
 				}
 			}
 		}
 	}
-	switch {
-	case refused:
-		st.Status, st.LastEvent = "failed", "run.failed"
-	case turn.Started:
-		st.Status = "running"
-		if s.corr.question(sess) != nil {
-			st.Status = "waiting_for_approval"
+	turnID := gateway.TurnIDFor(Platform, reqID)
+	if reply != nil && reply.TurnID != "" {
+		turnID = reply.TurnID
+	}
+	turn, err := session.LookupTurnIn(ctx, s.opts.Archive.Events, sess, turnID)
+	if errors.Is(err, events.ErrStreamDeleted) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	if st.CreatedAt == 0 && !turn.First.IsZero() {
+		st.CreatedAt = unixFloat(turn.First)
+	}
+	if !turn.Last.IsZero() {
+		st.UpdatedAt = unixFloat(turn.Last)
+	}
+	completed := func() {
+		out := s.withMedia(strings.Join(turn.Said, "\n\n"))
+		st.Status, st.Output, st.Usage, st.LastEvent = "completed", &out, runUsageOf(&turn.Usage), "run.completed"
+	}
+	if reply != nil {
+		st.UpdatedAt = unixFloat(replied)
+		switch {
+		case reply.Kind == schema.ReplyAnswer || reply.Kind == schema.ReplyNotice && turn.Completed:
+			completed()
+		case reply.Kind == schema.ReplyNotice && turn.Interrupted != "":
+			st.Status, st.Error, st.LastEvent = "cancelled", turn.Interrupted, "run.cancelled"
+		default:
+			// An error, or a notice that refused the message (too long,
+			// too many waiting).
+			st.Status, st.Error, st.LastEvent = "failed", reply.Text, "run.failed"
 		}
+		return st, true, nil
+	}
+	switch {
+	case received && turn.Started:
+		// Owed a reply: running, or cut short by a crash and continued
+		// when the gateway recovers it.
+		st.Status = "running"
 	case received:
 		st.Status = "queued"
+	case s.opts.Chats != nil:
+		return st, false, nil
+	// Without the chat's record, the turn alone.
+	case turn.Completed:
+		completed()
+	case turn.Interrupted != "":
+		st.Status, st.Error, st.LastEvent = "cancelled", turn.Interrupted, "run.cancelled"
+	case turn.Started:
+		st.Status = "running"
 	default:
 		return st, false, nil
+	}
+	if st.Status == "running" && s.corr.question(sess) != nil {
+		st.Status = "waiting_for_approval"
 	}
 	return st, true, nil
 }
