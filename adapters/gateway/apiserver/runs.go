@@ -460,7 +460,7 @@ func (s *Server) recordedRun(ctx context.Context, id string) (runStatus, bool, e
 	}
 	turn, err := session.LookupTurnIn(ctx, s.opts.Archive.Events, sess, turnID)
 	if errors.Is(err, events.ErrStreamDeleted) {
-		return st, false, nil
+		return st, false, errRunGone
 	}
 	if err != nil {
 		return st, false, err
@@ -514,6 +514,9 @@ func (s *Server) recordedRun(ctx context.Context, id string) (runStatus, bool, e
 	return st, true, nil
 }
 
+// errRunGone is a run whose session was deleted.
+var errRunGone = errors.New("the run's session was deleted")
+
 // runState is a run's status: the live record while it runs here, else
 // the events'.
 func (s *Server) runState(w http.ResponseWriter, r *http.Request) (runStatus, *liveRun, bool) {
@@ -526,6 +529,10 @@ func (s *Server) runState(w http.ResponseWriter, r *http.Request) (runStatus, *l
 		}
 	}
 	st, ok, err := s.recordedRun(r.Context(), id)
+	if errors.Is(err, errRunGone) {
+		fail(w, http.StatusNotFound, notFoundError, "run_not_found", "run "+id+": its session was deleted")
+		return st, nil, false
+	}
 	if err != nil {
 		s.log.Error().Err(err).Str("run", id).Msg("read a run")
 		fail(w, http.StatusInternalServerError, serverError, "store_error", "could not read run "+id)

@@ -238,3 +238,42 @@ func TestSessionChatStream(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteRefusedWhileARunRuns: a session is not erased under its
+// running turn, nor by a prefix of its id; the run, stopped, is
+// cancelled, and the session can go then.
+func TestDeleteRefusedWhileARunRuns(t *testing.T) {
+	r := newRunsRig(t, []llmtest.Reply{{ToolCalls: []llmtest.ToolCall{{ID: "s1", Name: "slow", Args: `{}`}}}})
+	if resp, b := r.postJSON(t, "/api/sessions", map[string]any{"id": "busy-session"}, nil); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	resp, b := r.postJSON(t, "/v1/runs", map[string]any{"input": "wait a while", "session_id": "busy-session"}, nil)
+	if resp.StatusCode != 202 {
+		t.Fatalf("run: %d %s", resp.StatusCode, b)
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal(b, &run)
+	select {
+	case <-r.slow.started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow tool did not start")
+	}
+	if resp, b := r.do(t, http.MethodDelete, "/api/sessions/busy-session", "", nil, nil); resp.StatusCode != 409 || !contains(string(b), "session_busy") {
+		t.Fatalf("delete while running: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := r.do(t, http.MethodDelete, "/api/sessions/busy-sess", "", nil, nil); resp.StatusCode != 404 {
+		t.Fatalf("delete by a prefix: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := r.postJSON(t, "/v1/runs/"+run.RunID+"/stop", nil, nil); resp.StatusCode != 200 || !contains(string(b), `"stopping"`) {
+		t.Fatalf("stop: %d %s", resp.StatusCode, b)
+	}
+	waitFor(t, "the run to be cancelled", func() bool { return r.runStatus(t, run.RunID)["status"] == "cancelled" })
+	if resp, b := r.do(t, http.MethodDelete, "/api/sessions/busy-session", "", nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("delete after the stop: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := r.do(t, http.MethodGet, "/v1/runs/"+run.RunID, "", nil, nil); resp.StatusCode != 404 {
+		t.Fatalf("a run of a deleted session: %d", resp.StatusCode)
+	}
+}

@@ -237,7 +237,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, invalidRequest, "invalid_title", bad)
 		return
 	}
-	sum, found := s.session(w, r, s.opts.Archive)
+	sum, found := s.exactSession(w, r)
 	if !found {
 		return
 	}
@@ -246,6 +246,17 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeSession(w, r, sum.ID, http.StatusOK)
+}
+
+// exactSession resolves the {id} of a route that changes a session: the
+// whole id, never a prefix (a prefix names a session to read only).
+func (s *Server) exactSession(w http.ResponseWriter, r *http.Request) (sessions.Summary, bool) {
+	sum, ok := s.session(w, r, s.opts.Archive)
+	if ok && sum.ID != r.PathValue("id") {
+		fail(w, http.StatusNotFound, notFoundError, "session_not_found", "no session "+r.PathValue("id")+": changes name a session by its whole id")
+		return sum, false
+	}
+	return sum, ok
 }
 
 // changeFailed answers a SessionControl error: a session another process
@@ -264,7 +275,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	if ctl == nil {
 		return
 	}
-	sum, ok := s.session(w, r, s.opts.Archive)
+	sum, ok := s.exactSession(w, r)
 	if !ok {
 		return
 	}
