@@ -230,8 +230,7 @@ func runMessages(req runRequest) ([]chatMessage, error) {
 
 // startRun answers POST /v1/runs.
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
-	a := s.archive(w)
-	if a == nil {
+	if s.archive(w) == nil {
 		return
 	}
 	var req runRequest
@@ -274,7 +273,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 			err = badInput("input has no text")
 		}
 		if err == nil {
-			s.launchRun(w, r, a, session, text, req.Model)
+			s.launchRun(w, r, session, text, req.Model)
 			return
 		}
 	}
@@ -284,7 +283,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // launchRun creates the run's session when it has none, hands the turn to
 // the router and answers 202.
-func (s *Server) launchRun(w http.ResponseWriter, r *http.Request, a Archive, session, text, model string) {
+func (s *Server) launchRun(w http.ResponseWriter, r *http.Request, session, text, model string) {
 	if len(text) > s.opts.MaxTextBytes {
 		fail(w, http.StatusBadRequest, invalidRequest, "message_too_long", "the text for the agent is over the limit: continue a session with session_id instead of sending the history again")
 		return
