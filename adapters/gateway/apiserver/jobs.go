@@ -82,11 +82,16 @@ func jobViewOf(j *cron.Job) jobView {
 		kind = sch.Kind()
 	}
 	v.Schedule = map[string]any{"kind": kind, "expr": j.Spec.Schedule, "display": j.Spec.Schedule}
-	if j.Paused {
-		v.State = "paused"
-		v.PausedReason = ptr(j.Reason)
-	} else if v.State == "active" {
+	// Upstream's words for our states.
+	switch v.State {
+	case "active":
 		v.State = "scheduled"
+	case "done":
+		v.State = "completed"
+	case "broken":
+		v.State = "error"
+	case "paused":
+		v.PausedReason = ptr(j.Reason)
 	}
 	if n := j.NextSlot(); !n.IsZero() && j.Active() {
 		v.NextRunAt = &n
