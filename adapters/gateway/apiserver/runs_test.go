@@ -277,3 +277,46 @@ func TestDeleteRefusedWhileARunRuns(t *testing.T) {
 		t.Fatalf("a run of a deleted session: %d", resp.StatusCode)
 	}
 }
+
+// TestSessionsPaged: limit and offset page through the sessions, newest
+// first, and has_more says whether a next page exists.
+func TestSessionsPaged(t *testing.T) {
+	r := newRunsRig(t, nil)
+	for _, id := range []string{"page-a", "page-b", "page-c"} {
+		if resp, b := r.postJSON(t, "/api/sessions", map[string]any{"id": id}, nil); resp.StatusCode != 201 {
+			t.Fatalf("create %s: %d %s", id, resp.StatusCode, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	page := func(q string) (ids []string, more bool) {
+		t.Helper()
+		resp, b := r.do(t, http.MethodGet, "/api/sessions?"+q, "", nil, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", q, resp.StatusCode, b)
+		}
+		var l struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			HasMore bool `json:"has_more"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Data {
+			ids = append(ids, s.ID)
+		}
+		return ids, l.HasMore
+	}
+	if ids, more := page("limit=2"); len(ids) != 2 || !more {
+		t.Fatalf("first page: %v %v", ids, more)
+	}
+	first, _ := page("limit=2")
+	second, more := page("limit=2&offset=2")
+	if len(second) != 1 || more || second[0] == first[0] || second[0] == first[1] {
+		t.Fatalf("pages %v then %v (more %v)", first, second, more)
+	}
+	if resp, _ := r.do(t, http.MethodGet, "/api/sessions?offset=-1", "", nil, nil); resp.StatusCode != 400 {
+		t.Fatalf("a negative offset: %d", resp.StatusCode)
+	}
+}

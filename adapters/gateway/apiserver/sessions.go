@@ -80,9 +80,19 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	// offset pages through the list as upstream's clients do.
+	offset := 0
+	if v := r.URL.Query().Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, http.StatusBadRequest, invalidRequest, "invalid_offset", "offset "+strconv.Quote(v)+": a number >= 0")
+			return
+		}
+		offset = n
+	}
 	ask := limit
 	if ask > 0 {
-		ask++ // room for the row dropped below
+		ask += offset + 2 // room for the row dropped below, and to tell whether more follow
 	}
 	all, err := a.List(r.Context(), ask)
 	if err != nil {
@@ -93,14 +103,19 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	// (the gateway's chat index, pairings) under the session id "": not a
 	// session.
 	all = slices.DeleteFunc(all, func(x sessions.Summary) bool { return x.ID == "" })
+	all = all[min(offset, len(all)):]
+	more := false
 	if limit > 0 && len(all) > limit {
-		all = all[:limit]
+		all, more = all[:limit], true
 	}
 	views := make([]sessionView, len(all))
 	for i, x := range all {
 		views[i] = viewOf(x)
 	}
-	writeJSON(w, http.StatusOK, newList(views))
+	if views == nil {
+		views = []sessionView{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": views, "limit": limit, "offset": offset, "has_more": more})
 }
 
 // session resolves the {id} of the path; it answers 404 itself.
