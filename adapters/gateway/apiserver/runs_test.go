@@ -319,4 +319,8 @@ func TestSessionsPaged(t *testing.T) {
 	if resp, _ := r.do(t, http.MethodGet, "/api/sessions?offset=-1", "", nil, nil); resp.StatusCode != 400 {
 		t.Fatalf("a negative offset: %d", resp.StatusCode)
 	}
+	// /v1/health needs no key, as /health.
+	if resp, b := r.do(t, http.MethodGet, "/v1/health", "", nil, map[string]string{"Authorization": ""}); resp.StatusCode != 200 || !contains(string(b), `"ok"`) {
+		t.Fatalf("/v1/health: %d %s", resp.StatusCode, b)
+	}
 }

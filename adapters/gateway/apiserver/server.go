@@ -416,6 +416,7 @@ func (s *Server) stop(session string) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.only(http.MethodGet, s.health))
+	mux.HandleFunc("/v1/health", s.only(http.MethodGet, s.health)) // upstream's alias
 	mux.HandleFunc("/v1/models", s.only(http.MethodGet, s.models))
 	mux.HandleFunc("/v1/chat/completions", s.only(http.MethodPost, s.admit(s.chatCompletions)))
 	mux.HandleFunc("/v1/responses", s.only(http.MethodPost, s.admit(s.responses)))
@@ -505,10 +506,11 @@ func (s *Server) only(method string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// auth requires the bearer key on every route but /health.
+// auth requires the bearer key on every route but /health (and its
+// alias /v1/health).
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Key == "" || r.URL.Path == "/health" || s.dash != nil && (r.URL.Path == dashboard.Prefix || strings.HasPrefix(r.URL.Path, dashboard.Prefix+"/")) {
+		if s.opts.Key == "" || r.URL.Path == "/health" || r.URL.Path == "/v1/health" || s.dash != nil && (r.URL.Path == dashboard.Prefix || strings.HasPrefix(r.URL.Path, dashboard.Prefix+"/")) {
 			next.ServeHTTP(w, r)
 			return
 		}
