@@ -20,12 +20,14 @@ type PluginPin struct {
 	// Hash is "sha256:<hex>" of the installed tree: a plugin whose files
 	// no longer hash to it is not started.
 	Hash string `json:"hash"`
-	// Tools, Hooks (events), Commands and Providers (model providers,
-	// provider: plugin:NAME) are what it registers.
+	// Tools, Hooks (events), Commands, Providers (model providers,
+	// provider: plugin:NAME) and Platforms (gateway platforms) are what
+	// it registers.
 	Tools     []string `json:"tools,omitempty"`
 	Hooks     []string `json:"hooks,omitempty"`
 	Commands  []string `json:"commands,omitempty"`
 	Providers []string `json:"providers,omitempty"`
+	Platforms []string `json:"platforms,omitempty"`
 	// Network, Hosts, Env and Workspace are what it needs: the network
 	// (off, on, allow with Hosts), the environment variables it is given,
 	// and whether it may write the working directory (read or write).

@@ -19,6 +19,10 @@ import (
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
 
+// WorkdirEnv names, in a plugin's environment, the working directory
+// Hermes runs in.
+const WorkdirEnv = "HERMES_WORKDIR"
+
 // DefaultTimeout bounds a plugin's tool call when its manifest does not.
 const DefaultTimeout = 60 * time.Second
 
@@ -112,6 +116,11 @@ func (h *Host) serverConfig(p Plugin, m Manifest) (mcp.ServerConfig, error) {
 		environ = h.opts.Environ()
 	}
 	spec := Spec{Name: p.Name, Dir: p.Dir, Command: m.Command, Env: sandbox.FilterEnv(environ, m.Needs.Env)}
+	if h.opts.WD != "" {
+		// The plugin runs in its own directory; this names the one
+		// Hermes works in (writable with needs.workspace: write).
+		spec.Env = append(spec.Env, WorkdirEnv+"="+h.opts.WD)
+	}
 	if h.opts.Policy != nil {
 		pol := policyFor(*h.opts.Policy, p, h.opts.WD)
 		spec.Policy = &pol

@@ -197,7 +197,7 @@ func pin(dir, source, kind, commit string) (Manifest, schema.PluginPin, error) {
 		return m, schema.PluginPin{}, err
 	}
 	p := schema.PluginPin{Version: m.Version, Description: m.Description, Source: source, Kind: kind, Commit: commit, Hash: hash,
-		Tools: m.Tools, Hooks: m.hookEvents(), Commands: m.commandNames(), Providers: m.providerNames(), Network: m.Needs.Network, Hosts: m.Needs.Hosts,
+		Tools: m.Tools, Hooks: m.hookEvents(), Commands: m.commandNames(), Providers: m.providerNames(), Platforms: m.platformNames(), Network: m.Needs.Network, Hosts: m.Needs.Hosts,
 		Env: m.Needs.Env, Workspace: m.Needs.Workspace}
 	if p.Network == "" {
 		p.Network = "off"

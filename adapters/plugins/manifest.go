@@ -2,8 +2,8 @@
 // plugin is a directory with a manifest (hermes-plugin.yaml) and a program
 // that speaks MCP on stdio. The manifest declares what the plugin
 // registers — tools the model may call, hooks (hook events answered by one
-// of its MCP tools), CLI commands (`hermes plugins run`) and model
-// providers (`provider: plugin:NAME`) — and what it
+// of its MCP tools), CLI commands (`hermes plugins run`), model providers
+// (`provider: plugin:NAME`) and gateway platforms — and what it
 // needs (network, environment variables, writing the working directory).
 // Hermes starts each enabled plugin through its MCP client (adapters/mcp:
 // timeouts, reconnects, a crash is a reported error, not Hermes' end)
@@ -51,9 +51,9 @@ type Manifest struct {
 	// Providers are model providers: `provider: plugin:NAME` in
 	// config.yaml sends the model's calls to one of its MCP tools.
 	Providers []ProviderDecl `yaml:"providers"`
-	// Platforms (gateway platforms) are not supported yet: a manifest
-	// naming them is refused.
-	Platforms any `yaml:"platforms"`
+	// Platforms are gateway platforms: `hermes gateway run` serves each
+	// through two of its MCP tools (receive and send).
+	Platforms []PlatformDecl `yaml:"platforms"`
 	// Needs is what the plugin needs from the sandbox.
 	Needs Needs `yaml:"needs"`
 	// Timeout bounds one tool call, in seconds (default 60).
@@ -91,6 +91,27 @@ type ProviderDecl struct {
 	// Models are the models it serves (shown by hermes plugins list).
 	Models []string `yaml:"models"`
 }
+
+// PlatformDecl is one gateway platform of a plugin. Receive is called in
+// a loop with {"ack": [message ids recorded since the last call],
+// "wait_seconds": N} and answers a JSON array of messages, waiting up to N
+// seconds for one; a message not acknowledged is to be answered again by
+// the next call (the gateway drops one it has already). Each message is
+// {"chat", "user", "message_id", "text"} with optional "chat_type" (dm or
+// group), "thread", "user_name" and "mentioned". Send is called with
+// {"chat", "thread", "text", "in_reply_to", "kind", "choices"} for each
+// reply and answers {"ids": [the platform's message ids]}; an error is
+// retried as any platform's.
+type PlatformDecl struct {
+	Name    string `yaml:"name"`
+	Receive string `yaml:"receive"`
+	Send    string `yaml:"send"`
+}
+
+// builtinPlatforms are the gateway's own platforms and session sources:
+// a plugin's platform may not take their names.
+var builtinPlatforms = map[string]bool{"telegram": true, "slack": true, "matrix": true, "email": true, "irc": true, "xmpp": true,
+	"webhook": true, "api": true, "api_server": true, "cli": true, "cron": true, "acp": true, "discord": true, "whatsapp": true, "signal": true}
 
 // Needs is what a plugin asks of the sandbox it runs in; it gets nothing
 // it did not ask for.
@@ -146,8 +167,16 @@ func (m Manifest) Validate() error {
 	if len(m.Command) == 0 || strings.TrimSpace(m.Command[0]) == "" {
 		bad("command: say how to start the plugin (a program speaking MCP on stdio)")
 	}
-	if len(m.Tools) == 0 && len(m.Hooks) == 0 && len(m.Commands) == 0 && len(m.Providers) == 0 {
-		bad("the plugin registers nothing: list tools, hooks, commands or providers")
+	if len(m.Tools) == 0 && len(m.Hooks) == 0 && len(m.Commands) == 0 && len(m.Providers) == 0 && len(m.Platforms) == 0 {
+		bad("the plugin registers nothing: list tools, hooks, commands, providers or platforms")
+	}
+	for i, p := range m.Platforms {
+		if !pluginName.MatchString(p.Name) || builtinPlatforms[p.Name] {
+			bad("platforms[%d].name %q: lower-case letters, digits, - and _, not the name of one of the gateway's own platforms", i, p.Name)
+		}
+		if !toolName.MatchString(p.Receive) || !toolName.MatchString(p.Send) {
+			bad("platforms[%d]: name the MCP tools that receive and send its messages (receive, send)", i)
+		}
 	}
 	for i, p := range m.Providers {
 		if !pluginName.MatchString(p.Name) {
@@ -190,9 +219,6 @@ func (m Manifest) Validate() error {
 			bad("commands[%d].tool: name the MCP tool that runs the command", i)
 		}
 	}
-	if m.Platforms != nil {
-		bad("platforms: gateway platforms from plugins are not supported yet")
-	}
 	switch m.Needs.Network {
 	case "", "off", "on":
 		if len(m.Needs.Hosts) > 0 {
@@ -225,6 +251,14 @@ func (m Manifest) hookEvents() []string {
 			seen[h.Event] = true
 			out = append(out, h.Event)
 		}
+	}
+	return out
+}
+
+func (m Manifest) platformNames() []string {
+	var out []string
+	for _, p := range m.Platforms {
+		out = append(out, p.Name)
 	}
 	return out
 }

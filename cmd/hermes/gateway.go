@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,6 +250,16 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		if p != nil {
 			platforms = append(platforms, p)
 		}
+	}
+	// The enabled plugins' platforms (installing a plugin is the
+	// consent); their users are authorised as any platform's: the global
+	// allow-list, or pairing.
+	for _, p := range c.Plugins.Platforms(g.Log) {
+		if slices.ContainsFunc(platforms, func(q gw.Platform) bool { return q.Name() == p.Name() }) {
+			g.Log.Warn().Str("platform", p.Name()).Msg("two plugins declare this platform: the first one serves it")
+			continue
+		}
+		platforms = append(platforms, p)
 	}
 	if len(platforms) == 0 {
 		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), XMPP_JID, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")

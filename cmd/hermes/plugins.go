@@ -55,6 +55,9 @@ func registers(p plugins.Plugin) string {
 	if len(p.Providers) > 0 {
 		parts = append(parts, "providers "+strings.Join(p.Providers, ","))
 	}
+	if len(p.Platforms) > 0 {
+		parts = append(parts, "platforms "+strings.Join(p.Platforms, ","))
+	}
 	return strings.Join(parts, "; ")
 }
 
