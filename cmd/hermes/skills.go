@@ -24,7 +24,7 @@ func skillsCmd(g *app.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "skills", Short: "List, show, install (from a path or a hub) and pin skills; see, compare and roll back their versions"}
 	cmd.AddCommand(skillsListCmd(g), skillsShowCmd(g), skillInstallCmd(g), skillsHistoryCmd(g), skillsDiffCmd(g), skillsRollbackCmd(g),
 		skillsSearchCmd(g), skillsInspectCmd(g), skillsCheckCmd(g), skillsUpdateCmd(g), skillsUninstallCmd(g), skillsTapCmd(g),
-		skillsPinCmd(g, true), skillsPinCmd(g, false), skillsRestoreCmd(g))
+		skillsPinCmd(g, true), skillsPinCmd(g, false), skillsRestoreCmd(g), skillsTryCmd(g))
 	return cmd
 }
 

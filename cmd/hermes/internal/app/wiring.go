@@ -149,8 +149,19 @@ func Secrets(cfg config.Resolved) *secrets.Set {
 
 // Library is the project's skills, then the user's.
 func Library(home, wd string) skills.Library {
-	return skills.Library{Dirs: []string{filepath.Join(wd, ".hermes", "skills"), filepath.Join(home, "skills")}}
+	dirs := append([]string(nil), skillsOverlay...)
+	return skills.Library{Dirs: append(dirs, filepath.Join(wd, ".hermes", "skills"), filepath.Join(home, "skills"))}
 }
+
+// skillsOverlay are directories searched before the others by every
+// library this process builds (OverlaySkills).
+var skillsOverlay []string
+
+// OverlaySkills makes every skills library this process builds from now
+// on search dirs first: `hermes skills try` runs its forks with a skill's
+// candidate version, the home's library untouched. The home stays the
+// last directory, where skill_manage writes.
+func OverlaySkills(dirs ...string) { skillsOverlay = append([]string(nil), dirs...) }
 
 // KeptLibrary is Library with the home's skills kept as events in store
 // (none when store is nil: the files alone).
