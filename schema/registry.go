@@ -145,6 +145,11 @@ var registry = map[string]eventType{
 	TypeSkillPatched:  v1[SkillPatched](),
 	TypeSkillArchived: v1[SkillArchived](),
 	TypeSkillRestored: v1[SkillRestored](),
+
+	TypeReviewSpawned:  v1[ReviewSpawned](),
+	TypeReviewStarted:  v1[ReviewStarted](),
+	TypeReviewFinished: v1[ReviewFinished](),
+	TypeReviewUndone:   v1[ReviewUndone](),
 }
 
 // same upcasts a version whose JSON the next one reads as it is (the next
