@@ -128,6 +128,17 @@ type Deps struct {
 	Blobs    model.Blobs
 	Sees     func(model string) bool
 	Describe func(ctx context.Context, ref schema.ImageRef) (string, *schema.AuxiliaryCallCompleted, error)
+	// Review, when set, starts background reviews (see ReviewRequest); it
+	// must return at once: the review runs on its own, and the session's
+	// next turn does not wait for it. ReviewSkillsAfter is the
+	// tool-calling steps since the last skill review (or skill_manage
+	// call) that make a skill review due (upstream's
+	// skills.creation_nudge_interval), ReviewMemoryAfter the user turns
+	// since the last memory review (or memory call) that make a memory
+	// review due (memory.nudge_interval); 0 turns that kind off.
+	Review            func(ReviewRequest)
+	ReviewSkillsAfter int
+	ReviewMemoryAfter int
 }
 
 // stopWait bounds how long a stopping session waits for its cancelled
@@ -179,6 +190,10 @@ type Actor struct {
 
 	// titling: a generated title is being asked for.
 	titling bool
+	// skillMark and memoryMark are where in the transcript the last
+	// skill and memory reviews were spawned: the thresholds count from
+	// there.
+	skillMark, memoryMark int
 	// passivate asks the manager whether this idle actor may stop (nil:
 	// not managed, it never passivates); idleGen tells the idle check
 	// of the current idle spell from stale ones, idleTimer sends it;
@@ -349,6 +364,7 @@ func (a *Actor) receive(c actor.Context) {
 		if m.turn.Reply != nil {
 			m.turn.Reply <- m.result
 		}
+		a.maybeReview(m.result)
 		a.maybeTitle(c, m.result)
 		if len(a.queue) > 0 {
 			next := a.queue[0]
@@ -606,6 +622,7 @@ func (a *Actor) recover(ctx context.Context) error {
 		return err
 	}
 	a.tr = &history.Transcript{}
+	a.skillMark, a.memoryMark = 0, 0
 	if a.values != nil {
 		a.values.Close()
 	}
@@ -630,6 +647,8 @@ func (a *Actor) recover(ctx context.Context) error {
 			open = r.TurnID
 		case schema.SessionTitled:
 			a.hasTitle = true
+		case schema.ReviewSpawned:
+			a.markReview(e)
 		case schema.TurnCompleted, schema.TurnInterrupted:
 			open = ""
 		}

@@ -56,6 +56,11 @@ type Env struct {
 	Depth int
 	// Budget is the iteration budget of the turn, shared with subagents.
 	Budget *Budget
+	// ReviewOf and ReviewOfTurn are set in a background review (whose
+	// session is SessionID): the session and turn it reviews. What its
+	// tools write is the review's (a skill's author is the review).
+	ReviewOf     string
+	ReviewOfTurn string
 }
 
 // DelegateRequest asks for a subagent.
