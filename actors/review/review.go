@@ -223,7 +223,11 @@ func (r *Reviewer) run(ctx context.Context, req session.ReviewRequest) error {
 	defer cancel()
 	budget := tool.NewBudget(r.cfg.MaxSteps)
 	capped := false
-	loop := &agent.Loop{Provider: r.cfg.Provider, Tools: r.tools, Exec: tool.DirectExecutor{Timeout: r.cfg.Timeout}, Rec: rec, Budget: budget,
+	provider := r.cfg.Provider
+	if lad, ok := provider.(*model.Ladder); ok {
+		provider = lad.ForTurn() // the review's own fallbacks, as a turn has
+	}
+	loop := &agent.Loop{Provider: provider, Tools: r.tools, Exec: tool.DirectExecutor{Timeout: r.cfg.Timeout}, Rec: rec, Budget: budget,
 		Cfg: agent.Config{Model: r.cfg.Model, Prices: r.cfg.Prices, MaxParallelTools: 1}, Redact: r.cfg.Redact,
 		Guard: func() error {
 			if max := r.cfg.MaxCost; max > 0 && rec.spent() >= max {

@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/prompt"
+	"github.com/hermes-go/hermes/actors/review"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
@@ -258,6 +259,8 @@ func runChat(ctx context.Context, f *chatFlags) error {
 		return err
 	}
 	defer c.Stop()
+	defer c.finishReviews(f)
+	c.showReviews(f)
 	// The images are stored before the session is, so that a refused one
 	// leaves nothing behind.
 	images, err := storeImageFiles(ctx, c.App.Blobs(), f.images)
@@ -296,6 +299,22 @@ func runChat(ctx context.Context, f *chatFlags) error {
 		return c.oneShot(ctx, id, f, images)
 	}
 	return c.interactive(ctx, id, f, con, images)
+}
+
+// finishReviews says, before the chat stops, that a background review it
+// waits for is still running, and shows reviews' notes until then.
+func (c *chatter) finishReviews(f *chatFlags) {
+	if c.Reviews != nil && c.Reviews.Running() > 0 && !f.quiet {
+		fmt.Fprintf(f.io.ErrOut, "a background review is running: letting it finish (at most %s)\n", c.Cfg.Review.Timeout)
+	}
+}
+
+// showReviews prints each background review's one-line note.
+func (c *chatter) showReviews(f *chatFlags) {
+	if f.quiet {
+		return
+	}
+	c.OnReview(func(r review.Finished) { fmt.Fprintf(f.io.ErrOut, "review: %s\n", r.Note) })
 }
 
 func (c *chatter) oneShot(ctx context.Context, id string, f *chatFlags, images []schema.ImageRef) error {

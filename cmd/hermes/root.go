@@ -38,7 +38,7 @@ func newRoot(g *app.Factory) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.StoreFlag, "store", "", "event store: embedded (default), postgres://user@host/db or esdb://host:2113 (default $HERMES_STORE, then store: in config.yaml)")
 	root.PersistentFlags().BoolVar(&g.AcceptHooks, "accept-hooks", false, "run the shell hooks of config.yaml without asking about new ones (default $HERMES_ACCEPT_HOOKS, then hooks_auto_accept in config.yaml)")
 	root.PersistentFlags().BoolVar(&g.ReadOnly, "read-only", false, "open the home without writing to it (automatic when its files cannot be written); commands that write fail")
-	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), dashboardCmd(g), nodeCmd(g), clusterCmd(g), pairingCmd(g), approvalsCmd(g), configCmd(g), modelCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), hooksCmd(g), pluginsCmd(g), storeCmd(g), acpCmd(g), versionCmd(), insightsCmd(g), curatorCmd(g), memoryCmd(g))
+	root.AddCommand(chatCmd(g), sessionsCmd(g), projectionsCmd(g), toolsCmd(g), skillsCmd(g), costsCmd(g), searchCmd(g), importCmd(g), gatewayCmd(g), dashboardCmd(g), nodeCmd(g), clusterCmd(g), pairingCmd(g), approvalsCmd(g), configCmd(g), modelCmd(g), doctorCmd(g), setupCmd(g), cronCmd(g), mcpCmd(g), hooksCmd(g), pluginsCmd(g), storeCmd(g), acpCmd(g), versionCmd(), insightsCmd(g), curatorCmd(g), memoryCmd(g), reviewCmd(g))
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -29,11 +29,11 @@ func knownPrices(home string) model.Prices {
 	return p
 }
 
-// listed reports whether s belongs in the default session list: subagent
+// listed reports whether s belongs in the default session list: subagent and review
 // sessions (see sessions tree) and sessions without a message are shown
 // only with --all.
 func listed(s sessions.Summary) bool {
-	return s.Reason != schema.StartSubagent && s.Messages > 0
+	return s.Reason != schema.StartSubagent && s.Reason != schema.StartReview && s.Messages > 0
 }
 
 // sessionsListOptions are the flags and arguments of `hermes sessions list`.

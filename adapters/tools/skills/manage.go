@@ -61,6 +61,9 @@ func (t manageTool) keep(ctx context.Context, a manageArgs) (string, error) {
 	k := t.l.Keeper
 	env := tool.EnvFrom(ctx)
 	author := schema.SkillAuthor{Kind: schema.AuthorSession, SessionID: env.SessionID, TurnID: env.TurnID}
+	if env.ReviewOf != "" {
+		author = schema.SkillAuthor{Kind: schema.AuthorReview, ReviewID: env.SessionID, SessionID: env.ReviewOf, TurnID: env.ReviewOfTurn}
+	}
 	reason := a.Reason
 	if reason == "" {
 		reason = "skill_manage " + a.Action

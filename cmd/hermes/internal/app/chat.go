@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/actors/compress"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/model/catalog"
+	"github.com/hermes-go/hermes/actors/review"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/actors/toolrun"
@@ -49,7 +50,10 @@ type Chat struct {
 	Reg      *tools.Registry
 	Deps     session.Deps
 	CronTool *CronTool
-	stop     func()
+	// Reviews runs the background reviews (nil: off).
+	Reviews *review.Reviewer
+	notes   *reviewNotes
+	stop    func()
 }
 
 // ChatOption adjusts a chat's session dependencies before its manager
@@ -174,13 +178,21 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		}
 		deps.AuxProvider, deps.AuxModel = aux, cfg.AuxModel
 	}
+	notes := &reviewNotes{}
+	rv, err := Reviewer(deps, provider, cfg, tools, notes.notify)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	startReviews(context.Background(), &deps, rv, cfg)
 	for _, o := range opts {
 		o(&deps, provider, cfg)
 	}
 	deps.Asker = hk.Asker(deps.Asker)
 	mgr := session.NewManager(sys, deps)
 	StopOnLost(deps.Leases, mgr)
-	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk, Plugins: host}
+	c := &Chat{App: a, Cfg: cfg, File: fileCfg, Mgr: mgr, WD: wd, Tools: tools.Names(), Sys: sys, Reg: reg, Deps: deps, CronTool: cj, Hooks: hk, Plugins: host,
+		Reviews: rv, notes: notes}
 	// The projections follow the log while the chat runs: cost caps and
 	// other processes read them.
 	rctx, stopRunner := context.WithCancel(context.Background())
@@ -192,6 +204,11 @@ func NewChat(g *Factory, ov config.Overrides, asker tool.Asker, opts ...ChatOpti
 		}
 	}()
 	c.stop = func() {
+		if rv != nil {
+			// A review in flight may finish (within its timeout); one
+			// that does not is recorded as abandoned.
+			rv.Close(cfg.Review.Timeout)
+		}
 		mgr.Shutdown()
 		sys.Shutdown()
 		reg.Close() // background processes end with Hermes

@@ -50,6 +50,10 @@ type Config struct {
 		TitleGeneration struct {
 			Enabled *bool `yaml:"enabled"`
 		} `yaml:"title_generation"`
+		// BackgroundReview is the model of the background review
+		// (upstream's auxiliary.background_review; provider auto or
+		// unset: the auxiliary model, else the main one).
+		BackgroundReview ReviewModelRef `yaml:"background_review"`
 	} `yaml:"auxiliary"`
 	Budget struct {
 		MaxCostPerSession float64 `yaml:"max_cost_per_session"`
@@ -127,6 +131,30 @@ type ModelRef struct {
 	// APIKeyEnv names the environment variable holding this entry's key
 	// (fallback_providers).
 	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// ReviewModelRef is auxiliary.background_review: a model as ModelRef has
+// it, and upstream's timeout (seconds).
+type ReviewModelRef struct {
+	ModelRef `yaml:",inline"`
+	Timeout  float64 `yaml:"timeout"`
+}
+
+// UnmarshalYAML reads the model as ModelRef does, and the timeout.
+func (m *ReviewModelRef) UnmarshalYAML(n *yaml.Node) error {
+	if err := m.ModelRef.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	if n.Kind == yaml.MappingNode {
+		var t struct {
+			Timeout float64 `yaml:"timeout"`
+		}
+		if err := n.Decode(&t); err != nil {
+			return err
+		}
+		m.Timeout = t.Timeout
+	}
+	return nil
 }
 
 // UnmarshalYAML accepts both `model: name` and the mapping form.
@@ -248,6 +276,11 @@ type Resolved struct {
 	// Speech is stt:, tts: and voice:; ImageGen is image_gen:.
 	Speech   Speech
 	ImageGen OpenAIEndpoint
+	// Review is the background review; ReviewAux and ReviewModel its
+	// model (ReviewModel "": the auxiliary model, else the main one).
+	Review      Review
+	ReviewAux   llm.Config
+	ReviewModel string
 }
 
 // Overrides are the flags of `hermes chat`.
@@ -501,6 +534,12 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 			}
 		}
 		r.VisionModel = first(v.Name, r.Model)
+	}
+	r.Review = c.review()
+	if v := c.Auxiliary.BackgroundReview; v.Provider != "auto" && (v.Name != "" || v.Provider != "" || v.BaseURL != "") {
+		r.ReviewAux = llm.Config{Provider: first(v.Provider, r.LLM.Provider), BaseURL: first(v.BaseURL, r.LLM.BaseURL), APIMode: v.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout,
+			FirstByteTimeout: r.LLM.FirstByteTimeout}
+		r.ReviewModel = first(v.Name, r.Model)
 	}
 	r.Vision = c.supportsVision
 	r.AutoTitle = c.Auxiliary.TitleGeneration.Enabled == nil || *c.Auxiliary.TitleGeneration.Enabled
