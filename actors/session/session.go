@@ -361,10 +361,12 @@ func (a *Actor) receive(c actor.Context) {
 			a.finishTask(c, m.result)
 			return
 		}
+		// The review is handed over before the answer: a caller that
+		// stops once answered (chat -q) finds it running, and waits.
+		a.maybeReview(m.result)
 		if m.turn.Reply != nil {
 			m.turn.Reply <- m.result
 		}
-		a.maybeReview(m.result)
 		a.maybeTitle(c, m.result)
 		if len(a.queue) > 0 {
 			next := a.queue[0]
