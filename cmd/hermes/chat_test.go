@@ -251,6 +251,9 @@ func TestCompressTreeLineageAndCosts(t *testing.T) {
 	srv := llmtest.New(script...)
 	defer srv.Close()
 	home := t.TempDir()
+	// Twelve turns would start a background memory review (memory.nudge_interval,
+	// 10), whose model calls this script does not hold.
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("skills:\n  background_review: false\n"), 0o600)
 	var in strings.Builder
 	for i := range 12 {
 		fmt.Fprintf(&in, "question %d %s\n", i, strings.Repeat("words ", 100))
