@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/review"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
@@ -149,6 +150,10 @@ func runScreenChat(ctx context.Context, g *app.Factory, f *chatFlags) error {
 	defer c.Stop()
 	sc.c = c
 	sc.ctx = ctx
+	// A background review's note goes above the prompt, while the screen
+	// is up (Stop waits for reviews after it is gone).
+	c.OnReview(func(r review.Finished) { scr.Info("review: " + r.Note) })
+	defer c.OnReview(nil)
 	sc.observe = c.prefs.tools.observer(scr.Observe, func(s string) { scr.Info("    " + s) })
 	if sc.attach, err = storeImageFiles(ctx, c.App.Blobs(), f.images); err != nil {
 		scr.Close()
