@@ -536,9 +536,21 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 		r.VisionModel = first(v.Name, r.Model)
 	}
 	r.Review = c.review()
-	if v := c.Auxiliary.BackgroundReview; v.Provider != "auto" && (v.Name != "" || v.Provider != "" || v.BaseURL != "") {
+	if v := c.Auxiliary.BackgroundReview.ModelRef; v.Provider != "auto" && (v.Name != "" || v.Provider != "" || v.BaseURL != "") {
 		r.ReviewAux = llm.Config{Provider: first(v.Provider, r.LLM.Provider), BaseURL: first(v.BaseURL, r.LLM.BaseURL), APIMode: v.APIMode, APIKey: r.LLM.APIKey, CallTimeout: r.LLM.CallTimeout,
 			FirstByteTimeout: r.LLM.FirstByteTimeout}
+		if k, ok := catalog.Lookup(v.Provider); ok && v.Provider != r.LLM.Provider {
+			// Another provider: its address and its key, not the main one's.
+			r.ReviewAux.Provider, r.ReviewAux.APIKey = k.ID, ""
+			if v.BaseURL == "" {
+				r.ReviewAux.BaseURL = k.BaseURL
+			}
+			for _, e := range k.KeyEnv {
+				if r.ReviewAux.APIKey = os.Getenv(e); r.ReviewAux.APIKey != "" {
+					break
+				}
+			}
+		}
 		r.ReviewModel = first(v.Name, r.Model)
 	}
 	r.Vision = c.supportsVision
