@@ -56,8 +56,12 @@ func (c *chatter) wireCron(fileCfg config.Config, cj *app.CronTool) error {
 func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Scheduler {
 	w := c.cron()
 	o := session.ThisProcess()
+	// A scheduled run is nobody's conversation: no background review
+	// learns from it (upstream's cron runs skip memory too).
+	deps := c.Deps
+	deps.Review = nil
 	cfg := cron.Config{
-		Agent: &cron.SessionAgent{Sys: c.Sys, Deps: c.Deps, Tools: c.cronTools,
+		Agent: &cron.SessionAgent{Sys: c.Sys, Deps: deps, Tools: c.cronTools,
 			Create: c.createCronSession},
 		Scripts: curatorScripts{app: c.App, Scripts: terminal.JobShell{Approver: &terminal.Approver{Allow: w.allow}, Backend: c.Cfg.Backend, Dir: filepath.Join(c.App.Home, "scripts"), Timeout: w.set.ScriptTimeout,
 			Sandboxes: app.CronSandboxes(c.App.Home, c.Cfg, c.App.Log)}},
