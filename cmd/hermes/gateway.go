@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/node"
+	"github.com/hermes-go/hermes/actors/review"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -181,6 +182,9 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	}
 	defer b.Close()
 	jobs := c.gatewayCron(b)
+	// A background review's note goes to the chat whose session it read.
+	c.OnReview(func(f review.Finished) { reviewNoteToChat(c.App.Store, bus.OutboundPublisher{Bus: b}, f, g.Log) })
+	defer c.OnReview(nil)
 	rcfg := gateway.Config{Auth: set.auth(), Busy: set.Busy, GroupsWithoutMention: set.GroupsWithoutMention,
 		SharedGroupSessions: set.SharedGroupSessions, Model: c.Cfg.Model, Prices: c.Cfg.Prices, Acks: jobs.Ack, Images: app.WithTranscripts(app.AttachmentImages(c.App.Blobs()), app.Transcriber(c.Cfg), g.Log),
 		NewSession:    func(ctx context.Context, platform string) (string, error) { return c.newSession(ctx, platform) },

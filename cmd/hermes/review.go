@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/review"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/tools/memory"
@@ -210,4 +214,57 @@ func undoMemory(ctx context.Context, a *app.App, e *review.Entry, out *schema.Re
 func jsonArgs(m map[string]string) string {
 	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// reviewNoteToChat sends a review's note, as a notice, to the gateway chat
+// whose session the review read (the chat the session is bound to now);
+// a session no chat holds gets none. It runs in the review's goroutine,
+// after the review ended: nobody waits for it.
+func reviewNoteToChat(store events.Store, pub cron.Publisher, f review.Finished, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	chat, ok, err := chatOfSession(ctx, store, f.SessionID)
+	if err != nil || !ok {
+		if err != nil {
+			log.Warn().Err(err).Str("session", f.SessionID).Msg("finding the chat of a reviewed session failed: its note is not sent")
+		}
+		return
+	}
+	out := schema.Outbound{Kind: schema.OutboundNotice, Platform: chat.Platform, Chat: chat.Chat, Thread: chat.Thread, SessionID: f.SessionID, Text: "review: " + f.Note}
+	if err := pub.Publish(ctx, out); err != nil {
+		log.Warn().Err(err).Str("session", f.SessionID).Msg("sending a review's note failed")
+	}
+}
+
+// chatOfSession finds the gateway chat session is bound to now, newest
+// chat first.
+func chatOfSession(ctx context.Context, store events.Store, session string) (schema.GatewayChatOpened, bool, error) {
+	index, err := store.ReadStream(ctx, gateway.ChatIndexStream, events.Backward, events.End, 0)
+	if err != nil {
+		return schema.GatewayChatOpened{}, false, err
+	}
+	for _, r := range index {
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return schema.GatewayChatOpened{}, false, err
+		}
+		chat, ok := p.(schema.GatewayChatOpened)
+		if !ok {
+			continue
+		}
+		rs, err := store.ReadStream(ctx, chat.Stream, events.Backward, events.End, 0)
+		if err != nil {
+			return schema.GatewayChatOpened{}, false, err
+		}
+		for _, x := range rs {
+			if x.Type != schema.TypeGatewaySessionBound {
+				continue
+			}
+			if b, err := schema.Decode(x.Envelope); err == nil && b.(schema.GatewaySessionBound).SessionID == session {
+				return chat, true, nil
+			}
+			break // bound to another session now
+		}
+	}
+	return schema.GatewayChatOpened{}, false, nil
 }

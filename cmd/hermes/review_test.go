@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/embedded"
@@ -401,5 +402,24 @@ func TestBackgroundReviewKilledIsAbandoned(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "skills", "deploy-check")); err == nil {
 		t.Fatal("the abandoned review wrote its skill")
+	}
+}
+
+// In a gateway chat, the review's note reaches the chat whose session it
+// read, after the answer.
+func TestBackgroundReviewNoteInTelegram(t *testing.T) {
+	emu := telegramtest.Start(t)
+	home := reviewConfig(t, "")
+	srv := newReviewServer(busyTurn("Deployed."), createsSkill())
+	defer srv.Close()
+	env := telegramEnv(emu, srv.Server)
+	alice := telegramtest.User{ID: 111, FirstName: "Alice", Username: "alice"}
+	startGateway(t, home, env)
+	if err := emu.Send(context.Background(), telegramtest.Token, telegramtest.DM(alice, "deploy the service")); err != nil {
+		t.Fatal(err)
+	}
+	got := emu.WaitReceived(t, telegramtest.Token, alice.ID, 2, 60*time.Second)
+	if got[0].Message.Text != "Deployed." || !strings.HasPrefix(got[1].Message.Text, "review: learned: created skill deploy-check") {
+		t.Fatalf("received %q then %q", got[0].Message.Text, got[1].Message.Text)
 	}
 }
