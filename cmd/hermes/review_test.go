@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -421,5 +422,65 @@ func TestBackgroundReviewNoteInTelegram(t *testing.T) {
 	got := emu.WaitReceived(t, telegramtest.Token, alice.ID, 2, 60*time.Second)
 	if got[0].Message.Text != "Deployed." || !strings.HasPrefix(got[1].Message.Text, "review: learned: created skill deploy-check") {
 		t.Fatalf("received %q then %q", got[0].Message.Text, got[1].Message.Text)
+	}
+}
+
+// A memory review saves what the user said about themselves; undo removes
+// the entry. With the review gate on, the review's change waits for
+// approval, and undo rejects it.
+func TestBackgroundReviewMemoryUndo(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("write_approval=%v", gate), func(t *testing.T) {
+			home := t.TempDir()
+			cfg := "model: main-model\nskills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 1\n" + fmt.Sprintf("  write_approval: %v\n", gate) +
+				"auxiliary:\n  background_review:\n    model: review-model\n"
+			if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			srv := newReviewServer([]llmtest.Reply{{Content: "Noted."}}, []llmtest.Reply{
+				{ToolCalls: []llmtest.ToolCall{{Name: "memory", Args: `{"action":"add","target":"user","content":"Prefers terse answers."}`}}},
+				{Content: "Saved a preference."},
+			})
+			defer srv.Close()
+			h := func(args ...string) (string, string, int) {
+				return hermes(t, chatEnv(srv.Server), "", append([]string{"--home", home}, args...)...)
+			}
+			_, errOut := func() (string, string) {
+				out, errOut, code := h("chat", "-q", "I like terse answers")
+				if code != 0 {
+					t.Fatalf("chat: %d\n%s\n%s", code, out, errOut)
+				}
+				return out, errOut
+			}()
+			userMD := filepath.Join(home, "memories", "USER.md")
+			b, _ := os.ReadFile(userMD)
+			if gate {
+				if !strings.Contains(errOut, "review: learned: 1 memory change awaiting /memory approval") || strings.Contains(string(b), "terse") {
+					t.Fatalf("gated: %q\n%s", b, errOut)
+				}
+			} else if !strings.Contains(errOut, "review: learned: 1 memory entry updated") || !strings.Contains(string(b), "Prefers terse answers.") {
+				t.Fatalf("USER.md %q\n%s", b, errOut)
+			}
+			id := regexp.MustCompile(`hermes review undo (\S+)\)`).FindStringSubmatch(errOut)
+			if id == nil {
+				t.Fatalf("no undo id in\n%s", errOut)
+			}
+			out := mustOut(t, h, "review", "undo", id[1])
+			want := "undone: removed user entry \"Prefers terse answers.\""
+			if gate {
+				want = "undone: rejected staged memory change "
+			}
+			if !strings.Contains(out, want) {
+				t.Fatalf("undo:\n%s", out)
+			}
+			if b, _ := os.ReadFile(userMD); strings.Contains(string(b), "terse") {
+				t.Fatalf("USER.md after undo %q", b)
+			}
+			if gate {
+				if st := mustOut(t, h, "memory", "status"); strings.Contains(st, "terse") {
+					t.Fatalf("the staged change still waits:\n%s", st)
+				}
+			}
+		})
 	}
 }
