@@ -81,6 +81,11 @@ type GatewayReplyRequested struct {
 	// (the Reply… constants).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	// Replace marks an answer that takes the place of the preview its
+	// turn streamed (segment Segment of it): the platform edits that
+	// message into the answer instead of sending a new one.
+	Replace bool `json:"replace,omitempty"`
+	Segment int  `json:"segment,omitempty"`
 }
 
 // Kinds of GatewayReplyRequested.
@@ -96,6 +101,16 @@ const (
 type GatewayMessageDelivered struct {
 	ReplyID            string   `json:"reply_id"`
 	PlatformMessageIDs []string `json:"platform_message_ids,omitempty"`
+}
+
+// GatewayReplyPreviewed records the platform message a streamed answer is
+// being written into (segment Segment of the turn answering InReplyTo), so
+// that the answer, delivered after a restart, edits it rather than leaving
+// it half-written beside a new one.
+type GatewayReplyPreviewed struct {
+	InReplyTo          string   `json:"in_reply_to"`
+	Segment            int      `json:"segment,omitempty"`
+	PlatformMessageIDs []string `json:"platform_message_ids"`
 }
 
 // GatewayDeliveryFailed records a reply the platform refused for good.
@@ -161,6 +176,7 @@ const (
 	TypeGatewayReplyRequested   = "GatewayReplyRequested"
 	TypeGatewayMessageDelivered = "GatewayMessageDelivered"
 	TypeGatewayDeliveryFailed   = "GatewayDeliveryFailed"
+	TypeGatewayReplyPreviewed   = "GatewayReplyPreviewed"
 	TypeGatewayInboundRefused   = "GatewayInboundRefused"
 	TypePairingRequested        = "PairingRequested"
 	TypePairingApproved         = "PairingApproved"
@@ -175,6 +191,7 @@ func (GatewaySessionBound) EventType() string     { return TypeGatewaySessionBou
 func (GatewayReplyRequested) EventType() string   { return TypeGatewayReplyRequested }
 func (GatewayMessageDelivered) EventType() string { return TypeGatewayMessageDelivered }
 func (GatewayDeliveryFailed) EventType() string   { return TypeGatewayDeliveryFailed }
+func (GatewayReplyPreviewed) EventType() string   { return TypeGatewayReplyPreviewed }
 func (GatewayInboundRefused) EventType() string   { return TypeGatewayInboundRefused }
 func (PairingRequested) EventType() string        { return TypePairingRequested }
 func (PairingApproved) EventType() string         { return TypePairingApproved }
@@ -190,7 +207,9 @@ func (APIResponseDeleted) EventType() string      { return TypeAPIResponseDelete
 // person's message, a button pressed, or the outcome of a delivery.
 type Inbound struct {
 	// Kind: message (default), callback (a button: Data), delivered or
-	// failed (ReplyID, PlatformMessageIDs / Error), refused (a request the
+	// failed (ReplyID, PlatformMessageIDs / Error), previewed (the first
+	// message of a streamed answer's preview: MessageID is the message
+	// answered, Segment and PlatformMessageIDs the preview's), refused (a request the
 	// adapter turned away itself, such as a webhook with a bad signature:
 	// Error says why; recorded in gateway-refused, no turn). The Inbound…
 	// constants name them.
@@ -225,6 +244,8 @@ type Inbound struct {
 	Error              string   `json:"error,omitempty"`
 	// Permanent marks a failure not worth retrying.
 	Permanent bool `json:"permanent,omitempty"`
+	// Segment is the preview's segment (previewed).
+	Segment int `json:"segment,omitempty"`
 }
 
 // Kinds of Inbound message.
@@ -233,13 +254,17 @@ const (
 	InboundCallback  = "callback"
 	InboundDelivered = "delivered"
 	InboundFailed    = "failed"
+	InboundPreviewed = "previewed"
 	InboundRefused   = "refused"
 )
 
 // Outbound is what the router publishes on gateway.out.<platform>.
 type Outbound struct {
 	// Kind: reply (recorded in the outbox: deliver and acknowledge),
-	// delta (a piece of an answer being written), typing, approval
+	// delta (a piece of an answer being written), preview (the whole text
+	// of segment Segment of an answer being written, shown by editing one
+	// message where the platform can), progress (the turn's tool-progress
+	// lines so far, likewise), typing, approval
 	// (Text + Choices as buttons; also recorded), notice (a reply the
 	// router sends unrecorded: the pairing code for someone not yet let in).
 	// The Outbound… constants
@@ -260,12 +285,24 @@ type Outbound struct {
 	// Usage of the turn a reply answers (the API server reports it).
 	Usage *Usage `json:"usage,omitempty"`
 	Model string `json:"model,omitempty"`
+	// Segment numbers the previews of one turn: the text a model call
+	// writes after tools ran is a new message below their progress.
+	Segment int `json:"segment,omitempty"`
+	// Replace, on a reply, asks that it take the place of the preview
+	// (segment Segment) of its answer: the platform edits that message
+	// (Edit, or the one its adapter is editing) into the answer.
+	Replace bool `json:"replace,omitempty"`
+	// Edit are the platform message ids of that preview as recorded (after
+	// a restart the adapter no longer knows them).
+	Edit []string `json:"edit,omitempty"`
 }
 
 // Kinds of Outbound message.
 const (
 	OutboundReply    = "reply"
 	OutboundDelta    = "delta"
+	OutboundPreview  = "preview"
+	OutboundProgress = "progress"
 	OutboundTyping   = "typing"
 	OutboundApproval = "approval"
 	OutboundNotice   = "notice"

@@ -118,6 +118,7 @@ var registry = map[string]eventType{
 	TypeGatewayReplyRequested:   v1[GatewayReplyRequested](),
 	TypeGatewayMessageDelivered: v1[GatewayMessageDelivered](),
 	TypeGatewayDeliveryFailed:   v1[GatewayDeliveryFailed](),
+	TypeGatewayReplyPreviewed:   v1[GatewayReplyPreviewed](),
 	TypeGatewayInboundRefused:   v1[GatewayInboundRefused](),
 	TypePairingRequested:        v1[PairingRequested](),
 	TypePairingApproved:         v1[PairingApproved](),

@@ -41,6 +41,10 @@ type chat struct {
 	seen       map[string]bool
 	answered   map[string]bool
 	pending    map[string]schema.GatewayReplyRequested
+	// previews are the platform messages streamed answers are being
+	// written into, by the message answered (until its reply is
+	// delivered).
+	previews map[string]schema.GatewayReplyPreviewed
 
 	running  *work
 	queue    []*work
@@ -143,10 +147,12 @@ func (c *chat) recover(ctx actor.Context) error {
 			if e.InReplyTo != "" {
 				c.answered[e.InReplyTo] = true
 			}
+		case schema.GatewayReplyPreviewed:
+			c.notePreview(e)
 		case schema.GatewayMessageDelivered:
-			delete(c.pending, e.ReplyID)
+			c.settled(e.ReplyID)
 		case schema.GatewayDeliveryFailed:
-			delete(c.pending, e.ReplyID)
+			c.settled(e.ReplyID)
 		}
 	}
 	if c.session != "" {
@@ -178,8 +184,46 @@ func (c *chat) recover(ctx actor.Context) error {
 }
 
 func (c *chat) outbound(kind string, rep schema.GatewayReplyRequested) schema.Outbound {
-	return schema.Outbound{Kind: kind, Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread,
-		ReplyID: rep.ReplyID, InReplyTo: rep.InReplyTo, SessionID: rep.SessionID, Text: rep.Text}
+	out := schema.Outbound{Kind: kind, Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread,
+		ReplyID: rep.ReplyID, InReplyTo: rep.InReplyTo, SessionID: rep.SessionID, Text: rep.Text, Segment: rep.Segment, Replace: rep.Replace}
+	if p, ok := c.previews[rep.InReplyTo]; ok && rep.Replace && p.Segment == rep.Segment {
+		out.Edit = p.PlatformMessageIDs
+	}
+	return out
+}
+
+// awaits reports whether the answer to message id is still to be
+// delivered: its turn runs, or its reply is in the outbox.
+func (c *chat) awaits(id string) bool {
+	if id == "" {
+		return false
+	}
+	if c.running != nil && c.running.msg.MessageID == id {
+		return true
+	}
+	for _, rep := range c.pending {
+		if rep.InReplyTo == id && rep.Kind != schema.ReplyApproval {
+			return true
+		}
+	}
+	return false
+}
+
+// notePreview keeps the latest preview message of a turn's answer.
+func (c *chat) notePreview(e schema.GatewayReplyPreviewed) {
+	if p, ok := c.previews[e.InReplyTo]; ok && p.Segment > e.Segment {
+		return
+	}
+	c.previews[e.InReplyTo] = e
+}
+
+// settled forgets a reply delivered or failed, and the preview it
+// replaced.
+func (c *chat) settled(replyID string) {
+	if rep, ok := c.pending[replyID]; ok && rep.Kind != schema.ReplyApproval && rep.InReplyTo != "" {
+		delete(c.previews, rep.InReplyTo)
+	}
+	delete(c.pending, replyID)
 }
 
 // record appends to the chat's stream, after what was staged; the chat
@@ -239,7 +283,7 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		if err := c.record(schema.GatewayMessageDelivered{ReplyID: in.ReplyID, PlatformMessageIDs: in.PlatformMessageIDs}); err != nil {
 			return err
 		}
-		delete(c.pending, in.ReplyID)
+		c.settled(in.ReplyID)
 		return nil
 	case schema.InboundFailed:
 		if _, ok := c.pending[in.ReplyID]; !ok {
@@ -248,11 +292,21 @@ func (c *chat) handle(ctx actor.Context, m *inbound) error {
 		if err := c.record(schema.GatewayDeliveryFailed{ReplyID: in.ReplyID, Error: in.Error}); err != nil {
 			return err
 		}
-		delete(c.pending, in.ReplyID)
+		c.settled(in.ReplyID)
 		c.r.stats.err(c.info.Platform, errors.New(in.Error))
 		return nil
 	case schema.InboundCallback:
 		return c.answer(in.User, in.Data, m.corr)
+	case schema.InboundPreviewed:
+		if !c.awaits(in.MessageID) {
+			return nil // a preview of an answer delivered already
+		}
+		e := schema.GatewayReplyPreviewed{InReplyTo: in.MessageID, Segment: in.Segment, PlatformMessageIDs: in.PlatformMessageIDs}
+		if err := c.record(e); err != nil {
+			return err
+		}
+		c.notePreview(e)
+		return nil
 	}
 
 	if in.MessageID != "" && c.seen[in.MessageID] {
@@ -456,14 +510,14 @@ func (c *chat) next(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	out := schema.Outbound{Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread, InReplyTo: w.msg.MessageID, SessionID: w.msg.SessionID}
 	go c.typing(tctx, out)
-	var observe agent.Observer
+	var observers []agent.Observer
 	if w.stream {
 		// The deltas are the session's own text (not its subagents'),
 		// and what one model call says before calling tools is set apart
 		// from the next call's text by a blank line: the streamed answer
 		// reads as the whole answer does.
 		said := false
-		observe = func(o agent.Observation) {
+		observers = append(observers, func(o agent.Observation) {
 			if o.Depth != 0 {
 				return
 			}
@@ -479,6 +533,24 @@ func (c *chat) next(ctx actor.Context) {
 				d.Kind, d.Text = schema.OutboundDelta, o.Text
 				_ = c.r.publish(d, w.corr)
 			}
+		})
+	}
+	var v *view
+	if disp := c.display(w); disp.Streaming || disp.ToolProgress != "" {
+		corr := w.corr
+		v = newView(disp, out, c.r.cfg.Now, func(o schema.Outbound) { _ = c.r.publish(o, corr) })
+		observers = append(observers, v.observe)
+	}
+	var observe agent.Observer
+	switch len(observers) {
+	case 0:
+	case 1:
+		observe = observers[0]
+	default:
+		observe = func(o agent.Observation) {
+			for _, f := range observers {
+				f(o)
+			}
 		}
 	}
 	store, sessions, create, platform, images := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform, c.r.cfg.Images
@@ -493,8 +565,29 @@ func (c *chat) next(ctx actor.Context) {
 		sctx, span := startTurnSpan(tctx, platform, w)
 		res := runTurn(sctx, store, sessions, w, observe, images)
 		endTurnSpan(sctx, span, platform, res)
-		root.Send(self, &turnFinished{w: w, res: res})
+		fin := &turnFinished{w: w, res: res}
+		if v != nil {
+			fin.segment, fin.replace = v.answered()
+		}
+		root.Send(self, fin)
 	}()
+}
+
+// display is how w's turn shows in the chat while it runs: nothing for a
+// front door's message; for a turn a restart cut short, no previews (its
+// answer replaces the one recorded, see finish).
+func (c *chat) display(w *work) Display {
+	if w.verified || c.r.cfg.Display == nil {
+		return Display{}
+	}
+	d := c.r.cfg.Display(c.info.Platform)
+	if d.ToolProgress == ProgressOff {
+		d.ToolProgress = ""
+	}
+	if w.recover {
+		d.Streaming = false
+	}
+	return d
 }
 
 // ensureSession creates session id if nothing was written to it yet: the
@@ -598,7 +691,16 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 			usage = &u
 		}
 	}
-	if err := c.replyUsage(m.w.msg, res.SessionID, res.TurnID, kind, text, m.w.corr, usage); err != nil {
+	seg, replace := m.segment, m.replace
+	if p, ok := c.previews[m.w.msg.MessageID]; ok && m.w.recover && !replace {
+		// A restart cut the streaming short: the answer takes the place
+		// of the preview left half-written.
+		seg, replace = p.Segment, true
+	}
+	if kind != schema.ReplyAnswer {
+		replace = false
+	}
+	if err := c.replyUsage(m.w.msg, res.SessionID, res.TurnID, kind, text, m.w.corr, usage, seg, replace); err != nil {
 		c.r.log.Error().Err(err).Str("chat", c.key).Msg("record a reply")
 	}
 	c.next(ctx)
@@ -606,13 +708,15 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 
 // reply records a reply in the outbox and publishes it.
 func (c *chat) reply(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string) error {
-	return c.replyUsage(to, sessionID, turnID, kind, text, corr, nil)
+	return c.replyUsage(to, sessionID, turnID, kind, text, corr, nil, 0, false)
 }
 
 // replyUsage is reply with the token usage of the turn answered (sent, not
-// recorded: the session's events hold it).
-func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string, usage *schema.Usage) error {
-	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: sessionID, TurnID: turnID, InReplyTo: to.MessageID, Kind: kind, Text: text}
+// recorded: the session's events hold it), replacing the preview segment
+// of its answer when replace is set.
+func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, kind, text, corr string, usage *schema.Usage, segment int, replace bool) error {
+	rep := schema.GatewayReplyRequested{ReplyID: uuid.NewString(), SessionID: sessionID, TurnID: turnID, InReplyTo: to.MessageID, Kind: kind, Text: text,
+		Segment: segment, Replace: replace}
 	if rep.SessionID == "" {
 		rep.SessionID = c.session
 	}

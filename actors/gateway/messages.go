@@ -47,4 +47,8 @@ type askDone struct{ reply chan askAnswer }
 type turnFinished struct {
 	w   *work
 	res session.TurnResult
+	// segment and replace: the answer takes the place of the preview
+	// segment its turn streamed last.
+	segment int
+	replace bool
 }

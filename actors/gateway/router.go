@@ -147,6 +147,11 @@ type Config struct {
 	Memory func(ctx context.Context, platform, arg string) (string, error)
 	// Insights answers /insights (its argument).
 	Insights func(ctx context.Context, arg string) (string, error)
+	// Display, when set, says how the chats of a platform see a turn
+	// while it runs: the answer streamed as previews, tool-progress lines.
+	// Nil: the answer only. Front doors' messages (the API server's,
+	// webhooks') are never shown so: the API streams its own deltas.
+	Display func(platform string) Display
 }
 
 // SkillTurn is the turn a skill command starts: the message the model
@@ -477,7 +482,7 @@ func (a *routerActor) spawnChat(c actor.Context, key string, first *schema.Inbou
 		return pid, nil
 	}
 	ch := &chat{r: a.r, key: key, stream: ChatStream(key), seen: map[string]bool{}, answered: map[string]bool{},
-		pending: map[string]schema.GatewayReplyRequested{}, first: first}
+		pending: map[string]schema.GatewayReplyRequested{}, previews: map[string]schema.GatewayReplyPreviewed{}, first: first}
 	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ch }), "chat-"+streamHash(key))
 	if err != nil {
 		return nil, fmt.Errorf("start chat %s: %w", key, err)
@@ -490,8 +495,8 @@ func (a *routerActor) spawnChat(c actor.Context, key string, first *schema.Inbou
 func (a *routerActor) route(c actor.Context, m *inbound) {
 	in := &m.in
 	switch in.Kind {
-	case schema.InboundDelivered, schema.InboundFailed, schema.InboundCallback:
-		if a.r.cfg.Acks != nil && in.Kind != schema.InboundCallback && strings.HasPrefix(in.Key, "cron/") {
+	case schema.InboundDelivered, schema.InboundFailed, schema.InboundCallback, schema.InboundPreviewed:
+		if a.r.cfg.Acks != nil && (in.Kind == schema.InboundDelivered || in.Kind == schema.InboundFailed) && strings.HasPrefix(in.Key, "cron/") {
 			ack := *in
 			go func() { m.done <- a.r.cfg.Acks(ack) }()
 			return

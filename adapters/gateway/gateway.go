@@ -92,12 +92,22 @@ type Status struct {
 
 // Served is a platform connected to the bus.
 type Served struct {
+	// EditEvery is the least time between two edits of one turn's
+	// previews on an Editor platform (0: DefaultEditEvery). Set it before
+	// Serve.
+	EditEvery time.Duration
+
 	p   Platform
 	b   *bus.Bus
 	log zerolog.Logger
 
 	mu sync.Mutex
 	st Status
+
+	edits editing
+	// runCtx is Serve's context: previews are edited under it, not under
+	// the bus message's, which ends with its handler.
+	runCtx context.Context
 }
 
 // NewServed prepares p for Serve.
@@ -131,6 +141,7 @@ func (s *Served) fail(err error) {
 // the platform's receiver, until ctx ends. A platform that fails to start
 // is reported in Status and retried; the other platforms keep working.
 func (s *Served) Serve(ctx context.Context) error {
+	s.runCtx = ctx
 	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, s.b.Logger)
 	if err != nil {
 		return err
@@ -184,6 +195,14 @@ func (s *Served) deliver(msg *message.Message) error {
 	if m, ok := s.p.(MediaSender); !ok || !m.SendsMedia() {
 		out.Text = withoutMedia(out.Text, s.p.Name())
 	}
+	if out.Kind == schema.OutboundPreview || out.Kind == schema.OutboundProgress {
+		// Shown only where a message can be edited as it grows; elsewhere
+		// the answer comes whole, as a reply.
+		if ed, ok := s.p.(Editor); ok {
+			s.show(s.runCtx, ed, out, wire.Correlation(msg))
+		}
+		return nil
+	}
 	if out.Kind == schema.OutboundTyping || out.Kind == schema.OutboundDelta {
 		// Best effort: a lost typing indicator or delta is harmless.
 		if _, err := s.p.Send(ctx, out); err != nil {
@@ -191,7 +210,15 @@ func (s *Served) deliver(msg *message.Message) error {
 		}
 		return nil
 	}
-	ids, err := s.sendWithRetry(ctx, out)
+	send := s.p.Send
+	if ed, ok := s.p.(Editor); ok && out.Kind == schema.OutboundReply {
+		// The turn's previews stop here (an edit in flight ends first);
+		// an answer that replaces its preview is edited into it.
+		if prev := s.endTurn(ctx, ed, out); out.Replace && len(prev) > 0 {
+			send = func(ctx context.Context, out schema.Outbound) ([]string, error) { return s.replace(ctx, ed, out, prev) }
+		}
+	}
+	ids, err := s.sendWithRetry(ctx, out, send)
 	if out.ReplyID == "" {
 		return nil // not in the outbox (a pairing notice): nothing to acknowledge
 	}
@@ -206,12 +233,12 @@ func (s *Served) deliver(msg *message.Message) error {
 	return wire.Publish(s.b.Publisher, wire.In(ack.Platform, ack.Chat), ack, wire.Correlation(msg))
 }
 
-func (s *Served) sendWithRetry(ctx context.Context, out schema.Outbound) ([]string, error) {
+func (s *Served) sendWithRetry(ctx context.Context, out schema.Outbound, send func(context.Context, schema.Outbound) ([]string, error)) ([]string, error) {
 	wait := firstBackoff
 	var err error
 	for attempt := 1; attempt <= MaxAttempts; attempt++ {
 		var ids []string
-		ids, err = s.p.Send(ctx, out)
+		ids, err = send(ctx, out)
 		if err == nil {
 			s.mu.Lock()
 			s.st.Delivered++

@@ -50,11 +50,21 @@ type rigOptions struct {
 	cacheDir   string
 	// tune, when set, changes the adapter's config (media, voice).
 	tune func(*telegram.Config)
+	// dir holds the event store (default: a new temporary directory): a
+	// second rig on the same dir is the gateway restarted.
+	dir string
+	// tools are the sessions' tools beside the approval tool.
+	tools []tool.Tool
+	// editEvery paces the previews (Served.EditEvery).
+	editEvery time.Duration
 }
 
 func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Reply) *rig {
 	t.Helper()
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +85,7 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 	cfg.TypingEvery = time.Hour
 	router := gateway.New(store, b.Transport, sys, cfg, log)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
-		Tools: tool.NewTools(gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
+		Tools: tool.NewTools(append([]tool.Tool{gatewaytest.ApprovalTool(&terminal.Approver{Timeout: 20 * time.Second})}, o.tools...)...), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
@@ -100,6 +110,7 @@ func newRig(t *testing.T, o rigOptions, cfg gateway.Config, script ...llmtest.Re
 	go func() { defer wg.Done(); _ = router.Run(ctx) }()
 	<-router.Ready()
 	served := gw.NewServed(ad, b, log)
+	served.EditEvery = o.editEvery
 	go func() { defer wg.Done(); _ = served.Serve(ctx) }()
 	r := &rig{store: store, llm: llm, router: router, adapter: ad, served: served}
 	var once sync.Once

@@ -82,6 +82,10 @@ type Reply struct {
 	TrickleEvery time.Duration
 	// ByteEvery writes the stream one byte at a time at this interval.
 	ByteEvery time.Duration
+	// Pieces streams Content (chat completions) in this many deltas
+	// (default 3), PieceEvery apart: a long answer written slowly.
+	Pieces     int
+	PieceEvery time.Duration
 }
 
 // Request is a recorded request.
@@ -409,7 +413,18 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, rep Reply) {
 	for _, p := range pieces(rep.Reasoning, 2) {
 		out.data(chunk(map[string]any{"reasoning_content": p}, nil))
 	}
-	for _, p := range pieces(rep.Content, 3) {
+	n := 3
+	if rep.Pieces > 0 {
+		n = rep.Pieces
+	}
+	for i, p := range pieces(rep.Content, n) {
+		if i > 0 && rep.PieceEvery > 0 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(rep.PieceEvery):
+			}
+		}
 		out.data(chunk(map[string]any{"content": p}, nil))
 	}
 	for i, tc := range rep.ToolCalls {

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,6 +296,35 @@ func texts(ms []BotMessage) string {
 		fmt.Fprintf(&b, "\n  %q", m.Message.Text)
 	}
 	return b.String()
+}
+
+// BotMessages returns the messages the bot sent to chat as they read now
+// (edits applied, as editMessageText left them), in the order sent, read
+// or not.
+func (e *Emulator) BotMessages(ctx context.Context, token string, chat int64) ([]BotMessage, error) {
+	var res struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := e.post(ctx, "/getUpdatesHistory", map[string]any{"token": token}, &res); err != nil {
+		return nil, err
+	}
+	var out []BotMessage
+	for _, raw := range res.Result {
+		var probe struct {
+			Message struct {
+				From *User `json:"from"`
+			} `json:"message"`
+		}
+		var m BotMessage
+		if json.Unmarshal(raw, &probe) != nil || probe.Message.From != nil || json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		if m.ChatID() == chat {
+			out = append(out, m)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].MessageID < out[j].MessageID })
+	return out, nil
 }
 
 // UserMessageIDs returns the message ids the emulator gave what users sent

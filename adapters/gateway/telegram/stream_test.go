@@ -1,0 +1,224 @@
+package telegram_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/model"
+	"github.com/hermes-go/hermes/actors/tool"
+	"github.com/hermes-go/hermes/adapters/gateway/telegram"
+	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
+	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+)
+
+// counter sits between the adapter and the emulator and counts the Bot API
+// methods called.
+type counter struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func countCalls(t *testing.T, target string) *counter {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counter{calls: map[string]int{}}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		c.mu.Lock()
+		c.calls[method]++
+		c.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *counter) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method]
+}
+
+// fakeTerminal is a tool named terminal that answers at once, for the
+// progress lines its calls make.
+type fakeTerminal struct{}
+
+func (fakeTerminal) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "terminal", Description: "runs a command", Parameters: map[string]any{"type": "object",
+		"properties": map[string]any{"command": map[string]any{"type": "string"}}}}
+}
+func (fakeTerminal) Flags() tool.Flags { return tool.Flags{} }
+func (fakeTerminal) Run(_ context.Context, raw json.RawMessage) (string, error) {
+	return "ran " + string(raw), nil
+}
+
+func streaming(cfg gateway.Config, d gateway.Display) gateway.Config {
+	cfg.Display = func(platform string) gateway.Display {
+		if platform != telegram.Platform {
+			return gateway.Display{}
+		}
+		return d
+	}
+	return cfg
+}
+
+// longAnswer is an answer of n numbered lines.
+func longAnswer(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "Line %d of the answer, written slowly so that it streams.\n", i)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// A long answer written slowly reaches the chat as one message, sent once
+// and edited as the text grows (fewer edits than the model sent pieces,
+// paced by EditEvery), that reads the whole answer at the end.
+func TestEmulatorStreamsAnswerByEditing(t *testing.T) {
+	emu := telegramtest.Start(t)
+	api := countCalls(t, emu.URL)
+	answer := longAnswer(30)
+	const pieces, every = 30, 300 * time.Millisecond
+	r := newRig(t, rigOptions{apiURL: api.URL, editEvery: every}, streaming(allow("111"), gateway.Display{Streaming: true}),
+		llmtest.Reply{Content: answer, Pieces: pieces, PieceEvery: 60 * time.Millisecond})
+	start := time.Now()
+	if err := emu.Send(context.Background(), telegramtest.Token, telegramtest.DM(alice, "write a lot")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the answer delivered", func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+	elapsed := time.Since(start)
+	msgs, err := emu.BotMessages(context.Background(), telegramtest.Token, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("%d bot messages, want the one edited: %+v", len(msgs), msgs)
+	}
+	if got, want := msgs[0].Message.Text, telegram.HTML(answer); got != want {
+		t.Fatalf("the message reads\n%q\nwant the answer\n%q", got, want)
+	}
+	if msgs[0].Message.ReplyParameters == nil {
+		t.Error("the streamed message does not reply to the message answered")
+	}
+	sends, edits := api.count("sendMessage"), api.count("editMessageText")
+	t.Logf("%d pieces streamed in %s: %d sendMessage, %d editMessageText (EditEvery %s)", pieces, elapsed, sends, edits, every)
+	if sends != 1 {
+		t.Errorf("sendMessage called %d times, want 1", sends)
+	}
+	if edits < 2 {
+		t.Errorf("editMessageText called %d times: the answer was not streamed", edits)
+	}
+	// Paced: at most one call per EditEvery while the answer streamed, and
+	// the final edit; never one per piece.
+	if most := int(elapsed/every) + 2; sends+edits > most || edits >= pieces {
+		t.Errorf("%d sends and %d edits in %s with EditEvery %s (at most %d), for %d pieces", sends, edits, elapsed, every, most, pieces)
+	}
+	if n := countTypes(t, r.store, "GatewayReplyPreviewed"); n != 1 {
+		t.Errorf("%d previews recorded, want 1", n)
+	}
+	if n := countTypes(t, r.store, "GatewayReplyRequested"); n != 1 {
+		t.Errorf("%d replies recorded, want 1", n)
+	}
+}
+
+// A turn's tool calls make progress lines in one message, edited as calls
+// come, in the modes that show them: all (each call), new (only when the
+// tool changes), verbose (the arguments whole); off shows none.
+func TestEmulatorToolProgressModes(t *testing.T) {
+	emu := telegramtest.Start(t)
+	for i, tc := range []struct {
+		mode  string
+		lines []string // the progress message's lines ("": none)
+	}{
+		{gateway.ProgressOff, nil},
+		{gateway.ProgressNew, []string{`💻 terminal: "ls -la"`}},
+		{gateway.ProgressAll, []string{`💻 terminal: "ls -la"`, `💻 terminal: "pwd"`}},
+		{gateway.ProgressVerbose, []string{`💻 terminal(command)`, `{"command":"ls -la"}`, `💻 terminal(command)`, `{"command":"pwd"}`}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			user := telegramtest.User{ID: int64(500 + i), FirstName: "P" + tc.mode}
+			r := newRig(t, rigOptions{apiURL: emu.URL, tools: []tool.Tool{fakeTerminal{}}, editEvery: 50 * time.Millisecond},
+				streaming(allow(fmt.Sprint(user.ID)), gateway.Display{ToolProgress: tc.mode}),
+				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "terminal", Args: `{"command":"ls -la"}`}}},
+				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c2", Name: "terminal", Args: `{"command":"pwd"}`}}},
+				llmtest.Reply{Content: "Both ran."})
+			if err := emu.Send(context.Background(), telegramtest.Token, telegramtest.DM(user, "run two commands")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the answer delivered", func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+			msgs, err := emu.BotMessages(context.Background(), telegramtest.Token, user.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if tc.lines != nil {
+				want = 2
+			}
+			if len(msgs) != want {
+				t.Fatalf("%d bot messages, want %d: %+v", len(msgs), want, msgs)
+			}
+			if last := msgs[len(msgs)-1].Message.Text; last != "Both ran." {
+				t.Fatalf("the answer reads %q", last)
+			}
+			if tc.lines == nil {
+				return
+			}
+			if got, want := msgs[0].Message.Text, telegram.HTML(strings.Join(tc.lines, "\n")); got != want {
+				t.Fatalf("progress reads\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// The gateway stops while an answer streams, with its preview on the
+// chat; restarted, it finishes the turn and edits that preview into the
+// answer: one message, reading the whole answer, delivered once.
+func TestEmulatorRestartMidStreamDeliversOnce(t *testing.T) {
+	emu := telegramtest.Start(t)
+	dir := t.TempDir()
+	cfg := streaming(allow("111"), gateway.Display{Streaming: true})
+	r := newRig(t, rigOptions{apiURL: emu.URL, dir: dir, editEvery: 100 * time.Millisecond}, cfg,
+		llmtest.Reply{Content: longAnswer(40), Pieces: 40, PieceEvery: 150 * time.Millisecond})
+	if err := emu.Send(context.Background(), telegramtest.Token, telegramtest.DM(alice, "write a lot")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a preview recorded", func() bool { return countTypes(t, r.store, "GatewayReplyPreviewed") >= 1 })
+	r.stop()
+	msgs, err := emu.BotMessages(context.Background(), telegramtest.Token, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Message.Text == "" {
+		t.Fatalf("before the restart: %+v", msgs)
+	}
+
+	final := "The whole answer, finished after the restart."
+	r2 := newRig(t, rigOptions{apiURL: emu.URL, dir: dir, editEvery: 100 * time.Millisecond}, cfg, llmtest.Reply{Content: final})
+	waitFor(t, "the answer delivered", func() bool { return countTypes(t, r2.store, "GatewayMessageDelivered") == 1 })
+	time.Sleep(300 * time.Millisecond)
+	msgs, err = emu.BotMessages(context.Background(), telegramtest.Token, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Message.Text != final {
+		t.Fatalf("after the restart, want the preview edited into the answer: %+v", msgs)
+	}
+	if n := countTypes(t, r2.store, "GatewayReplyRequested"); n != 1 {
+		t.Fatalf("%d replies recorded", n)
+	}
+}
