@@ -49,6 +49,9 @@ type Options struct {
 	Tools []tool.Tool
 	// Log defaults to zerolog.Nop().
 	Log *zerolog.Logger
+	// EditEvery paces the previews of the platforms Serve serves
+	// (gw.Served.EditEvery).
+	EditEvery time.Duration
 	// WrapSessions, when set, wraps the session manager the router uses
 	// (to watch or time its turns).
 	WrapSessions func(gateway.Sessions) gateway.Sessions
@@ -200,6 +203,7 @@ func (r *Rig) Serve(p gw.Platform, b *bus.Bus) *gw.Served {
 		b = r.Bus
 	}
 	s := gw.NewServed(p, b, r.log)
+	s.EditEvery = r.opts.EditEvery
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(ctx) }()

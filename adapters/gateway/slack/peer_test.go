@@ -66,6 +66,11 @@ type recorder struct {
 	opens atomic.Int64
 	// bodies holds every request body sent, to check no secret leaks.
 	bodies strings.Builder
+	// uniqueTS gives each post a ts of its own, as Slack's are
+	// ("seconds.micros"): slacktest answers the second only, the same for
+	// two posts in one second, which an update could not tell apart.
+	uniqueTS atomic.Bool
+	seq      atomic.Int64
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -96,6 +101,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		TS string `json:"ts"`
 	}
 	_ = json.Unmarshal(rb, &ans)
+	if r.uniqueTS.Load() && ans.TS != "" && !strings.Contains(ans.TS, ".") {
+		unique := fmt.Sprintf("%s.%06d", ans.TS, r.seq.Add(1))
+		rb = bytes.Replace(rb, []byte(`"ts":"`+ans.TS+`"`), []byte(`"ts":"`+unique+`"`), 1)
+		resp.Body = io.NopCloser(bytes.NewReader(rb))
+		resp.ContentLength = int64(len(rb))
+		resp.Header.Del("Content-Length")
+		ans.TS = unique
+	}
 	r.mu.Lock()
 	r.ps = append(r.ps, post{Channel: vals.Get("channel"), Text: vals.Get("text"), ThreadTS: vals.Get("thread_ts"),
 		Blocks: vals.Get("blocks"), OK: ans.OK && resp.StatusCode == http.StatusOK, TS: ans.TS})
