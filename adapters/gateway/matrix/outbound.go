@@ -74,23 +74,9 @@ func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, room id.Roo
 		return nil, &gw.PermanentError{Err: errors.New("matrix: an empty message cannot be sent")}
 	}
 	thread := id.EventID(out.Thread)
-	replyTo := id.EventID(out.InReplyTo)
 	var ids []string
 	for i, c := range contents {
-		switch {
-		case thread != "" && i == 0 && replyTo != "":
-			c.RelatesTo = &event.RelatesTo{Type: event.RelThread, EventID: thread, InReplyTo: &event.InReplyTo{EventID: replyTo}}
-		case thread != "":
-			// Clients without threads show the part as a reply to the
-			// one before it.
-			last := thread
-			if len(ids) > 0 {
-				last = id.EventID(ids[len(ids)-1])
-			}
-			c.RelatesTo = (&event.RelatesTo{}).SetThread(thread, last)
-		case i == 0 && replyTo != "":
-			c.RelatesTo = (&event.RelatesTo{}).SetReplyTo(replyTo)
-		}
+		relate(c, out, i, ids)
 		req := mautrix.ReqSendEvent{}
 		if out.ReplyID != "" {
 			// The same transaction id for the same part: a send retried
@@ -107,6 +93,27 @@ func (a *Adapter) sendText(ctx context.Context, out schema.Outbound, room id.Roo
 		a.remember(resp.EventID, thread)
 	}
 	return ids, nil
+}
+
+// relate places part i of out: in out's thread, the first part replying to
+// the message answered; ids are the parts sent before it.
+func relate(c *event.MessageEventContent, out schema.Outbound, i int, ids []string) {
+	thread := id.EventID(out.Thread)
+	replyTo := id.EventID(out.InReplyTo)
+	switch {
+	case thread != "" && i == 0 && replyTo != "":
+		c.RelatesTo = &event.RelatesTo{Type: event.RelThread, EventID: thread, InReplyTo: &event.InReplyTo{EventID: replyTo}}
+	case thread != "":
+		// Clients without threads show the part as a reply to the
+		// one before it.
+		last := thread
+		if len(ids) > 0 {
+			last = id.EventID(ids[len(ids)-1])
+		}
+		c.RelatesTo = (&event.RelatesTo{}).SetThread(thread, last)
+	case i == 0 && replyTo != "":
+		c.RelatesTo = (&event.RelatesTo{}).SetReplyTo(replyTo)
+	}
 }
 
 // render makes a message of Markdown: the HTML (org.matrix.custom.html)
