@@ -377,6 +377,38 @@ func (u *User) From(ctx context.Context, room id.RoomID, sender id.UserID) ([]*e
 	return out, nil
 }
 
+// Shown is a message as a client shows it: the original event, the
+// content of its latest edit (m.replace) or its own, and how many edits
+// it had.
+type Shown struct {
+	ID      id.EventID
+	Content *event.MessageEventContent
+	Edits   int
+}
+
+// Shown returns sender's messages in room as a client shows them: edits
+// applied to the messages they replace, not listed themselves.
+func (u *User) Shown(ctx context.Context, room id.RoomID, sender id.UserID) ([]Shown, error) {
+	evs, err := u.From(ctx, room, sender)
+	if err != nil {
+		return nil, err
+	}
+	var out []Shown
+	at := map[id.EventID]int{}
+	for _, ev := range evs {
+		c := ev.Content.AsMessage()
+		if c.RelatesTo != nil && c.RelatesTo.Type == event.RelReplace {
+			if i, ok := at[c.RelatesTo.EventID]; ok && c.NewContent != nil {
+				out[i].Content, out[i].Edits = c.NewContent, out[i].Edits+1
+			}
+			continue
+		}
+		at[ev.ID] = len(out)
+		out = append(out, Shown{ID: ev.ID, Content: c})
+	}
+	return out, nil
+}
+
 // WaitFrom waits until sender sent at least n messages in room and
 // returns them all.
 func (u *User) WaitFrom(tb testing.TB, room id.RoomID, sender id.UserID, n int) []*event.Event {
