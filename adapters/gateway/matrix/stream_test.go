@@ -39,7 +39,9 @@ func TestStreamsByEditingWithProgress(t *testing.T) {
 	answer := strings.TrimSpace(b.String())
 	const every = 200 * time.Millisecond
 	cfg := gateway.Config{Auth: gateway.Auth{Platform: map[string][]string{matrix.Platform: {string(w.alice.ID)}}}, TypingEvery: time.Hour,
-		Display: func(string) gateway.Display { return gateway.Display{Streaming: true, ToolProgress: gateway.ProgressNew} }}
+		Display: func(string) gateway.Display {
+			return gateway.Display{Streaming: true, ToolProgress: gateway.ProgressNew}
+		}}
 	rig := gatewaytest.Start(t, gatewaytest.Options{Config: cfg, EditEvery: every, Tools: []tool.Tool{searchTool{}}, Script: []llmtest.Reply{
 		{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "web_search", Args: `{"query":"matrix edits"}`}}},
 		{ToolCalls: []llmtest.ToolCall{{ID: "c2", Name: "web_search", Args: `{"query":"m.replace"}`}}},
