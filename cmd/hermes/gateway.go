@@ -193,6 +193,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		rcfg.Dispatch = c.Hooks.GatewayDispatch
 	}
 	rcfg.Skill, rcfg.Memory, rcfg.Insights = c.gatewaySkill, c.gatewayMemory, c.gatewayInsights
+	rcfg.Display = func(platform string) gateway.Display { return set.Displays[platform] }
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
 	for name, p := range c.File.Personalities() {
 		rcfg.Personalities[name] = p.Prompt()
@@ -288,6 +289,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	var wg sync.WaitGroup
 	for i, p := range platforms {
 		served[i] = gw.NewServed(p, b, g.Log)
+		served[i].EditEvery = set.EditEvery
 		wg.Add(1)
 		go func(s *gw.Served) {
 			defer wg.Done()

@@ -107,6 +107,10 @@ type Config struct {
 	// (learning.go).
 	Skills SkillsConfig `yaml:"skills"`
 	Memory MemoryConfig `yaml:"memory"`
+	// Display and Streaming are how gateway chats see a turn while it
+	// runs: tool-progress lines, the answer streamed (display.go).
+	Display   DisplayConfig   `yaml:"display"`
+	Streaming StreamingConfig `yaml:"streaming"`
 
 	// ignored are the keys of the Python Hermes Agent's config this build
 	// does not use (dotted), warned about.

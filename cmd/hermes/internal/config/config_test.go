@@ -266,7 +266,7 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 	c, err := Load(homeWith(t, "model: m\ndisplay:\n  skin: mono\n"))
-	if err != nil || !slices.Equal(c.Ignored(), []string{"display"}) {
+	if err != nil || !slices.Equal(c.Ignored(), []string{"display.skin"}) {
 		t.Fatalf("a section of the Python agent: ignored %v, %v", c.Ignored(), err)
 	}
 	if c, err := Load(t.TempDir()); err != nil || c.Model.Name != "" {
@@ -318,7 +318,7 @@ func TestSet(t *testing.T) {
 		{"agent.max_turn", "4", "did you mean agent.max_turns?"},
 		{"agent.max_turns", "0", "agent.max_turns must be at least 1"},
 		{"agent.max_turns", "many", "not set: agent.max_turns \"many\""},
-		{"display", "x", "display is not a key this build knows"},
+		{"approvals", "x", "approvals is not a key this build knows"},
 		{"model.default.x", "y", "is not a section"},
 	} {
 		if err := Set(home, b.key, b.value); err == nil || !strings.Contains(err.Error(), b.want) {

@@ -17,6 +17,11 @@ type GatewaySettings struct {
 	Platforms PlatformsConfig
 	// Drain bounds how long a stop waits for turns in flight.
 	Drain time.Duration
+	// Displays are how each platform's chats see a turn while it runs
+	// (display: and streaming:), by platform name; EditEvery is the least
+	// time between two edits of a chat's previews.
+	Displays  map[string]gateway.Display
+	EditEvery time.Duration
 }
 
 // envBool reads a boolean variable: set (ok) and true or not.
@@ -37,6 +42,10 @@ func envBool(name string) (bool, bool) {
 // over c's gateway: and platforms: sections, and the defaults.
 func Gateway(c Config) (GatewaySettings, error) {
 	s := GatewaySettings{GatewayConfig: c.Gateway, Platforms: c.Platforms, Drain: 30 * time.Second}
+	var err error
+	if s.Displays, s.EditEvery, err = resolveDisplay(c.Display, c.Streaming); err != nil {
+		return s, err
+	}
 	if v := os.Getenv("GATEWAY_ALLOWED_USERS"); v != "" {
 		s.AllowedUsers = append(s.AllowedUsers, gateway.SplitList(v)...)
 	}
