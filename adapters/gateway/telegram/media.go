@@ -61,12 +61,37 @@ func (a *Adapter) allowedMedia(p string) (string, error) {
 // retry after a failure sends only what had not gone (the media and the
 // voice note are counted in sentMedia, the text's parts in sent).
 func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int) ([]string, error) {
+	text, items := a.replyItems(ctx, out, chat, thread)
+	ids, err := a.sendItems(out, chat, items)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(text) != "" || len(items) == 0 {
+		o := out
+		o.Text = text
+		more, err := a.sendText(ctx, o, chat, thread)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	a.mu.Lock()
+	delete(a.sentMedia, out.ReplyID)
+	a.mu.Unlock()
+	return ids, nil
+}
+
+// replyItem sends one file or voice note of a reply (nil, nil: nothing
+// was sent, and that is no failure).
+type replyItem func() (*telego.Message, error)
+
+// replyItems splits a reply into its text (with a note for each file that
+// may not be sent) and what goes beside it: its MEDIA: files and, when it
+// answers a voice message, its voice note.
+func (a *Adapter) replyItems(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int) (string, []replyItem) {
 	text, paths := gw.SplitMedia(out.Text)
 	var notes []string
-	type item struct {
-		send func() (*telego.Message, error)
-	}
-	var items []item
+	var items []replyItem
 	for _, p := range paths {
 		real, err := a.allowedMedia(p)
 		if err != nil {
@@ -74,11 +99,11 @@ func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat teleg
 			notes = append(notes, fmt.Sprintf("(%s was not sent: %v)", filepath.Base(p), err))
 			continue
 		}
-		items = append(items, item{func() (*telego.Message, error) { return a.sendFile(ctx, chat, thread, real) }})
+		items = append(items, func() (*telego.Message, error) { return a.sendFile(ctx, chat, thread, real) })
 	}
 	if a.cfg.Speak != nil && a.cfg.VoiceReplies && a.wasVoice(out.InReplyTo) && strings.TrimSpace(text) != "" {
 		spoken := text
-		items = append(items, item{func() (*telego.Message, error) {
+		items = append(items, func() (*telego.Message, error) {
 			audio, err := a.cfg.Speak(ctx, spoken)
 			if err != nil {
 				// The text still goes: the voice note is extra.
@@ -86,17 +111,24 @@ func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat teleg
 				return nil, nil
 			}
 			return a.sendVoice(ctx, chat, thread, audio, "reply.ogg")
-		}})
+		})
 	}
 	if len(notes) > 0 {
 		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
 	}
+	return text, items
+}
+
+// sendItems sends a reply's files and voice note, from the first not sent
+// by an earlier attempt (counted in sentMedia, which the caller clears
+// once the whole reply went).
+func (a *Adapter) sendItems(out schema.Outbound, chat telego.ChatID, items []replyItem) ([]string, error) {
 	a.mu.Lock()
 	done := a.sentMedia[out.ReplyID]
 	a.mu.Unlock()
 	var ids []string
 	for i := done; i < len(items); i++ {
-		msg, err := items[i].send()
+		msg, err := items[i]()
 		if err != nil {
 			var perm *gw.PermanentError
 			a.mu.Lock()
@@ -115,18 +147,6 @@ func (a *Adapter) sendReply(ctx context.Context, out schema.Outbound, chat teleg
 			a.mu.Unlock()
 		}
 	}
-	if strings.TrimSpace(text) != "" || len(items) == 0 {
-		o := out
-		o.Text = text
-		more, err := a.sendText(ctx, o, chat, thread)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, more...)
-	}
-	a.mu.Lock()
-	delete(a.sentMedia, out.ReplyID)
-	a.mu.Unlock()
 	return ids, nil
 }
 
