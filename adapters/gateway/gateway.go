@@ -197,7 +197,11 @@ func (s *Served) deliver(msg *message.Message) error {
 	}
 	if out.Kind == schema.OutboundPreview || out.Kind == schema.OutboundProgress {
 		// Shown only where a message can be edited as it grows; elsewhere
-		// the answer comes whole, as a reply.
+		// the answer comes whole, as a reply. A preview never shows a
+		// MEDIA: tag (a file's path): the answer sends or names the file.
+		if out.Kind == schema.OutboundPreview {
+			out.Text, _ = SplitMedia(out.Text)
+		}
 		if ed, ok := s.p.(Editor); ok {
 			s.show(s.runCtx, ed, out, wire.Correlation(msg))
 		}

@@ -18,19 +18,40 @@ import (
 // Edit shows out in the messages ids with editMessageText (gateway.Editor):
 // a streamed answer's preview, a turn's progress lines, and the answer that
 // replaces its preview. The text is cut and rendered as a reply's is; parts
-// beyond ids are sent as new messages. An answer carrying files or due as
-// a voice note is sent, not edited in (gateway.ErrNoEdit).
+// beyond ids are sent as new messages. An answer's files and voice note
+// are sent after its text; an answer that is files only is sent, not
+// edited in (gateway.ErrNoEdit).
 func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) ([]string, error) {
 	chat, err := chatID(out.Chat)
 	if err != nil {
 		return nil, &gw.PermanentError{Err: err}
 	}
-	if out.Kind == schema.OutboundReply {
-		if _, paths := gw.SplitMedia(out.Text); len(paths) > 0 || (a.cfg.Speak != nil && a.cfg.VoiceReplies && a.wasVoice(out.InReplyTo)) {
-			return nil, gw.ErrNoEdit
-		}
-	}
 	thread, _ := strconv.Atoi(out.Thread)
+	if out.Kind != schema.OutboundReply {
+		return a.editText(ctx, out, chat, thread, ids)
+	}
+	text, items := a.replyItems(ctx, out, chat, thread)
+	if strings.TrimSpace(text) == "" {
+		return nil, gw.ErrNoEdit
+	}
+	o := out
+	o.Text = text
+	got, err := a.editText(ctx, o, chat, thread, ids)
+	if err != nil {
+		return nil, err
+	}
+	more, err := a.sendItems(out, chat, items)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	delete(a.sentMedia, out.ReplyID)
+	a.mu.Unlock()
+	return append(got, more...), nil
+}
+
+// editText is Edit for text alone.
+func (a *Adapter) editText(ctx context.Context, out schema.Outbound, chat telego.ChatID, thread int, ids []string) ([]string, error) {
 	parts := gw.Splitter{Limit: MaxMessage, Measure: gw.UTF16, Fences: true, Escape: true}.Split(out.Text)
 	if len(parts) == 0 {
 		return nil, &gw.PermanentError{Err: errors.New("telegram: an empty message cannot be shown")}

@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -220,5 +223,37 @@ func TestEmulatorRestartMidStreamDeliversOnce(t *testing.T) {
 	}
 	if n := countTypes(t, r2.store, "GatewayReplyRequested"); n != 1 {
 		t.Fatalf("%d replies recorded", n)
+	}
+}
+
+// A streamed answer that names files: its preview is edited into the text
+// (the MEDIA: tags out), and the files follow as messages of their own.
+func TestFakeStreamedReplyWithMedia(t *testing.T) {
+	srv := telegramtest.NewServer(telegramtest.Token)
+	defer srv.Close()
+	root := t.TempDir()
+	png := filepath.Join(root, "cat.png")
+	if err := os.WriteFile(png, append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 64)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer := "Here is your cat, drawn with care and whiskers:\nMEDIA:" + png
+	r := newRig(t, rigOptions{apiURL: srv.URL, editEvery: 20 * time.Millisecond, tune: func(c *telegram.Config) { c.MediaRoots = []string{root} }},
+		streaming(allow("111"), gateway.Display{Streaming: true}), llmtest.Reply{Content: answer, Pieces: 6, PieceEvery: 80 * time.Millisecond})
+	srv.Push(dmUpdate(alice, 3, "draw me a cat"))
+	waitFor(t, "the reply to be delivered", func() bool { return countTypes(t, r.store, "GatewayMessageDelivered") == 1 })
+	if p := srv.Calls("sendPhoto"); len(p) != 1 || p[0].Files["photo"].Name != "cat.png" {
+		t.Fatalf("sendPhoto %+v", p)
+	}
+	sends, edits := srv.Calls("sendMessage"), srv.Calls("editMessageText")
+	if len(sends) != 1 || len(edits) == 0 {
+		t.Fatalf("%d sendMessage, %d editMessageText: want the preview sent once and edited", len(sends), len(edits))
+	}
+	if last := edits[len(edits)-1].Params["text"].(string); last != telegram.HTML("Here is your cat, drawn with care and whiskers:") {
+		t.Fatalf("the preview was left reading %q", last)
+	}
+	for _, c := range append(sends, edits...) {
+		if text := c.Params["text"].(string); strings.Contains(text, "MEDIA:") || strings.Contains(text, root) {
+			t.Fatalf("a preview showed the file's tag: %q", text)
+		}
 	}
 }

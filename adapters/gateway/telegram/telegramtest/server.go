@@ -16,7 +16,7 @@ import (
 // cannot show: it confirms updates by offset as Telegram does (an update
 // is delivered again until a later getUpdates asks past it), holds
 // getUpdates open for its timeout, serves files (getFile and the file
-// download path), answers sendChatAction, and fails calls on demand with
+// download path), answers sendChatAction and editMessageText, and fails calls on demand with
 // Telegram's error bodies (429 with retry_after, 400, 401, 403, 5xx).
 type Server struct {
 	*httptest.Server
@@ -196,6 +196,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		id := s.nextMsg
 		s.mu.Unlock()
 		msg := map[string]any{"message_id": id, "date": time.Now().Unix(), "text": params["text"],
+			"chat": map[string]any{"id": params["chat_id"], "type": "private"}, "from": map[string]any{"id": 424242, "is_bot": true, "first_name": "Hermes"}}
+		writeResult(w, msg)
+	case "editMessageText":
+		msg := map[string]any{"message_id": params["message_id"], "date": time.Now().Unix(), "edit_date": time.Now().Unix(), "text": params["text"],
 			"chat": map[string]any{"id": params["chat_id"], "type": "private"}, "from": map[string]any{"id": 424242, "is_bot": true, "first_name": "Hermes"}}
 		writeResult(w, msg)
 	case "sendVoice", "sendAudio", "sendPhoto", "sendDocument":
