@@ -257,3 +257,58 @@ func TestFakeStreamedReplyWithMedia(t *testing.T) {
 		}
 	}
 }
+
+// The gateway stops after the answer was recorded but before Telegram took
+// the edit that delivers it (Telegram answering 5xx meanwhile); restarted,
+// it sends the answer from its outbox by editing the recorded preview: one
+// message, never a second one beside it.
+func TestFakeRestartBeforeFinalEditDeliversOnce(t *testing.T) {
+	srv := telegramtest.NewServer(telegramtest.Token)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := streaming(allow("111"), gateway.Display{Streaming: true})
+	answer := "The answer, streamed, then delivered by an edit after a restart."
+	r := newRig(t, rigOptions{apiURL: srv.URL, dir: dir, editEvery: 20 * time.Millisecond}, cfg, llmtest.Reply{Content: answer})
+	srv.Fail("editMessageText", telegramtest.Failure{Code: 502}, telegramtest.Failure{Code: 502}, telegramtest.Failure{Code: 502})
+	srv.Push(dmUpdate(alice, 7, "answer me"))
+	waitFor(t, "the answer recorded and its preview too", func() bool {
+		return countTypes(t, r.store, "GatewayReplyRequested") == 1 && countTypes(t, r.store, "GatewayReplyPreviewed") == 1
+	})
+	waitFor(t, "Telegram to refuse the edit", func() bool {
+		for _, c := range srv.Calls("editMessageText") {
+			if c.Status == 502 {
+				return true
+			}
+		}
+		return false
+	})
+	r.stop()
+	if n := countDelivered(t, srv); n != 0 {
+		t.Fatalf("delivered before the restart (%d): the test did not cut it short", n)
+	}
+
+	r2 := newRig(t, rigOptions{apiURL: srv.URL, dir: dir, editEvery: 20 * time.Millisecond}, cfg)
+	waitFor(t, "the answer delivered", func() bool { return countTypes(t, r2.store, "GatewayMessageDelivered") == 1 })
+	if n := len(srv.Calls("sendMessage")); n != 1 {
+		t.Fatalf("sendMessage called %d times: the answer came beside its preview", n)
+	}
+	if n := countDelivered(t, srv); n != 1 {
+		t.Fatalf("%d successful edits to the answer", n)
+	}
+	if n := countTypes(t, r2.store, "GatewayReplyRequested"); n != 1 {
+		t.Fatalf("%d replies recorded", n)
+	}
+}
+
+// countDelivered counts the edits Telegram took that made a message read
+// the whole answer.
+func countDelivered(t *testing.T, srv *telegramtest.Server) int {
+	t.Helper()
+	n := 0
+	for _, c := range srv.Calls("editMessageText") {
+		if c.Status == 0 && strings.Contains(fmt.Sprint(c.Params["text"]), "after a restart.") {
+			n++
+		}
+	}
+	return n
+}
