@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,7 +159,9 @@ func (s *Served) editLoop(ctx context.Context, ed Editor, k liveKey, l *live, co
 		switch {
 		case err == nil:
 			l.failures = 0
-			if len(sl.ids) == 0 && len(got) > 0 && sl.kind == schema.OutboundPreview {
+			if len(got) > 0 && !slices.Equal(got, sl.ids) && sl.kind == schema.OutboundPreview {
+				// A new preview, or one grown past a message: its ids
+				// are recorded again.
 				ack = &schema.Inbound{Kind: schema.InboundPreviewed, Key: out.Key, Platform: out.Platform, Chat: out.Chat,
 					MessageID: out.InReplyTo, Segment: out.Segment, PlatformMessageIDs: got}
 			}
