@@ -163,10 +163,11 @@ func TestDeliveryToChatsThroughTheGateway(t *testing.T) {
 // cronGateway is a gateway (router, bus, plat) with a scheduler inside on
 // clock, and its jobs.
 type cronGateway struct {
-	store *embedded.Store
-	jobs  *cron.Jobs
-	sched *cron.Scheduler
-	plat  *chatPlatform
+	store  *embedded.Store
+	jobs   *cron.Jobs
+	sched  *cron.Scheduler
+	plat   *chatPlatform
+	leases session.Leaser
 }
 
 func startCronGateway(t *testing.T, dir string, clock *crontest.Clock, plat *chatPlatform, a cron.Agent) *cronGateway {
@@ -181,8 +182,12 @@ func startCronGateway(t *testing.T, dir string, clock *crontest.Clock, plat *cha
 	}
 	srv := llmtest.New()
 	jobs := cron.NewJobs(store, clock.Now)
+	// The runs' leases are shared as a home's are between processes
+	// (another scheduler of the test, standing in for a cron daemon,
+	// takes them too).
+	leases := cron.NewMemLeases()
 	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: bus.OutboundPublisher{Bus: b},
-		Platforms: func() []string { return []string{"testchat"} }, Agent: a})
+		Platforms: func() []string { return []string{"testchat"} }, Agent: a, Leases: leases})
 	router := gateway.New(store, b.Transport, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
@@ -196,7 +201,7 @@ func startCronGateway(t *testing.T, dir string, clock *crontest.Clock, plat *cha
 	<-plat.ready
 	go func() { defer wg.Done(); sched.Run(ctx) }()
 	<-sched.Ready()
-	return &cronGateway{store: store, jobs: jobs, sched: sched, plat: plat}
+	return &cronGateway{store: store, jobs: jobs, sched: sched, plat: plat, leases: leases}
 }
 
 // TestDeliveryRetriedPerPolicy: a delivery the platform refuses for a
@@ -252,7 +257,7 @@ func TestDeliveryHandedToTheGateway(t *testing.T) {
 	// The other process: the same home, no bus.
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
-	daemon := cron.New(g.store, cron.NewJobs(g.store, clock.Now), sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Agent: a})
+	daemon := cron.New(g.store, cron.NewJobs(g.store, clock.Now), sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Agent: a, Leases: g.leases})
 	run, err := daemon.RunNow(context.Background(), job.ID)
 	if err != nil {
 		t.Fatal(err)
