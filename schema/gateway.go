@@ -113,6 +113,17 @@ type GatewayReplyPreviewed struct {
 	PlatformMessageIDs []string `json:"platform_message_ids"`
 }
 
+// GatewayHomeSet makes a chat its platform's home channel (/sethome): a
+// cron job delivering to the platform without naming a chat delivers
+// there. The last one of a platform wins.
+type GatewayHomeSet struct {
+	Platform string `json:"platform"`
+	Chat     string `json:"chat"`
+	Thread   string `json:"thread,omitempty"`
+	// User is who set it.
+	User string `json:"user"`
+}
+
 // GatewayDeliveryFailed records a reply the platform refused for good.
 type GatewayDeliveryFailed struct {
 	ReplyID string `json:"reply_id"`
@@ -177,6 +188,7 @@ const (
 	TypeGatewayMessageDelivered = "GatewayMessageDelivered"
 	TypeGatewayDeliveryFailed   = "GatewayDeliveryFailed"
 	TypeGatewayReplyPreviewed   = "GatewayReplyPreviewed"
+	TypeGatewayHomeSet          = "GatewayHomeSet"
 	TypeGatewayInboundRefused   = "GatewayInboundRefused"
 	TypePairingRequested        = "PairingRequested"
 	TypePairingApproved         = "PairingApproved"
@@ -192,6 +204,7 @@ func (GatewayReplyRequested) EventType() string   { return TypeGatewayReplyReque
 func (GatewayMessageDelivered) EventType() string { return TypeGatewayMessageDelivered }
 func (GatewayDeliveryFailed) EventType() string   { return TypeGatewayDeliveryFailed }
 func (GatewayReplyPreviewed) EventType() string   { return TypeGatewayReplyPreviewed }
+func (GatewayHomeSet) EventType() string          { return TypeGatewayHomeSet }
 func (GatewayInboundRefused) EventType() string   { return TypeGatewayInboundRefused }
 func (PairingRequested) EventType() string        { return TypePairingRequested }
 func (PairingApproved) EventType() string         { return TypePairingApproved }

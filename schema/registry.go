@@ -119,6 +119,7 @@ var registry = map[string]eventType{
 	TypeGatewayMessageDelivered: v1[GatewayMessageDelivered](),
 	TypeGatewayDeliveryFailed:   v1[GatewayDeliveryFailed](),
 	TypeGatewayReplyPreviewed:   v1[GatewayReplyPreviewed](),
+	TypeGatewayHomeSet:          v1[GatewayHomeSet](),
 	TypeGatewayInboundRefused:   v1[GatewayInboundRefused](),
 	TypePairingRequested:        v1[PairingRequested](),
 	TypePairingApproved:         v1[PairingApproved](),

@@ -79,6 +79,7 @@ var samples = []Payload{
 	GatewayMessageDelivered{ReplyID: "r-7d1c", PlatformMessageIDs: []string{"43"}},
 	GatewayDeliveryFailed{ReplyID: "r-7d1c", Error: "telegram: 400 Bad Request: chat not found"},
 	GatewayReplyPreviewed{InReplyTo: "111:42", Segment: 1, PlatformMessageIDs: []string{"111:43"}},
+	GatewayHomeSet{Platform: "telegram", Chat: "111111", Thread: "17", User: "111111"},
 	GatewayInboundRefused{Platform: "telegram", Chat: "999", User: "999", MessageID: "7", Reason: "not allowed: pairing code sent"},
 	PairingRequested{Platform: "telegram", User: "999", UserName: "eve", Chat: "999", CodeHash: "5e884898da28047151d0e56f8dc62927", ExpiresAt: time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)},
 	PairingApproved{Platform: "telegram", User: "999", UserName: "eve", CodeHash: "5e884898da28047151d0e56f8dc62927"},

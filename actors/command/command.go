@@ -89,6 +89,7 @@ const (
 	Plugins
 	Memory
 	Bundles
+	SetHome
 )
 
 // Command is one slash command.
@@ -158,6 +159,7 @@ var table = []Command{
 	{ID: Memory, Name: "/memory", Args: "[pending|approve|reject|approval]", Help: "what the agent remembers and the changes waiting for your approval (memory.write_approval); approve or reject them (ID or all)", On: Screen | Plain | Gateway,
 		Words: []string{"approval", "approve", "pending", "reject"}},
 	{ID: Bundles, Name: "/bundles", Help: "the skill bundles ($HERMES_HOME/skill-bundles): /NAME loads a bundle's skills together", On: Screen | Plain},
+	{ID: SetHome, Name: "/sethome", Help: "make this chat the platform's home channel: scheduled jobs delivering to the platform without naming a chat come here", On: Gateway},
 	{ID: Version, Name: "/version", Help: "the version and commit of this hermes", On: Screen | Plain | Gateway},
 	{ID: Profile, Name: "/profile", Help: "the Hermes home this chat runs in (its config, sessions and memories)", On: Screen | Plain},
 	{ID: Redraw, Name: "/redraw", Help: "draw the screen again (after the terminal was garbled)", On: Screen},

@@ -100,9 +100,24 @@ func (s *Scheduler) deliverToPlatform(ctx context.Context, j *Job, run *Run, t T
 		fail(fmt.Sprintf("%s; no process running %s delivered it within %s", why, t.Platform, s.cfg.HandOver), false)
 		return false
 	}
+	chat, thread := t.Chat, t.Thread
+	if t.Home {
+		// The platform's home channel now (the last /sethome there).
+		var ok bool
+		var err error
+		if s.cfg.Home != nil {
+			chat, thread, ok, err = s.cfg.Home(ctx, t.Platform)
+		}
+		switch {
+		case err != nil:
+			return fail("read the home channels: "+err.Error(), true)
+		case !ok:
+			return fail(fmt.Sprintf("%s has no home channel: send /sethome in the %s chat that should get these, or deliver to %s:CHAT", t.Platform, t.Platform, t.Platform), false)
+		}
+	}
 	changed, done := s.waitFor(j.ID)
 	defer done()
-	out := schema.Outbound{Kind: schema.OutboundReply, Key: KeyPrefix + j.ID, Platform: t.Platform, Chat: t.Chat, Thread: t.Thread,
+	out := schema.Outbound{Kind: schema.OutboundReply, Key: KeyPrefix + j.ID, Platform: t.Platform, Chat: chat, Thread: thread,
 		ReplyID: run.ID + "|" + t.String(), SessionID: run.SessionID, Text: s.text(j, run)}
 	if run.Status == schema.RunFailed {
 		out.Error = run.Error

@@ -35,13 +35,18 @@ type chatPlatform struct {
 	mu    sync.Mutex
 	sent  []schema.Outbound
 	ready chan struct{}
+	// in hands the gateway what people in the chat send.
+	in gw.Inbox
 	// fails is how many more sends to a chat fail for a passing reason
 	// (a negative count: every send).
 	fails map[string]int
 }
 
 func (p *chatPlatform) Name() string { return "testchat" }
-func (p *chatPlatform) Run(ctx context.Context, _ gw.Inbox) error {
+func (p *chatPlatform) Run(ctx context.Context, in gw.Inbox) error {
+	p.mu.Lock()
+	p.in = in
+	p.mu.Unlock()
 	close(p.ready)
 	<-ctx.Done()
 	return nil
@@ -187,7 +192,11 @@ func startCronGateway(t *testing.T, dir string, clock *crontest.Clock, plat *cha
 	// takes them too).
 	leases := cron.NewMemLeases()
 	sched := cron.New(store, jobs, sys, cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Bus: bus.OutboundPublisher{Bus: b},
-		Platforms: func() []string { return []string{"testchat"} }, Agent: a, Leases: leases})
+		Platforms: func() []string { return []string{"testchat"} }, Agent: a, Leases: leases,
+		Home: func(ctx context.Context, platform string) (string, string, bool, error) {
+			h, ok, err := gateway.Home(ctx, store, platform)
+			return h.Chat, h.Thread, ok, err
+		}})
 	router := gateway.New(store, b.Transport, sys, gateway.Config{Auth: gateway.Auth{AllowAll: true}, Acks: sched.Ack}, log)
 	router.Sessions = session.NewManager(sys, session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
 		Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 2, time.Minute), Cfg: agent.Config{Model: "m"}, MaxTurns: 2})
@@ -276,5 +285,62 @@ func TestDeliveryHandedToTheGateway(t *testing.T) {
 	r := runs(t, g.store, job.ID)[0]
 	if r.Result() != "ok" || !r.Outcomes["testchat:c1"].Delivered || len(plat.replies()) != 1 || plat.replies()[0].Text != "from the daemon" {
 		t.Fatalf("run %s, outcomes %+v, sent %+v", r.Result(), r.Outcomes, plat.replies())
+	}
+}
+
+// TestDeliveryToTheHomeChannel: a job delivering to a platform without
+// naming a chat goes to the chat that sent /sethome there last; before
+// any did, its delivery fails saying what to do, and the run is not "ok".
+func TestDeliveryToTheHomeChannel(t *testing.T) {
+	clock := crontest.NewClock(t0)
+	plat := &chatPlatform{ready: make(chan struct{})}
+	g := startCronGateway(t, t.TempDir(), clock, plat, &stubAgent{reply: func(context.Context, *cron.Job, string) (string, error) { return "the report", nil }})
+	deliver := func(name string) *cron.Run {
+		t.Helper()
+		job := mustCreate(t, g.jobs, schema.JobSpec{Name: name, Schedule: "every 1d", Prompt: "p", Deliver: "testchat"})
+		if _, err := g.sched.RunNow(context.Background(), job.ID); err != nil {
+			t.Fatal(err)
+		}
+		end := clock.Now().Add(5 * time.Minute)
+		for !settled(t, g.store, job.ID, 1) {
+			if clock.Now().After(end) {
+				t.Fatalf("%s not settled: %+v", name, runs(t, g.store, job.ID)[0])
+			}
+			clock.Advance(time.Minute)
+			time.Sleep(30 * time.Millisecond)
+		}
+		return runs(t, g.store, job.ID)[0]
+	}
+	if r := deliver("early"); r.Result() != "ok, delivery failed" || !strings.Contains(r.Outcomes["testchat"].Error, "testchat has no home channel: send /sethome") {
+		t.Fatalf("before /sethome: %s %+v", r.Result(), r.Outcomes)
+	}
+	plat.mu.Lock()
+	in := plat.in
+	plat.mu.Unlock()
+	if err := in(context.Background(), schema.Inbound{Platform: "testchat", Chat: "c9", User: "u1", MessageID: "h1", Text: "/sethome"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the answer to /sethome", func() bool {
+		for _, o := range plat.replies() {
+			if o.Chat == "c9" && strings.Contains(o.Text, "home channel") {
+				return true
+			}
+		}
+		return false
+	})
+	if r := deliver("later"); r.Result() != "ok" || !r.Outcomes["testchat"].Delivered {
+		t.Fatalf("after /sethome: %s %+v", r.Result(), r.Outcomes)
+	}
+	got := 0
+	for _, o := range plat.replies() {
+		if o.Text == "the report" || strings.Contains(o.Text, "the report") {
+			if o.Chat != "c9" {
+				t.Fatalf("the report went to %q", o.Chat)
+			}
+			got++
+		}
+	}
+	if got != 1 {
+		t.Fatalf("the home channel got the report %d times", got)
 	}
 }

@@ -364,6 +364,9 @@ type Target struct {
 	Platform, Chat, Thread string
 	// Origin is set when the target came from deliver "origin".
 	Origin bool
+	// Home is set when the target is a platform alone: its home channel
+	// (the last /sethome there), found when the run is delivered.
+	Home bool
 	Raw    string
 	Err    string
 }
@@ -379,6 +382,9 @@ const (
 func (t Target) String() string {
 	switch t.Kind {
 	case TargetPlatform:
+		if t.Home {
+			return t.Platform
+		}
 		s := t.Platform + ":" + t.Chat
 		if t.Thread != "" {
 			s += ":" + t.Thread
@@ -391,8 +397,9 @@ func (t Target) String() string {
 }
 
 // ParseTargets reads a deliver value: a comma-separated list of origin,
-// local (file is an alias), none, and PLATFORM:CHAT[:THREAD]. origin
-// becomes the chat the job was created from.
+// local (file is an alias), none, PLATFORM:CHAT[:THREAD], and PLATFORM
+// alone (its home channel, set with /sethome in a chat). origin becomes
+// the chat the job was created from.
 func ParseTargets(deliver string, origin *schema.JobOrigin) ([]Target, error) {
 	var out []Target
 	seen := map[string]bool{}
@@ -416,10 +423,14 @@ func ParseTargets(deliver string, origin *schema.JobOrigin) ([]Target, error) {
 		case "":
 			return nil, fmt.Errorf("deliver %q has an empty target: use origin, local, none or PLATFORM:CHAT", deliver)
 		default:
-			name, rest, _ := strings.Cut(p, ":")
+			name, rest, hasChat := strings.Cut(p, ":")
+			if !hasChat && platformName(name) {
+				t = Target{Kind: TargetPlatform, Platform: strings.ToLower(name), Home: true}
+				break
+			}
 			chat, thread, bad := splitChat(rest)
 			if !platformName(name) || bad {
-				return nil, fmt.Errorf("unknown delivery target %q: use origin, local, none or PLATFORM:CHAT[:THREAD] (such as telegram:111111)", p)
+				return nil, fmt.Errorf("unknown delivery target %q: use origin, local, none, PLATFORM:CHAT[:THREAD] (such as telegram:111111) or PLATFORM (its home channel)", p)
 			}
 			t = Target{Kind: TargetPlatform, Platform: strings.ToLower(name), Chat: chat, Thread: thread}
 		}

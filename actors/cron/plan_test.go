@@ -239,11 +239,14 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%q: %+v %v, want chat %q thread %q", in, ts, err, want[0], want[1])
 		}
 	}
+	if ts, err := ParseTargets("telegram, local", nil); err != nil || len(ts) != 2 || !ts[0].Home || ts[0].Platform != "telegram" || ts[0].String() != "telegram" {
+		t.Fatalf("a platform alone is its home channel: %+v %v", ts, err)
+	}
 	if ts, err := ParseTargets("none", nil); err != nil || len(ts) != 0 {
 		t.Fatalf("none: %v %v", ts, err)
 	}
 	for in, want := range map[string]string{
-		"origin": "no origin", "email": "unknown delivery target", "telegram:": "unknown delivery target", ":111": "unknown delivery target",
+		"origin": "no origin", "e mail": "unknown delivery target", "telegram:": "unknown delivery target", ":111": "unknown delivery target",
 		"none,local": "cannot be combined", "local,,x:1": "empty target", "tele gram:1": "unknown delivery target",
 		"matrix:!abc": "unknown delivery target", "telegram:1:2:3": "unknown delivery target",
 	} {

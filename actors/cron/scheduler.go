@@ -69,6 +69,9 @@ type Config struct {
 	Leases session.Leaser
 	// Owner names this process in the runs it claims.
 	Owner schema.RunOwner
+	// Home finds a platform's home channel, for targets that name the
+	// platform alone (nil: they fail, saying so).
+	Home func(ctx context.Context, platform string) (chat, thread string, ok bool, err error)
 	// MaxConcurrent bounds the runs at once (cron.max_parallel_jobs).
 	MaxConcurrent int
 	// Timeout bounds a run whose job sets none.

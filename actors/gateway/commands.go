@@ -164,6 +164,12 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		return say("Personality " + strings.ToLower(arg) + " from the next message.")
 	case command.Version:
 		return say(first(c.r.cfg.Version, "The version is not known."))
+	case command.SetHome:
+		if err := appendAny(context.Background(), c.r.store, HomesStream, schema.GatewayHomeSet{Platform: rec.Platform, Chat: rec.Chat,
+			Thread: rec.Thread, User: rec.User}); err != nil {
+			return err
+		}
+		return say(fmt.Sprintf("This chat is now %s's home channel: scheduled jobs that deliver to %s without naming a chat come here.", rec.Platform, rec.Platform))
 	case command.Memory, command.Insights:
 		answer := c.r.cfg.Memory
 		if cmd.ID == command.Insights {

@@ -40,7 +40,28 @@ const (
 	ChatIndexStream = "gateway-chats"
 	// RefusedStream records messages that reached no agent.
 	RefusedStream = "gateway-refused"
+	// HomesStream records the platforms' home channels (/sethome).
+	HomesStream = "gateway-homes"
 )
+
+// Home is platform's home channel, as the last /sethome there made it;
+// ok is false when none was set.
+func Home(ctx context.Context, store events.Store, platform string) (h schema.GatewayHomeSet, ok bool, err error) {
+	rs, err := store.ReadStream(ctx, HomesStream, events.Forward, 0, 0)
+	if err != nil || len(rs) == 0 {
+		return h, false, err
+	}
+	for _, r := range rs {
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return h, false, err
+		}
+		if e, isHome := p.(schema.GatewayHomeSet); isHome && e.Platform == platform {
+			h, ok = e, true
+		}
+	}
+	return h, ok, nil
+}
 
 // DispatchDecision is what Config.Dispatch decides about a message: drop
 // it (Skip, for Reason), or go on with Text in place of its own (when

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/actors/cron"
+	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/grants"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
@@ -71,6 +72,11 @@ func (c *chatter) scheduler(pub cron.Publisher, up func() []string) *cron.Schedu
 		DeliveryAttempts: w.set.DeliveryAttempts, HandOver: w.set.HandOver,
 		OutputDir: filepath.Join(c.App.Home, "cron", "output"), Retention: w.set.Retention, Wrap: w.set.Wrap,
 		Bus: pub, Platforms: up, Log: c.App.Log,
+		// A target naming a platform alone is its home channel (/sethome).
+		Home: func(ctx context.Context, platform string) (string, string, bool, error) {
+			h, ok, err := gateway.Home(ctx, c.App.Store, platform)
+			return h.Chat, h.Thread, ok, err
+		},
 	}
 	return cron.New(c.App.Store, w.jobs, c.Sys, cfg)
 }
