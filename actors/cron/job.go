@@ -367,8 +367,8 @@ type Target struct {
 	// Home is set when the target is a platform alone: its home channel
 	// (the last /sethome there), found when the run is delivered.
 	Home bool
-	Raw    string
-	Err    string
+	Raw  string
+	Err  string
 }
 
 // Kinds of target.
