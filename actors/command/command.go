@@ -129,7 +129,7 @@ var table = []Command{
 	{ID: Undo, Name: "/undo", Args: "[N]", Help: "take back the last N turns (1): the chat goes on in a fork made before them; the message comes back to edit", On: Screen | Plain | Gateway},
 	{ID: Retry, Name: "/retry", Help: "take back the last turn and send its message again", On: Screen | Plain | Gateway},
 	{ID: Branch, Name: "/branch", Aliases: []string{"/fork"}, Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)", On: Screen},
-	{ID: Title, Name: "/title", Args: "[TEXT]", Help: "show or set the session's title", On: Screen},
+	{ID: Title, Name: "/title", Args: "[TEXT]", Help: "show or set the session's title", On: Screen | Gateway},
 	{ID: History, Name: "/history", Help: "show the conversation so far", On: Screen},
 	{ID: Save, Name: "/save", Args: "[FILE]", Help: "export the session's events as JSON lines (hermes sessions import reads them)", On: Screen},
 	{ID: Status, Name: "/status", Help: "the session, model, usage and what is running", On: Screen | Gateway},

@@ -164,6 +164,30 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		return say("Personality " + strings.ToLower(arg) + " from the next message.")
 	case command.Version:
 		return say(first(c.r.cfg.Version, "The version is not known."))
+	case command.Title:
+		if c.session == "" {
+			return say("No conversation yet.")
+		}
+		if arg == "" {
+			t, err := sessionTitle(context.Background(), c.r.store, c.session)
+			if err != nil {
+				return err
+			}
+			if t == "" {
+				return say("This conversation has no title yet. /title TEXT gives it one.")
+			}
+			return say("Title: " + t)
+		}
+		rt, ok := c.r.Sessions.(interface {
+			Retitle(ctx context.Context, id, title string) error
+		})
+		if !ok {
+			return say("Titles cannot be set from a chat here (the sessions run on agent nodes): use hermes sessions rename.")
+		}
+		if err := rt.Retitle(context.Background(), c.session, arg); err != nil {
+			return say("Could not set the title: " + sentence(err.Error()))
+		}
+		return say("Title: " + arg)
 	case command.SetHome:
 		if err := appendAny(context.Background(), c.r.store, HomesStream, schema.GatewayHomeSet{Platform: rec.Platform, Chat: rec.Chat,
 			Thread: rec.Thread, User: rec.User}); err != nil {
@@ -310,4 +334,24 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// sessionTitle is the last title session id was given ("" for none).
+func sessionTitle(ctx context.Context, store events.Store, id string) (string, error) {
+	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
+	if err != nil {
+		return "", err
+	}
+	title := ""
+	for _, r := range rs {
+		if r.Type != schema.TypeSessionTitled {
+			continue
+		}
+		p, err := schema.Decode(r.Envelope)
+		if err != nil {
+			return "", err
+		}
+		title = p.(schema.SessionTitled).Title
+	}
+	return title, nil
 }

@@ -867,3 +867,30 @@ func lastUser(t *testing.T, r llmtest.Request) string {
 	}
 	return ""
 }
+
+// TestGatewayTitle: /title says there is no conversation yet, then no
+// title, sets one (recorded by the session as SessionTitled) and shows it.
+func TestGatewayTitle(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), gateway.Config{Auth: gateway.Auth{AllowAll: true}}, llmtest.Reply{Content: "Hi."})
+	n := 0
+	send := func(text string) string {
+		t.Helper()
+		n++
+		r.plat.send(t, dm("5", fmt.Sprint(n), text))
+		return r.plat.waitReplies(t, n)[n-1].Text
+	}
+	for _, step := range []struct{ in, want string }{
+		{"/title", "No conversation yet."},
+		{"hello", "Hi."},
+		{"/title", "This conversation has no title yet. /title TEXT gives it one."},
+		{"/title Trip to Lisbon", "Title: Trip to Lisbon"},
+		{"/title", "Title: Trip to Lisbon"},
+	} {
+		if got := send(step.in); got != step.want {
+			t.Fatalf("%s: %q, want %q", step.in, got, step.want)
+		}
+	}
+	if countTypes(t, r.store, "SessionTitled") < 1 {
+		t.Fatal("no SessionTitled recorded")
+	}
+}
