@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,9 +70,22 @@ func helperNode() error {
 	// HERMES_NODE_IDLE sets the idle time after which sessions passivate;
 	// each grain that stops is reported on stdout.
 	idle, _ := time.ParseDuration(os.Getenv("HERMES_NODE_IDLE"))
+	// HERMES_NODE_TOPOLOGY=1: each topology the node's member list
+	// takes is reported on stdout ("members ADDR,ADDR…").
+	topology := os.Getenv("HERMES_NODE_TOPOLOGY") == "1"
 	sys.EventStream.Subscribe(func(ev any) {
-		if a, ok := ev.(*cluster.ActivationTerminating); ok {
-			fmt.Printf("deactivated %s\n", a.ClusterIdentity.Identity)
+		switch e := ev.(type) {
+		case *cluster.ActivationTerminating:
+			fmt.Printf("deactivated %s\n", e.ClusterIdentity.Identity)
+		case *cluster.ClusterTopology:
+			if topology {
+				var addrs []string
+				for _, m := range e.Members {
+					addrs = append(addrs, m.Address())
+				}
+				sort.Strings(addrs)
+				fmt.Printf("members %s\n", strings.Join(addrs, ","))
+			}
 		}
 	})
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask, IdleAfter: idle,
@@ -79,8 +93,9 @@ func helperNode() error {
 		Tools:    tool.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
 		Leases: session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
-	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT")) // unset: any free port
-	cfg := node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask}
+	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT"))     // unset: any free port
+	ttl, _ := time.ParseDuration(os.Getenv("HERMES_NODE_TTL")) // unset: the default lease
+	cfg := node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask, TTL: ttl}
 	if dir := os.Getenv("HERMES_NODE_TLS"); dir != "" {
 		// HERMES_NODE_TLS: the directory of node.MakeCerts; this member is "node".
 		cfg.TLS = &node.TLSFiles{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "node.pem"), Key: filepath.Join(dir, "node-key.pem")}

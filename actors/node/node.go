@@ -6,7 +6,10 @@
 // Members find each other through etcd (the cluster provider): a member
 // registers under a lease that etcd drops a few seconds after the member
 // stops renewing it, so a killed node leaves the topology by itself and its
-// sessions move to the members left. A turn request is idempotent (it
+// sessions move to the members left. A member whose key is gone leaves
+// only once its remote stops answering too, so an etcd pause, restart or
+// outage leaves the cluster serving on its last membership (see
+// etcdProvider). A turn request is idempotent (it
 // carries the turn's id, and a grain looks the turn up in the session's
 // events before running it), so the gateway repeats it until a grain
 // answers: after a failover the new owner answers a completed turn from
@@ -20,12 +23,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -58,8 +59,10 @@ type Config struct {
 	// "pending" and asked again (default 2 s). It is also how long a dead
 	// owner can hold a caller up before the request is retried.
 	Poll time.Duration
-	// TTL is the etcd lease of the membership (whole seconds, default 3):
-	// how long after a kill the node leaves the topology.
+	// TTL is the etcd lease of the membership (whole seconds, default 3;
+	// etcd raises it to its minimum, 2 s by default): how long after a
+	// kill the node leaves the topology (plus the half second or so its
+	// remote takes to be found silent).
 	TTL time.Duration
 	// TLS, when set, makes the remote speak mutual TLS: every member and
 	// client presents a certificate the cluster CA signed and refuses a
@@ -93,8 +96,15 @@ type Cluster struct {
 	member bool
 	log    zerolog.Logger
 	// hosted is a member's sessions (nil on a client).
-	hosted *hosted
+	hosted   *hosted
+	provider *etcdProvider
 }
+
+// Warning says what is wrong with the cluster's coordinator, etcd ("" when
+// nothing is): while etcd does not answer, or this member's lease lapsed,
+// the cluster serves on the last membership it saw and follows etcd again
+// when it answers.
+func (c *Cluster) Warning() string { return c.provider.Warning() }
 
 // Drain prepares a member's graceful leave: it starts no new turn (their
 // callers hear "pending" and ask again, reaching the session's next owner
@@ -193,7 +203,7 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	if err := probeEtcd(cfg.Etcd, etls); err != nil {
 		return nil, err
 	}
-	provider := &lazyEtcd{cfg: clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, TLS: etls}}
+	provider := newEtcdProvider(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, TLS: etls}, cfg.TTL, log)
 	opts := []cluster.ConfigOption{cluster.WithRequestTimeout(cfg.Poll + 3*time.Second)}
 	if kind != nil {
 		opts = append(opts, cluster.WithKinds(kind))
@@ -218,7 +228,7 @@ func join(sys *actor.ActorSystem, cfg Config, log zerolog.Logger, kind *cluster.
 	} else {
 		cl.StartClient()
 	}
-	c = &Cluster{c: cl, lookup: lk, cfg: cfg, log: log, member: kind != nil}
+	c = &Cluster{c: cl, lookup: lk, cfg: cfg, log: log, member: kind != nil, provider: provider}
 	log.Info().Str("address", c.Address()).Bool("member", kind != nil).Msg("joined the cluster")
 	return c, nil
 }
@@ -282,53 +292,6 @@ type reply struct {
 func encode(v any) *wrapperspb.BytesValue {
 	b, _ := json.Marshal(v)
 	return wrapperspb.Bytes(b)
-}
-
-// lazyEtcd is the etcd cluster provider, made when the cluster starts it:
-// after the cluster has started its remote, which sets gRPC's global
-// logger (an etcd client made before would be logging through it).
-type lazyEtcd struct {
-	cfg clientv3.Config
-	// mu orders the provider's start before its shutdown: the provider
-	// reads and writes its state without synchronisation of its own.
-	mu sync.Mutex
-	p  *etcd.Provider
-}
-
-func (l *lazyEtcd) open() error {
-	p, err := etcd.NewWithConfig("/hermes", l.cfg)
-	if err != nil {
-		return fmt.Errorf("etcd %v: %w", l.cfg.Endpoints, err)
-	}
-	l.p = p
-	return nil
-}
-
-func (l *lazyEtcd) StartMember(c *cluster.Cluster) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.open(); err != nil {
-		return err
-	}
-	return l.p.StartMember(c)
-}
-
-func (l *lazyEtcd) StartClient(c *cluster.Cluster) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.open(); err != nil {
-		return err
-	}
-	return l.p.StartClient(c)
-}
-
-func (l *lazyEtcd) Shutdown(graceful bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return nil
-	}
-	return l.p.Shutdown(graceful)
 }
 
 // probeEtcd checks that one of the endpoints answers etcd's /health:

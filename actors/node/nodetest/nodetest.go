@@ -1,6 +1,6 @@
 // Package nodetest starts the real peers of a cluster test: an etcd server
 // (Debian's etcd-server) on loopback in a temporary directory, killed in
-// cleanup.
+// cleanup, which a test can pause, stop and start again.
 package nodetest
 
 import (
@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 type Etcd struct {
 	// Endpoint is its client address (host:port).
 	Endpoint string
+	bin      string
+	args     []string
+	tc       *tls.Config
+	mu       sync.Mutex
 	cmd      *exec.Cmd
 	out      *lockedBuffer
 }
@@ -94,16 +99,25 @@ func startEtcd(tb testing.TB, certs string) *Etcd {
 		tc = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}
 	}
 	args = append(args, "--listen-client-urls", client, "--advertise-client-urls", client)
-	e.cmd = exec.Command(bin, args...)
+	e.bin, e.args, e.tc = bin, args, tc
+	tb.Cleanup(func() { e.Stop() })
+	e.Start(tb)
+	return e
+}
+
+// Start starts etcd again after Stop, on the same port and data directory,
+// and waits until it answers.
+func (e *Etcd) Start(tb testing.TB) {
+	tb.Helper()
+	e.mu.Lock()
+	e.cmd = exec.Command(e.bin, e.args...)
 	e.cmd.Stdout, e.cmd.Stderr = e.out, e.out
-	if err := e.cmd.Start(); err != nil {
+	err := e.cmd.Start()
+	e.mu.Unlock()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		_ = e.cmd.Process.Kill()
-		_ = e.cmd.Wait()
-	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: e.tc})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -114,12 +128,45 @@ func startEtcd(tb testing.TB, certs string) *Etcd {
 		_, err := cli.Get(ctx, "ping")
 		cancel()
 		if err == nil {
-			return e
+			return
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("etcd did not start: %v\n%s", err, e.out.Bytes())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop kills etcd (SIGKILL: no goodbye to its clients) and waits for it
+// to exit; its data directory stays for Start.
+func (e *Etcd) Stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGCONT) // a paused etcd dies too
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
+	e.cmd = nil
+}
+
+// Pause freezes etcd (SIGSTOP): its connections stay open and nothing
+// answers, as when its host stalls.
+func (e *Etcd) Pause(tb testing.TB) { e.signal(tb, syscall.SIGSTOP) }
+
+// Resume lets a paused etcd go on (SIGCONT).
+func (e *Etcd) Resume(tb testing.TB) { e.signal(tb, syscall.SIGCONT) }
+
+func (e *Etcd) signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cmd == nil {
+		tb.Fatal("etcd is not running")
+	}
+	if err := e.cmd.Process.Signal(sig); err != nil {
+		tb.Fatal(err)
 	}
 }
 
