@@ -416,7 +416,7 @@ func checkRaces(t testing.TB, dir string) {
 		}
 		for _, rep := range strings.Split(string(b), "WARNING: DATA RACE")[1:] {
 			access, _, _ := strings.Cut(rep, "Goroutine ")
-			if strings.Contains(access, "hermes-go/hermes") {
+			if strings.Contains(access, "hermes-go/hermes") && !blockListRace(access) {
 				t.Errorf("a helper node raced in our code:\n%s", rep)
 			} else {
 				library++
@@ -426,6 +426,21 @@ func checkRaces(t testing.TB, dir string) {
 	if library > 0 {
 		t.Logf("helper nodes: %d data race reports inside protoactor-go's cluster package", library)
 	}
+}
+
+// blockListRace: the race is protoactor-go's BlockList, whose IsBlocked
+// reads the set Block replaces under its lock without taking the lock;
+// a member that leaves the topology is blocked (from our cluster
+// provider's goroutine, as from protoactor's own provider before it) while
+// the gossip loop reads the list.
+func blockListRace(access string) bool {
+	top := func(s string) string {
+		_, after, _ := strings.Cut(s, "\n")
+		first, _, _ := strings.Cut(strings.TrimSpace(after), "\n")
+		return first
+	}
+	w, r, ok := strings.Cut(access, "Previous ")
+	return ok && strings.Contains(top(w), "remote.(*BlockList)") && strings.Contains(top(r), "remote.(*BlockList)")
 }
 
 func keys(m map[string]*proc) []string {

@@ -11,10 +11,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // etcdProvider is the cluster provider: it keeps the membership in etcd
@@ -81,7 +83,7 @@ type memberRecord struct {
 const (
 	probeEvery   = 250 * time.Millisecond
 	probeTimeout = time.Second
-	probeFails   = 2
+	probeFails   = 3
 	opTimeout    = 2 * time.Second
 )
 
@@ -94,6 +96,11 @@ func newEtcdProvider(cfg clientv3.Config, ttl time.Duration, log zerolog.Logger)
 		// provider logs the fault once, and its end.
 		cfg.Logger = zap.NewNop()
 	}
+	// gRPC's reconnection backoff grows to two minutes: after etcd was
+	// away for a while the members would find it back that much later.
+	bo := backoff.DefaultConfig
+	bo.MaxDelay = ttl / 2
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: ttl}))
 	return &etcdProvider{cfg: cfg, ttl: ttl, log: log, view: map[string]*cluster.Member{},
 		gone: map[string]int{}, alive: map[string]bool{}, reregister: make(chan struct{}, 1)}
 }
@@ -520,13 +527,13 @@ func (p *etcdProvider) probe(ctx context.Context) {
 	}
 }
 
-// ping asks the protoactor remote at addr for a pong.
+// ping asks the member at addr's pinger for an answer.
 func (p *etcdProvider) ping(addr string) bool {
-	res, err := p.c.ActorSystem.Root.RequestFuture(actor.NewPID(addr, "activator"), &remote.Ping{}, probeTimeout).Result()
+	res, err := p.c.ActorSystem.Root.RequestFuture(actor.NewPID(addr, pingName), &emptypb.Empty{}, probeTimeout).Result()
 	if err != nil {
 		return false
 	}
-	_, ok := res.(*remote.Pong)
+	_, ok := res.(*emptypb.Empty)
 	return ok
 }
 

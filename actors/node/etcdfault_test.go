@@ -144,12 +144,14 @@ func TestClusterSurvivesEtcd(t *testing.T) {
 		t.Logf("%s: %d new sessions ran %v", what, n, per)
 	}
 	// load asks turns without pause (old sessions and new ones) until
-	// stop is closed; it reports how many were asked and answered.
+	// stop is closed; it reports how many were asked and answered. Each
+	// worker has sessions of its own (a message to a session running a
+	// turn would join that turn).
 	load := func(stop <-chan struct{}) func() (asked, answered int64) {
-		old := []string{newSession(), newSession(), newSession(), newSession()}
 		var a, ok atomic.Int64
 		var wg sync.WaitGroup
 		for w := range 3 {
+			old := []string{newSession(), newSession()}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -159,7 +161,7 @@ func TestClusterSurvivesEtcd(t *testing.T) {
 						return
 					default:
 					}
-					id := old[(w+i)%len(old)]
+					id := old[i%len(old)]
 					if i%3 == 0 {
 						var err error
 						if id, err = create(); err != nil {

@@ -46,6 +46,10 @@ const Kind = "session"
 // turn running there.
 const stopperName = "hermes-session-stopper"
 
+// pingName is the name of each member's actor that answers probes (see
+// etcdProvider.probe).
+const pingName = "hermes-ping"
+
 // Config places a process in a cluster.
 type Config struct {
 	// Name is the cluster's name (members of other names are ignored).
@@ -176,6 +180,15 @@ func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.M
 			log.Warn().Str("message_type", fmt.Sprintf("%T", b)).Msg("session stopper: message not handled")
 		}
 	}), stopperName); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// The pinger answers the other processes' probes: a member whose key
+	// went from etcd stays in their membership while it answers.
+	if _, err := sys.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*emptypb.Empty); ok {
+			c.Respond(&emptypb.Empty{})
+		}
+	}), pingName); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c, err := join(sys, cfg, log, cluster.NewKind(Kind, props))
