@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,8 +34,10 @@ var etcdOutage = flag.Duration("etcd-outage", 30*time.Second, "how long TestClus
 // again on its data 10 s later, stopped for a long while. Every turn asked
 // during and after each fault is answered; afterwards every process sees
 // the three members again without a restart, and new sessions are placed
-// on every member. (With protoactor-go's etcd provider, the freeze left
-// every member blocking every other: no turn was answered again.)
+// on every member. Last, a member killed while etcd is frozen leaves the
+// view once etcd wakes, and the survivors stay. (With protoactor-go's etcd
+// provider, the freeze left every member blocking every other: no turn
+// was answered again.)
 func TestClusterSurvivesEtcd(t *testing.T) {
 	const ttl = 2 * time.Second // etcd's minimum lease
 	pg := pgtest.Start(t)
@@ -245,12 +248,32 @@ func TestClusterSurvivesEtcd(t *testing.T) {
 	converged("after the outage")
 	spread("after the outage")
 	gatewaytest.WaitFor(t, "the client's warning cleared", func() bool { return client.Warning() == "" })
+
+	// (d) a member killed while etcd is frozen still leaves when etcd
+	// wakes (its key expires and it does not answer), and only it: the
+	// survivors, whose keys expired too, stay.
+	etcd.Pause(t)
+	dead := nodes[2]
+	if err := dead.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * ttl)
+	etcd.Resume(t)
+	nodes = nodes[:2]
+	views.forget(dead.addr)
+	addrs = strings.Join(sortedCopy([]string{nodes[0].addr, nodes[1].addr}), ",")
+	gatewaytest.WaitFor(t, "the killed member out of the client's view", func() bool {
+		return strings.Join(sortedCopy(client.Members()), ",") == addrs
+	})
+	views.waitAll(t, "after a kill under the freeze", addrs, 60*time.Second)
+	spread("after a kill under the freeze")
 }
 
 // views follows the topology each helper node reports ("members …").
 type views struct {
 	mu   sync.Mutex
 	last map[string]string // node → its latest topology
+	gone []string          // killed nodes
 	cond chan struct{}
 }
 
@@ -261,7 +284,9 @@ func newViews(nodes []*proc) *views {
 			for l := range p.lines {
 				if m, ok := strings.CutPrefix(l, "members "); ok {
 					v.mu.Lock()
-					v.last[p.addr] = m
+					if !slices.Contains(v.gone, p.addr) {
+						v.last[p.addr] = m
+					}
 					v.mu.Unlock()
 					select {
 					case v.cond <- struct{}{}:
@@ -272,6 +297,14 @@ func newViews(nodes []*proc) *views {
 		}()
 	}
 	return v
+}
+
+// forget stops waiting for node addr's view (it was killed).
+func (v *views) forget(addr string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.last, addr)
+	v.gone = append(v.gone, addr)
 }
 
 // waitAll waits until every node's latest topology is want.
