@@ -126,6 +126,10 @@ type clusterReport struct {
 	// Members are the agent nodes' remote addresses in the gateway's
 	// current view of the membership.
 	Members []string `json:"members"`
+	// Warning says what is wrong with etcd, the coordinator, when
+	// something is (the gateway then runs turns on the last membership it
+	// saw).
+	Warning string `json:"warning,omitempty"`
 }
 
 type platformStatusReport struct {
@@ -222,7 +226,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		}
 		defer cl.Leave()
 		clusterView = func() *clusterReport {
-			return &clusterReport{Etcd: ncfg.Etcd, Address: cl.Address(), Members: cl.Members()}
+			return &clusterReport{Etcd: ncfg.Etcd, Address: cl.Address(), Members: cl.Members(), Warning: cl.Warning()}
 		}
 		_ = telemetry.Gauge("hermes.cluster.members", "{member}", "Agent nodes in the gateway's view of the cluster", func() int64 { return int64(len(cl.Members())) })
 		ns := node.NewSessions(cl)

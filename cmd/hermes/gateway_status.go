@@ -79,6 +79,9 @@ func printGatewayStatus(w io.Writer, home string, asJSON bool) error {
 		for _, m := range c.Members {
 			fmt.Fprintf(w, "  node %s\n", m)
 		}
+		if c.Warning != "" {
+			fmt.Fprintf(w, "  warning: %s\n", c.Warning)
+		}
 	}
 	sort.Slice(st.Platforms, func(i, j int) bool { return st.Platforms[i].Platform < st.Platforms[j].Platform })
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
