@@ -3,10 +3,13 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -452,9 +455,10 @@ func (p *etcdProvider) missing(id string) {
 }
 
 // probe asks the remote of every suspected member whether it is there:
-// one that does not answer probeFails times in a row leaves the view (it
-// died, or left); one that answers stays (its key went because etcd lost
-// its lease, and it registers again).
+// one whose port refuses connections, or that does not answer probeFails
+// times in a row, leaves the view (it died, or left); one that answers
+// stays (its key went because etcd lost its lease, and it registers
+// again).
 func (p *etcdProvider) probe(ctx context.Context) {
 	defer p.wg.Done()
 	t := time.NewTicker(probeEvery)
@@ -476,16 +480,16 @@ func (p *etcdProvider) probe(ctx context.Context) {
 		if len(ids) == 0 {
 			continue
 		}
-		answered := map[string]bool{}
+		answered, refused := map[string]bool{}, map[string]bool{}
 		var wg sync.WaitGroup
 		var amu sync.Mutex
 		for _, id := range ids {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok := p.ping(addrs[id])
+				ok, dead := p.ping(addrs[id])
 				amu.Lock()
-				answered[id] = ok
+				answered[id], refused[id] = ok, dead
 				amu.Unlock()
 			}()
 		}
@@ -509,7 +513,7 @@ func (p *etcdProvider) probe(ctx context.Context) {
 				}
 				continue
 			}
-			if n+1 < probeFails {
+			if n+1 < probeFails && !refused[id] {
 				p.gone[id] = n + 1
 				continue
 			}
@@ -527,14 +531,23 @@ func (p *etcdProvider) probe(ctx context.Context) {
 	}
 }
 
-// ping asks the member at addr's pinger for an answer.
-func (p *etcdProvider) ping(addr string) bool {
+// ping asks the member at addr's pinger for an answer. A refused
+// connection is an answer too: no process listens there any more (a
+// killed member), so it is not asked again.
+func (p *etcdProvider) ping(addr string) (alive, dead bool) {
+	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false, true
+	}
+	if err == nil {
+		_ = conn.Close()
+	}
 	res, err := p.c.ActorSystem.Root.RequestFuture(actor.NewPID(addr, pingName), &emptypb.Empty{}, probeTimeout).Result()
 	if err != nil {
-		return false
+		return false, false
 	}
 	_, ok := res.(*emptypb.Empty)
-	return ok
+	return ok, false
 }
 
 // publish tells the member list the view (pubMu held, p.mu not).
