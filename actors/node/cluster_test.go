@@ -429,7 +429,7 @@ func checkRaces(t testing.TB, dir string) {
 }
 
 // libraryRace: both racing accesses happen inside protoactor-go (the
-// innermost frame of each is the library's), as when its member list
+// innermost frame of each is the library's or its gofun sets'), as when its member list
 // blocks a member that left the topology while its gossip reads the list
 // without a lock. The topology reaches the member list from our cluster
 // provider's goroutine, as it did from protoactor's own provider before,
@@ -446,7 +446,7 @@ func libraryRace(access string) bool {
 	}
 	w, r, ok := strings.Cut(access, "Previous ")
 	lib := func(frame string) bool {
-		return strings.Contains(frame, "github.com/asynkron/protoactor-go/")
+		return strings.Contains(frame, "github.com/asynkron/") // protoactor-go and its gofun sets
 	}
 	return ok && lib(top(w)) && lib(top("Previous "+r))
 }

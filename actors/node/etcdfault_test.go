@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/node"
@@ -30,7 +32,7 @@ var etcdOutage = flag.Duration("etcd-outage", 30*time.Second, "how long TestClus
 
 // TestClusterSurvivesEtcd: three agent nodes (their own processes) and a
 // client serve sessions while the coordinator, a real etcd, fails under
-// them — frozen (SIGSTOP) for three times the lease, killed and started
+// them — the members' keys deleted behind their backs, frozen (SIGSTOP) for three times the lease, killed and started
 // again on its data 10 s later, stopped for a long while. Every turn asked
 // during and after each fault is answered; afterwards every process sees
 // the three members again without a restart, and new sessions are placed
@@ -187,6 +189,29 @@ func TestClusterSurvivesEtcd(t *testing.T) {
 
 	converged("at start")
 	spread("at start")
+
+	// Every member's key deleted behind their backs (as when etcd drops
+	// their leases): nobody leaves, and the members register again.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	const prefix = "/hermes/members/t/" // the provider's keys of cluster "t"
+	if r, err := cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil || r.Deleted != 3 {
+		t.Fatalf("delete the members' keys: %v, %+v", err, r)
+	}
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if m := client.Members(); len(m) != 3 {
+			t.Fatalf("keys deleted: the client's view fell to %v", m)
+		}
+	}
+	gatewaytest.WaitFor(t, "the three members registered again", func() bool {
+		r, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && r.Count == 3
+	})
+	converged("after the keys were deleted")
+	spread("after the keys were deleted")
 
 	// (a) etcd frozen for three leases: every lease expires at once when
 	// it wakes.
