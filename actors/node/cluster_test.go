@@ -435,11 +435,19 @@ func checkRaces(t testing.TB, dir string) {
 // provider's goroutine, as it did from protoactor's own provider before,
 // so our frames are below those accesses.
 func libraryRace(access string) bool {
+	// top is the innermost frame of the access past the runtime's own
+	// (a map's access).
 	top := func(section string) string {
 		lines := strings.Split(section, "\n")
 		for i, l := range lines {
-			if strings.Contains(l, " at 0x") && i+1 < len(lines) {
-				return lines[i+1]
+			if !strings.Contains(l, " at 0x") {
+				continue
+			}
+			for _, f := range lines[i+1:] {
+				f = strings.TrimSpace(f)
+				if f != "" && !strings.HasPrefix(f, "/") && !strings.HasPrefix(f, "runtime.") && !strings.HasPrefix(f, "internal/") {
+					return f
+				}
 			}
 		}
 		return ""

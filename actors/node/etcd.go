@@ -164,8 +164,10 @@ func (p *etcdProvider) start(c *cluster.Cluster, self *cluster.Member) error {
 	return nil
 }
 
-// Shutdown implements cluster.ClusterProvider: a member deletes its key
-// and revokes its lease (the others see it leave at once).
+// Shutdown implements cluster.ClusterProvider: it stops following the
+// membership, and a member deletes its key (the others let it go once its
+// remote, which its owner shuts down next, stops answering; its lease
+// expires by itself).
 func (p *etcdProvider) Shutdown(bool) error {
 	p.mu.Lock()
 	if p.stopped || p.cancel == nil {
