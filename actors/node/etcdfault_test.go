@@ -32,14 +32,15 @@ var etcdOutage = flag.Duration("etcd-outage", 30*time.Second, "how long TestClus
 
 // TestClusterSurvivesEtcd: three agent nodes (their own processes) and a
 // client serve sessions while the coordinator, a real etcd, fails under
-// them — the members' keys deleted behind their backs, frozen (SIGSTOP) for three times the lease, killed and started
-// again on its data 10 s later, stopped for a long while. Every turn asked
-// during and after each fault is answered; afterwards every process sees
-// the three members again without a restart, and new sessions are placed
-// on every member. Last, a member killed while etcd is frozen leaves the
-// view once etcd wakes, and the survivors stay. (With protoactor-go's etcd
-// provider, the freeze left every member blocking every other: no turn
-// was answered again.)
+// them: the members' keys deleted behind their backs; etcd frozen
+// (SIGSTOP) for three times the lease; killed and started again on its
+// data 10 s later; stopped for a long while. Every turn asked during and
+// after each fault is answered; afterwards every process sees the three
+// members again without a restart, and new sessions are placed on every
+// member. Last, a member killed while etcd is frozen leaves the view once
+// etcd wakes, and the survivors stay. (With protoactor-go's etcd provider
+// the turns asked after the freeze timed out: every member had dropped,
+// and blocked, every other.)
 func TestClusterSurvivesEtcd(t *testing.T) {
 	const ttl = 2 * time.Second // etcd's minimum lease
 	pg := pgtest.Start(t)

@@ -65,8 +65,9 @@ type Config struct {
 	Poll time.Duration
 	// TTL is the etcd lease of the membership (whole seconds, default 3;
 	// etcd raises it to its minimum, 2 s by default): how long after a
-	// kill the node leaves the topology (plus the half second or so its
-	// remote takes to be found silent).
+	// kill the node leaves the topology (its port then refuses
+	// connections; a frozen node is let go after three unanswered pings,
+	// about 4 s more).
 	TTL time.Duration
 	// TLS, when set, makes the remote speak mutual TLS: every member and
 	// client presents a certificate the cluster CA signed and refuses a
