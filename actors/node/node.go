@@ -308,8 +308,9 @@ func encode(v any) *wrapperspb.BytesValue {
 	return wrapperspb.Bytes(b)
 }
 
-// probeEtcd checks that one of the endpoints answers etcd's /health:
-// protoactor-go's provider would wait for an unreachable etcd forever.
+// probeEtcd checks that one of the endpoints answers etcd's /health, so
+// that a process joining with no etcd to reach is refused saying where it
+// looked (the provider's own first request would only time out).
 func probeEtcd(endpoints []string, tc *tls.Config) error {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	var errs []error
