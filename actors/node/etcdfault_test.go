@@ -27,7 +27,7 @@ import (
 )
 
 // etcdOutage is how long TestClusterSurvivesEtcd keeps etcd away in its
-// last fault (test-scaled; -etcd-outage=5m for the long variant).
+// last fault (test-scaled; -etcd-outage=3m or more for the long variant).
 var etcdOutage = flag.Duration("etcd-outage", 30*time.Second, "how long TestClusterSurvivesEtcd keeps etcd stopped")
 
 // TestClusterSurvivesEtcd: three agent nodes (their own processes) and a
