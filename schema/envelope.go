@@ -47,6 +47,22 @@ type Meta struct {
 	ID string
 }
 
+// Chain encodes ps into envelopes with m's session, turn and time, each
+// caused by the one before it (the first by m.CausationID): the events
+// of one step, appended together.
+func Chain(m Meta, ps ...Payload) ([]Envelope, error) {
+	envs := make([]Envelope, 0, len(ps))
+	for _, p := range ps {
+		e, err := NewEnvelope(m, p)
+		if err != nil {
+			return nil, err
+		}
+		envs = append(envs, e)
+		m.CausationID, m.ID = e.ID, ""
+	}
+	return envs, nil
+}
+
 // NewEnvelope encodes p at its current version into an envelope.
 func NewEnvelope(m Meta, p Payload) (Envelope, error) {
 	t, ok := registry[p.EventType()]

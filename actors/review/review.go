@@ -429,21 +429,18 @@ func (r *recorder) spent() float64 {
 func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Payload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	envs := make([]schema.Envelope, 0, len(ps))
-	cause := r.lastID
-	for _, p := range ps {
-		e, err := schema.NewEnvelope(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: cause}, p)
-		if err != nil {
-			return err
-		}
-		envs = append(envs, e)
-		cause = e.ID
+	envs, err := schema.Chain(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: r.lastID}, ps...)
+	if err != nil {
+		return err
 	}
 	res, err := r.store.Append(ctx, events.SessionStream(r.session), events.Exact(r.revision), envs...)
 	if err != nil {
 		return fmt.Errorf("review %s: %w", r.session, err)
 	}
-	r.revision, r.lastID = res.NextRevision, cause
+	r.revision = res.NextRevision
+	if len(envs) > 0 {
+		r.lastID = envs[len(envs)-1].ID
+	}
 	for _, p := range ps {
 		switch e := p.(type) {
 		case schema.AssistantMessageAdded:

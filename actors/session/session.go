@@ -756,15 +756,9 @@ func (r *recorder) sessionID() string {
 func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Payload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	envs := make([]schema.Envelope, 0, len(ps))
-	cause := r.lastID
-	for _, p := range ps {
-		e, err := schema.NewEnvelope(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: cause}, p)
-		if err != nil {
-			return err
-		}
-		envs = append(envs, e)
-		cause = e.ID
+	envs, err := schema.Chain(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: r.lastID}, ps...)
+	if err != nil {
+		return err
 	}
 	res, err := r.store.Append(ctx, r.stream, events.Exact(r.revision), envs...)
 	var wev *events.WrongExpectedVersionError
@@ -774,7 +768,10 @@ func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Paylo
 	if err != nil {
 		return err
 	}
-	r.revision, r.lastID = res.NextRevision, cause
+	r.revision = res.NextRevision
+	if len(envs) > 0 {
+		r.lastID = envs[len(envs)-1].ID
+	}
 	for _, p := range ps {
 		switch a := p.(type) {
 		case schema.AssistantMessageAdded:
