@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,4 +62,34 @@ func SplitMedia(text string) (string, []string) {
 		}
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n")), paths
+}
+
+// AllowedMedia resolves p (links followed) and says whether it is a
+// regular file under one of roots: a MEDIA: path the model wrote is not a
+// way to read the host's files into a chat.
+func AllowedMedia(roots []string, p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s is not an absolute path", p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a file", p)
+	}
+	for _, root := range roots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%s is outside the directories files are sent from", p)
 }

@@ -28,34 +28,9 @@ import (
 // maxVoiceIn bounds the voice memos remembered for VoiceReplies.
 const maxVoiceIn = 1024
 
-// allowedMedia resolves p (links followed) and says whether it is a
-// regular file under one of the roots.
-func (a *Adapter) allowedMedia(p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%s is not an absolute path", p)
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a file", p)
-	}
-	for _, root := range a.cfg.MediaRoots {
-		r, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, nil
-		}
-	}
-	return "", fmt.Errorf("%s is outside the directories files are sent from", p)
-}
+// allowedMedia resolves p and says whether it may be sent
+// (gateway.AllowedMedia under MediaRoots).
+func (a *Adapter) allowedMedia(p string) (string, error) { return gw.AllowedMedia(a.cfg.MediaRoots, p) }
 
 // sendReply sends a reply: its media, its voice note, then its text. A
 // retry after a failure sends only what had not gone (the media and the
