@@ -25,7 +25,9 @@ func matrixPlatform(env *gatewayEnv) (gw.Platform, error) {
 	}
 	a, err := matrix.New(matrix.Config{Homeserver: m.Homeserver, UserID: m.UserID, AccessToken: m.AccessToken, Password: m.Password,
 		AllowedUsers: allowed, AllowAll: env.set.AllowAllUsers, PairingInvites: m.PairingInvites, Rooms: m.Rooms,
-		StateDir: filepath.Join(env.home, "gateway", "matrix"), CacheDir: filepath.Join(env.home, "cache", "matrix"), Log: env.chat.App.Log})
+		StateDir: filepath.Join(env.home, "gateway", "matrix"), CacheDir: filepath.Join(env.home, "cache", "matrix"), Log: env.chat.App.Log,
+		// What image_generate and text_to_speech make may be sent.
+		MediaRoots: []string{filepath.Join(env.home, "cache", "images"), filepath.Join(env.home, "cache", "audio")}})
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,15 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 	if out.Kind == schema.OutboundNotice || out.Kind == schema.OutboundProgress {
 		msgType = event.MsgNotice
 	}
-	parts := Split(out.Text)
+	text, files := out.Text, []string(nil)
+	if out.Kind == schema.OutboundReply {
+		// The answer's files follow the edited text.
+		text, files = a.mediaOf(out.Text)
+		if strings.TrimSpace(text) == "" {
+			return nil, gw.ErrNoEdit // files alone: sent as new messages
+		}
+	}
+	parts := Split(text)
 	if len(parts) == 0 {
 		return nil, &gw.PermanentError{Err: errors.New("matrix: an empty message cannot be shown")}
 	}
@@ -65,5 +73,6 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 		got = append(got, string(resp.EventID))
 		a.remember(resp.EventID, id.EventID(out.Thread))
 	}
-	return got, nil
+	more, err := a.sendFiles(ctx, out, room, files)
+	return append(got, more...), err
 }

@@ -81,6 +81,10 @@ type Config struct {
 	// CacheDir receives the images people send (m.image), for the
 	// gateway to show the model; empty: images are not downloaded.
 	CacheDir string
+	// MediaRoots are the directories a reply's MEDIA:<path> files may be
+	// sent from (uploaded, then sent as m.image, m.audio or m.file);
+	// empty: none is, and the gateway names them in the text instead.
+	MediaRoots []string
 	// SyncTimeout is /sync's long-polling timeout (30 s by default).
 	SyncTimeout time.Duration
 	// HTTPClient makes the requests (a fresh client by default). Deadlines

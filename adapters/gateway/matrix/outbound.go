@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,7 +49,19 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		_, err := a.cli.UserTyping(cctx, room, true, typingFor)
 		return nil, a.tokenRevoked(classify(err))
 	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
-		return a.sendText(ctx, out, room)
+		text, files := a.mediaOf(out.Text)
+		var ids []string
+		if strings.TrimSpace(text) != "" || len(files) == 0 {
+			o := out
+			o.Text = text
+			got, err := a.sendText(ctx, o, room)
+			if err != nil {
+				return nil, err
+			}
+			ids = got
+		}
+		more, err := a.sendFiles(ctx, out, room, files)
+		return append(ids, more...), err
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("matrix: unknown outbound kind %q", out.Kind)}
 }
@@ -155,4 +170,109 @@ func eventSize(md string) int {
 		return 0
 	}
 	return len(b)
+}
+
+// SendsMedia reports whether the adapter sends a reply's MEDIA: files
+// itself (gateway.MediaSender): when MediaRoots names where from.
+func (a *Adapter) SendsMedia() bool { return len(a.cfg.MediaRoots) > 0 }
+
+// mediaOf takes the MEDIA: tags out of text: the files that may be sent,
+// and the text with a note for each that may not.
+func (a *Adapter) mediaOf(text string) (string, []string) {
+	text, paths := gw.SplitMedia(text)
+	var files, notes []string
+	for _, p := range paths {
+		real, err := gw.AllowedMedia(a.cfg.MediaRoots, p)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("media not sent")
+			notes = append(notes, fmt.Sprintf("(%s was not sent: %v)", filepath.Base(p), err))
+			continue
+		}
+		files = append(files, real)
+	}
+	if len(notes) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
+	}
+	return text, files
+}
+
+// maxUpload bounds a file sent to a room.
+const maxUpload = 50 << 20
+
+// sendFiles uploads each file to the homeserver's media repository and
+// sends it to the room, after the reply's text (a retried reply sends
+// each again under the same transaction id, so it is shown once).
+func (a *Adapter) sendFiles(ctx context.Context, out schema.Outbound, room id.RoomID, files []string) ([]string, error) {
+	var ids []string
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return ids, &gw.PermanentError{Err: err}
+		}
+		if fi.Size() > maxUpload {
+			return ids, &gw.PermanentError{Err: fmt.Errorf("matrix: %s is %d bytes, more than the %d sent", filepath.Base(f), fi.Size(), maxUpload)}
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return ids, &gw.PermanentError{Err: err}
+		}
+		mime := http.DetectContentType(data)
+		if m := mimeByExt(f); m != "" {
+			mime = m
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		up, err := a.cli.UploadBytesWithName(cctx, data, mime, filepath.Base(f))
+		cancel()
+		if err != nil {
+			return ids, a.tokenRevoked(classify(err))
+		}
+		msgType := event.MsgFile
+		switch {
+		case strings.HasPrefix(mime, "image/"):
+			msgType = event.MsgImage
+		case strings.HasPrefix(mime, "audio/"):
+			msgType = event.MsgAudio
+		case strings.HasPrefix(mime, "video/"):
+			msgType = event.MsgVideo
+		}
+		c := &event.MessageEventContent{MsgType: msgType, Body: filepath.Base(f), FileName: filepath.Base(f), URL: up.ContentURI.CUString(),
+			Info: &event.FileInfo{MimeType: mime, Size: int(fi.Size())}, Mentions: &event.Mentions{}}
+		if out.Thread != "" {
+			c.RelatesTo = (&event.RelatesTo{}).SetThread(id.EventID(out.Thread), id.EventID(out.Thread))
+		}
+		req := mautrix.ReqSendEvent{}
+		if out.ReplyID != "" {
+			req.TransactionID = fmt.Sprintf("hermes.%s.media.%d", out.ReplyID, i)
+		}
+		cctx, cancel = context.WithTimeout(ctx, callTimeout)
+		resp, err := a.cli.SendMessageEvent(cctx, room, event.EventMessage, c, req)
+		cancel()
+		if err != nil {
+			return ids, a.tokenRevoked(classify(err))
+		}
+		ids = append(ids, string(resp.EventID))
+	}
+	return ids, nil
+}
+
+// mimeByExt is the type of the files Hermes makes, by their extension
+// (sniffing cannot tell an Ogg voice note from other Ogg).
+func mimeByExt(f string) string {
+	switch strings.ToLower(filepath.Ext(f)) {
+	case ".png":
+		return "image/png"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".webp":
+		return "image/webp"
+	case ".gif":
+		return "image/gif"
+	case ".ogg", ".opus":
+		return "audio/ogg"
+	case ".mp3":
+		return "audio/mpeg"
+	case ".wav":
+		return "audio/wav"
+	}
+	return ""
 }
