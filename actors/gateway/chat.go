@@ -49,6 +49,8 @@ type chat struct {
 	running  *work
 	queue    []*work
 	question *question
+	// recv counts the messages the router handed this actor (chatIdle).
+	recv int
 
 	// staged holds the opening events of a new chat (opened, session
 	// bound), appended together with its first message: one durable write
@@ -82,13 +84,31 @@ type question struct {
 	reply chan askAnswer
 }
 
+// idle says whether the chat holds nothing that lives only in its actor:
+// no turn running or queued, no question waiting, every reply it asked for
+// delivered or failed. Its actor may then stop; the next message starts
+// it again from its stream.
+func (c *chat) idle() bool {
+	return c.running == nil && len(c.queue) == 0 && c.question == nil && len(c.pending) == 0 && len(c.staged) == 0
+}
+
+// chatIdle is a chat actor telling the router it has been idle for
+// Config.ChatIdle, having received recv messages from it.
+type chatIdle struct {
+	key  string
+	pid  *actor.PID
+	recv int
+}
+
 func (c *chat) Receive(ctx actor.Context) {
+	defer c.armIdle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if err := c.recover(ctx); err != nil {
 			panic(fmt.Errorf("chat %s: recover: %w", c.key, err))
 		}
 	case *inbound:
+		c.recv++
 		m.done <- c.handle(ctx, m)
 	case *turnFinished:
 		c.finish(ctx, m)
@@ -102,10 +122,32 @@ func (c *chat) Receive(ctx actor.Context) {
 		if c.running != nil && c.running.cancel != nil {
 			c.running.cancel()
 		}
-	case *actor.Restarting, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
+	case *actor.ReceiveTimeout:
+		if c.idle() {
+			// The router stops this actor if it sent nothing since.
+			ctx.Send(ctx.Parent(), &chatIdle{key: c.key, pid: ctx.Self(), recv: c.recv})
+		}
+	case *actor.Restarting, *actor.Stopped, *actor.Terminated:
 		// Lifecycle messages protoactor delivers that need nothing here.
 	default:
 		c.r.log.Warn().Str("chat", c.key).Str("message_type", fmt.Sprintf("%T", m)).Msg("chat actor: message not handled")
+	}
+}
+
+// armIdle starts the wait after which an idle chat offers to stop
+// (Config.ChatIdle), or cancels it while the chat holds work.
+func (c *chat) armIdle(ctx actor.Context) {
+	if c.r.cfg.ChatIdle <= 0 {
+		return
+	}
+	if _, timeout := ctx.Message().(*actor.ReceiveTimeout); timeout {
+		ctx.CancelReceiveTimeout() // offered once; the next message arms it again
+		return
+	}
+	if c.idle() {
+		ctx.SetReceiveTimeout(c.r.cfg.ChatIdle)
+	} else {
+		ctx.CancelReceiveTimeout()
 	}
 }
 

@@ -136,6 +136,11 @@ type Config struct {
 	Prices model.Prices
 	// IdleReset starts a new session for a chat idle this long (0: never).
 	IdleReset time.Duration
+	// ChatIdle stops the actor of a chat that held no work for this long
+	// (0: never); its next message starts it again from its stream, so
+	// that a long-running gateway's memory follows the chats at work,
+	// not the chats it has seen.
+	ChatIdle time.Duration
 	// TypingEvery repeats the typing indicator while a turn runs
 	// (default 4 s; platforms show it for about 5).
 	TypingEvery time.Duration
@@ -210,7 +215,14 @@ type Router struct {
 	outq      map[string]chan queued
 	outClosed bool
 	outWG     sync.WaitGroup
+
+	// liveChats counts the chats whose actors run now.
+	liveChats atomic.Int64
 }
+
+// LiveChats is how many chats have an actor running now: those at work,
+// and those idle for less than Config.ChatIdle.
+func (r *Router) LiveChats() int64 { return r.liveChats.Load() }
 
 type queued struct {
 	out  schema.Outbound
@@ -332,7 +344,7 @@ func (r *Router) Run(ctx context.Context) error {
 
 	started := make(chan error, 1)
 	r.pid = r.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &routerActor{r: r, chats: map[string]*actor.PID{}, sessionChat: map[string]string{}, started: started}
+		return &routerActor{r: r, chats: map[string]*actor.PID{}, sessionChat: map[string]string{}, started: started, sent: map[string]int{}}
 	}, actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider))))
 	if err := <-started; err != nil {
 		r.sys.Root.StopFuture(r.pid).Wait()
@@ -439,6 +451,18 @@ type routerActor struct {
 	chats       map[string]*actor.PID
 	sessionChat map[string]string
 	started     chan error
+	// sent counts the messages handed to each chat's actor, so that an
+	// idle chat is stopped only when none is on its way (chatIdle).
+	sent map[string]int
+	// gen names each chat actor apart from an earlier one of its chat
+	// still stopping.
+	gen int
+}
+
+// deliver hands m to the actor of chat key.
+func (a *routerActor) deliver(c actor.Context, key string, pid *actor.PID, m *inbound) {
+	a.sent[key]++
+	c.Send(pid, m)
 }
 
 func (a *routerActor) Receive(c actor.Context) {
@@ -449,10 +473,23 @@ func (a *routerActor) Receive(c actor.Context) {
 		a.route(c, m)
 	case *chatOf:
 		if key, ok := a.sessionChat[m.session]; ok {
-			m.reply <- a.chats[key]
+			pid, err := a.spawnChat(c, key, nil) // started again if it had stopped, idle
+			if err != nil {
+				a.r.log.Error().Err(err).Str("chat", key).Msg("start chat")
+			}
+			m.reply <- pid
 			return
 		}
 		m.reply <- nil
+	case *chatIdle:
+		// Stopped only if nothing was sent to it since it said so; the
+		// next message starts it again from its stream.
+		if a.chats[m.key] == m.pid && a.sent[m.key] == m.recv {
+			delete(a.chats, m.key)
+			delete(a.sent, m.key)
+			a.r.liveChats.Add(-1)
+			c.Stop(m.pid)
+		}
 	case *bound:
 		a.sessionChat[m.session] = m.key
 	case *pairingRecorded:
@@ -504,11 +541,13 @@ func (a *routerActor) spawnChat(c actor.Context, key string, first *schema.Inbou
 	}
 	ch := &chat{r: a.r, key: key, stream: ChatStream(key), seen: map[string]bool{}, answered: map[string]bool{},
 		pending: map[string]schema.GatewayReplyRequested{}, previews: map[string]schema.GatewayReplyPreviewed{}, first: first}
-	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ch }), "chat-"+streamHash(key))
+	a.gen++
+	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ch }), fmt.Sprintf("chat-%s-%d", streamHash(key), a.gen))
 	if err != nil {
 		return nil, fmt.Errorf("start chat %s: %w", key, err)
 	}
 	a.chats[key] = pid
+	a.r.liveChats.Add(1)
 	return pid, nil
 }
 
@@ -528,7 +567,7 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 			m.done <- nil
 			return
 		}
-		c.Send(pid, m)
+		a.deliver(c, in.Key, pid, m)
 		return
 	case schema.InboundRefused:
 		// A front door turned a request away itself (a webhook's bad
@@ -564,7 +603,7 @@ func (a *routerActor) route(c actor.Context, m *inbound) {
 		m.done <- err
 		return
 	}
-	c.Send(pid, m)
+	a.deliver(c, key, pid, m)
 }
 
 // followPairing applies a pairing event another process (or this one)

@@ -894,3 +894,39 @@ func TestGatewayTitle(t *testing.T) {
 		t.Fatal("no SessionTitled recorded")
 	}
 }
+
+// TestGatewayChatsPassivate: a chat's actor stops once it has held no work
+// for ChatIdle, so the live chats follow the chats at work; the next
+// message starts it again from its stream, which knows the conversation
+// (its session, the message ids already answered).
+func TestGatewayChatsPassivate(t *testing.T) {
+	cfg := gateway.Config{Auth: gateway.Auth{AllowAll: true}, ChatIdle: 100 * time.Millisecond}
+	r := newGwRig(t, t.TempDir(), cfg, llmtest.Reply{Content: "one"}, llmtest.Reply{Content: "two"}, llmtest.Reply{Content: "three"},
+		llmtest.Reply{Content: "again"})
+	for i, who := range []string{"5", "6", "7"} {
+		r.plat.send(t, dm(who, fmt.Sprint(i+1), "hello"))
+	}
+	r.plat.waitReplies(t, 3)
+	waitFor(t, func() bool { return r.router.LiveChats() == 0 })
+	// The same message id again (a platform's redelivery) is not answered
+	// twice by the chat started again; a new message goes on in the same
+	// session.
+	r.plat.send(t, dm("5", "1", "hello"))
+	r.plat.send(t, dm("5", "4", "and now?"))
+	got := r.plat.waitReplies(t, 4)
+	if got[3].Text != "again" {
+		t.Fatalf("the fourth reply: %q", got[3].Text)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(r.plat.replies()); n != 4 {
+		t.Fatalf("%d replies, want 4: the redelivered message was answered again", n)
+	}
+	if n := countTypes(t, r.store, "GatewaySessionBound"); n != 3 {
+		t.Fatalf("%d sessions bound, want 3 (the woken chat kept its session)", n)
+	}
+	reqs := r.srv.Requests()
+	if body := string(reqs[len(reqs)-1].Raw); !strings.Contains(body, "and now?") || !strings.Contains(body, "one") {
+		t.Fatalf("the woken chat's turn lost its history: %s", body)
+	}
+	waitFor(t, func() bool { return r.router.LiveChats() == 0 })
+}

@@ -6,8 +6,15 @@
 // the same clients calling the model server directly. It reports turns
 // per second, latency percentiles and the gateway process's CPU per turn.
 //
+// With -soak D it runs the soak instead: new conversations at a steady
+// rate (-rate per second) for D, against a gateway whose sessions go idle
+// after -idle, sampling the gateway's resident memory and open files as
+// it goes — a long-running gateway's footprint must follow the active
+// sessions, not the sessions it has seen.
+//
 //	go build -o /tmp/hermes ./cmd/hermes
 //	go run ./cmd/gatewaybench -hermes /tmp/hermes [-chats 200] [-turns 4000] [-model-delay 50ms]
+//	go run ./cmd/gatewaybench -hermes /tmp/hermes -soak 10m [-rate 40] [-idle 5s]
 package main
 
 import (
@@ -38,7 +45,17 @@ func main() {
 	chats := flag.Int("chats", 200, "concurrent clients")
 	turns := flag.Int("turns", 4000, "requests in all (after a warm-up of one per client)")
 	delay := flag.Duration("model-delay", 50*time.Millisecond, "how long the scripted model takes to answer")
+	soak := flag.Duration("soak", 0, "run the soak for this long instead of the throughput run")
+	rate := flag.Int("rate", 40, "soak: new conversations per second")
+	idle := flag.Duration("idle", 5*time.Second, "soak: sessions.idle_after of the gateway")
 	flag.Parse()
+	if *hermes != "" && *soak > 0 {
+		if err := runSoak(*hermes, *soak, *rate, *idle, *delay); err != nil {
+			fmt.Fprintln(os.Stderr, "gatewaybench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *hermes == "" || *chats < 1 || *turns < *chats {
 		fmt.Fprintln(os.Stderr, "usage: gatewaybench -hermes PATH [-chats N] [-turns M>=N] [-model-delay D]")
 		os.Exit(2)
@@ -254,4 +271,168 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// gateway is a `hermes gateway run` with the API server on.
+type gateway struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	home   string
+}
+
+// startGateway starts the gateway on a new home with extra config.yaml
+// lines, and waits for its API server.
+func startGateway(bin, modelURL, extra string) (*gateway, error) {
+	home, err := os.MkdirTemp("", "gatewaybench-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(extra), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--home", home, "gateway", "run", "--model", "gpt-4o-mini")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "OPENAI_BASE_URL=" + modelURL + "/v1", "OPENAI_API_KEY=sk-bench",
+		"API_SERVER_ENABLED=true", "API_SERVER_KEY=" + key, "API_SERVER_PORT=" + strconv.Itoa(port)}
+	g := &gateway{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), stderr: &bytes.Buffer{}, home: home}
+	cmd.Stderr = g.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(g.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return g, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			g.stop()
+			return nil, fmt.Errorf("the gateway did not come up: %s", g.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (g *gateway) stop() {
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = g.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-done
+	}
+	os.RemoveAll(g.home)
+}
+
+// footprint is a process's resident memory (KiB) and open files.
+func footprint(pid int) (rss, fds int, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			rss, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return rss, len(es), nil
+}
+
+// runSoak sends rate new conversations a second for d and samples the
+// gateway's footprint every tenth of d.
+func runSoak(bin string, d time.Duration, rate int, idle, delay time.Duration) error {
+	model := llmtest.New()
+	model.NoRecord = true
+	model.SetRoute(func(llmtest.Request) *llmtest.Reply {
+		return &llmtest.Reply{Content: "Answered.", Delay: delay, Prompt: 20, Completion: 3}
+	})
+	defer model.Close()
+	g, err := startGateway(bin, model.URL, fmt.Sprintf("sessions:\n  idle_after: %s\nplatforms:\n  api_server:\n    max_in_flight: %d\n", idle, rate*4+16))
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: rate * 2}}
+	pid := g.cmd.Process.Pid
+	type sample struct {
+		at       time.Duration
+		sessions int64
+		rss, fds int
+		cpu      time.Duration
+		failed   int64
+	}
+	var sent, failed atomic.Int64
+	var samples []sample
+	take := func(at time.Duration) error {
+		rss, fds, err := footprint(pid)
+		if err != nil {
+			return err
+		}
+		cpu, err := cpuTime(pid)
+		if err != nil {
+			return err
+		}
+		samples = append(samples, sample{at: at.Round(time.Second), sessions: sent.Load(), rss: rss, fds: fds, cpu: cpu, failed: failed.Load()})
+		return nil
+	}
+	if err := take(0); err != nil {
+		return err
+	}
+	start := time.Now()
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	every := max(d/10, time.Second)
+	next := every
+	var wg sync.WaitGroup
+	for time.Since(start) < d {
+		<-tick.C
+		i := sent.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"model":"hermes-agent","messages":[{"role":"user","content":"hello %d"}]}`, i)
+			if err := post(client, g.url+"/v1/chat/completions", key, body); err != nil {
+				failed.Add(1)
+			}
+		}()
+		if el := time.Since(start); el >= next {
+			if err := take(el); err != nil {
+				return err
+			}
+			next += every
+		}
+	}
+	wg.Wait()
+	// The last sessions go idle and passivate.
+	time.Sleep(idle + 2*time.Second)
+	if err := take(time.Since(start)); err != nil {
+		return err
+	}
+	fmt.Printf("soak: %d new conversations at %d/s for %s, sessions idle after %s, model answering after %s\n", sent.Load(), rate, d, idle, delay)
+	fmt.Printf("  %8s %10s %10s %8s %10s %8s\n", "time", "sessions", "RSS MiB", "files", "CPU s", "failed")
+	for _, s := range samples {
+		fmt.Printf("  %8s %10d %10.1f %8d %10.1f %8d\n", s.at, s.sessions, float64(s.rss)/1024, s.fds, s.cpu.Seconds(), s.failed)
+	}
+	if len(samples) >= 3 {
+		a, b := samples[1], samples[len(samples)-1]
+		fmt.Printf("  from the first sample under load to the end: RSS %+.1f MiB, open files %+d, over %d more sessions\n",
+			float64(b.rss-a.rss)/1024, b.fds-a.fds, b.sessions-a.sessions)
+	}
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d of %d conversations failed", failed.Load(), sent.Load())
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/actors/review"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/actors/tool"
 	"github.com/hermes-go/hermes/adapters/bus"
 	gw "github.com/hermes-go/hermes/adapters/gateway"
@@ -201,6 +202,15 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
 	for name, p := range c.File.Personalities() {
 		rcfg.Personalities[name] = p.Prompt()
+	}
+	// A chat's actor stops when idle as its session's does
+	// (sessions.idle_after): the gateway's memory follows the chats at
+	// work.
+	switch idle := c.Cfg.IdleAfter; {
+	case idle == 0:
+		rcfg.ChatIdle = session.DefaultIdleAfter
+	case idle > 0:
+		rcfg.ChatIdle = idle
 	}
 	if set.SessionReset.Mode == "idle" {
 		rcfg.IdleReset = time.Duration(set.SessionReset.IdleMinutes) * time.Minute
