@@ -344,7 +344,7 @@ func (r *Router) Run(ctx context.Context) error {
 
 	started := make(chan error, 1)
 	r.pid = r.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &routerActor{r: r, chats: map[string]*actor.PID{}, sessionChat: map[string]string{}, started: started, sent: map[string]int{}}
+		return &routerActor{r: r, chats: map[string]*actor.PID{}, sessionChat: map[string]string{}, started: started, sent: map[string]int{}, chatSessions: map[string][]string{}}
 	}, actor.WithSupervisor(actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider))))
 	if err := <-started; err != nil {
 		r.sys.Root.StopFuture(r.pid).Wait()
@@ -454,6 +454,8 @@ type routerActor struct {
 	// sent counts the messages handed to each chat's actor, so that an
 	// idle chat is stopped only when none is on its way (chatIdle).
 	sent map[string]int
+	// chatSessions are the sessions each chat bound, to forget with it.
+	chatSessions map[string][]string
 	// gen names each chat actor apart from an earlier one of its chat
 	// still stopping.
 	gen int
@@ -487,11 +489,20 @@ func (a *routerActor) Receive(c actor.Context) {
 		if a.chats[m.key] == m.pid && a.sent[m.key] == m.recv {
 			delete(a.chats, m.key)
 			delete(a.sent, m.key)
+			// Its sessions are found again when it starts again (it
+			// binds its session as it recovers).
+			for _, sid := range a.chatSessions[m.key] {
+				if a.sessionChat[sid] == m.key {
+					delete(a.sessionChat, sid)
+				}
+			}
+			delete(a.chatSessions, m.key)
 			a.r.liveChats.Add(-1)
 			c.Stop(m.pid)
 		}
 	case *bound:
 		a.sessionChat[m.session] = m.key
+		a.chatSessions[m.key] = append(a.chatSessions[m.key], m.session)
 	case *pairingRecorded:
 		a.followPairing(m.rec)
 	case *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
