@@ -159,7 +159,7 @@ func TestActions(t *testing.T) {
 		{map[string]any{"action": "create", "schedule": "every 1h"}, "needs a prompt"},
 		{map[string]any{"action": "create", "schedule": "99 * * * *", "prompt": "p"}, "invalid cron expression"},
 		{map[string]any{"action": "create", "schedule": "2020-01-01T00:00:00Z", "prompt": "p"}, "in the past"},
-		{map[string]any{"action": "create", "schedule": "every 1h", "prompt": "p", "deliver": "pigeon"}, "unknown delivery target"},
+		{map[string]any{"action": "create", "schedule": "every 1h", "prompt": "p", "deliver": "carrier pigeon"}, "unknown delivery target"},
 		{map[string]any{"action": "create", "schedule": "every 1h", "prompt": "p", "deliver": "origin"}, "no origin"},
 		{map[string]any{"action": "create", "schedule": "every 1h", "prompt": "p", "enabled_toolsets": []string{"browser"}}, "unknown toolset"},
 		{map[string]any{"action": "create", "schedule": "every 1h", "script": "mkfs.ext4 /dev/sda1"}, "never allowed"},
