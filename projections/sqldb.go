@@ -189,7 +189,15 @@ type tableProjection struct {
 	// mine is the checkpoint this process last wrote; a different stored
 	// value means another process applied events, so caches are stale.
 	mine uint64
+	// writes counts the committed batches: every forgetEvery the model's
+	// caches are dropped, so that a process running for months keeps in
+	// memory the sessions at work lately, not every session it has seen.
+	writes int
 }
+
+// forgetEvery is how many committed batches a model's caches live (they
+// are read again from the tables as they are needed).
+const forgetEvery = 256
 
 // mark is a stored checkpoint: a position in the log identified by log.
 type mark struct {
@@ -272,6 +280,9 @@ func (p *tableProjection) write(ctx context.Context, fn func(tx *Tx, m mark) (ma
 		return err
 	}
 	p.mine = m.pos
+	if p.writes++; p.writes%forgetEvery == 0 {
+		p.m.Forget()
+	}
 	return nil
 }
 

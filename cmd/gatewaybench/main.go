@@ -298,6 +298,9 @@ func startGateway(bin, modelURL, extra string) (*gateway, error) {
 	cmd := exec.Command(bin, "--home", home, "gateway", "run", "--model", "gpt-4o-mini")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "OPENAI_BASE_URL=" + modelURL + "/v1", "OPENAI_API_KEY=sk-bench",
 		"API_SERVER_ENABLED=true", "API_SERVER_KEY=" + key, "API_SERVER_PORT=" + strconv.Itoa(port)}
+	if p := os.Getenv("HERMES_HEAPPROFILE"); p != "" {
+		cmd.Env = append(cmd.Env, "HERMES_HEAPPROFILE="+p) // the gateway's live heap at its exit
+	}
 	g := &gateway{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), stderr: &bytes.Buffer{}, home: home}
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {

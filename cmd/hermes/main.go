@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
@@ -25,6 +26,15 @@ func main() {
 	}
 	err := runRoot()
 	stop()
+	// HERMES_HEAPPROFILE=FILE writes the live heap at exit (go tool pprof
+	// FILE): what a long-running gateway holds after a soak.
+	if path := os.Getenv("HERMES_HEAPPROFILE"); path != "" {
+		if f, ferr := os.Create(path); ferr == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hermes:", err)
 		var ee *exitError
