@@ -22,7 +22,9 @@ func emailPlatform(env *gatewayEnv) (gw.Platform, error) {
 	a, err := email.New(email.Config{Address: e.Address, Username: e.Username, Password: e.Password,
 		IMAPHost: e.IMAPHost, IMAPPort: e.IMAPPort, SMTPHost: e.SMTPHost, SMTPPort: e.SMTPPort, Mailbox: e.Mailbox,
 		Insecure: e.Insecure, PollInterval: poll,
-		StateDir: filepath.Join(env.home, "gateway", "email"), CacheDir: filepath.Join(env.home, "cache", "email"), Log: env.chat.App.Log})
+		StateDir: filepath.Join(env.home, "gateway", "email"), CacheDir: filepath.Join(env.home, "cache", "email"), Log: env.chat.App.Log,
+		// What image_generate and text_to_speech make is attached.
+		MediaRoots: []string{filepath.Join(env.home, "cache", "images"), filepath.Join(env.home, "cache", "audio")}})
 	if err != nil {
 		return nil, err
 	}

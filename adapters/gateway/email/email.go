@@ -88,6 +88,10 @@ type Config struct {
 	StateDir string
 	// CacheDir is where attachments are saved.
 	CacheDir string
+	// MediaRoots are the directories a reply's MEDIA:<path> files may be
+	// attached from; empty: none is, and the gateway names them in the
+	// text instead.
+	MediaRoots []string
 	// MaxAttachment caps one attachment's size (MaxMessage by default).
 	MaxAttachment int64
 	Log           zerolog.Logger

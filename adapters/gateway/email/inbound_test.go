@@ -2,10 +2,13 @@ package email
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/emersion/go-message/mail"
 	gomail "github.com/emersion/go-message/mail"
 	"github.com/rs/zerolog"
 )
@@ -143,7 +146,7 @@ func TestReSubject(t *testing.T) {
 func TestCompose(t *testing.T) {
 	a := newTestAdapter(t)
 	text := "Ünïcödé — line one\n" + strings.Repeat("long ", 30) + "\n.\nend"
-	raw, err := a.compose("alice@example.test", "<r@example.test>", "Re: Café", "<2@x.test>", []string{"<1@x.test>", "<2@x.test>"}, text)
+	raw, err := a.compose("alice@example.test", "<r@example.test>", "Re: Café", "<2@x.test>", []string{"<1@x.test>", "<2@x.test>"}, text, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +235,60 @@ func TestStateFile(t *testing.T) {
 	}
 	if _, err := loadState(dir + "/state.json"); err == nil || !strings.Contains(err.Error(), "remove it") {
 		t.Fatalf("damaged state: %v", err)
+	}
+}
+
+// A reply's MEDIA: files under MediaRoots are attached (multipart/mixed:
+// the text and its HTML, then each file, base64, named); a file elsewhere
+// is not read, and the text says so.
+func TestReplyAttachesFiles(t *testing.T) {
+	a := newTestAdapter(t)
+	root := t.TempDir()
+	a.cfg.MediaRoots = []string{root}
+	png := []byte("\x89PNG\r\n\x1a\n fake image bytes")
+	pic := filepath.Join(root, "chart.png")
+	os.WriteFile(pic, png, 0o644)
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	os.WriteFile(secret, []byte("PRIVATE"), 0o600)
+	text, files := a.mediaOf("Here is the chart.\nMEDIA:" + pic + "\nMEDIA:" + secret)
+	if len(files) != 1 || files[0] != pic || !strings.Contains(text, "id_rsa was not attached") || strings.Contains(text, "MEDIA:") {
+		t.Fatalf("text %q files %v", text, files)
+	}
+	raw, err := a.compose("alice@example.test", "<r@example.test>", "Re: chart", "<2@x.test>", []string{"<2@x.test>"}, text, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("PRIVATE")) {
+		t.Fatal("the file outside the roots was read into the mail")
+	}
+	mr, err := mail.CreateReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotText string
+	var gotFile []byte
+	var name, ctype string
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h := p.Header.(type) {
+		case *mail.InlineHeader:
+			if ct, _, _ := h.ContentType(); ct == "text/plain" {
+				b, _ := io.ReadAll(p.Body)
+				gotText = string(b)
+			}
+		case *mail.AttachmentHeader:
+			name, _ = h.Filename()
+			ctype, _, _ = h.ContentType()
+			gotFile, _ = io.ReadAll(p.Body)
+		}
+	}
+	if !strings.Contains(gotText, "Here is the chart.") || name != "chart.png" || ctype != "image/png" || !bytes.Equal(gotFile, png) {
+		t.Fatalf("text %q, attachment %q %q %d bytes", gotText, name, ctype, len(gotFile))
 	}
 }

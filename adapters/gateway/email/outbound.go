@@ -10,8 +10,12 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"mime"
 	"net"
+	"net/http"
 	"net/textproto"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +51,14 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 	if err != nil {
 		return nil, &gw.PermanentError{Err: err}
 	}
-	text := strings.TrimSpace(out.Text)
+	text, files := out.Text, []string(nil)
+	if len(a.cfg.MediaRoots) > 0 {
+		text, files = a.mediaOf(text)
+	}
+	text = strings.TrimSpace(text)
+	if text == "" && len(files) > 0 {
+		text = "(attached)"
+	}
 	if text == "" {
 		return nil, &gw.PermanentError{Err: errors.New("email: an empty message cannot be sent")}
 	}
@@ -69,7 +80,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		subject, refs = th.Subject, th.Refs
 	}
 	id := a.messageID(out)
-	raw, err := a.compose(to, id, reSubject(subject), parent, refs, text)
+	raw, err := a.compose(to, id, reSubject(subject), parent, refs, text, files)
 	if err != nil {
 		return nil, &gw.PermanentError{Err: err}
 	}
@@ -110,7 +121,7 @@ func reSubject(s string) string {
 	return "Re: " + s
 }
 
-func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text string) ([]byte, error) {
+func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text string, files []string) ([]byte, error) {
 	var h mail.Header
 	h.SetDate(time.Now())
 	h.SetAddressList("From", []*mail.Address{{Name: "Hermes", Address: a.cfg.Address}})
@@ -128,7 +139,17 @@ func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text
 	h.Set("Auto-Submitted", "auto-replied")
 	h.Set("X-Mailer", "Hermes")
 	var buf bytes.Buffer
-	w, err := mail.CreateInlineWriter(&buf, h) // multipart/alternative
+	var w *mail.InlineWriter
+	var mixed *mail.Writer
+	var err error
+	if len(files) == 0 {
+		w, err = mail.CreateInlineWriter(&buf, h) // multipart/alternative
+	} else {
+		// multipart/mixed: the text (alternative), then the files.
+		if mixed, err = mail.CreateWriter(&buf, h); err == nil {
+			w, err = mixed.CreateInline()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +175,35 @@ func (a *Adapter) compose(to, id, subject, inReplyTo string, refs []string, text
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
+	}
+	if mixed != nil {
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			var ah mail.AttachmentHeader
+			ct := mime.TypeByExtension(filepath.Ext(f))
+			if ct == "" {
+				ct = http.DetectContentType(data)
+			}
+			ah.SetContentType(ct, nil)
+			ah.SetFilename(filepath.Base(f))
+			ah.Set("Content-Transfer-Encoding", "base64")
+			aw, err := mixed.CreateAttachment(ah)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := aw.Write(data); err != nil {
+				return nil, err
+			}
+			if err := aw.Close(); err != nil {
+				return nil, err
+			}
+		}
+		if err := mixed.Close(); err != nil {
+			return nil, err
+		}
 	}
 	return buf.Bytes(), nil
 }
@@ -350,4 +400,39 @@ func (a *Adapter) smtpErr(step string, err error) error {
 		return &gw.PermanentError{Err: fmt.Errorf("smtp %s: %w", step, err)}
 	}
 	return fmt.Errorf("smtp %s: %w", step, err)
+}
+
+// maxAttachments bounds the files of one reply, in bytes.
+const maxAttachments = 20 << 20
+
+// SendsMedia reports whether the adapter attaches a reply's MEDIA: files
+// itself (gateway.MediaSender): when MediaRoots names where from.
+func (a *Adapter) SendsMedia() bool { return len(a.cfg.MediaRoots) > 0 }
+
+// mediaOf takes the MEDIA: tags out of text: the files that may be
+// attached, and the text with a note for each that may not.
+func (a *Adapter) mediaOf(text string) (string, []string) {
+	text, paths := gw.SplitMedia(text)
+	var files, notes []string
+	var total int64
+	for _, p := range paths {
+		real, err := gw.AllowedMedia(a.cfg.MediaRoots, p)
+		if err == nil {
+			if fi, serr := os.Stat(real); serr != nil {
+				err = serr
+			} else if total += fi.Size(); total > maxAttachments {
+				err = fmt.Errorf("the reply's files pass %d MiB", maxAttachments>>20)
+			}
+		}
+		if err != nil {
+			a.log.Warn().Err(err).Msg("media not attached")
+			notes = append(notes, fmt.Sprintf("(%s was not attached: %v)", filepath.Base(p), err))
+			continue
+		}
+		files = append(files, real)
+	}
+	if len(notes) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
+	}
+	return text, files
 }
