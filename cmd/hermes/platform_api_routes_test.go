@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -27,12 +26,12 @@ type apiGateway struct {
 	base   string
 	cmd    *exec.Cmd
 	exited chan error
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 }
 
 func startAPIGateway(t *testing.T, srv *llmtest.Server, home string, port int) *apiGateway {
 	t.Helper()
-	g := &apiGateway{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), exited: make(chan error, 1), stderr: &bytes.Buffer{}}
+	g := &apiGateway{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), exited: make(chan error, 1), stderr: &syncBuffer{}}
 	g.cmd = exec.Command(bin, "--home", home, "--log-level", "info", "gateway", "run", "--model", "gpt-4o-mini")
 	g.cmd.Env = chatEnv(srv, "API_SERVER_ENABLED=true", "API_SERVER_KEY="+routesKey, "API_SERVER_PORT="+strconv.Itoa(port))
 	g.cmd.Stderr = g.stderr

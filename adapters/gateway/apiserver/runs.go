@@ -114,7 +114,10 @@ type liveRun struct {
 	evs      []map[string]any
 	changed  chan struct{} // closed and replaced on each change
 	stopping bool
-	stopSent bool
+	// stopSentAt is when the stop was last sent to the turn: it is sent
+	// again every second until the turn ends (a stop that reached the
+	// session before its turn began is otherwise lost).
+	stopSentAt time.Time
 	wt       *waiter
 }
 
@@ -347,9 +350,9 @@ func (s *Server) driveRun(l *liveRun, wt *waiter) {
 		started := wt.started
 		wt.mu.Unlock()
 		l.mu.Lock()
-		sendStop := l.stopping && started && !l.stopSent
+		sendStop := l.stopping && started && time.Since(l.stopSentAt) >= time.Second
 		if sendStop {
-			l.stopSent = true
+			l.stopSentAt = time.Now()
 		}
 		l.mu.Unlock()
 		if sendStop {
@@ -399,8 +402,16 @@ func (s *Server) driveRun(l *liveRun, wt *waiter) {
 			}
 			return
 		}
+		// While a stop is asked for, wake each second to send it again.
+		var again <-chan time.Time
+		l.mu.Lock()
+		if l.stopping {
+			again = time.After(time.Second)
+		}
+		l.mu.Unlock()
 		select {
 		case <-wt.wake:
+		case <-again:
 		case <-timeout.C:
 			s.stop(s.corr.abandon(wt))
 			s.stop(l.st.SessionID)
