@@ -118,7 +118,7 @@ type liveRun struct {
 	// again every second until the turn ends (a stop that reached the
 	// session before its turn began is otherwise lost).
 	stopSentAt time.Time
-	wt       *waiter
+	wt         *waiter
 }
 
 func (l *liveRun) push(ev map[string]any, status string) {
