@@ -16,12 +16,20 @@ import (
 // (gateway.Editor): a streamed answer's preview, a turn's progress lines,
 // and the answer that replaces its preview. The text is cut and converted
 // as a reply's is; parts beyond ids are posted as new messages in the
-// thread.
+// thread. An answer's MEDIA: files are uploaded after its text; an answer
+// that is files alone is not edited in (gateway.ErrNoEdit: Send sends it).
 func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) ([]string, error) {
 	if out.Chat == "" {
 		return nil, &gw.PermanentError{Err: errors.New("slack: a message without a channel")}
 	}
-	parts := Parts(out.Text, MaxMessage)
+	text, files := out.Text, []string(nil)
+	if out.Kind == schema.OutboundReply {
+		text, files = a.mediaOf(out.Text)
+		if strings.TrimSpace(text) == "" && len(files) > 0 {
+			return nil, gw.ErrNoEdit
+		}
+	}
+	parts := Parts(text, MaxMessage)
 	if len(parts) == 0 {
 		return nil, &gw.PermanentError{Err: errors.New("slack: an empty message cannot be shown")}
 	}
@@ -67,10 +75,17 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 	}
 	if out.ReplyID != "" {
 		a.mu.Lock()
-		delete(a.sent, out.ReplyID)
+		if len(files) > 0 {
+			a.sent[out.ReplyID] = got // a retry after a failed upload posts none again
+		} else {
+			delete(a.sent, out.ReplyID)
+		}
 		a.mu.Unlock()
 	}
 	a.rememberThread(out.Chat, out.Thread)
+	if err := a.upload(ctx, out, files, true); err != nil {
+		return nil, err
+	}
 	return got, nil
 }
 

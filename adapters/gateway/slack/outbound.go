@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/slack-go/slack"
 
@@ -14,21 +15,41 @@ import (
 // Send delivers one outbound message: reply, notice and approval become
 // chat.postMessage calls (Markdown turned into mrkdwn, cut into parts of at
 // most MaxMessage characters, posted in the message's thread; an
-// approval's last part carries its choices as Block Kit buttons). Typing
-// and deltas are dropped: the Web API has no typing indicator for bots, and
-// the whole answer arrives as a reply. It returns the ids ("channel:ts") of
-// the messages posted.
+// approval's last part carries its choices as Block Kit buttons); the
+// files its MEDIA: tags name are uploaded after the text, in its thread.
+// Typing and deltas are dropped: the Web API has no typing indicator for
+// bots, and the whole answer arrives as a reply. It returns the ids
+// ("channel:ts") of the messages posted.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
 	switch out.Kind {
 	case schema.OutboundDelta, schema.OutboundTyping:
 		return nil, nil
 	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
-		return a.post(ctx, out)
+		if out.Chat == "" {
+			return nil, &gw.PermanentError{Err: errors.New("slack: a message without a channel")}
+		}
+		text, files := a.mediaOf(out.Text)
+		var ids []string
+		if strings.TrimSpace(text) != "" || len(files) == 0 {
+			o := out
+			o.Text = text
+			got, err := a.post(ctx, o, len(files) > 0)
+			if err != nil {
+				return nil, err
+			}
+			ids = got
+		}
+		if err := a.upload(ctx, out, files, false); err != nil {
+			return nil, err
+		}
+		return ids, nil
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("slack: unknown outbound kind %q", out.Kind)}
 }
 
-func (a *Adapter) post(ctx context.Context, out schema.Outbound) ([]string, error) {
+// post posts out's text; more says files follow, and the parts posted are
+// kept in sent until they went too (a retry posts none of them again).
+func (a *Adapter) post(ctx context.Context, out schema.Outbound, more bool) ([]string, error) {
 	if out.Chat == "" {
 		return nil, &gw.PermanentError{Err: errors.New("slack: a message without a channel")}
 	}
@@ -70,7 +91,11 @@ func (a *Adapter) post(ctx context.Context, out schema.Outbound) ([]string, erro
 		ids = append(ids, ch+":"+ts)
 	}
 	a.mu.Lock()
-	delete(a.sent, out.ReplyID)
+	if more && out.ReplyID != "" {
+		a.sent[out.ReplyID] = ids
+	} else {
+		delete(a.sent, out.ReplyID)
+	}
 	a.mu.Unlock()
 	a.rememberThread(out.Chat, out.Thread)
 	return ids, nil

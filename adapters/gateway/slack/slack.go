@@ -72,7 +72,11 @@ type Config struct {
 	// model to see them; "" keeps no files (the message says a picture
 	// was sent).
 	CacheDir string
-	Log      zerolog.Logger
+	// MediaRoots are the directories a reply's MEDIA:<path> files may be
+	// uploaded from (into the reply's thread, after its text); empty: none
+	// is, and the gateway names them in the text instead.
+	MediaRoots []string
+	Log        zerolog.Logger
 }
 
 // callTimeout bounds one Web API call.
@@ -94,6 +98,9 @@ type Adapter struct {
 	// sent holds the ids of the parts of a reply delivered before one of
 	// its parts failed, so that a retry sends only the rest.
 	sent map[string][]string
+	// uploaded counts the files of a reply uploaded before one failed,
+	// so that a retry uploads only the rest.
+	uploaded map[string]int
 	// threads are the threads ("channel:ts") the bot has posted in: a
 	// message there is for the bot without naming it.
 	threads     map[string]bool
@@ -134,7 +141,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, api: slack.New(cfg.BotToken, opts...),
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, threads: map[string]bool{}}
+		sent: map[string][]string{}, uploaded: map[string]int{}, threads: map[string]bool{}}
 	a.botUser.Store("")
 	return a, nil
 }
