@@ -28,6 +28,9 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 		if strings.TrimSpace(text) == "" && len(files) > 0 {
 			return nil, gw.ErrNoEdit
 		}
+		if got, ok := a.wasDelivered(out.ReplyID); ok && len(files) > 0 {
+			return got, nil
+		}
 	}
 	parts := Parts(text, MaxMessage)
 	if len(parts) == 0 {
@@ -83,7 +86,7 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 		a.mu.Unlock()
 	}
 	a.rememberThread(out.Chat, out.Thread)
-	if err := a.upload(ctx, out, files, true); err != nil {
+	if err := a.upload(ctx, out, files, got, true); err != nil {
 		return nil, err
 	}
 	return got, nil

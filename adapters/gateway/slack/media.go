@@ -72,7 +72,11 @@ func (a *Adapter) mediaOf(text string) (string, []string) {
 // unless edited says the text was edited into a preview: the gateway then
 // sends the reply after a permanent failure (Served.replace), and that
 // send must post nothing, nor upload anything, again.
-func (a *Adapter) upload(ctx context.Context, out schema.Outbound, files []string, edited bool) error {
+//
+// A reply whose files all went is remembered with ids, its text's
+// messages (delivered): the same reply sent again (an outbox redelivery)
+// posts and uploads nothing, and answers ids again.
+func (a *Adapter) upload(ctx context.Context, out schema.Outbound, files, ids []string, edited bool) error {
 	done := 0
 	if out.ReplyID != "" {
 		a.mu.Lock()
@@ -93,7 +97,31 @@ func (a *Adapter) upload(ctx context.Context, out schema.Outbound, files []strin
 		}
 	}
 	a.forget(out.ReplyID)
+	if out.ReplyID != "" && len(files) > 0 {
+		a.mu.Lock()
+		if _, ok := a.delivered[out.ReplyID]; !ok {
+			a.deliveredOrder = append(a.deliveredOrder, out.ReplyID)
+		}
+		a.delivered[out.ReplyID] = ids
+		for len(a.deliveredOrder) > maxRemembered {
+			delete(a.delivered, a.deliveredOrder[0])
+			a.deliveredOrder = a.deliveredOrder[1:]
+		}
+		a.mu.Unlock()
+	}
 	return nil
+}
+
+// wasDelivered returns the ids of reply's text when it and its files all
+// went already.
+func (a *Adapter) wasDelivered(reply string) ([]string, bool) {
+	if reply == "" {
+		return nil, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids, ok := a.delivered[reply]
+	return ids, ok
 }
 
 // forget drops what was remembered of reply's delivery.

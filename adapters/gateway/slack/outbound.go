@@ -29,6 +29,9 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 			return nil, &gw.PermanentError{Err: errors.New("slack: a message without a channel")}
 		}
 		text, files := a.mediaOf(out.Text)
+		if ids, ok := a.wasDelivered(out.ReplyID); ok && len(files) > 0 {
+			return ids, nil
+		}
 		var ids []string
 		if strings.TrimSpace(text) != "" || len(files) == 0 {
 			o := out
@@ -39,7 +42,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 			}
 			ids = got
 		}
-		if err := a.upload(ctx, out, files, false); err != nil {
+		if err := a.upload(ctx, out, files, ids, false); err != nil {
 			return nil, err
 		}
 		return ids, nil

@@ -101,6 +101,10 @@ type Adapter struct {
 	// uploaded counts the files of a reply uploaded before one failed,
 	// so that a retry uploads only the rest.
 	uploaded map[string]int
+	// delivered holds the text ids of the replies with files that all
+	// went (the last maxRemembered): sent again, they show nothing twice.
+	delivered      map[string][]string
+	deliveredOrder []string
 	// threads are the threads ("channel:ts") the bot has posted in: a
 	// message there is for the bot without naming it.
 	threads     map[string]bool
@@ -141,7 +145,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, api: slack.New(cfg.BotToken, opts...),
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, uploaded: map[string]int{}, threads: map[string]bool{}}
+		sent: map[string][]string{}, uploaded: map[string]int{}, delivered: map[string][]string{}, threads: map[string]bool{}}
 	a.botUser.Store("")
 	return a, nil
 }
