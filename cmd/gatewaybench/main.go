@@ -275,10 +275,11 @@ func tail(s string, n int) string {
 
 // gateway is a `hermes gateway run` with the API server on.
 type gateway struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *bytes.Buffer
-	home   string
+	cmd     *exec.Cmd
+	url     string
+	metrics string
+	stderr  *bytes.Buffer
+	home    string
 }
 
 // startGateway starts the gateway on a new home with extra config.yaml
@@ -295,13 +296,17 @@ func startGateway(bin, modelURL, extra string) (*gateway, error) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(extra), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--home", home, "gateway", "run", "--model", "gpt-4o-mini")
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--home", home, "gateway", "run", "--model", "gpt-4o-mini", "--metrics-listen", "127.0.0.1:"+strconv.Itoa(mport))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "OPENAI_BASE_URL=" + modelURL + "/v1", "OPENAI_API_KEY=sk-bench",
 		"API_SERVER_ENABLED=true", "API_SERVER_KEY=" + key, "API_SERVER_PORT=" + strconv.Itoa(port)}
 	if p := os.Getenv("HERMES_HEAPPROFILE"); p != "" {
 		cmd.Env = append(cmd.Env, "HERMES_HEAPPROFILE="+p) // the gateway's live heap at its exit
 	}
-	g := &gateway{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), stderr: &bytes.Buffer{}, home: home}
+	g := &gateway{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), metrics: "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics", stderr: &bytes.Buffer{}, home: home}
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -336,22 +341,30 @@ func (g *gateway) stop() {
 	os.RemoveAll(g.home)
 }
 
-// footprint is a process's resident memory (KiB) and open files.
-func footprint(pid int) (rss, fds int, err error) {
+// footprint is a process's resident memory (KiB: all of it, and the
+// anonymous part — the heaps, not the files mapped in) and open files.
+func footprint(pid int) (rss, anon, fds int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
+	}
+	kb := func(v string) int {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		return n
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			rss, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			rss = kb(v)
+		}
+		if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+			anon = kb(v)
 		}
 	}
 	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return rss, len(es), nil
+	return rss, anon, len(es), nil
 }
 
 // runSoak sends rate new conversations a second for d and samples the
@@ -371,16 +384,18 @@ func runSoak(bin string, d time.Duration, rate int, idle, delay time.Duration) e
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: rate * 2}}
 	pid := g.cmd.Process.Pid
 	type sample struct {
-		at       time.Duration
-		sessions int64
-		rss, fds int
-		cpu      time.Duration
-		failed   int64
+		at        time.Duration
+		sessions  int64
+		rss, anon int
+		heap      int64
+		fds       int
+		cpu       time.Duration
+		failed    int64
 	}
 	var sent, failed atomic.Int64
 	var samples []sample
 	take := func(at time.Duration) error {
-		rss, fds, err := footprint(pid)
+		rss, anon, fds, err := footprint(pid)
 		if err != nil {
 			return err
 		}
@@ -388,7 +403,7 @@ func runSoak(bin string, d time.Duration, rate int, idle, delay time.Duration) e
 		if err != nil {
 			return err
 		}
-		samples = append(samples, sample{at: at.Round(time.Second), sessions: sent.Load(), rss: rss, fds: fds, cpu: cpu, failed: failed.Load()})
+		samples = append(samples, sample{at: at.Round(time.Second), sessions: sent.Load(), rss: rss, anon: anon, heap: goHeap(g.metrics), fds: fds, cpu: cpu, failed: failed.Load()})
 		return nil
 	}
 	if err := take(0); err != nil {
@@ -425,17 +440,36 @@ func runSoak(bin string, d time.Duration, rate int, idle, delay time.Duration) e
 		return err
 	}
 	fmt.Printf("soak: %d new conversations at %d/s for %s, sessions idle after %s, model answering after %s\n", sent.Load(), rate, d, idle, delay)
-	fmt.Printf("  %8s %10s %10s %8s %10s %8s\n", "time", "sessions", "RSS MiB", "files", "CPU s", "failed")
+	fmt.Printf("  %8s %10s %10s %10s %10s %8s %10s %8s\n", "time", "sessions", "RSS MiB", "anon MiB", "Go heap", "files", "CPU s", "failed")
 	for _, s := range samples {
-		fmt.Printf("  %8s %10d %10.1f %8d %10.1f %8d\n", s.at, s.sessions, float64(s.rss)/1024, s.fds, s.cpu.Seconds(), s.failed)
+		fmt.Printf("  %8s %10d %10.1f %10.1f %10.1f %8d %10.1f %8d\n", s.at, s.sessions, float64(s.rss)/1024, float64(s.anon)/1024, float64(s.heap)/(1<<20),
+			s.fds, s.cpu.Seconds(), s.failed)
 	}
 	if len(samples) >= 3 {
 		a, b := samples[1], samples[len(samples)-1]
-		fmt.Printf("  from the first sample under load to the end: RSS %+.1f MiB, open files %+d, over %d more sessions\n",
-			float64(b.rss-a.rss)/1024, b.fds-a.fds, b.sessions-a.sessions)
+		fmt.Printf("  from the first sample under load to the end: RSS %+.1f MiB (anonymous %+.1f), open files %+d, over %d more sessions\n",
+			float64(b.rss-a.rss)/1024, float64(b.anon-a.anon)/1024, b.fds-a.fds, b.sessions-a.sessions)
 	}
 	if failed.Load() > 0 {
 		return fmt.Errorf("%d of %d conversations failed", failed.Load(), sent.Load())
 	}
 	return nil
+}
+
+// goHeap is the gateway's Go heap in use, in bytes, from its Prometheus
+// metrics (go_memstats_heap_inuse_bytes); 0 when it cannot be read.
+func goHeap(url string) int64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f)
+		}
+	}
+	return 0
 }
