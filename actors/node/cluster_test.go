@@ -88,11 +88,14 @@ func helperNode() error {
 			}
 		}
 	})
+	leases := &session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}
 	mgr := session.NewManager(sys, session.Deps{Store: store, Log: log, Asker: ask, IdleAfter: idle,
 		Provider: openai.NewChat(openai.Options{BaseURL: os.Getenv("HERMES_NODE_LLM") + "/v1"}),
 		Tools:    tool.NewTools(clarify.Tool{}), Exec: toolrun.NewPool(sys, 8, 30*time.Second),
-		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10,
-		Leases: session.StoreLeases[*postgres.Lock]{Locks: store.Locks(session.OwnerRecord(session.ThisProcess()))}})
+		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Leases: leases})
+	// As hermes node run does (app.StopOnLost): a session whose lease
+	// went with a broken store connection stops here.
+	leases.OnLost = mgr.Restart
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT"))     // unset: any free port
 	ttl, _ := time.ParseDuration(os.Getenv("HERMES_NODE_TTL")) // unset: the default lease
 	cfg := node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask, TTL: ttl}
