@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,5 +89,78 @@ func TestTurnAnsweredFromTheStore(t *testing.T) {
 		t.Logf("answered from the store %s after the member went", time.Since(began).Round(100*time.Millisecond))
 	case <-time.After(60 * time.Second):
 		t.Fatal("the caller still waits 60 s after its member went, with the turn completed in the store")
+	}
+}
+
+// TestFailedTurnAnsweredFromTheStore: a member that answers a turn with an
+// error although the turn completed in the store (its last append
+// committed, and then the connection broke before the server said so, as
+// in a PostgreSQL crash) does not make the caller see a failure: the
+// caller looks the turn up and answers it from the session's events.
+func TestFailedTurnAnsweredFromTheStore(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	sid := uuid.NewString()
+	llm := llmtest.New()
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		if lastUser(r) == "committed" {
+			// The turn's completion reaches the store, then the member
+			// hears an error.
+			var envs []schema.Envelope
+			for _, p := range []schema.Payload{schema.AssistantMessageAdded{Content: "committed before the error", FinishReason: "stop"}, schema.TurnCompleted{Iterations: 1}} {
+				e, err := schema.NewEnvelope(schema.Meta{SessionID: sid, TurnID: "t-committed"}, p)
+				if err != nil {
+					t.Error(err)
+				}
+				envs = append(envs, e)
+			}
+			if _, err := store.Append(context.Background(), events.SessionStream(sid), events.Any, envs...); err != nil {
+				t.Error(err)
+			}
+		}
+		return &llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"bad request","type":"invalid_request_error"}}`}
+	}
+	t.Cleanup(llm.Close)
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	startNode(t, []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}, races)
+
+	log := testLog()
+	sys := actors.NewSystem(log)
+	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
+	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
+	sessions := node.NewSessions(client)
+	sessions.Store = store
+	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	r := sessions.RunTurn(ctx, sid, &session.Turn{ID: "t-committed", Text: "committed"})
+	if r.Err != nil || r.Answer != "committed before the error" {
+		t.Fatalf("a turn completed in the store: %+v", r)
+	}
+	// A turn that did fail still fails, with the member's error. (In
+	// another session: this one's actor saw its log move under it, which
+	// in a store crash comes with its lease's loss, which restarts it.)
+	other := uuid.NewString()
+	if err := session.Create(ctx, store, other, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	r = sessions.RunTurn(ctx, other, &session.Turn{ID: "t-failed", Text: "failed"})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "bad request") {
+		t.Fatalf("a failed turn: %+v", r)
 	}
 }

@@ -43,7 +43,8 @@ type Sessions struct {
 	// turn up there (every StoreCheck): a turn recorded completed is
 	// answered from its events, so its answer reaches the caller even when
 	// the member's reply is lost (a store restart, a member stuck after
-	// writing it).
+	// writing it). A turn its member answers with an error is looked up
+	// there too, once: a completed one is answered, not failed.
 	Store events.Store
 }
 
@@ -157,9 +158,47 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		case rep.Interrupted:
 			res.Err = fmt.Errorf("%s (on %s): %w", rep.Err, rep.Node, agent.ErrInterrupted)
 		case rep.Err != "":
+			if st, ok := s.completedInStore(ctx, id, req.ID); ok {
+				// The member's last append committed though it heard an
+				// error (the connection broke before the server's
+				// answer, as when the store crashes): the turn is done.
+				s.c.log.Info().Str("session", id).Str("turn", req.ID).Str("error", rep.Err).Msg("turn answered from the store: its member reported an error, but it completed")
+				return st
+			}
 			res.Err = errors.New(rep.Err)
 		}
 		return res
+	}
+}
+
+// failedLookup bounds how long RunTurn looks a turn its member reported
+// failed up in the store, which may itself be restarting.
+const failedLookup = 10 * time.Second
+
+// completedInStore answers turn tid of session id from the store when the
+// store shows it completed. A store that cannot be read is asked again
+// (for failedLookup at most): the error being answered may have come from
+// it restarting.
+func (s *Sessions) completedInStore(ctx context.Context, id, tid string) (session.TurnResult, bool) {
+	if s.Store == nil {
+		return session.TurnResult{}, false
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedLookup)
+	defer cancel()
+	for {
+		st, err := session.LookupTurn(lctx, s.Store, id, tid)
+		if err == nil {
+			if !st.Completed {
+				return session.TurnResult{}, false
+			}
+			return session.TurnResult{SessionID: st.Session, TurnID: tid, Answer: st.Answer}, true
+		}
+		select {
+		case <-lctx.Done():
+			s.c.log.Warn().Err(err).Str("session", id).Str("turn", tid).Msg("look a failed turn up in the store")
+			return session.TurnResult{}, false
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
