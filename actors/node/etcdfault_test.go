@@ -207,10 +207,22 @@ func TestClusterSurvivesEtcd(t *testing.T) {
 			t.Fatalf("keys deleted: the client's view fell to %v", m)
 		}
 	}
-	gatewaytest.WaitFor(t, "the three members registered again", func() bool {
+	// Each registers again once its watch or its periodic read sees its
+	// key gone; on a loaded machine running the race detector that can
+	// take a while, so the wait is longer than the usual 20 s.
+	for end := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		r, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		return err == nil && r.Count == 3
-	})
+		if err == nil && r.Count == 3 {
+			break
+		}
+		if time.Now().After(end) {
+			var n int64
+			if r != nil {
+				n = r.Count
+			}
+			t.Fatalf("90 s after their keys were deleted, %d of the three members registered again (%v)", n, err)
+		}
+	}
 	converged("after the keys were deleted")
 	spread("after the keys were deleted")
 
