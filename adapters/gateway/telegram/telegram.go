@@ -222,7 +222,10 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 	}
 	a.botID.Store(me.ID)
 	a.botName.Store(me.Username)
-	a.connected.Store(true)
+	if a.cfg.WebhookURL == "" {
+		// With a webhook, connected means registered (runWebhook).
+		a.connected.Store(true)
+	}
 	a.log.Info().Str("bot", "@"+me.Username).Bool("webhook", a.cfg.WebhookURL != "").Msg("connected")
 	if a.cfg.WebhookURL != "" {
 		return a.runWebhook(ctx, in)
