@@ -268,7 +268,10 @@ func TestFakeRestartBeforeFinalEditDeliversOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := streaming(allow("111"), gateway.Display{Streaming: true})
 	answer := "The answer, streamed, then delivered by an edit after a restart."
-	r := newRig(t, rigOptions{apiURL: srv.URL, dir: dir, editEvery: 20 * time.Millisecond}, cfg, llmtest.Reply{Content: answer})
+	// Written slowly, so that a preview is sent before the answer is
+	// recorded, however the machine is loaded.
+	r := newRig(t, rigOptions{apiURL: srv.URL, dir: dir, editEvery: 20 * time.Millisecond}, cfg,
+		llmtest.Reply{Content: answer, Pieces: 6, PieceEvery: 150 * time.Millisecond})
 	srv.Fail("editMessageText", telegramtest.Failure{Code: 502}, telegramtest.Failure{Code: 502}, telegramtest.Failure{Code: 502})
 	srv.Push(dmUpdate(alice, 7, "answer me"))
 	waitFor(t, "the answer recorded and its preview too", func() bool {

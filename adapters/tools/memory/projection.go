@@ -206,7 +206,9 @@ func (m *FilesModel) sweep(tx *projections.Tx) error {
 	return nil
 }
 
-// remove removes d's file if this build wrote it, under its lock.
+// remove removes d's file if this build wrote it, under its lock — unless
+// the log already holds entries for it: a change committed after this
+// batch was read (its command wrote the file), which a later batch owns.
 func (m *FilesModel) remove(d disk) error {
 	if _, err := os.Lstat(d.path()); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -216,6 +218,15 @@ func (m *FilesModel) remove(d disk) error {
 		return err
 	}
 	defer unlock()
+	if m.Store != nil {
+		latest, _, err := Current(context.Background(), m.Store, d.target)
+		if err != nil {
+			return err
+		}
+		if len(latest) > 0 {
+			return nil
+		}
+	}
 	return d.remove()
 }
 
