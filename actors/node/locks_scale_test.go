@@ -15,13 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hermes-go/hermes/actors"
 	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/actors/node/nodetest"
 	"github.com/hermes-go/hermes/actors/session"
-	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
-	"github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/events/postgres/pgtest"
 )
 
@@ -58,20 +55,9 @@ func TestNodeLocksStayBounded(t *testing.T) {
 	p := startNode(t, env, races)
 
 	ctx := context.Background()
-	log := testLog()
-	store, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	sys := actors.NewSystem(log)
-	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
-	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
-	sessions := node.NewSessions(client)
+	c := newCaller(t, dsn, etcd.Endpoint, 1)
+	store := c.store
+	sessions := node.NewSessions(c.client) // as before: no answers from the store
 
 	watch, err := pgx.Connect(ctx, dsn)
 	if err != nil {

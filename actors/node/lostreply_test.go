@@ -42,21 +42,8 @@ func TestTurnAnsweredFromTheStore(t *testing.T) {
 	n := startNode(t, []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}, races)
 
 	ctx := context.Background()
-	log := testLog()
-	store, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	sys := actors.NewSystem(log)
-	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
-	gatewaytest.WaitFor(t, "the node in the client's topology", func() bool { return len(client.Members()) == 1 })
-	sessions := node.NewSessions(client)
-	sessions.Store = store
+	c := newCaller(t, dsn, etcd.Endpoint, 1)
+	store, sessions := c.store, c.sessions
 	sid := uuid.NewString()
 	if err := session.Create(ctx, store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
 		t.Fatal(err)

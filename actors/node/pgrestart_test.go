@@ -16,13 +16,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hermes-go/hermes/actors"
-	"github.com/hermes-go/hermes/actors/node"
 	"github.com/hermes-go/hermes/actors/node/nodetest"
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/gateway/gatewaytest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
-	"github.com/hermes-go/hermes/events/postgres"
 	"github.com/hermes-go/hermes/events/postgres/pgtest"
 )
 
@@ -80,21 +77,8 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 	startNode(t, env, races)
 
 	ctx := context.Background()
-	log := testLog()
-	store, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	sys := actors.NewSystem(log)
-	client, err := node.Client(sys, node.Config{Name: "t", Etcd: []string{etcd.Endpoint}, Poll: time.Second}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Leave(); sys.Shutdown() })
-	gatewaytest.WaitFor(t, "both nodes in the client's topology", func() bool { return len(client.Members()) == 2 })
-	sessions := node.NewSessions(client)
-	sessions.Store = store
+	c := newCaller(t, dsn, etcd.Endpoint, 2)
+	store, sessions := c.store, c.sessions
 
 	ids := make([]string, workers)
 	for i := range ids {
