@@ -15,7 +15,8 @@
 // strace -f -c, the syscalls of one turn of each size and reports fsyncs
 // and failing syscalls per extra call (the command's own bash excluded from
 // the failures, as the floor runs the same bash; EAGAIN excluded, as that is
-// how non-blocking I/O waits).
+// how non-blocking I/O waits, and a futex's ETIMEDOUT, as that is a timed
+// sleep running out).
 //
 //	go build -o /tmp/hermes ./cmd/hermes
 //	go run ./cmd/toolbench -hermes /tmp/hermes [-before /tmp/hermes-old] [-python .ci/hermes-venv/bin/hermes] [-k 20] [-reps 7] [-strace]
@@ -50,12 +51,13 @@ func main() {
 	reps := flag.Int("reps", 7, "interleaved repetitions of every run")
 	sandbox := flag.String("sandbox", "workspace-write", "hermes --sandbox mode")
 	straceOn := flag.Bool("strace", false, "count syscalls per extra call with strace -f -c")
+	keep := flag.String("keep", "", "keep the homes the turns ran in, and with -strace copy the strace logs (strace-SYSTEM-N.txt) into this directory")
 	flag.Parse()
 	if *hermes == "" || *k < 2 || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "usage: toolbench -hermes PATH [-python PATH] [-k N>=2] [-reps N] [-sandbox MODE] [-strace]")
 		os.Exit(2)
 	}
-	if err := run(*hermes, *before, *python, *k, *reps, *sandbox, *straceOn); err != nil {
+	if err := run(*hermes, *before, *python, *k, *reps, *sandbox, *straceOn, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "toolbench:", err)
 		os.Exit(1)
 	}
@@ -68,17 +70,24 @@ type system struct {
 	turn func(n int, url string) error
 }
 
-func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, straceOn bool) error {
+func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, straceOn bool, keep string) error {
 	root, err := os.MkdirTemp("", "toolbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
+	if keep == "" {
+		defer os.RemoveAll(root)
+	} else {
+		fmt.Printf("homes kept in %s\n", root)
+	}
 	// One scripted model per turn size: it answers by what the request
 	// holds — a terminal call while the turn has fewer than n results since
-	// its user message, then "done" (a request without tools, such as a
-	// title, gets "done" too), so extra calls a system makes cannot shift
-	// the script.
+	// its user message "go", then "done" (a request without tools, such as
+	// a title, gets "done" too, and so does one whose last user message is
+	// another, such as the learning loop's review after a long turn: it
+	// answers at once, as a model with nothing to save would, instead of
+	// making n terminal calls of its own), so extra calls a system makes
+	// cannot shift the script.
 	urls := map[int]string{}
 	for _, n := range []int{1, k} {
 		srv := llmtest.New()
@@ -88,16 +97,17 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 				return &llmtest.Reply{Content: "done"}
 			}
 			msgs, _ := r.Body["messages"].([]any)
-			results := 0
+			results, asked := 0, false
 			for _, m := range msgs {
 				switch role, _ := m.(map[string]any)["role"].(string); role {
 				case "user":
-					results = 0
+					content, _ := m.(map[string]any)["content"].(string)
+					results, asked = 0, content == "go"
 				case "tool":
 					results++
 				}
 			}
-			if results >= n {
+			if !asked || results >= n {
 				return &llmtest.Reply{Content: "done"}
 			}
 			args, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo step %d", results)})
@@ -186,6 +196,11 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 			}
 			if counts[i], err = countSyscalls(out); err != nil {
 				return err
+			}
+			if keep != "" {
+				if err := copyFile(out, filepath.Join(keep, fmt.Sprintf("strace-%s-%d.txt", slug(s.name), n))); err != nil {
+					return err
+				}
 			}
 		}
 		d := func(name string, field int) float64 {
@@ -278,11 +293,22 @@ func floorTurn(dir string) func(n int, url string) error {
 	}
 }
 
+// noReview is the config both agents run with: the learning loop's
+// background review (after a turn with many tool calls) is off, as it is a
+// cost of the turn, not of each call, and it falls only on the long turn.
+const noReview = "skills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n"
+
 // hermesTurn runs `hermes chat -q` in a home of its own.
 func hermesTurn(bin, dir, sandbox string, wrap []string) func(n int, url string) error {
 	return func(n int, url string) error {
 		home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
 		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(noReview), 0o644); err != nil {
 			return err
 		}
 		args := append(wrap, bin, "--home", home, "chat", "-q", "go", "--model", "gpt-test", "--yolo", "--sandbox", sandbox)
@@ -301,7 +327,7 @@ func pythonTurn(bin, dir string, wrap []string) func(n int, url string) error {
 		if err := os.MkdirAll(work, 0o755); err != nil {
 			return err
 		}
-		cfg := fmt.Sprintf("model:\n  default: gpt-test\n  provider: custom\n  base_url: %s/v1\n", url)
+		cfg := fmt.Sprintf("model:\n  default: gpt-test\n  provider: custom\n  base_url: %s/v1\n", url) + noReview
 		if err := os.WriteFile(filepath.Join(home, ".hermes", "config.yaml"), []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -316,6 +342,9 @@ func runIn(dir string, env, args []string) error {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	if p := os.Getenv("HERMES_CPUPROFILE"); p != "" {
+		cmd.Env = append(cmd.Env, "HERMES_CPUPROFILE="+p) // the last turn's profile is kept
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -360,7 +389,7 @@ func countSyscalls(path string) (map[string][2]int, error) {
 		v, all := c[m[2]], c["*"]
 		v[0]++
 		all[0]++
-		if f := failedRE.FindString(l); f != "" && f != "= -1 EAGAIN" && !bash[m[1]] {
+		if f := failedRE.FindString(l); f != "" && f != "= -1 EAGAIN" && !(m[2] == "futex" && f == "= -1 ETIMEDOUT") && !bash[m[1]] {
 			v[1]++
 			all[1]++
 		}
@@ -394,4 +423,21 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// copyFile copies src to dst (the directory is made).
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+// slug is name in lower case with runs of other characters as one dash.
+func slug(name string) string {
+	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-"), "-")
 }
