@@ -32,7 +32,12 @@ func encodeChat(req model.Request, imgs map[string][]byte, schemas *schemaCache)
 			n += 96 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
 		}
 	}
-	b := make([]byte, 0, n)
+	if !req.NoTools {
+		for _, t := range req.Tools {
+			n += 64 + len(t.Name) + len(t.Description) + schemas.size(t.Parameters)
+		}
+	}
+	b := make([]byte, 0, n+n/8)
 	b = append(b, `{"stream":true,"stream_options":{"include_usage":true}`...)
 	if req.Model != "" { // the SDK leaves an empty model out
 		b = append(b, `,"model":`...)
@@ -238,6 +243,21 @@ type schemaEntry struct {
 }
 
 const schemaCacheMax = 4096
+
+// size is the length of params' encoding when it is cached, else a guess.
+func (c *schemaCache) size(params map[string]any) int {
+	if c == nil {
+		return 256
+	}
+	key := reflect.ValueOf(params).Pointer()
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if !ok {
+		return 256
+	}
+	return len(e.json)
+}
 
 func (c *schemaCache) encode(params map[string]any) ([]byte, error) {
 	if c == nil {

@@ -185,18 +185,23 @@ func (c *Chat) Complete(ctx context.Context, req model.Request, onDelta func(mod
 	sctx, wd := model.NewWatchdog(ctx, c.timeouts)
 	defer wd.Stop()
 	sctx, watch := stream.Start(sctx, wd)
-	// The body is encoded here (chatBody); the SDK sends it and parses the
-	// stream.
-	s := c.client.Chat.Completions.NewStreaming(sctx, openai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body))
-	defer s.Close()
+	// The body is encoded here (chatBody) and the chunks decoded here
+	// (chunks); the SDK sends the request and frames the events.
+	var res *http.Response
 	var acc chatAcc
-	for s.Next() {
-		wd.Touch()
-		if err := acc.add(s.Current(), onDelta); err != nil {
-			return model.Response{}, stream.Fail(c.name, err)
-		}
+	var bad error // a chunk the accumulator refused
+	err = c.client.Post(sctx, "chat/completions", nil, &res, option.WithRequestBody("application/json", body))
+	if err == nil {
+		err = chunks(res, func(ch chunk) error {
+			wd.Touch()
+			bad = acc.add(ch, onDelta)
+			return bad
+		})
 	}
-	if err := s.Err(); err != nil {
+	if bad != nil {
+		return model.Response{}, stream.Fail(c.name, bad)
+	}
+	if err != nil {
 		return model.Response{}, wrapErr(ctx, c.name, wd, watch, err)
 	}
 	if err := stream.Interrupted(ctx, c.name, wd); err != nil {
@@ -222,16 +227,16 @@ type partialCall struct {
 	name, args strings.Builder
 }
 
-func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(model.Delta)) error {
+func (a *chatAcc) add(ch chunk, onDelta func(model.Delta)) error {
 	if ch.Model != "" {
 		if err := stream.Name("model name", ch.Model); err != nil {
 			return err
 		}
 		a.model = ch.Model
 	}
-	if ch.JSON.Usage.Valid() {
-		a.usage = schema.Usage{PromptTokens: ch.Usage.PromptTokens, CompletionTokens: ch.Usage.CompletionTokens,
-			CacheReadTokens: ch.Usage.PromptTokensDetails.CachedTokens}
+	if u := ch.Usage; u != nil {
+		a.usage = schema.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			CacheReadTokens: u.PromptTokensDetails.CachedTokens}
 	}
 	for _, choice := range ch.Choices {
 		d := choice.Delta
@@ -242,7 +247,7 @@ func (a *chatAcc) add(ch openai.ChatCompletionChunk, onDelta func(model.Delta)) 
 			a.content.WriteString(d.Content)
 			onDelta(model.Delta{Kind: model.DeltaText, Text: d.Content})
 		}
-		if r := extraString(d.JSON.ExtraFields, "reasoning_content", "reasoning"); r != "" {
+		if r := firstNonEmpty(d.ReasoningContent, d.Reasoning); r != "" {
 			if err := a.budget.Text(len(r)); err != nil {
 				return err
 			}

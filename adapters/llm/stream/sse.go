@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -81,18 +82,31 @@ func Guard(req *http.Request, next func(*http.Request) (*http.Response, error)) 
 	if w == nil {
 		return resp, nil
 	}
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	r := readers.Get().(*bufio.Reader)
+	r.Reset(resp.Body)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" && !looksLikeSSE(r) {
 		resp.Body.Close()
 		ct := resp.Header.Get("Content-Type")
 		if ct == "" {
 			ct = "no Content-Type"
 		}
-		return nil, Malformed("HTTP %d with %s instead of an event stream (check base_url and api_mode): %s", resp.StatusCode, ct, snippet(r))
+		err := Malformed("HTTP %d with %s instead of an event stream (check base_url and api_mode): %s", resp.StatusCode, ct, snippet(r))
+		release(r)
+		return nil, err
 	}
 	w.set(func(w *Watch) { w.opened = true })
 	resp.Body = &body{src: resp.Body, r: r, w: w}
 	return resp, nil
+}
+
+// readers are the 64 KiB buffers the guarded bodies read through, kept
+// for the next call: a fresh one per model call was most of what a step
+// allocated.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func release(r *bufio.Reader) {
+	r.Reset(nil)
+	readers.Put(r)
 }
 
 type limited struct {
@@ -139,8 +153,10 @@ func snippet(r *bufio.Reader) string {
 // data and fails on it, which broke any answer slower than the ping
 // interval of servers built on sse-starlette (llama-cpp-python, vLLM).
 type body struct {
+	// mu orders Close (which gives r back to the pool) after any Read.
+	mu      sync.Mutex
 	src     io.ReadCloser
-	r       *bufio.Reader
+	r       *bufio.Reader // nil once closed
 	w       *Watch
 	line    []byte
 	buf     []byte
@@ -154,6 +170,11 @@ type body struct {
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.r == nil && len(b.pending) == 0 && b.err == nil {
+		b.err = errors.New("read on a closed body")
+	}
 	for len(b.pending) == 0 && b.err == nil {
 		line, err := b.readLine()
 		if err != nil {
@@ -252,4 +273,13 @@ func jsonValues(b []byte) int {
 	return n
 }
 
-func (b *body) Close() error { return b.src.Close() }
+func (b *body) Close() error {
+	err := b.src.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.r != nil {
+		release(b.r)
+		b.r = nil
+	}
+	return err
+}
