@@ -495,6 +495,9 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		} else {
 			answer, err = loop.TurnMessage(ctx, tr, turnID, schema.UserMessageAdded{Content: t.Text, Images: t.Images, Skills: t.Skills})
 		}
+		if ferr := a.rec.flush(); ferr != nil && err == nil {
+			err = ferr
+		}
 		endTurnSpan(ctx, span, err)
 		cancel(nil)
 		close(running)
@@ -723,6 +726,12 @@ func (a *Actor) chainEnd(ctx context.Context) (string, []events.Recorded, error)
 // recorder appends a session's events with the exact expected revision:
 // the actor is the stream's only writer, so a conflict means another
 // process wrote to the same session, and is reported, never overwritten.
+//
+// An append whose sync may be deferred (events.DeferSync: a tool's
+// result, which the step's next commit takes to disk) is not waited for:
+// it is written while the agent goes on (to its next model call), and the
+// next append or flush waits for it first and reports its error. Appends
+// stay in order and each names the revision the previous one made.
 type recorder struct {
 	mu       sync.Mutex
 	store    events.Store
@@ -731,6 +740,25 @@ type recorder struct {
 	revision uint64
 	lastID   string
 	spent    float64 // cost of the session's model calls so far
+	// pending is the outcome of the deferred append in flight, if any.
+	pending chan error
+}
+
+// settle waits for the deferred append in flight (r.mu held).
+func (r *recorder) settle() error {
+	if r.pending == nil {
+		return nil
+	}
+	err := <-r.pending
+	r.pending = nil
+	return err
+}
+
+// flush waits for the deferred append in flight and reports its error.
+func (r *recorder) flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.settle()
 }
 
 func (r *recorder) cost() float64 {
@@ -743,6 +771,7 @@ func (r *recorder) cost() float64 {
 func (r *recorder) switchTo(session string, revision uint64, lastID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settle() // its error was reported by the append that moved here
 	r.session, r.stream, r.revision, r.lastID = session, events.SessionStream(session), revision, lastID
 }
 
@@ -756,22 +785,43 @@ func (r *recorder) sessionID() string {
 func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Payload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.settle(); err != nil {
+		return err
+	}
 	envs, err := schema.Chain(schema.Meta{SessionID: r.session, TurnID: turnID, CausationID: r.lastID}, ps...)
 	if err != nil {
 		return err
 	}
-	res, err := r.store.Append(ctx, r.stream, events.Exact(r.revision), envs...)
-	var wev *events.WrongExpectedVersionError
-	if errors.As(err, &wev) {
-		return fmt.Errorf("session %s was changed by another process (at revision %d, expected %d): %w", r.session, wev.Actual, r.revision, err)
+	if len(envs) == 0 {
+		return nil
 	}
-	if err != nil {
-		return err
+	expected, session, stream := r.revision, r.session, r.stream
+	appendOnce := func() (events.AppendResult, error) {
+		res, err := r.store.Append(ctx, stream, events.Exact(expected), envs...)
+		var wev *events.WrongExpectedVersionError
+		if errors.As(err, &wev) {
+			return res, fmt.Errorf("session %s was changed by another process (at revision %d, expected %d): %w", session, wev.Actual, expected, err)
+		}
+		return res, err
 	}
-	r.revision = res.NextRevision
-	if len(envs) > 0 {
-		r.lastID = envs[len(envs)-1].ID
+	if events.SyncDeferred(ctx) {
+		// A stream's revisions count its events from 0, so the next
+		// append expects this one's last.
+		r.revision += uint64(len(envs))
+		done := make(chan error, 1)
+		r.pending = done
+		go func() {
+			_, err := appendOnce()
+			done <- err
+		}()
+	} else {
+		res, err := appendOnce()
+		if err != nil {
+			return err
+		}
+		r.revision = res.NextRevision
 	}
+	r.lastID = envs[len(envs)-1].ID
 	for _, p := range ps {
 		switch a := p.(type) {
 		case schema.AssistantMessageAdded:
