@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -52,36 +53,44 @@ type Toolbox interface {
 	Names() []string
 }
 
-// Tools is a simple Toolbox over a fixed list.
-type Tools struct{ byName map[string]Tool }
+// Tools is a simple Toolbox over a fixed list. Each tool's Spec is read
+// once, when the list is made: a model step offers the same specs (the
+// same schema maps, which the providers keep encoded by identity) instead
+// of every tool building its schema afresh for every step.
+type Tools struct {
+	byName map[string]Tool
+	names  []string
+	specs  []model.ToolSpec
+}
 
-// NewTools returns a toolbox of ts.
+// NewTools returns a toolbox of ts (of two with one name, the last).
 func NewTools(ts ...Tool) *Tools {
 	t := &Tools{byName: map[string]Tool{}}
+	spec := map[string]model.ToolSpec{}
 	for _, x := range ts {
-		t.byName[x.Spec().Name] = x
+		s := x.Spec()
+		t.byName[s.Name] = x
+		spec[s.Name] = s
+	}
+	t.names = make([]string, 0, len(t.byName))
+	for n := range t.byName {
+		t.names = append(t.names, n)
+	}
+	sort.Strings(t.names)
+	for _, n := range t.names {
+		t.specs = append(t.specs, spec[n])
 	}
 	return t
 }
 
 func (t *Tools) Get(name string) (Tool, bool) { x, ok := t.byName[name]; return x, ok }
 
-func (t *Tools) Names() []string {
-	out := make([]string, 0, len(t.byName))
-	for n := range t.byName {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// Names are the tools' names, sorted.
+func (t *Tools) Names() []string { return slices.Clone(t.names) }
 
-func (t *Tools) Specs() []model.ToolSpec {
-	var out []model.ToolSpec
-	for _, n := range t.Names() {
-		out = append(out, t.byName[n].Spec())
-	}
-	return out
-}
+// Specs are the tools' specs in the order of their names; the slice is
+// the caller's (the maps in it are shared and must not be changed).
+func (t *Tools) Specs() []model.ToolSpec { return slices.Clone(t.specs) }
 
 // Call is one validated tool call ready to run.
 type Call struct {

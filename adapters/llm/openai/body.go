@@ -229,9 +229,11 @@ func appendStringBody(b []byte, s string) []byte {
 // schemaCache keeps the JSON of tools' parameter schemas: the same tools go
 // with every step of every turn, and encoding their schemas (maps of maps)
 // was most of what remained of a request body's cost. A schema is known by
-// its map, which a tool builds once and never changes after registering
-// (providers read it from every session at once, so changing it would race
-// anyway); the cache forgets everything when it grows past a bound.
+// its map, which the toolbox reads from its tool once (tool.NewTools: most
+// tools build their schema afresh in Spec, which made every step a miss)
+// and never changes (providers read it from every session at once, so
+// changing it would race anyway); the cache forgets everything when it
+// grows past a bound.
 type schemaCache struct {
 	mu sync.Mutex
 	m  map[uintptr]schemaEntry
