@@ -92,33 +92,23 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	for _, n := range []int{1, k} {
 		srv := llmtest.New()
 		srv.NoRecord = true
-		srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
-			if _, tools := r.Body["tools"]; !tools {
-				return &llmtest.Reply{Content: "done"}
-			}
-			msgs, _ := r.Body["messages"].([]any)
-			results, asked := 0, false
-			for _, m := range msgs {
-				switch role, _ := m.(map[string]any)["role"].(string); role {
-				case "user":
-					content, _ := m.(map[string]any)["content"].(string)
-					results, asked = 0, content == "go"
-				case "tool":
-					results++
-				}
-			}
-			if !asked || results >= n {
-				return &llmtest.Reply{Content: "done"}
-			}
-			args, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo step %d", results)})
-			return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Args: string(args)}}}
-		})
+		srv.SetRoute(script(n))
 		defer srv.Close()
 		urls[n] = srv.URL
 	}
+	// The floor asks what the agent asks: its system prompt and tool list,
+	// taken from the request of a turn the agent makes first, with the
+	// answer streamed; the model server's cost of reading a longer request
+	// and streaming its answer is not the agent's. The bare floor (a tiny
+	// request, the answer in one piece) is reported beside it.
+	sysMsg, tools, err := agentRequest(hermesBin, filepath.Join(root, "capture"), sandbox)
+	if err != nil {
+		return err
+	}
 
 	systems := []system{
-		{name: "floor", turn: floorTurn(filepath.Join(root, "floor"))},
+		{name: "floor", turn: floorTurn(filepath.Join(root, "floor"), sysMsg, tools, true)},
+		{name: "bare floor", turn: floorTurn(filepath.Join(root, "bare"), nil, nil, false)},
 		{name: "hermes (Go)", turn: hermesTurn(hermesBin, filepath.Join(root, "go"), sandbox, nil)},
 	}
 	if beforeBin != "" {
@@ -158,7 +148,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 		fmt.Printf("  %-20s 1 call %9s   %d calls %9s   per extra call %8s\n", s.name, round(m1), k, round(mk), round(per[s.name]))
 	}
 	g := per["hermes (Go)"]
-	fmt.Printf("hermes per extra call: %.2f× the floor", ratio(g, per["floor"]))
+	fmt.Printf("hermes per extra call: %.2f× the floor (%.2f× the bare floor)", ratio(g, per["floor"]), ratio(g, per["bare floor"]))
 	if b, ok := per["hermes (before)"]; ok {
 		fmt.Printf(", %.2f× the earlier build", ratio(g, b))
 	}
@@ -175,7 +165,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	}
 	fmt.Printf("syscalls per extra call (strace -f -c of one turn of 1 and of %d calls):\n", k)
 	for _, s := range systems {
-		if s.name == "floor" {
+		if strings.HasSuffix(s.name, "floor") {
 			continue // in this process: not straced
 		}
 		var counts [2]map[string][2]int
@@ -228,9 +218,14 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 
 // floorTurn is the least a turn of n tool calls can cost: n+1 HTTP round
 // trips to the model, and for each call a fork and exec of its command
-// with output captured and one fsync of an appended record.
-func floorTurn(dir string) func(n int, url string) error {
+// with output captured and one fsync of an appended record. With a system
+// prompt and tools the requests carry them (the agent's), and streamed
+// asks for the answer as a stream, read to its end, as the agent does.
+func floorTurn(dir string, system any, tools []any, streamed bool) func(n int, url string) error {
 	client := &http.Client{}
+	if tools == nil {
+		tools = []any{map[string]any{"type": "function", "function": map[string]any{"name": "terminal", "parameters": map[string]any{"type": "object"}}}}
+	}
 	return func(n int, url string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -242,46 +237,45 @@ func floorTurn(dir string) func(n int, url string) error {
 		defer log.Close()
 		// The request carries the turn so far, as an agent's does: the
 		// user message, then one assistant call and one result per step.
-		msgs := []any{map[string]any{"role": "user", "content": "go"}}
-		tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "terminal", "parameters": map[string]any{"type": "object"}}}}
+		var msgs []any
+		if system != nil {
+			msgs = append(msgs, system)
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "content": "go"})
 		for i := 0; ; i++ {
-			body, _ := json.Marshal(map[string]any{"model": "gpt-test", "messages": msgs, "tools": tools})
+			req := map[string]any{"model": "gpt-test", "messages": msgs, "tools": tools}
+			if streamed {
+				req["stream"], req["stream_options"] = true, map[string]any{"include_usage": true}
+			}
+			body, _ := json.Marshal(req)
 			resp, err := client.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 			if err != nil {
 				return err
 			}
-			var out struct {
-				Choices []struct {
-					Message struct {
-						ToolCalls []struct {
-							Function struct{ Arguments string } `json:"function"`
-						} `json:"tool_calls"`
-					} `json:"message"`
-				} `json:"choices"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&out)
-			io.Copy(io.Discard, resp.Body)
+			answer, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err != nil {
 				return err
 			}
-			if len(out.Choices) == 0 || len(out.Choices[0].Message.ToolCalls) == 0 {
+			// The script's call is "echo step i" while it makes calls (a
+			// streamed answer holds it in pieces).
+			if !bytes.Contains(answer, []byte(`"name":"terminal"`)) {
 				if i != n {
 					return fmt.Errorf("the model answered after %d calls, want %d", i, n)
 				}
 				return nil
 			}
-			var args struct{ Command string }
-			json.Unmarshal([]byte(out.Choices[0].Message.ToolCalls[0].Function.Arguments), &args)
-			cmd := exec.Command("/bin/bash", "-c", args.Command)
+			command := fmt.Sprintf("echo step %d", i)
+			cmd := exec.Command("/bin/bash", "-c", command)
 			cmd.Dir = dir
 			var output bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &output, &output
 			if err := cmd.Run(); err != nil {
 				return err
 			}
+			args, _ := json.Marshal(map[string]any{"command": command})
 			msgs = append(msgs, map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": fmt.Sprint("c", i), "type": "function",
-				"function": map[string]any{"name": "terminal", "arguments": out.Choices[0].Message.ToolCalls[0].Function.Arguments}}}},
+				"function": map[string]any{"name": "terminal", "arguments": string(args)}}}},
 				map[string]any{"role": "tool", "tool_call_id": fmt.Sprint("c", i), "content": output.String()})
 			if _, err := log.Write(append(output.Bytes(), '\n')); err != nil {
 				return err
@@ -291,6 +285,54 @@ func floorTurn(dir string) func(n int, url string) error {
 			}
 		}
 	}
+}
+
+// script is the scripted model of a turn of n calls (see run).
+func script(n int) func(r llmtest.Request) *llmtest.Reply {
+	return func(r llmtest.Request) *llmtest.Reply {
+		if _, tools := r.Body["tools"]; !tools {
+			return &llmtest.Reply{Content: "done"}
+		}
+		msgs, _ := r.Body["messages"].([]any)
+		results, asked := 0, false
+		for _, m := range msgs {
+			switch role, _ := m.(map[string]any)["role"].(string); role {
+			case "user":
+				content, _ := m.(map[string]any)["content"].(string)
+				results, asked = 0, content == "go"
+			case "tool":
+				results++
+			}
+		}
+		if !asked || results >= n {
+			return &llmtest.Reply{Content: "done"}
+		}
+		args, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo step %d", results)})
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Args: string(args)}}}
+	}
+}
+
+// agentRequest runs one turn of the agent and returns the system message
+// and the tools of its first model request.
+func agentRequest(bin, dir, sandbox string) (any, []any, error) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.SetRoute(script(1))
+	if err := hermesTurn(bin, dir, sandbox, nil)(1, srv.URL); err != nil {
+		return nil, nil, fmt.Errorf("the turn whose request the floor copies: %w", err)
+	}
+	for _, r := range srv.Requests() {
+		tools, _ := r.Body["tools"].([]any)
+		msgs, _ := r.Body["messages"].([]any)
+		if len(tools) == 0 || len(msgs) == 0 {
+			continue
+		}
+		if m, _ := msgs[0].(map[string]any); m["role"] == "system" {
+			return m, tools, nil
+		}
+		return nil, tools, nil
+	}
+	return nil, nil, errors.New("the agent's turn made no request with tools")
 }
 
 // noReview is the config both agents run with: the learning loop's
