@@ -1,27 +1,27 @@
-// Package imagegen is upstream's image_generate tool over the
-// OpenAI-compatible images API (/v1/images/generations, through the
-// official openai-go client). The image is kept in the home's blob store
-// (content-addressed) and copied into the media cache, and the tool
-// answers with its path as a MEDIA: tag, which the platforms deliver
-// (Telegram as a photo, the API server as an image link) and the CLI
-// shows as a saved file.
+// Package imagegen is upstream's image_generate tool over the image
+// services upstream's image_gen providers speak whose wire formats are
+// published: the OpenAI-compatible images API (/v1/images/generations,
+// through the official openai-go client: openai, and deepinfra at its own
+// base URL), FAL's queue API (fal: submit, poll the status, fetch the
+// result), OpenRouter's chat completions with image output (openrouter),
+// xAI's images API (xai) and Krea's job API (krea). image_gen.provider
+// picks one (Providers). The image is kept in the home's blob store
+// (content-addressed) and copied into the media cache, and the tool answers
+// with its path as a MEDIA: tag, which the platforms deliver (Telegram as a
+// photo, the API server as an image link) and the CLI shows as a saved
+// file.
 package imagegen
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
 
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/tool"
@@ -30,37 +30,74 @@ import (
 
 // Options configure the tool (image_gen: in config.yaml).
 type Options struct {
-	// BaseURL is the API's root with /v1 ("": OpenAI's); APIKey its key.
+	// Provider is image_gen.provider, one of Providers' names ("":
+	// openai). Another name makes every call answer that it is not spoken.
+	Provider string
+	// BaseURL is the service's root ("": the provider's; OpenAI's and
+	// DeepInfra's with /v1); APIKey its key.
 	BaseURL, APIKey string
-	// Model is the image model (gpt-image-1, dall-e-3, …).
+	// Model is the image model ("": the provider's default).
 	Model string
+	// Resolution is xAI's (1k or 2k; "": 1k).
+	Resolution string
 	// Blobs keeps the images; Dir is where a copy is written for the
 	// platforms to send ($HERMES_HOME/cache/images).
 	Blobs *blobs.Store
 	Dir   string
 	// HTTPClient, when set, makes the requests.
 	HTTPClient *http.Client
+	// Wait bounds one generation, a queued job's polling included (0:
+	// five minutes); Poll is the first pause between polls (0: half a
+	// second; it grows to five seconds).
+	Wait, Poll time.Duration
 }
 
 // Tool is image_generate.
 type Tool struct {
-	o      Options
-	client openai.Client
-	http   *http.Client
+	o    Options
+	p    Provider
+	gen  generator
+	err  error
+	http *http.Client
 }
 
 // New returns the tool.
 func New(o Options) *Tool {
-	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(2)}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(o.BaseURL, "/")+"/"))
-	}
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 2 * time.Minute}
 	}
-	opts = append(opts, option.WithHTTPClient(hc))
-	return &Tool{o: o, client: openai.NewClient(opts...), http: hc}
+	t := &Tool{o: o, http: hc}
+	p, ok := Lookup(o.Provider)
+	if !ok {
+		t.err = fmt.Errorf("image_gen.provider %q is not spoken by this build (it speaks %s): set image_gen.provider in config.yaml",
+			o.Provider, strings.Join(Names(), ", "))
+		return t
+	}
+	t.p = p
+	if t.o.BaseURL == "" && p.Name != "openai" {
+		// openai-go has OpenAI's; "" there with no key is refused below.
+		t.o.BaseURL = p.BaseURL
+	}
+	t.o.BaseURL = strings.TrimRight(t.o.BaseURL, "/")
+	if t.o.Model == "" {
+		t.o.Model = p.Model
+	}
+	switch p.Name {
+	case "openai":
+		t.gen = newOpenAIImages(t, t.o.BaseURL, true)
+	case "deepinfra":
+		t.gen = newOpenAIImages(t, t.o.BaseURL, false)
+	case "fal":
+		t.gen = fal{t}
+	case "openrouter":
+		t.gen = openrouter{t, o.Model == ""}
+	case "xai":
+		t.gen = xai{t}
+	case "krea":
+		t.gen = krea{t}
+	}
+	return t
 }
 
 // sizes are upstream's aspect ratios as the images API's sizes.
@@ -98,10 +135,13 @@ type Result struct {
 	MediaTag      string `json:"media_tag"`
 	SHA256        string `json:"sha256"`
 	MediaType     string `json:"media_type"`
+	Provider      string `json:"provider,omitempty"`
+	Model         string `json:"model,omitempty"`
 	RevisedPrompt string `json:"revised_prompt,omitempty"`
 }
 
-// Run implements tool.Tool.
+// Run implements tool.Tool. Nothing is written unless a whole image was
+// received and checked.
 func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -110,82 +150,77 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	if strings.TrimSpace(a.Prompt) == "" {
 		return "", errors.New("image_generate: prompt is empty")
 	}
-	if t.o.APIKey == "" && t.o.BaseURL == "" {
-		return "", errors.New("image_generate: no image API: set OPENAI_API_KEY (or image_gen.openai.api_key and base_url in config.yaml)")
+	if t.err != nil {
+		return "", fmt.Errorf("image_generate: %w", t.err)
+	}
+	if t.o.APIKey == "" && (t.p.Name != "openai" || t.o.BaseURL == "") {
+		if t.p.Name == "openai" {
+			return "", errors.New("image_generate: no image API: set OPENAI_API_KEY (or image_gen.openai.api_key and base_url in config.yaml)")
+		}
+		return "", fmt.Errorf("image_generate: no %s key: set %s (in the environment or $HERMES_HOME/.env)", t.p.Name, t.p.KeyEnv)
 	}
 	aspect := a.AspectRatio
 	if aspect == "" {
 		aspect = "landscape"
 	}
-	size, ok := sizes[aspect]
-	if !ok {
+	if _, ok := sizes[aspect]; !ok {
 		return "", fmt.Errorf("image_generate: aspect_ratio %q: use landscape, square or portrait", a.AspectRatio)
 	}
-	p := openai.ImageGenerateParams{Prompt: a.Prompt, Model: openai.ImageModel(t.o.Model), N: openai.Int(1)}
-	if strings.HasPrefix(t.o.Model, "dall-e") {
-		// DALL·E answers with a URL unless asked for the bytes.
-		p.ResponseFormat = openai.ImageGenerateParamsResponseFormatB64JSON
-		size = dalleSizes[aspect]
+	wait := t.o.Wait
+	if wait <= 0 {
+		wait = 5 * time.Minute
 	}
-	p.Size = openai.ImageGenerateParamsSize(size)
-	res, err := t.client.Images.Generate(ctx, p)
+	gctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	img, err := t.gen.generate(gctx, a.Prompt, aspect)
+	if img.model == "" {
+		img.model = t.o.Model
+	}
+	if err == nil && img.data == nil {
+		if img.url == "" {
+			err = errors.New("the service sent no image")
+		} else {
+			img.data, err = t.fetch(gctx, img.url)
+		}
+	}
 	if err != nil {
-		var apierr *openai.Error
-		if errors.As(err, &apierr) {
-			err = fmt.Errorf("HTTP %d: %s", apierr.StatusCode, apierr.Message)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: no image within %s", err, wait)
 		}
-		return "", fmt.Errorf("image_generate with %s: %w", t.o.Model, err)
+		return "", fmt.Errorf("image_generate with %s (%s): %w", t.p.Name, img.model, t.hide(err))
 	}
-	if len(res.Data) == 0 {
-		return "", fmt.Errorf("image_generate with %s: the server sent no image", t.o.Model)
-	}
-	img := res.Data[0]
-	var data []byte
-	switch {
-	case img.B64JSON != "":
-		if data, err = base64.StdEncoding.DecodeString(img.B64JSON); err != nil {
-			return "", fmt.Errorf("image_generate: the image's base64: %w", err)
-		}
-	case img.URL != "":
-		if data, err = t.fetch(ctx, img.URL); err != nil {
-			return "", fmt.Errorf("image_generate: %w", err)
-		}
-	default:
-		return "", fmt.Errorf("image_generate with %s: the server sent neither b64_json nor url", t.o.Model)
-	}
-	ref, err := t.o.Blobs.PutImage(ctx, data, "")
+	ref, err := t.o.Blobs.PutImage(ctx, img.data, "")
 	if err != nil {
-		return "", fmt.Errorf("image_generate: the server's image: %w", err)
-	}
-	if err := os.MkdirAll(t.o.Dir, 0o700); err != nil {
-		return "", err
+		return "", fmt.Errorf("image_generate with %s (%s): the service's image: %w", t.p.Name, img.model, err)
 	}
 	ext := map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}[ref.MediaType]
 	path := filepath.Join(t.o.Dir, ref.SHA256[:16]+ext)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", err
+	if err := writeFile(t.o.Dir, path, img.data); err != nil {
+		return "", fmt.Errorf("image_generate: %w", err)
 	}
-	out, _ := json.Marshal(Result{Success: true, Image: path, MediaTag: "MEDIA:" + path, SHA256: ref.SHA256, MediaType: ref.MediaType, RevisedPrompt: img.RevisedPrompt})
+	out, _ := json.Marshal(Result{Success: true, Image: path, MediaTag: "MEDIA:" + path, SHA256: ref.SHA256, MediaType: ref.MediaType,
+		Provider: t.p.Name, Model: img.model, RevisedPrompt: img.revisedPrompt})
 	return string(out), nil
 }
 
-// fetch downloads an image the API answered with a URL of.
-func (t *Tool) fetch(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// writeFile writes the cache's copy whole or not at all.
+func writeFile(dir, path string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp, err := t.http.Do(req)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
 	if err != nil {
-		return nil, err
+		os.Remove(f.Name())
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("download the image: HTTP %d", resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, blobs.MaxImageBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
+	return err
 }
