@@ -31,11 +31,13 @@ type Provider struct {
 // build does not do, so they are not here.
 func Providers() []Provider {
 	any := func(string) bool { return true }
+	// FAL's and OpenRouter's models are owner/name.
+	owned := func(m string) bool { return strings.Contains(m, "/") }
 	return []Provider{
 		{Name: "openai", KeyEnv: "OPENAI_API_KEY", BaseURLEnv: "OPENAI_BASE_URL", BaseURL: "https://api.openai.com/v1", Model: "gpt-image-1", TopModel: any},
-		{Name: "fal", KeyEnv: "FAL_KEY", ModelEnv: "FAL_IMAGE_MODEL", BaseURL: "https://queue.fal.run", Model: "fal-ai/flux-2/klein/9b", TopModel: any},
+		{Name: "fal", KeyEnv: "FAL_KEY", ModelEnv: "FAL_IMAGE_MODEL", BaseURL: "https://queue.fal.run", Model: "fal-ai/flux-2/klein/9b", TopModel: owned},
 		{Name: "openrouter", KeyEnv: "OPENROUTER_API_KEY", BaseURLEnv: "OPENROUTER_BASE_URL", ModelEnv: "OPENROUTER_IMAGE_MODEL",
-			BaseURL: "https://openrouter.ai/api/v1", Model: openrouterModels[0], TopModel: any},
+			BaseURL: "https://openrouter.ai/api/v1", Model: openrouterModels[0], TopModel: owned},
 		{Name: "xai", KeyEnv: "XAI_API_KEY", BaseURLEnv: "XAI_BASE_URL", ModelEnv: "XAI_IMAGE_MODEL", BaseURL: "https://api.x.ai/v1", Model: "grok-imagine-image",
 			TopModel: func(string) bool { return false }},
 		{Name: "deepinfra", KeyEnv: "DEEPINFRA_API_KEY", BaseURLEnv: "DEEPINFRA_BASE_URL", ModelEnv: "DEEPINFRA_IMAGE_MODEL", BaseURL: "https://api.deepinfra.com/v1/openai",

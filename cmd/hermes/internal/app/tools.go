@@ -89,7 +89,8 @@ func Registry(home, wd string, store events.Store, cfg config.Resolved, searcher
 		{"web", web.Tools(cfg.Web, nil)},
 		{browser.Toolset, browserTools},
 		{"cronjob", []tool.Tool{cj}},
-		{"image_gen", []tool.Tool{imagegen.New(imagegen.Options{BaseURL: cfg.ImageGen.BaseURL, APIKey: cfg.ImageGen.APIKey, Model: cfg.ImageGen.Model,
+		{"image_gen", []tool.Tool{imagegen.New(imagegen.Options{Provider: cfg.ImageGen.Provider,
+			BaseURL: cfg.ImageGen.BaseURL, APIKey: cfg.ImageGen.APIKey, Model: cfg.ImageGen.Model, Resolution: cfg.ImageGen.Resolution,
 			Blobs: bs, Dir: filepath.Join(home, "cache", "images")})}},
 		{"tts", []tool.Tool{tts.Tool{Speaker: Speaker(cfg), Dir: filepath.Join(home, "cache", "audio")}}},
 	} {

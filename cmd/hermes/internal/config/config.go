@@ -279,7 +279,7 @@ type Resolved struct {
 	SandboxEnv []string
 	// Speech is stt:, tts: and voice:; ImageGen is image_gen:.
 	Speech   Speech
-	ImageGen OpenAIEndpoint
+	ImageGen ImageGen
 	// Review is the background review; ReviewAux and ReviewModel its
 	// model (ReviewModel "": the auxiliary model, else the main one).
 	Review      Review

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/hermes-go/hermes/adapters/tools/imagegen"
 )
 
 // STTConfig is upstream's stt: section, speech to text for voice memos
@@ -65,28 +67,87 @@ type Speech struct {
 	Notes []string
 }
 
-// ImageGenConfig is image_gen: (upstream's section): image_generate's
-// OpenAI-compatible images API.
+// ImageGenConfig is image_gen: (upstream's section): the service
+// image_generate uses and its settings.
 type ImageGenConfig struct {
-	// Provider is openai (the only one this build speaks; "" is openai).
+	// Provider is openai, fal, openrouter, xai, deepinfra or krea
+	// (imagegen.Providers). "" is openai, or fal when FAL_KEY is set and
+	// no OpenAI key or base URL is (upstream's default is fal).
 	Provider string `yaml:"provider"`
-	// Model is image_gen.model; image_gen.openai.model wins over it.
-	Model  string         `yaml:"model"`
-	OpenAI OpenAIEndpoint `yaml:"openai"`
+	// Model is image_gen.model (the key upstream's model picker writes),
+	// for openai, fal (owner/name), openrouter (owner/name) and krea
+	// (krea-2-*); image_gen.<provider>.model wins over it.
+	Model      string           `yaml:"model"`
+	OpenAI     OpenAIEndpoint   `yaml:"openai"`
+	FAL        ImageGenEndpoint `yaml:"fal"`
+	OpenRouter ImageGenEndpoint `yaml:"openrouter"`
+	XAI        ImageGenEndpoint `yaml:"xai"`
+	DeepInfra  ImageGenEndpoint `yaml:"deepinfra"`
+	Krea       ImageGenEndpoint `yaml:"krea"`
 }
 
-// resolveImageGen reads image_gen: (a provider other than openai is
-// noted, as resolveSpeech notes, and the OpenAI-compatible API used).
-func resolveImageGen(c ImageGenConfig) (OpenAIEndpoint, string) {
-	var note string
-	if p := strings.ToLower(c.Provider); p != "" && p != "openai" {
-		note = fmt.Sprintf("image_gen.provider %q is not spoken by this build: image_generate uses the OpenAI-compatible images API", c.Provider)
+// ImageGenEndpoint is image_gen.<provider>: for fal, openrouter, xai,
+// deepinfra and krea. Their keys come from the environment (or
+// $HERMES_HOME/.env) only, as upstream: FAL_KEY, OPENROUTER_API_KEY,
+// XAI_API_KEY, DEEPINFRA_API_KEY, KREA_API_KEY.
+type ImageGenEndpoint struct {
+	// Model is the image model; the provider's variable
+	// (FAL_IMAGE_MODEL, OPENROUTER_IMAGE_MODEL, …) wins over it.
+	Model string `yaml:"model"`
+	// BaseURL points the provider somewhere else than its service, for
+	// tests and proxies; the provider's variable (OPENROUTER_BASE_URL,
+	// XAI_BASE_URL, DEEPINFRA_BASE_URL) is the fallback.
+	BaseURL string `yaml:"base_url"`
+	// Resolution is xAI's: 1k (default) or 2k.
+	Resolution string `yaml:"resolution"`
+}
+
+// ImageGen is image_gen: resolved for image_generate. Provider is one
+// imagegen speaks, or the configured name it does not (the tool then
+// answers so). Model "" is the provider's default.
+type ImageGen struct {
+	Provider                           string
+	Model, BaseURL, APIKey, Resolution string
+}
+
+// resolveImageGen reads image_gen:. A provider this build does not speak
+// is not an error, so that the Python agent's config.yaml loads unchanged:
+// a note says so (hermes doctor shows it) and image_generate answers with
+// the same words rather than using another service.
+func resolveImageGen(c ImageGenConfig) (ImageGen, string) {
+	name := strings.ToLower(strings.TrimSpace(c.Provider))
+	if name == "" {
+		name = "openai"
+		if oa := openAIAudio(c.OpenAI, ""); oa.APIKey == "" && oa.BaseURL == "" && os.Getenv("FAL_KEY") != "" {
+			name = "fal"
+		}
 	}
-	e := c.OpenAI
-	if e.Model == "" {
-		e.Model = c.Model
+	p, ok := imagegen.Lookup(name)
+	if !ok {
+		return ImageGen{Provider: c.Provider}, fmt.Sprintf("image_gen.provider %q is not spoken by this build (it speaks %s): image_generate will say so",
+			c.Provider, strings.Join(imagegen.Names(), ", "))
 	}
-	return openAIAudio(e, "gpt-image-1"), note
+	if p.Name == "openai" {
+		e := c.OpenAI
+		if e.Model == "" {
+			e.Model = c.Model
+		}
+		e = openAIAudio(e, "gpt-image-1")
+		return ImageGen{Provider: p.Name, Model: e.Model, BaseURL: e.BaseURL, APIKey: e.APIKey}, ""
+	}
+	sec := map[string]ImageGenEndpoint{"fal": c.FAL, "openrouter": c.OpenRouter, "xai": c.XAI, "deepinfra": c.DeepInfra, "krea": c.Krea}[p.Name]
+	getenv := func(name string) string {
+		if name == "" {
+			return ""
+		}
+		return strings.TrimSpace(os.Getenv(name))
+	}
+	g := ImageGen{Provider: p.Name, Model: first(getenv(p.ModelEnv), sec.Model), BaseURL: first(sec.BaseURL, getenv(p.BaseURLEnv)),
+		APIKey: getenv(p.KeyEnv), Resolution: sec.Resolution}
+	if g.Model == "" && c.Model != "" && p.TopModel(c.Model) {
+		g.Model = c.Model
+	}
+	return g, ""
 }
 
 // resolveSpeech reads stt:, tts: and voice:. A provider of upstream's
