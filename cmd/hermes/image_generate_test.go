@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-go/hermes/adapters/gateway/telegram/telegramtest"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/adapters/tools/imagegen/imagegentest"
 )
 
 // startImageAimock runs @copilotkit/aimock (a third-party mock of the
@@ -97,5 +98,74 @@ func TestTelegramImageGenerate(t *testing.T) {
 	})
 	if n != 1 {
 		t.Fatalf("%d blobs", n)
+	}
+}
+
+// TestTelegramImageGenerateFAL: with image_gen.provider: fal (its base URL
+// a loopback stand-in speaking FAL's queue API, as image_gen.fal.base_url
+// allows for tests and proxies), an image asked for from Telegram is
+// submitted to the model's queue with FAL_KEY, polled, fetched and sent to
+// the chat as a photo; the key is in no log line and no file of the home.
+func TestTelegramImageGenerateFAL(t *testing.T) {
+	const falKey = "fal-secret-3c9e71"
+	fal := imagegentest.New(imagegentest.FAL, falKey, imagegentest.Behaviour{Image: dotPNG})
+	defer fal.Close()
+	tg := telegramtest.NewServer(telegramtest.Token)
+	defer tg.Close()
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+		if tag := mediaTagRe.FindString(string(r.Raw)); tag != "" {
+			return &llmtest.Reply{Content: "Here it is.\n" + tag}
+		}
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "g", Name: "image_generate", Args: `{"prompt":"a black dot","aspect_ratio":"portrait"}`}}}
+	})
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("image_gen:\n  provider: fal\n  fal:\n    model: fal-ai/flux-2-pro\n    base_url: "+fal.URL+"\n"), 0o600)
+	env := chatEnv(srv, "FAL_KEY="+falKey, "TELEGRAM_BOT_TOKEN="+telegramtest.Token, "TELEGRAM_API_URL="+tg.URL, "TELEGRAM_ALLOWED_USERS=111")
+	g := startGateway(t, home, env)
+	defer g.kill()
+	tg.Push(map[string]any{"message": map[string]any{"message_id": 5, "date": time.Now().Unix(), "text": "draw a black dot",
+		"from": map[string]any{"id": 111, "is_bot": false, "first_name": "Alice"}, "chat": map[string]any{"id": 111, "type": "private", "first_name": "Alice"}}})
+	waitUntil(t, "the answer to be sent", func() bool { return len(tg.Calls("sendMessage")) > 0 })
+	photos := tg.Calls("sendPhoto")
+	if len(photos) != 1 || !bytes.Equal(photos[0].Files["photo"].Data, dotPNG) {
+		t.Fatalf("photos %+v\n%s", photos, g.stderr.String())
+	}
+	reqs := fal.Requests()
+	if len(reqs) < 4 || reqs[0].Path != "/fal-ai/flux-2-pro" || reqs[0].Auth != "Key "+falKey || reqs[0].Body["image_size"] != "portrait_16_9" ||
+		reqs[0].Body["prompt"] != "a black dot" || reqs[len(reqs)-1].Path != "/files/req-0001.png" || reqs[len(reqs)-1].Auth != "" {
+		t.Fatalf("FAL saw %q %+v", fal.Paths(), reqs)
+	}
+	g.kill()
+	if strings.Contains(g.stderr.String(), falKey) {
+		t.Fatal("FAL_KEY is in the log")
+	}
+	filepath.Walk(home, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(falKey)) {
+				t.Errorf("FAL_KEY is in %s", p)
+			}
+		}
+		return nil
+	})
+}
+
+// TestChatImageGenerateNoKey: image_gen.provider: fal without FAL_KEY
+// tells the model (and so the user) which variable to set.
+func TestChatImageGenerateNoKey(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.SetRoute(func(r llmtest.Request) *llmtest.Reply {
+		if m := regexp.MustCompile(`no fal key: set FAL_KEY[^"\\]*`).FindString(string(r.Raw)); m != "" {
+			return &llmtest.Reply{Content: "Cannot: " + m}
+		}
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "g", Name: "image_generate", Args: `{"prompt":"a black dot"}`}}}
+	})
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("image_gen:\n  provider: fal\n"), 0o600)
+	out, errOut, code := hermes(t, chatEnv(srv), "", "--home", home, "chat", "-q", "draw a black dot", "--model", "gpt-4o-mini")
+	if code != 0 || !strings.Contains(out, "Cannot: no fal key: set FAL_KEY (in the environment or $HERMES_HOME/.env)") {
+		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
 	}
 }
