@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-go/hermes/actors/model/catalog"
 	"github.com/hermes-go/hermes/adapters/sandbox"
 	"github.com/hermes-go/hermes/adapters/tools/browser"
+	"github.com/hermes-go/hermes/adapters/tools/imagegen"
 	"github.com/hermes-go/hermes/adapters/tools/terminal"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/internal/config"
@@ -174,6 +175,7 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 		add(check{name: "browser", detail: path, ok: true})
 	}
 	add(voiceCheck(cfg))
+	add(imageCheck(cfg))
 	if _, local := cfg.Backend.(terminal.Local); local || cfg.Backend == nil {
 		add(sandboxCheck(ctx, home, cfg))
 	}
@@ -186,6 +188,24 @@ func doctor(ctx context.Context, g *app.Factory, offline bool) []check {
 		add(check{name: "terminal (docker)", detail: "image " + b.Image, ok: err == nil, fix: "install docker, or set terminal.backend: local"})
 	}
 	return out
+}
+
+// imageCheck says which service image_generate uses and whether its key
+// is set (by the variable's name: the key is not shown).
+func imageCheck(cfg config.Resolved) check {
+	g := cfg.ImageGen
+	p, ok := imagegen.Lookup(g.Provider)
+	if !ok {
+		return check{name: "image generation", detail: g.Note, ok: true, warn: true,
+			fix: "set image_gen.provider to one of " + strings.Join(imagegen.Names(), ", ")}
+	}
+	m := first(g.Model, p.Model, "the first of its catalog")
+	c := check{name: "image generation", detail: p.Name + " (" + m + ")", ok: true}
+	if g.APIKey == "" && (p.Name != "openai" || g.BaseURL == "") {
+		c.detail += ": " + p.KeyEnv + " is not set"
+		c.warn, c.fix = true, "export "+p.KeyEnv+"=… (or put it in $HERMES_HOME/.env) to use image_generate"
+	}
+	return c
 }
 
 func apiKeyCheck(cfg config.Resolved) check {

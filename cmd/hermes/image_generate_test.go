@@ -169,3 +169,32 @@ func TestChatImageGenerateNoKey(t *testing.T) {
 		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestDoctorImage: doctor names image_generate's service and model, and
+// the variable to set when its key is missing (never the key itself); a
+// provider this build does not speak is named with the ones it does.
+func TestDoctorImage(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, env string
+		want      []string
+	}{
+		{"image_gen:\n  provider: fal\n", "", []string{"fal (fal-ai/flux-2/klein/9b): FAL_KEY is not set", "export FAL_KEY=… (or put it in $HERMES_HOME/.env) to use image_generate"}},
+		{"image_gen:\n  provider: xai\n  xai:\n    model: grok-imagine-image-quality\n", "XAI_API_KEY=xai-secret-77", []string{"xai (grok-imagine-image-quality)"}},
+		{"image_gen:\n  provider: nous\n", "", []string{`image_gen.provider "nous" is not spoken by this build (it speaks openai, fal, openrouter, xai, deepinfra, krea)`,
+			"set image_gen.provider to one of openai, fal"}},
+	} {
+		home := t.TempDir()
+		os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: gpt-4o-mini\n"+tc.yaml), 0o600)
+		cmd := exec.Command(bin, "--home", home, "doctor", "--offline")
+		cmd.Env = []string{"HOME=" + os.TempDir(), "PATH=" + os.Getenv("PATH"), tc.env}
+		out, _ := cmd.CombinedOutput()
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%q: no %q in\n%s", tc.yaml, w, out)
+			}
+		}
+		if strings.Contains(string(out), "xai-secret-77") || (tc.env != "" && strings.Contains(string(out), "XAI_API_KEY is not set")) {
+			t.Errorf("%q: the key, or a wrong warning:\n%s", tc.yaml, out)
+		}
+	}
+}

@@ -597,10 +597,7 @@ func Resolve(home string, c Config, o Overrides) (Resolved, error) {
 	}
 	r.SandboxEnv = c.Sandbox.Env
 	r.Speech = resolveSpeech(c)
-	var note string
-	if r.ImageGen, note = resolveImageGen(c.ImageGen); note != "" {
-		r.Speech.Notes = append(r.Speech.Notes, note)
-	}
+	r.ImageGen = resolveImageGen(c.ImageGen)
 	r.Prices = model.DefaultPrices()
 	for k, v := range catalog.Prices() {
 		if _, ok := r.Prices[k]; !ok {

@@ -104,17 +104,19 @@ type ImageGenEndpoint struct {
 
 // ImageGen is image_gen: resolved for image_generate. Provider is one
 // imagegen speaks, or the configured name it does not (the tool then
-// answers so). Model "" is the provider's default.
+// answers so, and Note says so for hermes doctor). Model "" is the
+// provider's default.
 type ImageGen struct {
 	Provider                           string
 	Model, BaseURL, APIKey, Resolution string
+	Note                               string
 }
 
 // resolveImageGen reads image_gen:. A provider this build does not speak
 // is not an error, so that the Python agent's config.yaml loads unchanged:
 // a note says so (hermes doctor shows it) and image_generate answers with
 // the same words rather than using another service.
-func resolveImageGen(c ImageGenConfig) (ImageGen, string) {
+func resolveImageGen(c ImageGenConfig) ImageGen {
 	name := strings.ToLower(strings.TrimSpace(c.Provider))
 	if name == "" {
 		name = "openai"
@@ -124,8 +126,8 @@ func resolveImageGen(c ImageGenConfig) (ImageGen, string) {
 	}
 	p, ok := imagegen.Lookup(name)
 	if !ok {
-		return ImageGen{Provider: c.Provider}, fmt.Sprintf("image_gen.provider %q is not spoken by this build (it speaks %s): image_generate will say so",
-			c.Provider, strings.Join(imagegen.Names(), ", "))
+		return ImageGen{Provider: c.Provider, Note: fmt.Sprintf("image_gen.provider %q is not spoken by this build (it speaks %s): image_generate will say so",
+			c.Provider, strings.Join(imagegen.Names(), ", "))}
 	}
 	if p.Name == "openai" {
 		e := c.OpenAI
@@ -133,7 +135,7 @@ func resolveImageGen(c ImageGenConfig) (ImageGen, string) {
 			e.Model = c.Model
 		}
 		e = openAIAudio(e, "gpt-image-1")
-		return ImageGen{Provider: p.Name, Model: e.Model, BaseURL: e.BaseURL, APIKey: e.APIKey}, ""
+		return ImageGen{Provider: p.Name, Model: e.Model, BaseURL: e.BaseURL, APIKey: e.APIKey}
 	}
 	sec := map[string]ImageGenEndpoint{"fal": c.FAL, "openrouter": c.OpenRouter, "xai": c.XAI, "deepinfra": c.DeepInfra, "krea": c.Krea}[p.Name]
 	getenv := func(name string) string {
@@ -147,7 +149,7 @@ func resolveImageGen(c ImageGenConfig) (ImageGen, string) {
 	if g.Model == "" && c.Model != "" && p.TopModel(c.Model) {
 		g.Model = c.Model
 	}
-	return g, ""
+	return g
 }
 
 // resolveSpeech reads stt:, tts: and voice:. A provider of upstream's
