@@ -65,7 +65,9 @@ type Tool struct {
 func New(o Options) *Tool {
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
+		// Wait bounds every request: a slow model (OpenRouter's take
+		// minutes) is not cut short by a per-request timeout.
+		hc = &http.Client{}
 	}
 	t := &Tool{o: o, http: hc}
 	p, ok := Lookup(o.Provider)
@@ -187,11 +189,11 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w: no image within %s", err, wait)
 		}
-		return "", fmt.Errorf("image_generate with %s (%s): %w", t.p.Name, img.model, t.hide(err))
+		return "", fmt.Errorf("image_generate with %s: %w", t.label(img.model), t.hide(err))
 	}
 	ref, err := t.o.Blobs.PutImage(ctx, img.data, "")
 	if err != nil {
-		return "", fmt.Errorf("image_generate with %s (%s): the service's image: %w", t.p.Name, img.model, err)
+		return "", fmt.Errorf("image_generate with %s: the service's image: %w", t.label(img.model), err)
 	}
 	ext := map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}[ref.MediaType]
 	path := filepath.Join(t.o.Dir, ref.SHA256[:16]+ext)
@@ -201,6 +203,14 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	out, _ := json.Marshal(Result{Success: true, Image: path, MediaTag: "MEDIA:" + path, SHA256: ref.SHA256, MediaType: ref.MediaType,
 		Provider: t.p.Name, Model: img.model, RevisedPrompt: img.revisedPrompt})
 	return string(out), nil
+}
+
+// label names the provider and, when known, the model.
+func (t *Tool) label(model string) string {
+	if model == "" {
+		return t.p.Name
+	}
+	return t.p.Name + " (" + model + ")"
 }
 
 // writeFile writes the cache's copy whole or not at all.

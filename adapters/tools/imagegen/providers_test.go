@@ -271,6 +271,20 @@ func TestProvidersFail(t *testing.T) {
 	}
 }
 
+// A queued job's status polls that fail for a while (a 503 while FAL
+// reschedules) are waited through; a poll refused for good is not.
+func TestPollsRideOutTransientFailures(t *testing.T) {
+	for _, kind := range []imagegentest.Kind{imagegentest.FAL, imagegentest.Krea} {
+		r := newRig(t, kind, imagegentest.Behaviour{Flaky: 3}, imagegen.Options{})
+		if res, err := r.run(t, `{"prompt":"a dot"}`); err != nil || !r.bs.Has(res.SHA256) {
+			t.Fatalf("%s: %+v %v", kind, res, err)
+		}
+		if n := len(r.srv.Paths()); n < 6 {
+			t.Fatalf("%s: %d requests: %q", kind, n, r.srv.Paths())
+		}
+	}
+}
+
 // A provider this build does not speak is named, with the ones it does.
 func TestUnknownProvider(t *testing.T) {
 	tool := imagegen.New(imagegen.Options{Provider: "openai-codex", Blobs: blobs.Open(t.TempDir())})

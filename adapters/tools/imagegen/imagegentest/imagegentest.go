@@ -53,6 +53,9 @@ type Behaviour struct {
 	// Polls is how many status polls a queued job takes to complete
 	// (0: 2).
 	Polls int
+	// Flaky answers the first this many status polls (FAL, Krea) with
+	// 503, as a service whose runners are being rescheduled does.
+	Flaky int
 }
 
 // Request is one request a Server received.
@@ -223,6 +226,11 @@ func (s *Server) fal(w http.ResponseWriter, r *http.Request, body map[string]any
 	id, op, _ := strings.Cut(rest, "/")
 	switch {
 	case op == "status" && r.Method == http.MethodGet:
+		if s.flaky(b) {
+			w.Header().Set("X-Fal-Error-Type", "runner_scheduling_failure")
+			reply(w, 503, map[string]any{"detail": "No runner could be allocated", "error_type": "runner_scheduling_failure"})
+			return
+		}
 		if s.progress(id, b) {
 			reply(w, 200, map[string]any{"status": "COMPLETED", "response_url": s.URL + "/" + app + "/requests/" + id, "logs": []any{}, "metrics": map[string]any{"inference_time": 0.4}})
 			return
@@ -248,6 +256,17 @@ func (s *Server) fal(w http.ResponseWriter, r *http.Request, body map[string]any
 	default:
 		reply(w, 404, map[string]any{"detail": "Not Found"})
 	}
+}
+
+// flaky says whether this poll is one of the first b.Flaky, which fail.
+func (s *Server) flaky(b Behaviour) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.Flaky <= 0 {
+		return false
+	}
+	s.polls["flaky"]++
+	return s.polls["flaky"] <= b.Flaky
 }
 
 func (s *Server) pollsOf(id string) int {
@@ -364,6 +383,10 @@ func (s *Server) krea(w http.ResponseWriter, r *http.Request, body map[string]an
 		reply(w, 200, map[string]any{"job_id": s.next(), "status": "queued", "created_at": time.Now().UTC().Format(time.RFC3339)})
 	case strings.HasPrefix(r.URL.Path, "/jobs/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(r.URL.Path, "/jobs/")
+		if s.flaky(b) {
+			reply(w, 503, map[string]any{"error": "Service Unavailable"})
+			return
+		}
 		if !s.progress(id, b) {
 			reply(w, 200, map[string]any{"job_id": id, "status": "processing", "completed_at": nil})
 			return
