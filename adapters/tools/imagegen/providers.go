@@ -30,11 +30,11 @@ type Provider struct {
 // (Nous Portal, its OAuth device login) need an account's sign-in this
 // build does not do, so they are not here.
 func Providers() []Provider {
-	any := func(string) bool { return true }
+	all := func(string) bool { return true }
 	// FAL's and OpenRouter's models are owner/name.
 	owned := func(m string) bool { return strings.Contains(m, "/") }
 	return []Provider{
-		{Name: "openai", KeyEnv: "OPENAI_API_KEY", BaseURLEnv: "OPENAI_BASE_URL", BaseURL: "https://api.openai.com/v1", Model: "gpt-image-1", TopModel: any},
+		{Name: "openai", KeyEnv: "OPENAI_API_KEY", BaseURLEnv: "OPENAI_BASE_URL", BaseURL: "https://api.openai.com/v1", Model: "gpt-image-1", TopModel: all},
 		{Name: "fal", KeyEnv: "FAL_KEY", ModelEnv: "FAL_IMAGE_MODEL", BaseURL: "https://queue.fal.run", Model: "fal-ai/flux-2/klein/9b", TopModel: owned},
 		{Name: "openrouter", KeyEnv: "OPENROUTER_API_KEY", BaseURLEnv: "OPENROUTER_BASE_URL", ModelEnv: "OPENROUTER_IMAGE_MODEL",
 			BaseURL: "https://openrouter.ai/api/v1", Model: openrouterModels[0], TopModel: owned},
