@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 	"github.com/hermes-go/hermes/cmd/hermes/protoreg"
@@ -17,9 +19,14 @@ func main() {
 	protoreg.Restore()
 	// HERMES_CPUPROFILE=FILE writes a CPU profile of the whole command
 	// (go tool pprof FILE): how the per-call costs toolbench reports are
-	// taken apart.
+	// taken apart. A %p in FILE is the process id (one profile per run,
+	// to merge), and HERMES_CPUPROFILE_HZ samples more often than 100 Hz.
 	stop := func() {}
 	if path := os.Getenv("HERMES_CPUPROFILE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+		if hz, _ := strconv.Atoi(os.Getenv("HERMES_CPUPROFILE_HZ")); hz > 0 {
+			runtime.SetCPUProfileRate(hz) // StartCPUProfile then warns that it cannot set its own
+		}
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			stop = func() { pprof.StopCPUProfile(); f.Close() }
 		}

@@ -38,6 +38,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
@@ -126,10 +127,13 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 		}
 	}
 	times := map[string]map[int][]time.Duration{}
+	cpu := map[string]map[int][]time.Duration{} // of the systems' processes; of the floor's commands
 	for rep := range reps {
 		for _, s := range systems {
 			for _, n := range []int{1, k} {
 				start := time.Now()
+				lastCPU = 0
+				before := childrenCPU()
 				if err := s.turn(n, urls[n]); err != nil {
 					return fmt.Errorf("%s, rep %d, turn of %d calls: %w", s.name, rep, n, err)
 				}
@@ -137,6 +141,13 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 					times[s.name] = map[int][]time.Duration{}
 				}
 				times[s.name][n] = append(times[s.name][n], time.Since(start))
+				if cpu[s.name] == nil {
+					cpu[s.name] = map[int][]time.Duration{}
+				}
+				if strings.HasSuffix(s.name, "floor") {
+					lastCPU = childrenCPU() - before // its commands
+				}
+				cpu[s.name][n] = append(cpu[s.name][n], lastCPU)
 			}
 		}
 	}
@@ -145,7 +156,11 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	for _, s := range systems {
 		m1, mk := median(times[s.name][1]), median(times[s.name][k])
 		per[s.name] = (mk - m1) / time.Duration(k-1)
-		fmt.Printf("  %-20s 1 call %9s   %d calls %9s   per extra call %8s\n", s.name, round(m1), k, round(mk), round(per[s.name]))
+		fmt.Printf("  %-20s 1 call %9s   %d calls %9s   per extra call %8s", s.name, round(m1), k, round(mk), round(per[s.name]))
+		if c1, ck := median(cpu[s.name][1]), median(cpu[s.name][k]); ck > 0 {
+			fmt.Printf("   CPU per extra call %8s", round((ck-c1)/time.Duration(k-1)))
+		}
+		fmt.Println()
 	}
 	g := per["hermes (Go)"]
 	fmt.Printf("hermes per extra call: %.2f× the floor (%.2f× the bare floor)", ratio(g, per["floor"]), ratio(g, per["bare floor"]))
@@ -384,19 +399,37 @@ func runIn(dir string, env, args []string) error {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	if p := os.Getenv("HERMES_CPUPROFILE"); p != "" {
-		cmd.Env = append(cmd.Env, "HERMES_CPUPROFILE="+p) // the last turn's profile is kept
+	for _, k := range []string{"HERMES_CPUPROFILE", "HERMES_CPUPROFILE_HZ"} {
+		if v := os.Getenv(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v) // with %p in the path, a profile per turn
+		}
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, tail(out.String(), 2000))
 	}
+	lastCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if !strings.Contains(out.String(), "done") {
 		return fmt.Errorf("%s: no final answer in its output:\n%s", strings.Join(args, " "), tail(out.String(), 2000))
 	}
 	return nil
 }
+
+// childrenCPU is the CPU time of this process's children waited for so
+// far (the floor's commands).
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// lastCPU is the CPU time of the process runIn ran last, with the
+// descendants it waited for (the sandbox's init, which waits for the
+// commands).
+var lastCPU time.Duration
 
 var (
 	callRE   = regexp.MustCompile(`^(\d+)\s+(?:<\.\.\. )?([a-z_0-9]+)[( ]`)
