@@ -124,29 +124,31 @@ var table = []Command{
 	// On a terminal /new takes a title, as Hermes' does.
 	{ID: New, Name: "/new", Aliases: []string{"/reset"}, Args: "[TITLE]", Help: "start a new conversation (titled TITLE)", On: Screen | Plain},
 	{ID: Clear, Name: "/clear", Help: "clear the screen and start a new conversation (the old one stays: /sessions)", On: Screen | Plain},
-	{ID: Sessions, Name: "/sessions", Args: "[N]", Help: "list the recent conversations, numbered; /sessions N continues number N", On: Screen | Plain},
+	{ID: Sessions, Name: "/sessions", Args: "[N]", Help: "list the recent conversations, numbered; /sessions N continues number N", On: Screen | Plain | Gateway},
 	{ID: Resume, Name: "/resume", Args: "ID", Help: "continue session ID (or a unique prefix)", On: Screen | Plain},
+	// A chat resumes only its own conversations, by their number too.
+	{ID: Resume, Name: "/resume", Args: "N|ID", Help: "continue one of this chat's conversations: number N of /sessions, or its id (or a unique prefix)", On: Gateway},
 	{ID: Undo, Name: "/undo", Args: "[N]", Help: "take back the last N turns (1): the chat goes on in a fork made before them; the message comes back to edit", On: Screen | Plain | Gateway},
 	{ID: Retry, Name: "/retry", Help: "take back the last turn and send its message again", On: Screen | Plain | Gateway},
-	{ID: Branch, Name: "/branch", Aliases: []string{"/fork"}, Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)", On: Screen},
+	{ID: Branch, Name: "/branch", Aliases: []string{"/fork"}, Args: "[TITLE]", Help: "fork the session here and go on in the fork (the original stays)", On: Screen | Gateway},
 	{ID: Title, Name: "/title", Args: "[TEXT]", Help: "show or set the session's title", On: Screen | Gateway},
 	{ID: History, Name: "/history", Help: "show the conversation so far", On: Screen},
 	{ID: Save, Name: "/save", Args: "[FILE]", Help: "export the session's events as JSON lines (hermes sessions import reads them)", On: Screen},
 	{ID: Status, Name: "/status", Help: "the session, model, usage and what is running", On: Screen | Gateway},
 	{ID: Usage, Name: "/usage", Help: "tokens and cost of the conversation", On: Screen | Plain | Gateway},
-	{ID: Tools, Name: "/tools", Help: "the tools the agent has", On: Screen},
-	{ID: Skills, Name: "/skills", Help: "the skills it can load", On: Screen},
+	{ID: Tools, Name: "/tools", Help: "the tools the agent has", On: Screen | Gateway},
+	{ID: Skills, Name: "/skills", Help: "the skills it can load", On: Screen | Gateway},
 	{ID: Plugins, Name: "/plugins", Help: "the plugins running: their state, tools, hooks and commands, and what went wrong", On: Screen | Plain},
 	{ID: Model, Name: "/model", Args: "[NAME]", Help: "show or change the model (from the next turn)", On: Gateway},
 	// On a terminal /model can save the model too, as Hermes' --global.
 	{ID: Model, Name: "/model", Args: "[NAME] [--global]", Help: "show or change the model (from the next turn; --global: in config.yaml too); alone, the models configured", On: Screen | Plain, Words: []string{"--global"}},
 	{ID: Personality, Name: "/personality", Args: "[NAME]", Help: "list the personalities (agent.personalities in config.yaml) or take one on for this chat (none: back to none)", On: Screen | Plain | Gateway},
 	{ID: Config, Name: "/config", Help: "the configuration in effect (secrets masked)", On: Screen | Plain},
-	{ID: Verbose, Name: "/verbose", Args: "[MODE]", Help: "how tool calls show: off, new (when the tool changes), all, verbose (arguments and results); alone, the next", On: Screen | Plain, Words: []string{"all", "new", "off", "verbose"}},
+	{ID: Verbose, Name: "/verbose", Args: "[MODE]", Help: "how tool calls show: off, new (when the tool changes), all, verbose (arguments and results); alone, the next", On: Screen | Plain | Gateway, Words: []string{"all", "new", "off", "verbose"}},
 	{ID: Yolo, Name: "/yolo", Help: "approve dangerous commands without asking (again: ask)", On: Screen},
-	{ID: Reasoning, Name: "/reasoning", Args: "[show|hide]", Help: "show or hide the model's thinking", On: Screen, Words: []string{"hide", "show"}},
-	{ID: Queue, Name: "/queue", Aliases: []string{"/q"}, Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen},
-	{ID: Background, Name: "/background", Aliases: []string{"/bg", "/btw"}, Args: "TEXT", Help: "run TEXT as a separate session in the background", On: Screen},
+	{ID: Reasoning, Name: "/reasoning", Args: "[show|hide]", Help: "show or hide the model's thinking", On: Screen | Gateway, Words: []string{"hide", "show"}},
+	{ID: Queue, Name: "/queue", Aliases: []string{"/q"}, Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen | Gateway},
+	{ID: Background, Name: "/background", Aliases: []string{"/bg", "/btw"}, Args: "TEXT", Help: "run TEXT as a separate session in the background; its answer shows here when it ends", On: Screen | Gateway},
 	{ID: Compress, Name: "/compress", Aliases: []string{"/compact"}, Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", On: Screen | Plain, Words: []string{"--force"}},
 	// The gateway's compression takes no --force, so its /compress is a
 	// second entry, offered only there.
@@ -158,7 +160,7 @@ var table = []Command{
 	{ID: Insights, Name: "/insights", Args: "[DAYS]", Help: "what the agent learned and did in the last DAYS days (30): skills written and used, memories, tools, cost", On: Screen | Plain | Gateway},
 	{ID: Memory, Name: "/memory", Args: "[pending|approve|reject|approval]", Help: "what the agent remembers and the changes waiting for your approval (memory.write_approval); approve or reject them (ID or all)", On: Screen | Plain | Gateway,
 		Words: []string{"approval", "approve", "pending", "reject"}},
-	{ID: Bundles, Name: "/bundles", Help: "the skill bundles ($HERMES_HOME/skill-bundles): /NAME loads a bundle's skills together", On: Screen | Plain},
+	{ID: Bundles, Name: "/bundles", Help: "the skill bundles ($HERMES_HOME/skill-bundles): /NAME loads a bundle's skills together", On: Screen | Plain | Gateway},
 	{ID: SetHome, Name: "/sethome", Help: "make this chat the platform's home channel: scheduled jobs delivering to the platform without naming a chat come here", On: Gateway},
 	{ID: Version, Name: "/version", Help: "the version and commit of this hermes", On: Screen | Plain | Gateway},
 	{ID: Profile, Name: "/profile", Help: "the Hermes home this chat runs in (its config, sessions and memories)", On: Screen | Plain},
@@ -326,4 +328,50 @@ func (s Surface) Help() string {
 		}
 	}
 	return b.String()
+}
+
+// Respell writes the commands s offers where text names them with their
+// slash ("/new", "/resume ID") with prefix instead, as a platform whose
+// clients keep "/…" for themselves has them typed: "!new" on IRC. A
+// placeholder in capitals ("/NAME", a skill's name) is respelt too. A
+// slash inside a word or a path ("and/or", "/new/x", "/etc") is left
+// alone.
+func (s Surface) Respell(text, prefix string) string {
+	if prefix == "/" || !strings.Contains(text, "/") {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '/')
+		if j < 0 {
+			b.WriteString(text[i:])
+			break
+		}
+		j += i
+		b.WriteString(text[i:j])
+		k := j + 1
+		for k < len(text) && isNameByte(text[k]) {
+			k++
+		}
+		name := text[j:k]
+		starts := j == 0 || strings.IndexByte(" \t\n(\"'`«“", text[j-1]) >= 0
+		ends := k == len(text) || text[k] != '/'
+		if _, ok := s.Lookup(name); ok && starts && ends || starts && ends && isPlaceholder(name[1:]) {
+			b.WriteString(prefix + name[1:])
+		} else {
+			b.WriteString(name)
+		}
+		i = k
+	}
+	return b.String()
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// isPlaceholder reports whether name is a placeholder help writes in
+// capitals ("NAME").
+func isPlaceholder(name string) bool {
+	return len(name) > 1 && strings.ToUpper(name) == name && strings.IndexFunc(name, func(r rune) bool { return r < 'A' || r > 'Z' }) < 0
 }

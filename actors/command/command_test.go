@@ -58,7 +58,7 @@ func TestParse(t *testing.T) {
 		{s: Screen, line: "/queue\tthen this\nand that", id: Queue, name: "/queue", arg: "then this\nand that"},
 		{s: Gateway, line: "/approve session", id: Approve, name: "/approve", arg: "session"},
 		// offered elsewhere, or nowhere: Unknown, with the name as typed
-		{s: Gateway, line: "/branch 2", id: Unknown, name: "/branch", arg: "2"},
+		{s: Gateway, line: "/save 2", id: Unknown, name: "/save", arg: "2"},
 		{s: Gateway, line: "/quit", id: Unknown, name: "/quit"},
 		{s: Plain, line: "/approve", id: Unknown, name: "/approve"},
 		{s: Screen, line: "/Bogus x", id: Unknown, name: "/bogus", arg: "x"},
@@ -105,7 +105,8 @@ func TestUnknown(t *testing.T) {
 		{Plain, "/x", "unknown command /x: /help lists the commands"},
 		{Screen, "/x", "unknown command /x: /help lists the commands"}, // not /bg
 		{Screen, "/bh", "unknown command /bh: did you mean /background? /help lists the commands"},
-		{Gateway, "/branch", "/branch is not available here, only in the chat screen: /help lists the commands here"},
+		{Gateway, "/history", "/history is not available here, only in the chat screen: /help lists the commands here"},
+		{Gateway, "/yolo", "/yolo is not available here, only in the chat screen: /help lists the commands here"},
 		{Plain, "/status", "/status is not available here, only in the chat screen and the messaging gateway: /help lists the commands here"},
 		{Gateway, "/QUIT", "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here"},
 	} {
@@ -185,6 +186,8 @@ func TestHermesAliases(t *testing.T) {
 		{Screen, "/compact", Compress}, {Plain, "/compact", Compress}, {Gateway, "/compact", Compress},
 		{Screen, "/fork", Branch}, {Screen, "/q", Queue}, {Screen, "/btw", Background},
 		{Gateway, "/commands", Help}, {Plain, "/commands", Help}, {Screen, "/reset", New},
+		{Gateway, "/fork", Branch}, {Gateway, "/q", Queue}, {Gateway, "/bg", Background}, {Gateway, "/btw", Background},
+		{Gateway, "/sessions", Sessions}, {Gateway, "/resume", Resume}, {Gateway, "/verbose", Verbose}, {Gateway, "/reasoning", Reasoning},
 	} {
 		if cmd, _, ok := c.s.Parse(c.typed + " x"); !ok || cmd.ID != c.id {
 			t.Errorf("%s: %s is %+v", c.s, c.typed, cmd)
@@ -199,10 +202,35 @@ func TestHermesAliases(t *testing.T) {
 		{Gateway, "/copy", "only in the chat screen and plain chat"},
 		{Gateway, "/clear", "only in the chat screen and plain chat"},
 		{Plain, "/redraw", "only in the chat screen"},
-		{Gateway, "/sessions", "only in the chat screen and plain chat"},
+		{Gateway, "/config", "only in the chat screen and plain chat"},
 	} {
 		if got := c.s.Unknown(c.typed).Error(); !strings.Contains(got, c.want) {
 			t.Errorf("%s: %s: %q", c.s, c.typed, got)
 		}
+	}
+}
+
+// TestRespell: the commands a text names with their slash are written with
+// the platform's prefix; paths, words with a slash and names that are no
+// command stay as they are.
+func TestRespell(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/help lists the commands", "!help lists the commands"},
+		{"unknown command /stpo: did you mean /stop? /help lists the commands", "unknown command /stpo: did you mean !stop? !help lists the commands"},
+		{"A task is running: /stop it first.", "A task is running: !stop it first."},
+		{"(/resume 1a2b3c4d goes back)", "(!resume 1a2b3c4d goes back)"},
+		{"/new — start a new conversation (also /reset)", "!new — start a new conversation (also !reset)"},
+		{"14 skills (/NAME loads one)", "14 skills (!NAME loads one)"},
+		{"see /etc/hosts and /new/x and and/or, /usr", "see /etc/hosts and /new/x and and/or, /usr"},
+		{"/yolo is screen only", "/yolo is screen only"}, // not a command of the gateway
+		{"no slash at all", "no slash at all"},
+		{"/", "/"},
+	} {
+		if got := Gateway.Respell(c.in, "!"); got != c.want {
+			t.Errorf("Respell(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Gateway.Respell("/help", "/"); got != "/help" {
+		t.Errorf("Respell with a slash changed %q", got)
 	}
 }
