@@ -34,9 +34,15 @@ type chat struct {
 	exists bool
 	info   schema.GatewayChatOpened
 
-	session    string
-	model      string
-	persona    string // the personality /personality took on ("": none)
+	session string
+	model   string
+	persona string // the personality /personality took on ("": none)
+	// progress is the tool-progress mode /verbose chose for this chat
+	// ("": the platform's display.tool_progress).
+	progress string
+	// reasoning shows the model's thinking above its answers
+	// (/reasoning show).
+	reasoning  bool
 	lastActive time.Time
 	seen       map[string]bool
 	answered   map[string]bool
@@ -46,9 +52,12 @@ type chat struct {
 	// delivered).
 	previews map[string]schema.GatewayReplyPreviewed
 
-	running  *work
-	queue    []*work
-	question *question
+	running *work
+	queue   []*work
+	// background are the turns /background runs beside the chat's own,
+	// by turn id.
+	background map[string]*work
+	question   *question
 	// recv counts the messages the router handed this actor (chatIdle).
 	recv int
 
@@ -76,6 +85,12 @@ type work struct {
 	// skill, when set, is the turn of a skill command (/name): its text
 	// goes to the model instead of the message's.
 	skill *SkillTurn
+	// prompt, when set, goes to the model instead of the message's text:
+	// what /queue or /background was given.
+	prompt string
+	// background marks a turn of /background: it runs in a session of its
+	// own beside the chat's turns, and its answer binds nothing.
+	background bool
 }
 
 type question struct {
@@ -89,7 +104,7 @@ type question struct {
 // delivered or failed. Its actor may then stop; the next message starts
 // it again from its stream.
 func (c *chat) idle() bool {
-	return c.running == nil && len(c.queue) == 0 && c.question == nil && len(c.pending) == 0 && len(c.staged) == 0
+	return c.running == nil && len(c.queue) == 0 && len(c.background) == 0 && c.question == nil && len(c.pending) == 0 && len(c.staged) == 0
 }
 
 // chatIdle is a chat actor telling the router it has been idle for
@@ -121,6 +136,11 @@ func (c *chat) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if c.running != nil && c.running.cancel != nil {
 			c.running.cancel()
+		}
+		for _, w := range c.background {
+			if w.cancel != nil {
+				w.cancel()
+			}
 		}
 	case *actor.ReceiveTimeout:
 		if c.idle() {
@@ -176,10 +196,18 @@ func (c *chat) recover(ctx actor.Context) error {
 			if e.SessionID != "" && e.TurnID != "" {
 				received = append(received, e)
 			}
-			if cmd, arg, ok := command.Gateway.Parse(e.Text); ok && cmd.ID == command.Model && arg != "" {
-				c.model = arg
-			} else if ok && cmd.ID == command.Personality && arg != "" {
-				c.setPersona(arg)
+			if cmd, arg, ok := command.Gateway.Parse(e.Text); ok && e.TurnID == "" {
+				// What the chat's commands set for it, as they set it.
+				switch {
+				case cmd.ID == command.Model && arg != "":
+					c.model = arg
+				case cmd.ID == command.Personality && arg != "":
+					c.setPersona(arg)
+				case cmd.ID == command.Verbose:
+					_, _ = c.setProgress(arg)
+				case cmd.ID == command.Reasoning:
+					_ = c.setReasoning(arg)
+				}
 			}
 		case schema.GatewaySessionBound:
 			c.session = e.SessionID
@@ -212,6 +240,15 @@ func (c *chat) recover(ctx actor.Context) error {
 	for _, e := range received {
 		if !c.answered[e.MessageID] {
 			w := &work{msg: e, recover: true}
+			if cmd, arg, ok := command.Gateway.Parse(e.Text); ok && (cmd.ID == command.Queue || cmd.ID == command.Background) {
+				// What /queue or /background was given runs, as it would
+				// have; a background turn runs beside the chat's again.
+				w.prompt, w.background = arg, cmd.ID == command.Background
+				if w.background {
+					c.startBackground(ctx, w)
+					continue
+				}
+			}
 			// A skill command's turn loads the skill again.
 			if name, arg, ok := skillCommand(e.Platform, e.Text); ok && c.r.cfg.Skill != nil && e.TurnID != TurnIDFor(e.Platform, e.MessageID) {
 				if st, err := c.r.cfg.Skill(bg, e.Platform, e.SessionID, name, arg); err == nil {
@@ -549,7 +586,6 @@ func (c *chat) next(ctx actor.Context) {
 	c.r.stats.active.Add(1)
 	tctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	self, root := ctx.Self(), ctx.ActorSystem().Root
 	out := schema.Outbound{Key: c.key, Platform: c.info.Platform, Chat: c.info.Chat, Thread: c.info.Thread, InReplyTo: w.msg.MessageID, SessionID: w.msg.SessionID}
 	go c.typing(tctx, out)
 	var observers []agent.Observer
@@ -595,7 +631,16 @@ func (c *chat) next(ctx actor.Context) {
 			}
 		}
 	}
+	c.launch(ctx, w, tctx, observe, v, c.reasoning && !w.verified)
+}
+
+// launch runs w's turn in a goroutine of its own, which tells the chat
+// actor when it ends (turnFinished): with the preview segment its answer
+// replaces (v), and with the model's thinking when thinking is shown.
+func (c *chat) launch(ctx actor.Context, w *work, tctx context.Context, observe agent.Observer, v *view, thinking bool) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
 	store, sessions, create, platform, images := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform, c.r.cfg.Images
+	cancel := w.cancel
 	go func() {
 		defer cancel()
 		if create != nil {
@@ -611,6 +656,9 @@ func (c *chat) next(ctx actor.Context) {
 		if v != nil {
 			fin.segment, fin.replace = v.answered()
 		}
+		if thinking && res.Err == nil {
+			fin.thinking = turnThinking(context.Background(), store, res.SessionID, res.TurnID)
+		}
 		root.Send(self, fin)
 	}()
 }
@@ -619,10 +667,16 @@ func (c *chat) next(ctx actor.Context) {
 // front door's message; for a turn a restart cut short, no previews (its
 // answer replaces the one recorded, see finish).
 func (c *chat) display(w *work) Display {
-	if w.verified || c.r.cfg.Display == nil {
+	if w.verified || (c.r.cfg.Display == nil && c.progress == "") {
 		return Display{}
 	}
+	if c.r.cfg.Display == nil {
+		return Display{ToolProgress: c.progress}
+	}
 	d := c.r.cfg.Display(c.info.Platform)
+	if c.progress != "" {
+		d.ToolProgress = c.progress // the chat's /verbose
+	}
 	if d.ToolProgress == ProgressOff {
 		d.ToolProgress = ""
 	}
@@ -657,6 +711,9 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 		Trace: trace.SpanContextFromContext(ctx)}
 	if w.skill != nil {
 		t.Text, t.Skills = w.skill.Text, w.skill.Skills
+	}
+	if w.prompt != "" {
+		t.Text = w.prompt
 	}
 	sid := w.msg.SessionID
 	if images != nil && len(w.msg.Attachments) > 0 {
@@ -703,6 +760,10 @@ func (c *chat) typing(ctx context.Context, out schema.Outbound) {
 // finish records the turn's reply in the outbox, sends it, and starts the
 // next queued turn.
 func (c *chat) finish(ctx actor.Context, m *turnFinished) {
+	if m.w.background {
+		c.finishBackground(m)
+		return
+	}
 	c.running = nil
 	c.r.stats.active.Add(-1)
 	if c.question != nil {
@@ -723,6 +784,8 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 		kind, text = schema.ReplyError, "Sorry, that failed: "+res.Err.Error()
 	case strings.TrimSpace(text) == "":
 		kind, text = schema.ReplyNotice, "(no answer)"
+	case m.thinking != "":
+		text = thinkingBlock(m.thinking) + text
 	}
 	var usage *schema.Usage
 	if m.w.verified && res.TurnID != "" {

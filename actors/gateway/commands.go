@@ -20,8 +20,33 @@ import (
 
 // command runs an in-chat command; its answer is a recorded reply.
 func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd *command.Command, arg, corr string) error {
-	say := func(text string) error { return c.reply(rec, "", "", schema.ReplyNotice, text, corr) }
+	say := func(text string) error {
+		return c.reply(rec, "", "", schema.ReplyNotice, Spell(rec.Platform, text), corr)
+	}
 	switch cmd.ID {
+	case command.Sessions:
+		return c.sessionsCommand(ctx, arg, say)
+	case command.Resume:
+		return c.resumeCommand(ctx, arg, say)
+	case command.Branch:
+		return c.branchCommand(ctx, arg, say)
+	case command.Queue:
+		return c.queueCommand(ctx, rec, arg, corr, say)
+	case command.Background:
+		return c.backgroundCommand(ctx, rec, arg, corr, say)
+	case command.Verbose:
+		return c.verboseCommand(arg, say)
+	case command.Reasoning:
+		return c.reasoningCommand(arg, say)
+	case command.Tools, command.Skills, command.Bundles:
+		if c.r.cfg.Info == nil {
+			return say(cmd.Name + " is not available here.")
+		}
+		text, err := c.r.cfg.Info(context.Background(), rec.Platform, cmd.ID, arg)
+		if err != nil {
+			return say(sentence(err.Error()))
+		}
+		return say(text)
 	case command.Unknown:
 		return say(sentence(command.Gateway.Unknown(cmd.Name).Error()))
 	case command.Help:
@@ -41,6 +66,13 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		if c.running == nil {
 			if n > 0 {
 				return say(fmt.Sprintf("Dropped %d queued message(s).", n))
+			}
+			if len(c.background) > 0 {
+				// Each answers that it was stopped.
+				for _, w := range c.background {
+					c.r.Sessions.Stop(w.msg.SessionID, "user sent /stop")
+				}
+				return say(fmt.Sprintf("Stopping %d background task(s).", len(c.background)))
 			}
 			return say("Nothing is running.")
 		}
@@ -225,6 +257,16 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 	}
 	c.r.log.Error().Str("chat", c.key).Str("command", cmd.Name).Msg("the command table offers a command the gateway has no handler for")
 	return say(cmd.Name + " " + noHandler)
+}
+
+// Spell writes the commands named in text as platform has them typed:
+// "!new" on IRC, whose clients keep "/…" for themselves (its adapter reads
+// "!new" as /new); "/new" elsewhere.
+func Spell(platform, text string) string {
+	if platform == "irc" {
+		return command.Gateway.Respell(text, "!")
+	}
+	return text
 }
 
 // noHandler ends the answer to a command of the table that the switch

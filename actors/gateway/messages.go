@@ -51,4 +51,7 @@ type turnFinished struct {
 	// segment its turn streamed last.
 	segment int
 	replace bool
+	// thinking is the model's reasoning for the answer, when the chat
+	// shows it (/reasoning show).
+	thinking string
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/gateway/wire"
 	"github.com/hermes-go/hermes/actors/model"
 	"github.com/hermes-go/hermes/actors/session"
@@ -173,6 +174,10 @@ type Config struct {
 	Memory func(ctx context.Context, platform, arg string) (string, error)
 	// Insights answers /insights (its argument).
 	Insights func(ctx context.Context, arg string) (string, error)
+	// Info answers the commands that show what the agent has in a chat of
+	// platform: /tools, /skills and /bundles (id, with its argument); nil:
+	// they say they are not available.
+	Info func(ctx context.Context, platform string, id command.ID, arg string) (string, error)
 	// Display, when set, says how the chats of a platform see a turn
 	// while it runs: the answer streamed as previews, tool-progress lines.
 	// Nil: the answer only. Front doors' messages (the API server's,

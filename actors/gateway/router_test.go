@@ -42,9 +42,15 @@ type chatPlatform struct {
 	inbox gw.Inbox
 	ready chan struct{}
 	fail  int // Send fails this many times first
+	name  string
 }
 
-func (p *chatPlatform) Name() string { return "testchat" }
+func (p *chatPlatform) Name() string {
+	if p.name != "" {
+		return p.name
+	}
+	return "testchat"
+}
 func (p *chatPlatform) Run(ctx context.Context, in gw.Inbox) error {
 	p.inbox = in
 	close(p.ready)
@@ -63,6 +69,18 @@ func (p *chatPlatform) Send(_ context.Context, out schema.Outbound) ([]string, e
 	}
 	p.sent = append(p.sent, out)
 	return []string{"m" + uuid.NewString()[:6]}, nil
+}
+
+// editingPlatform is a chatPlatform that can edit the messages it sent
+// (gw.Editor): each edit is collected as a message sent.
+type editingPlatform struct{ *chatPlatform }
+
+func (p editingPlatform) Edit(ctx context.Context, out schema.Outbound, ids []string) ([]string, error) {
+	got, err := p.Send(ctx, out)
+	if len(ids) > 0 {
+		return ids, err
+	}
+	return got, err
 }
 
 func (p *chatPlatform) replies() []schema.Outbound {
@@ -127,6 +145,14 @@ func (s slowTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 
 func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Reply) *gwRig {
 	t.Helper()
+	return newGwRigOn(t, dir, "", false, cfg, script...)
+}
+
+// newGwRigOn is newGwRig with the test's platform named platform ("":
+// testchat), and able to edit its messages (so shown previews and
+// progress) when edits is set.
+func newGwRigOn(t *testing.T, dir, platform string, edits bool, cfg gateway.Config, script ...llmtest.Reply) *gwRig {
+	t.Helper()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -152,13 +178,18 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Asker: router.Asker()}
 	mgr := session.NewManager(sys, deps)
 	router.Sessions = mgr
-	plat := &chatPlatform{ready: make(chan struct{})}
+	plat := &chatPlatform{ready: make(chan struct{}), name: platform}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = router.Run(ctx) }()
 	<-router.Ready()
-	served := gw.NewServed(plat, b, log)
+	var served *gw.Served
+	if edits {
+		served = gw.NewServed(editingPlatform{plat}, b, log)
+	} else {
+		served = gw.NewServed(plat, b, log)
+	}
 	go func() { defer wg.Done(); _ = served.Serve(ctx) }()
 	<-plat.ready
 	r := &gwRig{store: store, srv: srv, plat: plat, router: router}
@@ -431,7 +462,8 @@ func TestGatewayCommandTable(t *testing.T) {
 		"/bogus":     "Unknown command /bogus: /help lists the commands.",
 		"/stpo":      "Unknown command /stpo: did you mean /stop? /help lists the commands.",
 		"/undo 2":    "Nothing to take back yet.",
-		"/branch":    "/branch is not available here, only in the chat screen: /help lists the commands here.",
+		"/history":   "/history is not available here, only in the chat screen: /help lists the commands here.",
+		"/yolo":      "/yolo is not available here, only in the chat screen: /help lists the commands here.",
 		"/quit":      "/quit is not available here, only in the chat screen and plain chat: /help lists the commands here.",
 		"/approve":   "There is no question waiting for an answer.",
 		"/deny":      "There is no question waiting for an answer.",

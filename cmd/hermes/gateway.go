@@ -197,7 +197,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 	if c.Hooks != nil && c.Hooks.Has(hooks.PreGatewayDispatch) {
 		rcfg.Dispatch = c.Hooks.GatewayDispatch
 	}
-	rcfg.Skill, rcfg.Memory, rcfg.Insights = c.gatewaySkill, c.gatewayMemory, c.gatewayInsights
+	rcfg.Skill, rcfg.Memory, rcfg.Insights, rcfg.Info = c.gatewaySkill, c.gatewayMemory, c.gatewayInsights, c.gatewayInfo
 	rcfg.Display = func(platform string) gateway.Display { return set.Displays[platform] }
 	rcfg.Version, rcfg.Personalities = versionLine(), map[string]string{}
 	for name, p := range c.File.Personalities() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/gateway"
 	"github.com/hermes-go/hermes/actors/prompt"
 	"github.com/hermes-go/hermes/adapters/tools/skills"
@@ -116,6 +117,34 @@ func (c *chatter) gatewayInsights(ctx context.Context, arg string) (string, erro
 		return "", err
 	}
 	return in.String(), nil
+}
+
+// gatewayInfo is the gateway's /tools, /skills and /bundles
+// (gateway.Config.Info): what a session of platform has.
+func (c *chatter) gatewayInfo(_ context.Context, platform string, id command.ID, _ string) (string, error) {
+	switch id {
+	case command.Tools:
+		return fmt.Sprintf("%d tools: %s", len(c.Tools), strings.Join(c.Tools, ", ")), nil
+	case command.Skills:
+		lib := app.Library(c.App.Home, c.WD)
+		offered, _ := lib.Offered(c.skillWhere(platform, c.Tools))
+		if len(offered) == 0 {
+			return "No skills are offered here yet: hermes skills install PATH adds one, and the agent can write its own.", nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d skills (/NAME loads one into a turn):", len(offered))
+		for _, s := range offered {
+			name := s.Name
+			if cat := lib.Category(s); cat != "" {
+				name = cat + "/" + name
+			}
+			fmt.Fprintf(&b, "\n%s — %s", name, clip(s.Description, 80))
+		}
+		return b.String(), nil
+	case command.Bundles:
+		return bundlesText(c.App.Home), nil
+	}
+	return "", fmt.Errorf("%d is not a command gatewayInfo answers", id)
 }
 
 // bundlesText is /bundles: the skill bundles of home, each with its
