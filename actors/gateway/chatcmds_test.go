@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/actors/gateway"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/schema"
@@ -378,5 +380,83 @@ func TestGatewayCommandsSpelledForIRC(t *testing.T) {
 	k2 := &talk{t: t, r: newGwRig(t, t.TempDir(), allowAll())}
 	if got := k2.say("5", "/help"); got != "Commands:\n"+command.Gateway.Help() {
 		t.Fatalf("help off IRC:\n%s", got)
+	}
+}
+
+// TestGatewayCommandsWithLazySessions: with Config.CreateSession (as
+// hermes gateway runs), a chat's session is written by its first turn:
+// /sessions shows a new conversation with nothing in it yet, /branch has
+// nothing to fork, and /background creates its session in its turn.
+func TestGatewayCommandsWithLazySessions(t *testing.T) {
+	cfg := allowAll()
+	var r *gwRig
+	cfg.CreateSession = func(ctx context.Context, platform, id string) error {
+		return session.Create(ctx, r.store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
+	}
+	r = newGwRig(t, t.TempDir(), cfg, llmtest.Reply{Content: "Hi."}, llmtest.Reply{Content: "Background answer."})
+	k := &talk{t: t, r: r}
+	k.say("5", "hello")
+	first := k.sessionOf("5")
+	k.say("5", "/new")
+	now := k.sessionOf("5")
+	list := k.say("5", "/sessions")
+	if !strings.Contains(list, "\n1. (no messages yet) — 0 message(s), just now · "+now[:8]+" (this one)\n2. \"hello\" — 1 message(s), just now · "+first[:8]) {
+		t.Fatalf("/sessions:\n%s", list)
+	}
+	if got := k.say("5", "/branch"); got != "No conversation yet." {
+		t.Fatalf("/branch of a session not written yet: %q", got)
+	}
+	got := k.sayN("5", "/background do it", 2)
+	if !strings.HasSuffix(got[1], "\n\nBackground answer.") {
+		t.Fatalf("/background: %q", got)
+	}
+	if got := k.say("5", "/resume 2"); !strings.HasPrefix(got, `Resumed "hello", session `+first) {
+		t.Fatalf("/resume 2: %q", got)
+	}
+}
+
+// TestGatewayQueueAndBackgroundSurviveRestart: a /queue'd message and a
+// /background turn cut short by a restart run after it, with the text
+// they were given; the background one still answers as such and binds the
+// chat to nothing.
+func TestGatewayQueueAndBackgroundSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	hold := make(chan struct{})
+	defer close(hold)
+	r := newGwRig(t, dir, allowAll(), llmtest.Reply{Content: "Hi."}, llmtest.Reply{Content: "never", Wait: hold},
+		llmtest.Reply{Content: "never", Wait: hold})
+	k := &talk{t: t, r: r}
+	k.say("5", "hello")
+	own := k.sessionOf("5")
+	started := k.say("5", "/bg write a haiku")
+	bg, _, _ := strings.Cut(strings.TrimPrefix(started, "Started in the background as session "), ":")
+	waitFor(t, func() bool { return len(r.srv.Requests()) == 2 })
+	r.plat.send(t, dm("5", uuid.NewString(), "a long one"))
+	waitFor(t, func() bool { return len(r.srv.Requests()) == 3 })
+	if got := k.say("5", "/queue then this"); got != "Queued (1 waiting): it is answered when the current turn ends." {
+		t.Fatalf("/queue: %q", got)
+	}
+	r.stop()
+
+	r2 := newGwRig(t, dir, allowAll(), llmtest.Reply{Content: "Recovered."}, llmtest.Reply{Content: "Recovered."},
+		llmtest.Reply{Content: "Recovered."})
+	got := r2.plat.waitReplies(t, 3)
+	var texts []string
+	for _, o := range got {
+		texts = append(texts, o.Text)
+	}
+	if !slices.Contains(texts, "Background task done (session "+bg+"):\n\nRecovered.") {
+		t.Fatalf("after the restart: %q", texts)
+	}
+	var users []string
+	for _, req := range r2.srv.Requests() {
+		users = append(users, lastUser(t, req))
+	}
+	if !slices.Contains(users, "then this") || slices.ContainsFunc(users, func(u string) bool { return strings.HasPrefix(u, "/") }) {
+		t.Fatalf("the recovered turns sent %q", users)
+	}
+	waitFor(t, func() bool { return countTypes(t, r2.store, "GatewayMessageDelivered") >= 3 })
+	if got := (&talk{t: t, r: r2, n: 3}).sessionOf("5"); got != own {
+		t.Fatalf("after the restart the chat is in %s, want %s", got, own)
 	}
 }

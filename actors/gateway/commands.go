@@ -137,6 +137,9 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 			b.WriteString("Running: nothing\n")
 		}
 		fmt.Fprintf(&b, "Queued: %d", len(c.queue))
+		if n := len(c.background); n > 0 {
+			fmt.Fprintf(&b, "\nIn the background: %d task(s)", n)
+		}
 		return say(b.String())
 	case command.Undo, command.Retry:
 		if c.session == "" {
