@@ -89,6 +89,9 @@ func (a *Adapter) Edit(ctx context.Context, out schema.Outbound, ids []string) (
 	if err := a.upload(ctx, out, files, got, true); err != nil {
 		return nil, err
 	}
+	if out.Kind == schema.OutboundReply {
+		a.answered(out) // an answer that replaced its preview
+	}
 	return got, nil
 }
 

@@ -17,12 +17,17 @@ import (
 // most MaxMessage characters, posted in the message's thread; an
 // approval's last part carries its choices as Block Kit buttons); the
 // files its MEDIA: tags name are uploaded after the text, in its thread.
-// Typing and deltas are dropped: the Web API has no typing indicator for
-// bots, and the whole answer arrives as a reply. It returns the ids
-// ("channel:ts") of the messages posted.
+// The Web API has no typing indicator for bots: typing puts an "eyes"
+// reaction on the message being answered instead, which the delivered
+// answer takes off (react.go). Deltas are dropped: the whole answer
+// arrives as a reply. It returns the ids ("channel:ts") of the messages
+// posted.
 func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, error) {
 	switch out.Kind {
-	case schema.OutboundDelta, schema.OutboundTyping:
+	case schema.OutboundTyping:
+		a.acknowledge(ctx, out)
+		return nil, nil
+	case schema.OutboundDelta:
 		return nil, nil
 	case schema.OutboundReply, schema.OutboundNotice, schema.OutboundApproval:
 		if out.Chat == "" {
@@ -45,6 +50,7 @@ func (a *Adapter) Send(ctx context.Context, out schema.Outbound) ([]string, erro
 		if err := a.upload(ctx, out, files, ids, false); err != nil {
 			return nil, err
 		}
+		a.answered(out)
 		return ids, nil
 	}
 	return nil, &gw.PermanentError{Err: fmt.Errorf("slack: unknown outbound kind %q", out.Kind)}

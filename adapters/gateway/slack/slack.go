@@ -111,6 +111,12 @@ type Adapter struct {
 	threadOrder []string
 
 	bound gw.Bound
+
+	// reacting are the messages ("channel:ts") wearing the
+	// acknowledgement (see react.go); noReactions is set once Slack said
+	// the token may not react.
+	reacting    map[string]bool
+	noReactions atomic.Bool
 }
 
 // New checks cfg and returns the adapter; it makes no request.
@@ -145,7 +151,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, api: slack.New(cfg.BotToken, opts...),
 		log:  cfg.Log.With().Str("platform", Platform).Logger(),
-		sent: map[string][]string{}, uploaded: map[string]int{}, delivered: map[string][]string{}, threads: map[string]bool{}}
+		sent: map[string][]string{}, uploaded: map[string]int{}, delivered: map[string][]string{}, threads: map[string]bool{}, reacting: map[string]bool{}}
 	a.botUser.Store("")
 	return a, nil
 }
