@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -97,10 +98,11 @@ func (a *Adapter) clean(text string) string {
 }
 
 // slash maps a slash command: its text is a prompt for the session of the
-// channel (and, in a channel, of the user). reply is what Slack shows the
-// user at once, only to them ("" for nothing).
+// channel (and, in a channel, of the user), or one of the gateway's chat
+// commands named without its slash (chatCommand). reply is what Slack
+// shows the user at once, only to them ("" for nothing).
 func (a *Adapter) slash(c slack.SlashCommand) (in schema.Inbound, ok bool, reply string) {
-	text := strings.TrimSpace(c.Text)
+	text := chatCommand(strings.TrimSpace(c.Text))
 	if text == "" {
 		return schema.Inbound{}, false, "Usage: " + c.Command + " <what to ask Hermes>"
 	}
@@ -118,6 +120,22 @@ func (a *Adapter) slash(c slack.SlashCommand) (in schema.Inbound, ok bool, reply
 		in.ChatType, in.Mentioned = "group", true
 	}
 	return in, true, ""
+}
+
+// chatCommand reads "/hermes new" as the gateway's /new: a Slack client
+// takes a message that starts with "/" for its own slash command, so the
+// chat commands are typed after the app's. A word that names a command is
+// one only alone or, for a command that takes arguments, with them:
+// "/hermes model gpt-5" is /model, "/hermes start a new project" a prompt.
+func chatCommand(text string) string {
+	if strings.HasPrefix(text, "/") {
+		return text
+	}
+	cmd, arg, ok := command.Gateway.Parse("/" + text)
+	if !ok || cmd.ID == command.Unknown || arg != "" && cmd.Args == "" {
+		return text
+	}
+	return "/" + text
 }
 
 // Approval buttons: the actions block's id names the router's chat (so a
