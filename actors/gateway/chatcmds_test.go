@@ -301,6 +301,7 @@ func TestGatewayVerboseAndReasoning(t *testing.T) {
 	if got := k2.say("5", "list the files"); got != "💭 Thinking:\n> The user wants the files.\n> ls shows them.\n\nListed." {
 		t.Fatalf("answer with thinking: %q", got)
 	}
+	waitFor(t, func() bool { return len(progressOf(r2)) > 0 })
 	if p := progressOf(r2); len(p) != 1 || p[0] != `💻 terminal: "ls"` {
 		t.Fatalf("progress lines %q", p)
 	}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/actors/command"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
+	"github.com/hermes-go/hermes/cmd/hermes/internal/app"
 )
 
 func systemPrompt(r llmtest.Request) string {
@@ -213,5 +216,33 @@ func TestScreenSlashSkillAndMemory(t *testing.T) {
 		if strings.Contains(lastUser(r), "Use the other system") {
 			t.Fatalf("the refused skill reached the model: %q", lastUser(r))
 		}
+	}
+}
+
+// TestGatewayInfo: the gateway's /tools names the tools, /skills lists the
+// skills offered on the chat's platform (one disabled there is left out),
+// /bundles the bundles.
+func TestGatewayInfo(t *testing.T) {
+	home := t.TempDir()
+	putSkill(t, home, "devops/deploy-check", "---\nname: deploy-check\ndescription: Check a deploy\n---\nRun the smoke tests.\n")
+	putSkill(t, home, "notes", "---\nname: notes\ndescription: Take notes\n---\nWrite notes.\n")
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: m\nskills:\n  platform_disabled:\n    irc: [notes]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &chatter{Chat: &app.Chat{App: &app.App{Home: home}, WD: t.TempDir(), Tools: []string{"terminal", "skill_view"}}}
+	ctx := context.Background()
+	if got, err := c.gatewayInfo(ctx, "telegram", command.Tools, ""); err != nil || got != "2 tools: terminal, skill_view" {
+		t.Fatalf("/tools: %q %v", got, err)
+	}
+	got, err := c.gatewayInfo(ctx, "telegram", command.Skills, "")
+	if err != nil || !strings.HasPrefix(got, "2 skills (/NAME loads one into a turn):") || !strings.Contains(got, "\ndevops/deploy-check — Check a deploy") ||
+		!strings.Contains(got, "\nnotes — Take notes") {
+		t.Fatalf("/skills on telegram: %q %v", got, err)
+	}
+	if got, err := c.gatewayInfo(ctx, "irc", command.Skills, ""); err != nil || strings.Contains(got, "notes") || !strings.HasPrefix(got, "1 skills") {
+		t.Fatalf("/skills on irc, where notes is disabled: %q %v", got, err)
+	}
+	if got, err := c.gatewayInfo(ctx, "telegram", command.Bundles, ""); err != nil || !strings.HasPrefix(got, "no skill bundles") {
+		t.Fatalf("/bundles: %q %v", got, err)
 	}
 }
