@@ -48,7 +48,25 @@ func main() {
 	soak := flag.Duration("soak", 0, "run the soak for this long instead of the throughput run")
 	rate := flag.Int("rate", 40, "soak: new conversations per second")
 	idle := flag.Duration("idle", 5*time.Second, "soak: sessions.idle_after of the gateway")
+	nodes := flag.Int("nodes", 0, "cluster run: up to this many agent nodes behind `gateway run --cluster` (NATS bus, PostgreSQL, etcd), beside one gateway on its embedded store")
+	rounds := flag.Int("rounds", 2, "cluster run: interleaved rounds")
+	netns := flag.Bool("netns", false, "cluster run: each node in a network namespace of its own (needs root)")
+	cpuFront := flag.String("cpu-front", "", "cluster run: pin the clients, model, gateways, NATS, etcd and PostgreSQL to these CPUs (taskset list)")
+	cpuNodes := flag.String("cpu-nodes", "", "cluster run: CPUs of node 1, node 2, … separated by '/', e.g. 1/0 (taskset lists)")
+	profile := flag.String("profile", "", "cluster run: write CPU profiles of the cluster gateway and the nodes into this directory")
 	flag.Parse()
+	if *hermes != "" && *nodes > 0 {
+		o := clusterOptions{bin: *hermes, nodes: *nodes, chats: *chats, turns: *turns, rounds: *rounds, delay: *delay,
+			netns: *netns, cpuFront: *cpuFront, profile: *profile}
+		if *cpuNodes != "" {
+			o.cpuNodes = strings.Split(*cpuNodes, "/")
+		}
+		if err := runCluster(o); err != nil {
+			fmt.Fprintln(os.Stderr, "gatewaybench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *hermes != "" && *soak > 0 {
 		if err := runSoak(*hermes, *soak, *rate, *idle, *delay); err != nil {
 			fmt.Fprintln(os.Stderr, "gatewaybench:", err)
