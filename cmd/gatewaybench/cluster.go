@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -39,6 +40,9 @@ type clusterOptions struct {
 	cpuFront string
 	// cpuNodes pins node i to cpuNodes[i] (taskset's list syntax).
 	cpuNodes []string
+	// statements loads pg_stat_statements and prints, at the end, the
+	// statements the cluster ran most per turn.
+	statements bool
 	// profile, when set, is a directory that gets a CPU profile of the
 	// cluster gateway and of every node (HERMES_CPUPROFILE).
 	profile string
@@ -124,6 +128,11 @@ func runCluster(o clusterOptions) error {
 			return err
 		}
 	}
+	if o.statements {
+		if err := pgStatements(pg); err != nil {
+			return err
+		}
+	}
 	dsn, pgPort, err := pgDatabase(pg.URL, "gatewaybench")
 	if err != nil {
 		return err
@@ -157,7 +166,11 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	nats, err := startServer(dir, "nats", "nats-server", "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(dir, "jetstream"))
+	natsMon, err := freePort()
+	if err != nil {
+		return err
+	}
+	nats, err := startServer(dir, "nats", "nats-server", "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-m", strconv.Itoa(natsMon), "-js", "-sd", filepath.Join(dir, "jetstream"))
 	if err != nil {
 		return err
 	}
@@ -278,6 +291,8 @@ func runCluster(o clusterOptions) error {
 		res  result
 		cpu  []time.Duration
 		who  []string
+		// counts is what the counters of NATS and PostgreSQL grew by.
+		counts [4]int64
 	}
 	measure := func(name, url string, procs []proc) (phase, error) {
 		if _, err := load(o.chats, o.chats, through(url)); err != nil {
@@ -289,11 +304,16 @@ func runCluster(o clusterOptions) error {
 				return phase{}, fmt.Errorf("%s: CPU of %s: %w", name, p.name, err)
 			}
 		}
+		c0 := counters(natsMon, dsn)
 		res, err := load(o.chats, o.turns, through(url))
 		if err != nil {
 			return phase{}, fmt.Errorf("%s: %w", name, err)
 		}
+		c1 := counters(natsMon, dsn)
 		ph := phase{name: name, res: res}
+		for i := range c1 {
+			ph.counts[i] = c1[i] - c0[i]
+		}
 		for i, p := range procs {
 			after, err := p.cpu()
 			if err != nil {
@@ -345,6 +365,14 @@ func runCluster(o clusterOptions) error {
 			}
 			phases = append(phases, ph)
 			fmt.Println(report(r, ph.name, ph.res, o.turns, ph.who, ph.cpu, baseRate, baseCPU))
+			t := float64(o.turns)
+			fmt.Printf("         per turn: NATS %.1f messages in, %.1f out; PostgreSQL %.1f transactions, %.1f rows written\n",
+				float64(ph.counts[0])/t, float64(ph.counts[1])/t, float64(ph.counts[2])/t, float64(ph.counts[3])/t)
+		}
+	}
+	if o.statements {
+		if err := printStatements(dsn, o.rounds*o.nodes*(o.turns+o.chats)); err != nil {
+			return err
 		}
 	}
 	load2, _ := os.ReadFile("/proc/loadavg")
@@ -497,6 +525,75 @@ func waitMembers(metrics string, k int) error {
 	}
 }
 
+// counters are NATS's messages in and out (its monitoring's /varz) and
+// the PostgreSQL database's transactions and rows written (zeros for what
+// cannot be read).
+func counters(natsMon int, dsn string) [4]int64 {
+	var c [4]int64
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/varz", natsMon)); err == nil {
+		var v struct {
+			InMsgs  int64 `json:"in_msgs"`
+			OutMsgs int64 `json:"out_msgs"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&v) == nil {
+			c[0], c[1] = v.InMsgs, v.OutMsgs
+		}
+		resp.Body.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, dsn); err == nil {
+		_ = conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = current_database()`).Scan(&c[2], &c[3])
+		conn.Close(ctx)
+	}
+	return c
+}
+
+// pgStatements loads pg_stat_statements into the server (a restart).
+func pgStatements(pg *pgtest.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+	conn.Close(ctx)
+	if err != nil {
+		return err
+	}
+	return pg.Restart()
+}
+
+// printStatements prints the statements run most often in the database
+// of dsn, per turn of the cluster (turns in all, warm-ups included).
+func printStatements(dsn string, turns int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT s.calls, s.total_exec_time, s.rows, left(regexp_replace(s.query, '\s+', ' ', 'g'), 150)
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 30`)
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements (CREATE EXTENSION pg_stat_statements needs postgresql-contrib): %w", err)
+	}
+	defer rows.Close()
+	fmt.Printf("statements of the cluster's database, per turn (%d turns in all):\n", turns)
+	for rows.Next() {
+		var calls, n int64
+		var ms float64
+		var q string
+		if err := rows.Scan(&calls, &ms, &n, &q); err != nil {
+			return err
+		}
+		fmt.Printf("  %6.2f calls %7.3f ms %6.2f rows  %s\n", float64(calls)/float64(turns), ms/float64(turns), float64(n)/float64(turns), q)
+	}
+	return rows.Err()
+}
+
 // pgDatabase creates database name on the server at url and returns its
 // URL and the server's port.
 func pgDatabase(url, name string) (string, int, error) {
@@ -511,7 +608,12 @@ func pgDatabase(url, name string) (string, int, error) {
 		return "", 0, err
 	}
 	port := int(conn.Config().Port)
-	return strings.Replace(url, "/postgres?", "/"+name+"?", 1), port, nil
+	dsn := strings.Replace(url, "/postgres?", "/"+name+"?", 1)
+	if c2, err := pgx.Connect(ctx, dsn); err == nil {
+		_, _ = c2.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements") // where loaded (-statements)
+		c2.Close(ctx)
+	}
+	return dsn, port, nil
 }
 
 // pgListenAll makes the server take connections on every address (trust

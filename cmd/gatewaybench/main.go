@@ -53,11 +53,12 @@ func main() {
 	netns := flag.Bool("netns", false, "cluster run: each node in a network namespace of its own (needs root)")
 	cpuFront := flag.String("cpu-front", "", "cluster run: pin the clients, model, gateways, NATS, etcd and PostgreSQL to these CPUs (taskset list)")
 	cpuNodes := flag.String("cpu-nodes", "", "cluster run: CPUs of node 1, node 2, … separated by '/', e.g. 1/0 (taskset lists)")
+	statements := flag.Bool("statements", false, "cluster run: load pg_stat_statements and print the statements per turn at the end")
 	profile := flag.String("profile", "", "cluster run: write CPU profiles of the cluster gateway and the nodes into this directory")
 	flag.Parse()
 	if *hermes != "" && *nodes > 0 {
 		o := clusterOptions{bin: *hermes, nodes: *nodes, chats: *chats, turns: *turns, rounds: *rounds, delay: *delay,
-			netns: *netns, cpuFront: *cpuFront, profile: *profile}
+			netns: *netns, cpuFront: *cpuFront, profile: *profile, statements: *statements}
 		if *cpuNodes != "" {
 			o.cpuNodes = strings.Split(*cpuNodes, "/")
 		}
