@@ -264,6 +264,30 @@ func stateOf(ctx context.Context, q querier, stream string) (streamState, error)
 }
 
 // isRevisionTaken reports a unique violation on (stream, revision).
+// statesOf is stateOf of each of streams, in one statement (a stream
+// without events is absent from the map: its zero state).
+func statesOf(ctx context.Context, q pgx.Tx, streams []string) (map[string]streamState, error) {
+	out := make(map[string]streamState, len(streams))
+	if len(streams) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT s.name, e.revision, e.type FROM unnest($1::text[]) AS s(name)
+		CROSS JOIN LATERAL (SELECT revision, type FROM hermes_events WHERE stream = s.name ORDER BY revision DESC LIMIT 1) AS e`, streams)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, typ string
+		var rev int64
+		if err := rows.Scan(&name, &rev, &typ); err != nil {
+			return nil, err
+		}
+		out[name] = streamState{last: uint64(rev), exists: true, deleted: typ == events.StreamDeletedType}
+	}
+	return out, rows.Err()
+}
+
 func isRevisionTaken(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "hermes_events_stream_revision"
@@ -466,7 +490,11 @@ func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direct
 			return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 		}
 	}
-	if len(out) == 0 {
+	// An empty read of the whole stream (forward from its start, backward
+	// from its end) would have met the tombstone: only a read of part of
+	// it asks whether the stream was deleted.
+	whole := (dir == events.Forward && from == 0) || (dir == events.Backward && arg == 1<<63-1)
+	if len(out) == 0 && !whole {
 		st, err := stateOf(ctx, s.pool, stream)
 		if err != nil {
 			return nil, fmt.Errorf("read %s in %s: %w", stream, s.safe, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/events/postgres/pgtest"
 	"github.com/hermes-go/hermes/events/storetest"
+	"github.com/hermes-go/hermes/schema"
 )
 
 // server is the one PostgreSQL the package's tests share (nil: none).
@@ -362,5 +363,88 @@ func TestSubscribeSurvivesServerRestart(t *testing.T) {
 	case r := <-got:
 		t.Fatalf("extra delivery of %s@%d", r.Stream, r.Revision)
 	default:
+	}
+}
+
+// TestGroupChecksEveryStream writes one group (one transaction) of appends
+// to several streams — new, existing, deleted, and one stream twice — and
+// each append is checked against its own stream's state as the group
+// leaves it: the states read in one statement are each stream's.
+func TestGroupChecksEveryStream(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	for _, st := range []string{"b", "c", "d"} {
+		if _, err := s.Append(ctx, st, events.NoStream, storetest.Event(st, "x"), storetest.Event(st, "y")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteStream(ctx, "d", events.Any); err != nil {
+		t.Fatal(err)
+	}
+	req := func(stream string, exp events.Expected) *request {
+		return &request{ctx: ctx, stream: stream, expected: exp, evs: []schema.Envelope{storetest.Event(stream, "z")}, reply: make(chan reply, 1)}
+	}
+	group := []*request{
+		req("a", events.NoStream), // new
+		req("b", events.Exact(1)), // right
+		req("c", events.Exact(0)), // wrong: c is at 1
+		req("d", events.Any),      // deleted
+		req("a", events.Exact(0)), // a as the first append left it
+		req("e", events.StreamExists),
+	}
+	s.commit(group)
+	got := make([]reply, len(group))
+	for i, r := range group {
+		got[i] = <-r.reply
+	}
+	if got[0].err != nil || got[0].res.NextRevision != 0 {
+		t.Errorf("new stream a: %+v", got[0])
+	}
+	if got[1].err != nil || got[1].res.NextRevision != 2 {
+		t.Errorf("b at 1: %+v", got[1])
+	}
+	var wrong *events.WrongExpectedVersionError
+	if !errors.As(got[2].err, &wrong) || wrong.Actual != 1 {
+		t.Errorf("c expected at 0 (is at 1): %+v", got[2])
+	}
+	if !errors.Is(got[3].err, events.ErrStreamDeleted) {
+		t.Errorf("deleted d: %+v", got[3])
+	}
+	if got[4].err != nil || got[4].res.NextRevision != 1 {
+		t.Errorf("a again: %+v", got[4])
+	}
+	if !errors.As(got[5].err, &wrong) || wrong.Exists {
+		t.Errorf("e must exist (does not): %+v", got[5])
+	}
+	for st, n := range map[string]int{"a": 2, "b": 3, "c": 2} {
+		rs, err := s.ReadStream(ctx, st, events.Forward, 0, 0)
+		if err != nil || len(rs) != n {
+			t.Errorf("%s: %d events, %v; want %d", st, len(rs), err, n)
+		}
+	}
+}
+
+// TestEmptyReadsOfDeletedAndMissingStreams: a read that finds nothing
+// tells a deleted stream from one never written, whether it read the whole
+// stream (no second statement) or part of it.
+func TestEmptyReadsOfDeletedAndMissingStreams(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "gone", events.NoStream, storetest.Event("gone", "x"), storetest.Event("gone", "y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteStream(ctx, "gone", events.Any); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  events.Direction
+		from uint64
+	}{{events.Forward, 0}, {events.Forward, 7}, {events.Backward, events.End}, {events.Backward, 0}} {
+		if _, err := s.ReadStream(ctx, "gone", c.dir, c.from, 1); !errors.Is(err, events.ErrStreamDeleted) {
+			t.Errorf("deleted stream, %v from %d: %v", c.dir, c.from, err)
+		}
+		if rs, err := s.ReadStream(ctx, "never", c.dir, c.from, 1); err != nil || len(rs) != 0 {
+			t.Errorf("missing stream, %v from %d: %d events, %v", c.dir, c.from, len(rs), err)
+		}
 	}
 }

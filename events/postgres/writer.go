@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -146,19 +147,24 @@ func (s *Store) groupTx(group []*request, replies []reply) error {
 	if s.hold != nil {
 		s.hold(ctx)
 	}
-	touched := map[string]streamState{}
+	// Every stream's state in one statement, not one per stream.
+	var names []string
+	for _, r := range group {
+		if r.ctx.Err() == nil && !slices.Contains(names, r.stream) {
+			names = append(names, r.stream)
+		}
+	}
+	touched, err := statesOf(ctx, tx, names)
+	if err != nil {
+		return err
+	}
 	var rows rowSet
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			replies[i].err = err
 			continue
 		}
-		st, ok := touched[r.stream]
-		if !ok {
-			if st, err = stateOf(ctx, tx, r.stream); err != nil {
-				return err
-			}
-		}
+		st := touched[r.stream]
 		if st.deleted {
 			replies[i].err = fmt.Errorf("append to %s: %w", r.stream, events.ErrStreamDeleted)
 			continue
