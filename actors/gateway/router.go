@@ -439,15 +439,63 @@ func (r *Router) publish(out schema.Outbound, corr string) error {
 
 func (r *Router) pump(q chan queued) {
 	defer r.outWG.Done()
+	var batch []queued
 	for m := range q {
-		err := wire.Publish(r.bus.Publisher, wire.Out(m.out.Platform), m.out, m.corr)
-		if err != nil {
-			r.stats.err(m.out.Platform, err)
-			r.log.Warn().Err(err).Str("platform", m.out.Platform).Msg("publish")
-		} else if m.out.Kind == schema.OutboundReply || m.out.Kind == schema.OutboundApproval {
-			r.stats.add(m.out.Platform, func(p *PlatformStats) { p.Out++ })
+		// What queued up meanwhile goes too, the deltas of one answer
+		// merged: over NATS each message is a stored publish and an
+		// acknowledged delivery, and a model streams many pieces.
+		batch = append(batch[:0], m)
+	more:
+		for len(batch) < maxPumpBatch {
+			select {
+			case m, ok := <-q:
+				if !ok {
+					break more
+				}
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		for _, m := range coalesceDeltas(batch) {
+			err := wire.Publish(r.bus.Publisher, wire.Out(m.out.Platform), m.out, m.corr)
+			if err != nil {
+				r.stats.err(m.out.Platform, err)
+				r.log.Warn().Err(err).Str("platform", m.out.Platform).Msg("publish")
+			} else if m.out.Kind == schema.OutboundReply || m.out.Kind == schema.OutboundApproval {
+				r.stats.add(m.out.Platform, func(p *PlatformStats) { p.Out++ })
+			}
 		}
 	}
+}
+
+// maxPumpBatch bounds how many queued messages one pass of pump takes.
+const maxPumpBatch = 256
+
+// coalesceDeltas merges each delta into the delta before it when both
+// answer the same message of the same chat and nothing else of that chat
+// lies between them: the chat sees the same text in the same order, in
+// fewer messages. It reuses ms.
+func coalesceDeltas(ms []queued) []queued {
+	if len(ms) < 2 {
+		return ms
+	}
+	out := ms[:0]
+	last := map[string]int{} // chat key → index in out of its latest message
+	for _, m := range ms {
+		if m.out.Kind == schema.OutboundDelta {
+			if i, ok := last[m.out.Key]; ok {
+				p := &out[i]
+				if p.out.Kind == schema.OutboundDelta && p.out.InReplyTo == m.out.InReplyTo && p.out.SessionID == m.out.SessionID && p.corr == m.corr {
+					p.out.Text += m.out.Text
+					continue
+				}
+			}
+		}
+		last[m.out.Key] = len(out)
+		out = append(out, m)
+	}
+	return out
 }
 
 type routerActor struct {
