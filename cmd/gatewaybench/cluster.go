@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,11 +37,14 @@ type clusterOptions struct {
 	// this one by a veth pair.
 	netns bool
 	// cpuFront pins this process (the HTTP clients and the model server)
-	// and everything it starts but the nodes: the gateways, NATS, etcd
-	// and PostgreSQL ("" leaves them unpinned).
+	// and everything it starts but the nodes and the baseline: the
+	// cluster's gateway, NATS, etcd and PostgreSQL ("" leaves them
+	// unpinned). The baseline gateway keeps every CPU.
 	cpuFront string
-	// cpuNodes pins node i to cpuNodes[i] (taskset's list syntax).
-	cpuNodes []string
+	// layouts are the cluster's phases of a round: each the CPUs of its
+	// nodes (node i pinned to layout[i], taskset's list syntax; "" not
+	// pinned). Default: 1…nodes nodes, unpinned.
+	layouts [][]string
 	// statements loads pg_stat_statements and prints, at the end, the
 	// statements the cluster ran most per turn.
 	statements bool
@@ -61,15 +66,14 @@ type proc struct {
 // one `hermes gateway run` on its embedded store, interleaved round by
 // round: per round the baseline, then the cluster with 1…nodes nodes.
 func runCluster(o clusterOptions) error {
-	if o.cpuFront != "" {
-		set, err := cpuSet(o.cpuFront)
-		if err != nil {
-			return err
+	if len(o.layouts) == 0 {
+		for k := 1; k <= o.nodes; k++ {
+			o.layouts = append(o.layouts, make([]string, k))
 		}
-		// Everything started from here on inherits it.
-		if err := unix.SchedSetaffinity(0, set); err != nil {
-			return fmt.Errorf("pin to %s: %w", o.cpuFront, err)
-		}
+	}
+	o.nodes = 0
+	for _, l := range o.layouts {
+		o.nodes = max(o.nodes, len(l))
 	}
 	var cleanups []func()
 	defer func() {
@@ -77,6 +81,29 @@ func runCluster(o clusterOptions) error {
 			cleanups[i]()
 		}
 	}()
+	model := llmtest.New()
+	model.NoRecord = true
+	model.SetRoute(func(llmtest.Request) *llmtest.Reply {
+		return &llmtest.Reply{Content: "Answered.", Delay: o.delay, Prompt: 20, Completion: 3}
+	})
+	cleanups = append(cleanups, model.Close)
+	// The baseline first, before this process pins itself (what it starts
+	// inherits its CPUs).
+	gcfg := fmt.Sprintf("platforms:\n  api_server:\n    max_in_flight: %d\n", o.chats+16)
+	base, err := startGateway(o.bin, model.URL, gcfg)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, base.stop)
+	if o.cpuFront != "" {
+		set, err := cpuSet(o.cpuFront)
+		if err != nil {
+			return err
+		}
+		if err := pinAll(os.Getpid(), set); err != nil {
+			return fmt.Errorf("pin to %s: %w", o.cpuFront, err)
+		}
+	}
 	// The addresses the nodes reach this host's servers by: loopback, or
 	// in namespaces the host's end of their veth pair.
 	hostFor := func(int) string { return "127.0.0.1" }
@@ -93,12 +120,6 @@ func runCluster(o clusterOptions) error {
 		listenAll = "0.0.0.0"
 	}
 
-	model := llmtest.New()
-	model.NoRecord = true
-	model.SetRoute(func(llmtest.Request) *llmtest.Reply {
-		return &llmtest.Reply{Content: "Answered.", Delay: o.delay, Prompt: 20, Completion: 3}
-	})
-	cleanups = append(cleanups, model.Close)
 	modelPort := 0
 	if o.netns {
 		// The same model server's handler on every address, for the nodes.
@@ -197,9 +218,6 @@ func runCluster(o clusterOptions) error {
 		if o.netns {
 			args = append(args, "ip", "netns", "exec", nsName(i))
 		}
-		if i < len(o.cpuNodes) && o.cpuNodes[i] != "" {
-			args = append(args, "taskset", "-c", o.cpuNodes[i])
-		}
 		args = append(args, o.bin, "--home", home, "node", "run", "--cluster", fmt.Sprintf("%s:%d", hostFor(i), etcdPort),
 			"--listen", fmt.Sprintf("%s:%d", nodeHost(i), port), "--model", "gpt-4o-mini", "--drain-timeout", "5s")
 		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "HERMES_STORE=" + nodeDSN(i),
@@ -247,7 +265,6 @@ func runCluster(o clusterOptions) error {
 	if err := os.MkdirAll(ghome, 0o700); err != nil {
 		return err
 	}
-	gcfg := fmt.Sprintf("platforms:\n  api_server:\n    max_in_flight: %d\n", o.chats+16)
 	if err := os.WriteFile(filepath.Join(ghome, "config.yaml"), []byte(gcfg), 0o600); err != nil {
 		return err
 	}
@@ -268,11 +285,6 @@ func runCluster(o clusterOptions) error {
 	if err := waitHealth(clusterURL, cg); err != nil {
 		return err
 	}
-	base, err := startGateway(o.bin, model.URL, gcfg)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, base.stop)
 
 	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: o.chats, MaxConnsPerHost: o.chats}}
 	through := func(url string) func(int) error {
@@ -293,6 +305,9 @@ func runCluster(o clusterOptions) error {
 		who  []string
 		// counts is what the counters of NATS and PostgreSQL grew by.
 		counts [4]int64
+		// busy is each CPU's busy share over the phase (every process's,
+		// this run's or not).
+		busy []float64
 	}
 	measure := func(name, url string, procs []proc) (phase, error) {
 		if _, err := load(o.chats, o.chats, through(url)); err != nil {
@@ -305,12 +320,19 @@ func runCluster(o clusterOptions) error {
 			}
 		}
 		c0 := counters(natsMon, dsn)
+		b0 := cpuBusy()
 		res, err := load(o.chats, o.turns, through(url))
 		if err != nil {
 			return phase{}, fmt.Errorf("%s: %w", name, err)
 		}
 		c1 := counters(natsMon, dsn)
+		b1 := cpuBusy()
 		ph := phase{name: name, res: res}
+		for i := range min(len(b0), len(b1)) {
+			if d := b1[i][1] - b0[i][1]; d > 0 {
+				ph.busy = append(ph.busy, float64(b1[i][0]-b0[i][0])/float64(d))
+			}
+		}
 		for i := range c1 {
 			ph.counts[i] = c1[i] - c0[i]
 		}
@@ -329,8 +351,8 @@ func runCluster(o clusterOptions) error {
 	}
 
 	load1, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("cluster run: %d rounds × (baseline, cluster with 1…%d nodes), %d requests each from %d concurrent clients (each a new conversation), model answering after %s; netns %v, front CPUs %q, node CPUs %q; load average %s\n",
-		o.rounds, o.nodes, o.turns, o.chats, o.delay, o.netns, o.cpuFront, strings.Join(o.cpuNodes, " "), strings.Join(strings.Fields(string(load1))[:3], " "))
+	fmt.Printf("cluster run: %d rounds × (baseline, cluster with up to %d nodes), %d requests each from %d concurrent clients (each a new conversation), model answering after %s; netns %v, front CPUs %q; load average %s\n",
+		o.rounds, o.nodes, o.turns, o.chats, o.delay, o.netns, o.cpuFront, strings.Join(strings.Fields(string(load1))[:3], " "))
 	var phases []phase
 	for r := range o.rounds {
 		ph, err := measure("one gateway, embedded store", base.url, []proc{pidCPU("gateway", base.cmd.Process.Pid), self})
@@ -340,7 +362,8 @@ func runCluster(o clusterOptions) error {
 		phases = append(phases, ph)
 		fmt.Println(report(r, ph.name, ph.res, o.turns, ph.who, ph.cpu, 0, 0))
 		baseRate, baseCPU := ph.res.rate, sum(ph.cpu)
-		for k := 1; k <= o.nodes; k++ {
+		for _, layout := range o.layouts {
+			k := len(layout)
 			for i := range o.nodes {
 				if i < k && nodes[i] == nil {
 					if err := startNode(i); err != nil {
@@ -354,24 +377,46 @@ func runCluster(o clusterOptions) error {
 			if err := waitMembers(metricsURL, k); err != nil {
 				return err
 			}
+			name := fmt.Sprintf("cluster, %d node(s)", k)
+			for i, cpus := range layout {
+				if cpus == "" {
+					cpus = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+				} else {
+					if i == 0 {
+						name += " on CPU"
+					}
+					name += " " + cpus
+				}
+				set, err := cpuSet(cpus)
+				if err != nil {
+					return err
+				}
+				if err := pinAll(nodes[i].cmd.Process.Pid, set); err != nil {
+					return fmt.Errorf("pin node %d to %s: %w", i+1, cpus, err)
+				}
+			}
 			procs := []proc{pidCPU("gateway", cg.cmd.Process.Pid)}
 			for i := range k {
 				procs = append(procs, pidCPU(fmt.Sprintf("node %d", i+1), nodes[i].cmd.Process.Pid))
 			}
 			procs = append(procs, pidCPU("NATS", nats.cmd.Process.Pid), pidCPU("etcd", etcd.cmd.Process.Pid), pgProc, self)
-			ph, err := measure(fmt.Sprintf("cluster, %d node(s)", k), clusterURL, procs)
+			ph, err := measure(name, clusterURL, procs)
 			if err != nil {
 				return fmt.Errorf("%w\ngateway: %s", err, tail(cg.out.String(), 2000))
 			}
 			phases = append(phases, ph)
 			fmt.Println(report(r, ph.name, ph.res, o.turns, ph.who, ph.cpu, baseRate, baseCPU))
 			t := float64(o.turns)
-			fmt.Printf("         per turn: NATS %.1f messages in, %.1f out; PostgreSQL %.1f transactions, %.1f rows written\n",
-				float64(ph.counts[0])/t, float64(ph.counts[1])/t, float64(ph.counts[2])/t, float64(ph.counts[3])/t)
+			busy := ""
+			for i, b := range ph.busy {
+				busy += fmt.Sprintf(" CPU%d %.0f%%", i, b*100)
+			}
+			fmt.Printf("         per turn: NATS %.1f messages in, %.1f out; PostgreSQL %.1f transactions, %.1f rows written; busy:%s\n",
+				float64(ph.counts[0])/t, float64(ph.counts[1])/t, float64(ph.counts[2])/t, float64(ph.counts[3])/t, busy)
 		}
 	}
 	if o.statements {
-		if err := printStatements(dsn, o.rounds*o.nodes*(o.turns+o.chats)); err != nil {
+		if err := printStatements(dsn, o.rounds*len(o.layouts)*(o.turns+o.chats)); err != nil {
 			return err
 		}
 	}
@@ -393,7 +438,7 @@ func sum(ds []time.Duration) time.Duration {
 func report(round int, name string, r result, turns int, who []string, cpu []time.Duration, baseRate float64, baseCPU time.Duration) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(turns) }
 	var b strings.Builder
-	fmt.Fprintf(&b, "round %d  %-28s %7.0f turns/s  p50 %8s  p99 %8s  CPU/turn %.2f ms [", round+1, name, r.rate, r.p50, r.p99, ms(sum(cpu)))
+	fmt.Fprintf(&b, "round %d  %-36s %7.0f turns/s  p50 %8s  p99 %8s  CPU/turn %.2f ms [", round+1, name, r.rate, r.p50, r.p99, ms(sum(cpu)))
 	for i, w := range who {
 		if i > 0 {
 			b.WriteString(", ")
@@ -617,7 +662,8 @@ func pgDatabase(url, name string) (string, int, error) {
 }
 
 // pgListenAll makes the server take connections on every address (trust
-// for 10.77.0.0/16, the namespaces' veth addresses) and restarts it.
+// for 10.77.0.0/16, the namespaces' veth addresses) and restarts it. The
+// server's files are root's to edit: the run needs root for namespaces.
 func pgListenAll(pg *pgtest.Server) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -625,14 +671,23 @@ func pgListenAll(pg *pgtest.Server) error {
 	if err != nil {
 		return err
 	}
-	var hba string
-	if err := conn.QueryRow(ctx, "SHOW hba_file").Scan(&hba); err != nil {
-		conn.Close(ctx)
-		return err
+	var hba, data string
+	err = conn.QueryRow(ctx, "SHOW hba_file").Scan(&hba)
+	if err == nil {
+		err = conn.QueryRow(ctx, "SHOW data_directory").Scan(&data)
 	}
-	_, err = conn.Exec(ctx, "ALTER SYSTEM SET listen_addresses = '*'")
 	conn.Close(ctx)
 	if err != nil {
+		return err
+	}
+	// pg_ctl restart starts the server with the options it was started
+	// with (postmaster.opts), which name the loopback address.
+	opts := filepath.Join(data, "postmaster.opts")
+	b, err := os.ReadFile(opts)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(opts, bytes.ReplaceAll(b, []byte("listen_addresses=127.0.0.1"), []byte("listen_addresses=*")), 0o600); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(hba, os.O_APPEND|os.O_WRONLY, 0)
@@ -703,6 +758,50 @@ func postgresCPU(port int) (time.Duration, error) {
 	return t, nil
 }
 
+// cpuBusy is each CPU's busy and total jiffies (/proc/stat).
+func cpuBusy() [][2]int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	var out [][2]int64
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 8 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var busy, all int64
+		for i, v := range f[1:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			all += n
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
+		}
+		out = append(out, [2]int64{busy, all})
+	}
+	return out
+}
+
+// pinAll pins every thread of process pid to set (sched_setaffinity is a
+// thread's; threads made later inherit it from theirs).
+func pinAll(pid int, set *unix.CPUSet) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
+
 // cpuSet parses taskset's list syntax (0,2-3).
 func cpuSet(list string) (*unix.CPUSet, error) {
 	var set unix.CPUSet
@@ -761,7 +860,10 @@ func setupNetns(n int) (undo func(), err error) {
 		if err := ip("netns", "add", ns); err != nil {
 			return undo, err
 		}
-		undos = append(undos, func() { _ = ip("netns", "del", ns) }) // takes its end of the pair, and so the pair, with it
+		undos = append(undos, func() {
+			_ = ip("link", "del", host) // and so its peer
+			_ = ip("netns", "del", ns)
+		})
 		a, b := fmt.Sprintf("10.77.%d.1", i+1), fmt.Sprintf("10.77.%d.2", i+1)
 		steps = [][]string{
 			{"link", "add", host, "type", "veth", "peer", "name", peer},

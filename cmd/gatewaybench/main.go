@@ -52,15 +52,17 @@ func main() {
 	rounds := flag.Int("rounds", 2, "cluster run: interleaved rounds")
 	netns := flag.Bool("netns", false, "cluster run: each node in a network namespace of its own (needs root)")
 	cpuFront := flag.String("cpu-front", "", "cluster run: pin the clients, model, gateways, NATS, etcd and PostgreSQL to these CPUs (taskset list)")
-	cpuNodes := flag.String("cpu-nodes", "", "cluster run: CPUs of node 1, node 2, … separated by '/', e.g. 1/0 (taskset lists)")
+	layouts := flag.String("layouts", "", "cluster run: the cluster's phases of a round, separated by ';', each the CPUs of its nodes separated by '/' (taskset lists), e.g. '1;1/1;1/0': one node on CPU 1, two on CPU 1, one on 1 and one on 0 (default: 1…nodes nodes, unpinned)")
 	statements := flag.Bool("statements", false, "cluster run: load pg_stat_statements and print the statements per turn at the end")
 	profile := flag.String("profile", "", "cluster run: write CPU profiles of the cluster gateway and the nodes into this directory")
 	flag.Parse()
-	if *hermes != "" && *nodes > 0 {
+	if *hermes != "" && (*nodes > 0 || *layouts != "") {
 		o := clusterOptions{bin: *hermes, nodes: *nodes, chats: *chats, turns: *turns, rounds: *rounds, delay: *delay,
 			netns: *netns, cpuFront: *cpuFront, profile: *profile, statements: *statements}
-		if *cpuNodes != "" {
-			o.cpuNodes = strings.Split(*cpuNodes, "/")
+		if *layouts != "" {
+			for _, l := range strings.Split(*layouts, ";") {
+				o.layouts = append(o.layouts, strings.Split(l, "/"))
+			}
 		}
 		if err := runCluster(o); err != nil {
 			fmt.Fprintln(os.Stderr, "gatewaybench:", err)
