@@ -101,6 +101,8 @@ type chatter struct {
 	cronw *cronWiring
 	// prefs are what the chat's slash commands set for it.
 	prefs chatPrefs
+	// live is config.yaml as it is now (read per session).
+	live config.Live
 }
 
 // newChatter wires a chat (see app.NewChat) able to run cron jobs.

@@ -28,7 +28,7 @@ import (
 // turned off meanwhile is off in the next session.
 func (c *chatter) skillWhere(source string, tools []string) skills.Where {
 	file := c.File
-	if f, err := config.Load(c.App.Home); err == nil {
+	if f, err := c.live.Load(c.App.Home); err == nil {
 		file = f
 	}
 	var toolsets []string
@@ -58,7 +58,7 @@ func (c *chatter) skillIndex(source string, tools []string) []prompt.Skill {
 // command), a *skills.ExcludedError when the skill is not offered there.
 func (c *chatter) invokeSkill(id, source, name, arg string) (skills.Invocation, error) {
 	file := c.File
-	if f, err := config.Load(c.App.Home); err == nil {
+	if f, err := c.live.Load(c.App.Home); err == nil {
 		file = f
 	}
 	in := skills.Invoker{Library: app.Library(c.App.Home, c.WD), BundlesDir: filepath.Join(c.App.Home, "skill-bundles"), Config: file.Skills.Config}
@@ -83,7 +83,7 @@ func loadedNote(inv skills.Invocation) string {
 
 // memoryConfig is config.yaml's memory section as it is now.
 func (c *chatter) memoryConfig() config.MemoryConfig {
-	if f, err := config.Load(c.App.Home); err == nil {
+	if f, err := c.live.Load(c.App.Home); err == nil {
 		return f.Memory
 	}
 	return c.File.Memory

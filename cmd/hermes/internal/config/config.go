@@ -5,6 +5,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -308,6 +310,46 @@ func Load(home string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parse(path, data)
+}
+
+// Live is a home's config.yaml as it is now, for a long-running process
+// that reads it per session: parsed again only when its bytes changed
+// (YAML and the key checks cost more than the read). The zero Live is
+// ready.
+type Live struct {
+	mu   sync.Mutex
+	data []byte
+	cfg  Config
+}
+
+// Load is Load(home). The Config shares its maps and slices with what
+// later calls return: read it, do not change it.
+func (l *Live) Load(home string) (Config, error) {
+	path := filepath.Join(home, "config.yaml")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.data != nil && bytes.Equal(data, l.data) {
+		return l.cfg, nil
+	}
+	c, err := parse(path, data)
+	if err != nil {
+		return c, err
+	}
+	l.data, l.cfg = data, c
+	return c, nil
+}
+
+// parse is the configuration in data, read from path.
+func parse(path string, data []byte) (Config, error) {
+	var c Config
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
@@ -327,6 +369,7 @@ func Load(home string) (Config, error) {
 	}
 	var used []string
 	if len(doc.Content) > 0 {
+		var err error
 		if used, err = c.honourPython(&doc); err != nil {
 			return c, fmt.Errorf("%s: %w", path, err)
 		}
