@@ -541,8 +541,9 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 	return uint64(head), nil
 }
 
-// SubscribeAll implements events.Store. A notification wakes it at once;
-// without one it reads every poll interval, and when its listening
+// SubscribeAll implements events.Store. A notification wakes it at once
+// (after events.WithSettle's wait, when ctx has one); without one it reads
+// every poll interval, and when its listening
 // connection fails it keeps polling while it reconnects.
 func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(events.Recorded) error) error {
 	const page = 1000
@@ -578,8 +579,21 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 		if len(batch) == page {
 			continue
 		}
-		if err := l.wait(ctx); err != nil {
+		notified, err := l.wait(ctx)
+		if err != nil {
 			return err
+		}
+		if d := events.SettleOf(ctx); d > 0 && notified {
+			// Let a burst of commits land before reading them: one read
+			// of the burst, not one per commit (their notifications,
+			// queued meanwhile, wake one read more at most).
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 	}
 }
@@ -625,30 +639,30 @@ func (l *listener) connect(ctx context.Context) bool {
 	return true
 }
 
-// wait returns when a notification arrives, the poll interval passes, or
-// the listening connection has just been re-established (anything
-// committed while it was down is then read).
-func (l *listener) wait(ctx context.Context) error {
+// wait returns when a notification arrives (notified), the poll interval
+// passes, or the listening connection has just been re-established
+// (anything committed while it was down is then read).
+func (l *listener) wait(ctx context.Context) (notified bool, err error) {
 	if l.conn == nil {
 		if l.connect(ctx) {
-			return nil
+			return false, nil
 		}
-		return l.pause(ctx)
+		return false, l.pause(ctx)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.s.poll)
 	defer cancel()
-	_, err := l.conn.WaitForNotification(wctx)
+	_, err = l.conn.WaitForNotification(wctx)
 	switch {
 	case err == nil:
-		return nil
+		return true, nil
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return false, ctx.Err()
 	case wctx.Err() != nil:
-		return nil // the poll interval passed
+		return false, nil // the poll interval passed
 	}
 	l.s.log.Warn().Err(err).Str("store", l.s.safe).Msg("subscription lost its listening connection: polling while it reconnects")
 	l.close()
-	return nil
+	return false, nil
 }
 
 // pause waits one poll interval.

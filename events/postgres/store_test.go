@@ -448,3 +448,72 @@ func TestEmptyReadsOfDeletedAndMissingStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeSettles: a subscription with events.WithSettle reads a
+// burst of commits once, the wait after the first one's notification: its
+// handler sees the burst together, no sooner than the settle after the
+// first commit. Without it, the first event comes at once.
+func TestSubscribeSettles(t *testing.T) {
+	s := openTemp(t, WithPollInterval(time.Minute))
+	const settle = 400 * time.Millisecond
+	for _, d := range []time.Duration{0, settle} {
+		t.Run(fmt.Sprint("settle ", d), func(t *testing.T) {
+			stream := fmt.Sprint("burst-", d.Milliseconds())
+			head, err := s.Head(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if d > 0 {
+				ctx = events.WithSettle(ctx, d)
+			}
+			var mu sync.Mutex
+			var at []time.Time
+			done := make(chan error, 1)
+			go func() {
+				done <- s.SubscribeAll(ctx, head, func(events.Recorded) error {
+					mu.Lock()
+					at = append(at, time.Now())
+					mu.Unlock()
+					return nil
+				})
+			}()
+			time.Sleep(300 * time.Millisecond) // listening, caught up
+			start := time.Now()
+			const n = 6
+			for i := range n {
+				if _, err := s.Append(context.Background(), stream, events.Any, storetest.Event(stream, "x")); err != nil {
+					t.Fatal(err)
+				}
+				if i < n-1 {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				got := len(at)
+				mu.Unlock()
+				if got == n {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d events delivered", got, n)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			mu.Lock()
+			first, spread := at[0].Sub(start), at[n-1].Sub(at[0])
+			mu.Unlock()
+			if d == 0 && first > settle/2 {
+				t.Errorf("without a settle the first event came after %s", first)
+			}
+			if d > 0 && (first < d*9/10 || spread > 50*time.Millisecond) {
+				t.Errorf("settle %s: the first event came after %s, the last %s after it; want one read after the settle", d, first, spread)
+			}
+			cancel()
+			<-done
+		})
+	}
+}
