@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -75,10 +76,35 @@ func runCluster(o clusterOptions) error {
 	for _, l := range o.layouts {
 		o.nodes = max(o.nodes, len(l))
 	}
+	var mu sync.Mutex
 	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
+	var once sync.Once
+	cleanup := func() {
+		once.Do(func() {
+			mu.Lock()
+			cs := cleanups
+			mu.Unlock()
+			for i := len(cs) - 1; i >= 0; i-- {
+				cs[i]()
+			}
+		})
+	}
+	defer cleanup()
+	atExit := func(f func()) {
+		mu.Lock()
+		cleanups = append(cleanups, f)
+		mu.Unlock()
+	}
+	// Ctrl-C or SIGTERM still stops what the run started and removes the
+	// namespaces and veth pairs.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(os.Stderr, "gatewaybench: interrupted, cleaning up")
+			cleanup()
+			os.Exit(130)
 		}
 	}()
 	model := llmtest.New()
@@ -86,7 +112,7 @@ func runCluster(o clusterOptions) error {
 	model.SetRoute(func(llmtest.Request) *llmtest.Reply {
 		return &llmtest.Reply{Content: "Answered.", Delay: o.delay, Prompt: 20, Completion: 3}
 	})
-	cleanups = append(cleanups, model.Close)
+	atExit(model.Close)
 	// The baseline first, before this process pins itself (what it starts
 	// inherits its CPUs).
 	gcfg := fmt.Sprintf("platforms:\n  api_server:\n    max_in_flight: %d\n", o.chats+16)
@@ -94,7 +120,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, base.stop)
+	atExit(base.stop)
 	if o.cpuFront != "" {
 		set, err := cpuSet(o.cpuFront)
 		if err != nil {
@@ -111,7 +137,7 @@ func runCluster(o clusterOptions) error {
 	listenAll := "127.0.0.1"
 	if o.netns {
 		undo, err := setupNetns(o.nodes)
-		cleanups = append(cleanups, undo)
+		atExit(undo)
 		if err != nil {
 			return err
 		}
@@ -129,7 +155,7 @@ func runCluster(o clusterOptions) error {
 		}
 		srv := &http.Server{Handler: model.Config.Handler}
 		go func() { _ = srv.Serve(l) }()
-		cleanups = append(cleanups, func() { _ = srv.Close() })
+		atExit(func() { _ = srv.Close() })
 		modelPort = l.Addr().(*net.TCPAddr).Port
 	}
 	modelURL := func(i int) string {
@@ -143,7 +169,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return fmt.Errorf("PostgreSQL: %w", err)
 	}
-	cleanups = append(cleanups, pg.Stop)
+	atExit(pg.Stop)
 	if o.netns {
 		if err := pgListenAll(pg); err != nil {
 			return err
@@ -164,7 +190,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	atExit(func() { os.RemoveAll(dir) })
 	etcdPort, err := freePort()
 	if err != nil {
 		return err
@@ -182,7 +208,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, etcd.kill)
+	atExit(etcd.kill)
 	natsPort, err := freePort()
 	if err != nil {
 		return err
@@ -195,7 +221,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, nats.kill)
+	atExit(nats.kill)
 	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", etcdPort)); err != nil {
 		return fmt.Errorf("etcd: %w\n%s", err, etcd.out.String())
 	}
@@ -238,7 +264,7 @@ func runCluster(o clusterOptions) error {
 			nodes[i] = nil
 		}
 	}
-	cleanups = append(cleanups, func() {
+	atExit(func() {
 		for i := range nodes {
 			stopNode(i)
 		}
@@ -279,7 +305,7 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, cg.stop)
+	atExit(cg.stop)
 	clusterURL := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	if err := waitHealth(clusterURL, cg); err != nil {
@@ -856,7 +882,8 @@ func setupNetns(n int) (undo func(), err error) {
 	undos = append(undos, func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fwd, 0o644) })
 	for i := range n {
 		ns, host, peer := nsName(i), fmt.Sprintf("hbv%d", i+1), fmt.Sprintf("hbp%d", i+1)
-		_ = ip("netns", "del", ns) // a run killed before its cleanup
+		_ = ip("link", "del", host) // a run killed before its cleanup
+		_ = ip("netns", "del", ns)
 		if err := ip("netns", "add", ns); err != nil {
 			return undo, err
 		}
