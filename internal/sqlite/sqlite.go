@@ -30,7 +30,7 @@ func Open(path string, writer, durable bool) (*sql.DB, error) {
 	if !durable {
 		sync = "NORMAL"
 	}
-	db, err := sql.Open("sqlite", DSN(path, lock, sync))
+	db, err := sql.Open("sqlite", dsnWith(url.Values{}, path, lock, sync, cachePages(writer)))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func openReadOnly(path string, immutable bool) (*sql.DB, error) {
 	}
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "mmap_size(268435456)")
-	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", cachePages(false))
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func Writable(path string) bool { return syscall.Access(path, 2 /* W_OK */) == n
 // way: tests that reach behind a store.
 func DSN(path, txlock, sync string) string {
 	q := url.Values{}
-	return dsnWith(q, path, txlock, sync)
+	return dsnWith(q, path, txlock, sync, cachePages(txlock != ""))
 }
 
 // OpenExisting is Open (durable) for a file that must already exist: a
@@ -104,7 +104,7 @@ func OpenExisting(path string, writer bool) (*sql.DB, error) {
 	}
 	q := url.Values{}
 	q.Add("mode", "rw")
-	db, err := sql.Open("sqlite", dsnWith(q, path, lock, "FULL"))
+	db, err := sql.Open("sqlite", dsnWith(q, path, lock, "FULL", cachePages(writer)))
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +117,26 @@ func OpenExisting(path string, writer bool) (*sql.DB, error) {
 	return db, nil
 }
 
-func dsnWith(q url.Values, path, txlock, sync string) string {
+// cachePages is the page cache pragma of a connection: 2 MiB for a
+// reader, which reads the file through its memory map (mmap_size) and
+// needs few pages of its own, 32 MiB for a writer, which holds the pages
+// it changes (a projection rebuild's batches). With 32 MiB for every
+// connection, a long-running gateway's readers filled theirs: its memory
+// outside the Go heap grew by 63 MiB in a 3-minute soak, 19 MiB with 2.
+func cachePages(writer bool) string {
+	if writer {
+		return "cache_size(-32768)"
+	}
+	return "cache_size(-2048)"
+}
+
+func dsnWith(q url.Values, path, txlock, sync, cache string) string {
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(OFF)")
 	q.Add("_pragma", "mmap_size(268435456)")
-	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", cache)
 	if txlock != "" {
 		q.Add("_txlock", txlock)
 	}
