@@ -65,7 +65,7 @@ func (r *Runner) sub(idx []int) *Runner {
 		ps = append(ps, r.projs[i])
 	}
 	s := NewRunner(r.store, r.log, ps...)
-	s.page, s.quarantine, s.origins = r.page, r.quarantine, r.origins
+	s.page, s.quarantine, s.origins, s.linger = r.page, r.quarantine, r.origins, r.linger
 	return s
 }
 

@@ -40,6 +40,12 @@ func (b *batches) Apply(_ context.Context, evs []projections.Event) error {
 	return nil
 }
 
+// sharedBatches is batches as a projection whose state processes share:
+// a leased runner feeds it only while it holds its lease.
+type sharedBatches struct{ *batches }
+
+func (sharedBatches) Shared() bool { return true }
+
 func (b *batches) state() (uint64, int, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -48,10 +54,16 @@ func (b *batches) state() (uint64, int, int) {
 
 // TestLinger: a burst of separate commits reaches a following runner with
 // a linger as one batch, and without one as a batch per commit; either way
-// every event is applied once.
+// every event is applied once. The same with leases (a cluster's runner,
+// which feeds what it holds through a runner of its own: the linger was
+// once lost on the way, and every commit was a batch).
 func TestLinger(t *testing.T) {
-	for _, linger := range []time.Duration{0, 2 * time.Second} {
-		t.Run(fmt.Sprint("linger ", linger), func(t *testing.T) {
+	for _, c := range []struct {
+		linger time.Duration
+		leased bool
+	}{{0, false}, {2 * time.Second, false}, {0, true}, {2 * time.Second, true}} {
+		linger := c.linger
+		t.Run(fmt.Sprint("linger ", linger, " leased ", c.leased), func(t *testing.T) {
 			store, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"), embedded.WithPollInterval(5*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
@@ -59,6 +71,11 @@ func TestLinger(t *testing.T) {
 			defer store.Close()
 			b := &batches{}
 			run := projections.NewRunner(store, zerolog.Nop(), b).WithLinger(linger)
+			if c.leased {
+				leases := &memLeases{holder: map[string]string{}, leases: map[string]*memLease{}, dead: map[string]bool{}}
+				run = projections.NewRunner(store, zerolog.Nop(), sharedBatches{b}).WithLinger(linger).
+					WithLeases(memLeaser{m: leases, who: "a"}, 10*time.Millisecond)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- run.Run(ctx) }()
