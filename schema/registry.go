@@ -84,6 +84,7 @@ var registry = map[string]eventType{
 	TypeToolResultAdded:        v1[ToolResultAdded](),
 	TypeTurnCompleted:          v1[TurnCompleted](),
 	TypeTurnInterrupted:        v1[TurnInterrupted](),
+	TypeTurnSteered:            v1[TurnSteered](),
 	TypeProviderFallback:       v1[ProviderFallback](),
 	TypeBudgetWarning:          v1[BudgetWarning](),
 	TypeContextCompressed:      v1[ContextCompressed](),

@@ -32,6 +32,7 @@ var samples = []Payload{
 	ToolResultAdded{CallID: "call_1", Name: "terminal", Content: "README.md\ngo.mod\n", DurationMS: 12},
 	TurnCompleted{Iterations: 2, Outcome: "answer"},
 	TurnInterrupted{Reason: "user sent /stop"},
+	TurnSteered{Text: "use the staging database, not production"},
 	ProviderFallback{FromProvider: "openai", FromModel: "gpt-4o", ToProvider: "anthropic", ToModel: "claude-sonnet-4", Reason: "429 rate limit"},
 	BudgetWarning{Used: 63, Max: 90},
 	ContextCompressed{ChildSessionID: "2c0f3b5e-9d7d-4c43-9a51-f3b2f3f0a7c1", Summary: "[CONTEXT SUMMARY] goal: ...", ReplacedFrom: 4, ReplacedTo: 40, TokensBefore: 64000, TokensAfter: 9000},

@@ -105,6 +105,13 @@ type TurnInterrupted struct {
 	Reason string `json:"reason"`
 }
 
+// TurnSteered is guidance the user sent while the turn ran (/steer): the
+// model reads it, as a user message after the step's tool results, from
+// its next call on, without the turn being interrupted.
+type TurnSteered struct {
+	Text string `json:"text"`
+}
+
 // ProviderFallback records a switch to a fallback provider mid-turn.
 type ProviderFallback struct {
 	FromProvider string `json:"from_provider"`
@@ -249,6 +256,7 @@ const (
 	TypeToolResultAdded        = "ToolResultAdded"
 	TypeTurnCompleted          = "TurnCompleted"
 	TypeTurnInterrupted        = "TurnInterrupted"
+	TypeTurnSteered            = "TurnSteered"
 	TypeProviderFallback       = "ProviderFallback"
 	TypeBudgetWarning          = "BudgetWarning"
 	TypeContextCompressed      = "ContextCompressed"
@@ -273,6 +281,7 @@ func (ToolCallStarted) EventType() string       { return TypeToolCallStarted }
 func (ToolResultAdded) EventType() string       { return TypeToolResultAdded }
 func (TurnCompleted) EventType() string         { return TypeTurnCompleted }
 func (TurnInterrupted) EventType() string       { return TypeTurnInterrupted }
+func (TurnSteered) EventType() string           { return TypeTurnSteered }
 func (ProviderFallback) EventType() string      { return TypeProviderFallback }
 func (BudgetWarning) EventType() string         { return TypeBudgetWarning }
 func (ContextCompressed) EventType() string     { return TypeContextCompressed }

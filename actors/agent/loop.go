@@ -119,6 +119,11 @@ type Loop struct {
 	// Ephemeral, when set, returns context to add to the latest user
 	// message at call time only (memory prefetch, plugin context).
 	Ephemeral func() string
+	// Steered, when set, returns the guidance the user sent (/steer)
+	// since it was last called. Before each model call the loop records
+	// it (TurnSteered) for the model to read; guidance that arrives while
+	// the model writes its answer makes the turn go on with it.
+	Steered func() []string
 	// Hooks, when set, hear of each turn's start (what they return joins
 	// the ephemeral context of the turn) and end.
 	Hooks TurnHooks
@@ -269,7 +274,21 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 	}
 	recoveries, iterations := 0, 0
 	warned, nudged, compressedForOverflow := false, false, false
+	steered := func(ps ...schema.Payload) []schema.Payload {
+		if l.Steered == nil {
+			return ps
+		}
+		for _, s := range l.Steered() {
+			ps = append(ps, schema.TurnSteered{Text: s})
+		}
+		return ps
+	}
 	for {
+		if ps := steered(); len(ps) > 0 {
+			if err := record(ps...); err != nil {
+				return "", err
+			}
+		}
 		if l.Compressor != nil && !compressedForOverflow {
 			if err := l.Compressor.Maybe(ctx, t); err != nil {
 				obs(Observation{Kind: ObserveStatus, Text: "compression failed: " + err.Error()})
@@ -369,6 +388,18 @@ func (l *Loop) run(ctx context.Context, t *history.Transcript, tc *turn) (answer
 			}
 			if content == "" {
 				msg.Content = reasoning
+			}
+			if !grace {
+				// Guidance sent while the model wrote this answer: the
+				// answer stays in history and the turn goes on with it.
+				msg.ToolCalls = nil
+				if ps := steered(msg); len(ps) > 1 {
+					if err := record(ps...); err != nil {
+						return "", err
+					}
+					obs(Observation{Kind: ObserveStatus, Text: "the user's guidance arrived with the answer: going on"})
+					continue
+				}
 			}
 			if ah, ok := l.Hooks.(AnswerHooks); ok && !grace {
 				// transform_llm_output: the answer recorded (and replayed)

@@ -71,6 +71,7 @@ const (
 	Reasoning
 	Queue
 	Background
+	Steer
 	Compress
 	Stop
 	Approve
@@ -148,6 +149,7 @@ var table = []Command{
 	{ID: Yolo, Name: "/yolo", Help: "approve dangerous commands without asking (again: ask)", On: Screen},
 	{ID: Reasoning, Name: "/reasoning", Args: "[show|hide]", Help: "show or hide the model's thinking", On: Screen | Gateway, Words: []string{"hide", "show"}},
 	{ID: Queue, Name: "/queue", Aliases: []string{"/q"}, Args: "TEXT", Help: "send TEXT after the current turn, without interrupting it", On: Screen | Gateway},
+	{ID: Steer, Name: "/steer", Args: "TEXT", Help: "guide the running task without interrupting it: the agent reads TEXT before its next step (with nothing running, TEXT is sent as a message)", On: Gateway},
 	{ID: Background, Name: "/background", Aliases: []string{"/bg", "/btw"}, Args: "TEXT", Help: "run TEXT as a separate session in the background; its answer shows here when it ends", On: Screen | Gateway},
 	{ID: Compress, Name: "/compress", Aliases: []string{"/compact"}, Args: "[--force]", Help: "compress the conversation now (--force: even a short one)", On: Screen | Plain, Words: []string{"--force"}},
 	// The gateway's compression takes no --force, so its /compress is a

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hermes-go/hermes/actors/agent"
+	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -47,6 +48,38 @@ func (c *chat) queueCommand(ctx actor.Context, rec schema.GatewayMessageReceived
 	}
 	// Not a reply to the message: its answer is still to come.
 	return c.notice(fmt.Sprintf("Queued (%d waiting): it is answered when the current turn ends.", len(c.queue)), corr)
+}
+
+// Steerer is the part of Sessions that hands guidance to a running turn
+// (session.Manager; the cluster's sessions do not offer it).
+type Steerer interface {
+	Steer(id, text string) error
+}
+
+// steerCommand is /steer TEXT: guidance for the turn in flight, read by
+// the model before its next step, without interrupting it; with nothing
+// running, TEXT is an ordinary message.
+func (c *chat) steerCommand(ctx actor.Context, rec schema.GatewayMessageReceived, arg, corr string, say func(string) error) error {
+	if arg == "" {
+		return say("Usage: /steer TEXT.")
+	}
+	if c.running == nil {
+		return c.queueCommand(ctx, rec, arg, corr, say)
+	}
+	st, ok := c.r.Sessions.(Steerer)
+	if !ok {
+		return say("/steer is not available here: /queue TEXT sends it after the current task, /stop stops it.")
+	}
+	err := st.Steer(c.running.msg.SessionID, arg)
+	switch {
+	case err == nil:
+		return c.notice("Guidance sent: the agent reads it before its next step.", corr)
+	case errors.Is(err, session.ErrNotRunning):
+		// The turn ended meanwhile: an ordinary message.
+		return c.queueCommand(ctx, rec, arg, corr, say)
+	default:
+		return say("Could not steer: " + sentence(err.Error()))
+	}
 }
 
 // backgroundCommand is /background TEXT: TEXT is answered in a session of

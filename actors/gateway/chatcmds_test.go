@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-go/hermes/actors/session"
 	"github.com/hermes-go/hermes/adapters/llm/llmtest"
 	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/projections/history"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -459,5 +460,42 @@ func TestGatewayQueueAndBackgroundSurviveRestart(t *testing.T) {
 	waitFor(t, func() bool { return countTypes(t, r2.store, "GatewayMessageDelivered") >= 3 })
 	if got := (&talk{t: t, r: r2, n: 3}).sessionOf("5"); got != own {
 		t.Fatalf("after the restart the chat is in %s, want %s", got, own)
+	}
+}
+
+// TestGatewaySteer: /steer during a turn hands its text to the turn
+// without interrupting it (the model reads it after the tool's result);
+// with nothing running it is an ordinary message; alone it says how.
+func TestGatewaySteer(t *testing.T) {
+	r := newGwRig(t, t.TempDir(), allowAll(),
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "terminal", Args: `{"command":"rm -rf build"}`}}},
+		llmtest.Reply{Content: "Kept the build dir, used staging."},
+		llmtest.Reply{Content: "Plain answer."})
+	k := &talk{t: t, r: r}
+	if got := k.say("5", "/steer"); got != "Usage: /steer TEXT." {
+		t.Fatalf("/steer alone: %q", got)
+	}
+	// The turn waits for an approval: it runs until answered.
+	if got := k.say("5", "clean the build dir"); !strings.Contains(got, "rm -rf build") {
+		t.Fatalf("approval prompt: %q", got)
+	}
+	if got := k.say("5", "/steer use the staging database"); got != "Guidance sent: the agent reads it before its next step." {
+		t.Fatalf("/steer during a turn: %q", got)
+	}
+	if n := countTypes(t, r.store, "TurnInterrupted"); n != 0 {
+		t.Fatal("/steer interrupted the running turn")
+	}
+	if got := k.say("5", "/deny"); got != "Kept the build dir, used staging." {
+		t.Fatalf("after /deny: %q", got)
+	}
+	reqs := r.srv.Requests()
+	if u := lastUser(t, reqs[1]); u != history.SteerPrefix+"use the staging database" {
+		t.Fatalf("the model's second call read %q last", u)
+	}
+	if got := k.say("5", "/steer now answer plainly"); got != "Plain answer." {
+		t.Fatalf("/steer with nothing running: %q", got)
+	}
+	if u := lastUser(t, r.srv.Requests()[2]); u != "now answer plainly" {
+		t.Fatalf("the model got %q", u)
 	}
 }

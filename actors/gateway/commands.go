@@ -32,6 +32,8 @@ func (c *chat) command(ctx actor.Context, rec schema.GatewayMessageReceived, cmd
 		return c.branchCommand(ctx, arg, say)
 	case command.Queue:
 		return c.queueCommand(ctx, rec, arg, corr, say)
+	case command.Steer:
+		return c.steerCommand(ctx, rec, arg, corr, say)
 	case command.Background:
 		return c.backgroundCommand(ctx, rec, arg, corr, say)
 	case command.Verbose:

@@ -131,7 +131,7 @@ func Run(ctx context.Context, evs []events.Recorded, toolNames []string) (Report
 		}
 		loop := &agent.Loop{Provider: prov, Tools: tool.NewTools(tools...), Exec: &executor{results: results(turn)}, Rec: cmp,
 			Budget: tool.NewBudget(maxTurns), Cfg: agent.Config{Model: prov.model(), BudgetWarningAt: warningAt(turn, maxTurns), NoEstimate: true},
-			NewID: func() string { return "" }}
+			NewID: func() string { return "" }, Steered: func() []string { return cmp.steered(prov) }}
 		_, err := loop.TurnMessage(tctx, t, "replay", u)
 		cancel(nil)
 		if cmp.div != nil {
@@ -229,6 +229,45 @@ func (c *comparer) Record(_ context.Context, _ string, ps ...schema.Payload) err
 	return nil
 }
 
+// steered hands the loop the user's guidance (/steer) where the record has
+// it next: before a model call, or right after an answer the provider has
+// handed out (the guidance arrived while the model wrote it, and the turn
+// went on).
+func (c *comparer) steered(p *provider) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.n
+	for k < len(c.want) && !loopEvent(c.want[k].payload) {
+		k++
+	}
+	if k < len(c.want) {
+		if _, ok := c.want[k].payload.(schema.AssistantMessageAdded); ok {
+			answered := 0
+			for _, w := range c.want[:k] {
+				if _, ok := w.payload.(schema.AssistantMessageAdded); ok {
+					answered++
+				}
+			}
+			p.mu.Lock()
+			handed := p.handled
+			p.mu.Unlock()
+			if handed <= answered {
+				return nil // the model has not answered this step yet
+			}
+			k++
+		}
+	}
+	var out []string
+	for ; k < len(c.want); k++ {
+		s, ok := c.want[k].payload.(schema.TurnSteered)
+		if !ok {
+			break
+		}
+		out = append(out, s.Text)
+	}
+	return out
+}
+
 // matchResult brings the recorded result of p's call to the front when p
 // is a tool result: the results of one response's calls are recorded as
 // the calls finish, so their order is the tools' timing, not a decision of
@@ -258,7 +297,7 @@ func (c *comparer) matchResult(p schema.Payload) {
 func loopEvent(p schema.Payload) bool {
 	switch p.(type) {
 	case schema.UserMessageAdded, schema.AssistantMessageAdded, schema.ToolCallStarted, schema.ToolResultAdded,
-		schema.TurnCompleted, schema.TurnInterrupted, schema.BudgetWarning:
+		schema.TurnCompleted, schema.TurnInterrupted, schema.BudgetWarning, schema.TurnSteered:
 		return true
 	}
 	return false

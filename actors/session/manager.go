@@ -375,6 +375,26 @@ func (m *Manager) Stop(id, reason string) {
 	}
 }
 
+// Steer hands text to session id's turn in flight as guidance (/steer);
+// ErrNotRunning when the session runs no turn (or is not live here).
+func (m *Manager) Steer(id, text string) error {
+	m.mu.Lock()
+	e, ok := m.lookup(id)
+	ok = ok && e.pid != nil
+	m.mu.Unlock()
+	if !ok {
+		return ErrNotRunning
+	}
+	reply := make(chan error, 1)
+	m.sys.Root.Send(e.pid, &Steer{Text: text, Reply: reply})
+	select {
+	case err := <-reply:
+		return err
+	case <-time.After(5 * time.Second):
+		return errors.New("the session did not answer")
+	}
+}
+
 // Shutdown stops every session actor, interrupting turns in flight.
 func (m *Manager) Shutdown() {
 	m.sys.Root.StopFuture(m.parent).Wait()

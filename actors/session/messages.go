@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/schema"
 	"go.opentelemetry.io/otel/trace"
@@ -56,6 +58,17 @@ type TurnResult struct {
 
 // Stop interrupts the turn in flight (and drops queued ones).
 type Stop struct{ Reason string }
+
+// Steer hands guidance to the turn in flight (/steer) without
+// interrupting it: the model reads it before its next call. Reply gets
+// ErrNotRunning when no turn runs (the text is then not kept).
+type Steer struct {
+	Text  string
+	Reply chan<- error
+}
+
+// ErrNotRunning answers a Steer when no turn runs.
+var ErrNotRunning = errors.New("no turn is running")
 
 // CompressNow compresses the session now (/compress); it is refused while a
 // turn runs. Reply receives the session the conversation continues in.

@@ -174,6 +174,9 @@ type Actor struct {
 	openTurn string
 
 	cancel context.CancelCauseFunc // of the turn in flight
+	// steer holds the guidance sent to the turn in flight (nil between
+	// turns, and for a compression).
+	steer *steerBox
 	// running is closed when the last turn or compression started has
 	// ended (written its last event).
 	running chan struct{}
@@ -322,6 +325,13 @@ func (a *Actor) receive(c actor.Context) {
 			return
 		}
 		a.start(c, m)
+	case *Steer:
+		if a.cancel == nil || a.steer == nil || a.task != nil {
+			m.Reply <- ErrNotRunning
+			return
+		}
+		a.steer.add(m.Text)
+		m.Reply <- nil
 	case *Stop:
 		for _, q := range a.queue {
 			q.Reply <- TurnResult{Err: agent.ErrInterrupted}
@@ -356,7 +366,7 @@ func (a *Actor) receive(c actor.Context) {
 			root.Send(self, &turnDone{turn: &Turn{Reply: m.Reply}, result: TurnResult{SessionID: a.rec.sessionID(), Err: err}})
 		}()
 	case *turnDone:
-		a.cancel = nil
+		a.cancel, a.steer = nil, nil
 		if a.task != nil {
 			a.finishTask(c, m.result)
 			return
@@ -429,9 +439,30 @@ func (a *Actor) receive(c actor.Context) {
 	}
 }
 
+// steerBox is the guidance sent to one turn, taken by its loop.
+type steerBox struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (b *steerBox) add(s string) {
+	b.mu.Lock()
+	b.texts = append(b.texts, s)
+	b.mu.Unlock()
+}
+
+func (b *steerBox) take() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.texts
+	b.texts = nil
+	return out
+}
+
 func (a *Actor) start(c actor.Context, t *Turn) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancel = cancel
+	a.steer = &steerBox{}
 	running := make(chan struct{})
 	a.running = running
 	turnID := t.ID
@@ -480,7 +511,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		budget = a.task.budget // one budget for the whole tree
 	}
 	self, root := c.Self(), c.ActorSystem().Root
-	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe,
+	loop := &agent.Loop{Provider: provider, Tools: a.deps.Tools, Compressor: comp, Guard: a.guard, Exec: a.deps.Exec, Rec: a.rec, Observe: t.Observe, Steered: a.steer.take,
 		Budget: budget, Cfg: cfg, Ephemeral: ephemeral, Hooks: a.deps.Hooks, KeepOpenOnError: a.task != nil, Redact: a.deps.Redact,
 		Blobs: a.deps.Blobs, Sees: a.deps.Sees, Describe: a.deps.Describe,
 		Env: tool.Env{SessionID: a.id, WorkingDir: a.wd, Asker: a.deps.Asker, Yolo: a.deps.Yolo || t.Yolo, Values: a.values, Depth: a.depth,

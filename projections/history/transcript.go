@@ -103,6 +103,10 @@ func InCallOrder(msgs []schema.Message) {
 	}
 }
 
+// SteerPrefix opens the user message a /steer adds mid-turn, so the model
+// reads it as guidance on the work in hand, not a new request.
+const SteerPrefix = "[Guidance from the user while you work; take it into account and carry on] "
+
 // MessageOf returns the message an event adds to history, if it adds one.
 func MessageOf(p schema.Payload) (schema.Message, bool) {
 	switch e := p.(type) {
@@ -112,6 +116,8 @@ func MessageOf(p schema.Payload) (schema.Message, bool) {
 		return schema.Message{Role: "assistant", Content: e.Content, Reasoning: e.Reasoning, ToolCalls: e.ToolCalls}, true
 	case schema.ToolResultAdded:
 		return schema.Message{Role: "tool", Content: e.Content, ToolCallID: e.CallID, Name: e.Name}, true
+	case schema.TurnSteered:
+		return schema.Message{Role: "user", Content: SteerPrefix + e.Text}, true
 	}
 	return schema.Message{}, false
 }
