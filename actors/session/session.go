@@ -648,11 +648,19 @@ func (a *Actor) recover(ctx context.Context) error {
 		if prev != nil {
 			a.log.Warn().Msgf("session %s was left open by %s, which ended without releasing it: taking it over", end, prev)
 		}
-		// Read again now that the stream is ours: before, its owner could
-		// still write to it, or move on to a compressed child.
-		if current, rs, err = a.chainEnd(ctx); err == nil && current == end {
+		// Read on now that the stream is ours (what came after the first
+		// read only: the stream is appended to, never changed): before,
+		// its owner could still write to it, or move on to a compressed
+		// child.
+		var more []events.Recorded
+		if more, err = a.deps.Store.ReadStream(ctx, events.SessionStream(end), events.Forward, rs[len(rs)-1].Revision+1, 0); err != nil {
 			break
 		}
+		rs = append(rs, more...)
+		if rs[len(rs)-1].Type != schema.TypeContextCompressed {
+			break
+		}
+		current, rs, err = a.chainEnd(ctx)
 	}
 	if err != nil {
 		return err
