@@ -328,24 +328,46 @@ func turnUsage(ctx context.Context, store events.Store, turnID string, ids ...st
 			continue
 		}
 		seen[id] = true
-		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 0)
-		if err != nil {
-			return u, err
-		}
-		for _, r := range rs {
-			if r.TurnID != turnID || (r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted) {
-				continue
-			}
-			p, err := schema.Decode(r.Envelope)
+		// The turn has just ended: its events are at the stream's end
+		// (after them, at most a few of the session's own, a title, a
+		// review). Read back from the end, a page at a time, to the
+		// turn's first event, not the whole conversation.
+		from := events.End
+		const page = 64
+		mine := false // an event of the turn was read
+		for done := false; !done; {
+			rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Backward, from, page)
 			if err != nil {
 				return u, err
 			}
-			switch e := p.(type) {
-			case schema.AssistantMessageAdded:
-				u = u.Add(e.Usage)
-			case schema.AuxiliaryCallCompleted:
-				u = u.Add(e.Usage)
+			for _, r := range rs {
+				if r.TurnID == turnID {
+					mine = true
+				} else if r.TurnID != "" && mine {
+					done = true // an earlier turn's: this one began after it
+					break
+				}
+				if r.TurnID == turnID && r.Type == schema.TypeUserMessageAdded {
+					done = true // the turn's first event
+				}
+				if r.TurnID != turnID || (r.Type != schema.TypeAssistantMessageAdded && r.Type != schema.TypeAuxiliaryCallCompleted) {
+					continue
+				}
+				p, err := schema.Decode(r.Envelope)
+				if err != nil {
+					return u, err
+				}
+				switch e := p.(type) {
+				case schema.AssistantMessageAdded:
+					u = u.Add(e.Usage)
+				case schema.AuxiliaryCallCompleted:
+					u = u.Add(e.Usage)
+				}
 			}
+			if len(rs) < page || rs[len(rs)-1].Revision == 0 {
+				break
+			}
+			from = rs[len(rs)-1].Revision - 1
 		}
 	}
 	return u, nil
