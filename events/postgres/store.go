@@ -115,12 +115,18 @@ type Store struct {
 	closing chan struct{}
 	once    sync.Once
 	logID   string
+	// outage: how long appends and stream reads go on trying while the
+	// server cannot be reached (WithOutageWait).
+	outage time.Duration
 
 	// Tests only: hold runs inside an append's transaction after its
 	// positions are taken; trap takes positions outside the transaction,
 	// as a sequence would, to show what the counter prevents.
 	hold func(ctx context.Context)
 	trap bool
+	// Tests only: lostAck, when it says so, makes a group's append fail
+	// after its commit, as when the server goes before acknowledging it.
+	lostAck func() bool
 }
 
 // Option configures Open.
@@ -137,7 +143,7 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // key=value connection string) and creates or migrates the tables.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{log: zerolog.Nop(), poll: time.Second, safe: connstr.Redact(dsn),
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), outage: DefaultOutageWait}
 	for _, o := range opts {
 		o(s)
 	}
@@ -462,8 +468,13 @@ func scanRows(rows pgx.Rows, capHint int) ([]events.Recorded, error) {
 	return out, rows.Err()
 }
 
-// ReadStream implements events.Store.
+// ReadStream implements events.Store. While the server cannot be reached
+// it goes on trying (see WithOutageWait).
 func (s *Store) ReadStream(ctx context.Context, stream string, dir events.Direction, from uint64, limit int) ([]events.Recorded, error) {
+	return retryRead(ctx, s, func() ([]events.Recorded, error) { return s.readStream(ctx, stream, dir, from, limit) })
+}
+
+func (s *Store) readStream(ctx context.Context, stream string, dir events.Direction, from uint64, limit int) ([]events.Recorded, error) {
 	var lim *int64
 	if limit > 0 {
 		l := int64(limit)
@@ -532,8 +543,13 @@ func (s *Store) readErr(ctx context.Context, after uint64, err error) error {
 	return fmt.Errorf("read global log in %s after position %d: %w", s.safe, after, err)
 }
 
-// Head implements events.Store.
+// Head implements events.Store. While the server cannot be reached it
+// goes on trying (see WithOutageWait).
 func (s *Store) Head(ctx context.Context) (uint64, error) {
+	return retryRead(ctx, s, func() (uint64, error) { return s.head(ctx) })
+}
+
+func (s *Store) head(ctx context.Context) (uint64, error) {
 	var head int64
 	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(position), 0) FROM hermes_events`).Scan(&head); err != nil {
 		return 0, fmt.Errorf("read head of %s: %w", s.safe, err)
@@ -602,7 +618,9 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 // the server reported about the query (which retrying would not mend),
 // except those it reports when it shuts down or restarts.
 func transient(err error) bool {
-	if errors.Is(err, events.ErrClosed) {
+	var wrong *events.WrongExpectedVersionError
+	if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrStreamDeleted) || errors.As(err, &wrong) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var pe *pgconn.PgError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -68,6 +69,11 @@ func (s *Store) commit(group []*request) {
 		case errors.Is(err, errConflict) && r.ctx.Err() == nil:
 			res, err := s.writeAlone(r.ctx, r.stream, r.expected, r.evs)
 			replies[i] = reply{res: res, err: err}
+		case err != nil && r.evs != nil && s.outage > 0 && transient(err) && r.ctx.Err() == nil:
+			// The connection failed: settled on its own, so that the
+			// writer takes the next group meanwhile (see settle).
+			go func() { r.reply <- s.settle(r, err) }()
+			continue
 		case err != nil:
 			replies[i] = reply{err: fmt.Errorf("append to %s in %s: %w", r.stream, s.safe, err)}
 		}
@@ -205,5 +211,11 @@ func (s *Store) groupTx(group []*request, replies []reply) error {
 	if _, err := tx.Exec(ctx, `UPDATE hermes_head SET position = $1`, head); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if s.lostAck != nil && s.lostAck() {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
 }
