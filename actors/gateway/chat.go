@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -67,6 +68,10 @@ type chat struct {
 	staged []schema.Envelope
 	// indexed reports the index append of a new chat, in flight.
 	indexed chan error
+	// unsure: an append failed, so the stream may hold it or not (the
+	// store answered an error for one it may have written); the next
+	// record reads the stream's revision first.
+	unsure bool
 }
 
 // work is one message to answer with a turn.
@@ -317,6 +322,19 @@ func (c *chat) record(ps ...schema.Payload) error {
 		}
 		envs = append(envs, env)
 	}
+	if c.unsure {
+		// Without this, an append the store wrote but answered with an
+		// error would leave the chat a revision behind its stream, and
+		// every message after it failing.
+		rs, err := c.r.store.ReadStream(context.Background(), c.stream, events.Backward, math.MaxUint64, 1)
+		if err != nil {
+			return fmt.Errorf("record in chat %s: %w", c.key, err)
+		}
+		if len(rs) > 0 {
+			c.rev, c.exists = rs[0].Revision, true
+		}
+		c.unsure = false
+	}
 	exp := events.NoStream
 	if c.exists {
 		exp = events.Exact(c.rev)
@@ -329,6 +347,7 @@ func (c *chat) record(ps ...schema.Payload) error {
 		c.indexed = nil
 	}
 	if err != nil {
+		c.unsure = true
 		if len(c.staged) > 0 && !c.exists {
 			// Nothing of the chat is written: its next message opens it
 			// (and binds a session) again.
@@ -826,7 +845,15 @@ func (c *chat) replyUsage(to schema.GatewayMessageReceived, sessionID, turnID, k
 		rep.SessionID = c.session
 	}
 	if err := c.record(rep); err != nil {
-		return err
+		// The caller is told all the same (a front door's request
+		// waits for it): unrecorded, the reply is not sent again after
+		// a restart, which answers the turn again from its session.
+		out := c.outbound(schema.OutboundReply, rep)
+		out.Usage = usage
+		if kind == schema.ReplyError {
+			out.Error = text
+		}
+		return errors.Join(err, c.r.publish(out, corr))
 	}
 	c.pending[rep.ReplyID] = rep
 	if to.MessageID != "" {

@@ -153,6 +153,13 @@ func newGwRig(t *testing.T, dir string, cfg gateway.Config, script ...llmtest.Re
 // progress) when edits is set.
 func newGwRigOn(t *testing.T, dir, platform string, edits bool, cfg gateway.Config, script ...llmtest.Reply) *gwRig {
 	t.Helper()
+	return newGwRigWrapped(t, dir, platform, edits, cfg, nil, script...)
+}
+
+// newGwRigWrapped is newGwRigOn with the gateway's store seen through
+// wrap (faults), when set.
+func newGwRigWrapped(t *testing.T, dir, platform string, edits bool, cfg gateway.Config, wrap func(events.Store) events.Store, script ...llmtest.Reply) *gwRig {
+	t.Helper()
 	store, err := embedded.Open(filepath.Join(dir, "events.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +177,11 @@ func newGwRigOn(t *testing.T, dir, platform string, edits bool, cfg gateway.Conf
 			return id, session.Create(ctx, store, id, session.Start{Source: platform, Model: "gpt-4o-mini", System: "You are Hermes."})
 		}
 	}
-	router := gateway.New(store, b.Transport, sys, cfg, log)
+	var gstore events.Store = store
+	if wrap != nil {
+		gstore = wrap(store)
+	}
+	router := gateway.New(gstore, b.Transport, sys, cfg, log)
 	approver := &terminal.Approver{Timeout: 5 * time.Second}
 	term := gatewaytest.ApprovalTool(approver)
 	deps := session.Deps{Store: store, Log: log, Provider: openai.NewChat(openai.Options{BaseURL: srv.URL + "/v1"}),
