@@ -238,6 +238,7 @@ func (g *grain) handle(c actor.Context, req request) {
 			}
 		}()
 	case "stop":
+		g.hosted.stopAsked(g.id)
 		g.mgr.Stop(g.id, req.Reason)
 		c.Respond(encode(reply{Node: g.node}))
 	case "compress":
@@ -307,7 +308,17 @@ func (g *grain) run(ctx context.Context, req request) reply {
 			t.Continue, t.Text = true, ""
 		}
 	}
+	asked := g.hosted.stopsOf(g.id)
 	res := g.mgr.RunTurn(ctx, g.id, t)
+	for try := 0; try < cutShortRetries && g.hosted.cutShort(ctx, g.id, asked, res); try++ {
+		// The session stopped under the turn (its store lease went with
+		// the connection, as in a store restart), no one asked it to:
+		// the turn goes on from its events, in the session started again,
+		// rather than end as though its caller had stopped it.
+		g.log.Info().Str("turn", req.ID).Err(res.Err).Msg("the session stopped under its turn: continuing the turn")
+		t.Continue, t.Text, t.Images = true, "", nil
+		res = g.mgr.RunTurn(ctx, g.id, t)
+	}
 	var inUse *session.InUseError
 	if errors.As(res.Err, &inUse) {
 		if g.hosted.refusedTooLong(ctx, g.store, g.id, req.ID) {
@@ -330,6 +341,10 @@ func (g *grain) run(ctx context.Context, req request) reply {
 	}
 	return rep
 }
+
+// cutShortRetries bounds how many times one turn is continued after its
+// session stopped under it (see hosted.cutShort).
+const cutShortRetries = 3
 
 // inUseWait is how long a turn waits for a session another process holds
 // without writing it: a member finishing a turn writes as it goes, a chat
@@ -354,10 +369,44 @@ type hosted struct {
 	draining bool
 	inflight int
 	idle     chan struct{}
+	// stops counts, per session, the stops asked of it here (a caller's,
+	// through its grain or the stopper): a turn interrupted without one
+	// was cut by its session stopping under it (its lease lost with the
+	// store's connection), not by anyone who wanted it to end.
+	stops map[string]uint64
 	// sendMu: replies sent by timers hold it for reading; leave takes it
 	// to set left, after which they are dropped.
 	sendMu sync.RWMutex
 	left   bool
+}
+
+// stopAsked counts a stop asked of session id.
+func (h *hosted) stopAsked(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stops == nil {
+		h.stops = map[string]uint64{}
+	}
+	h.stops[id]++
+}
+
+// stopsOf is how many stops were asked of session id so far.
+func (h *hosted) stopsOf(id string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stops[id]
+}
+
+// cutShort says whether res is a turn of session id interrupted though no
+// stop was asked of the session since there were asked stops, while the
+// member goes on.
+func (h *hosted) cutShort(ctx context.Context, id string, asked uint64, res session.TurnResult) bool {
+	if !errors.Is(res.Err, agent.ErrInterrupted) || ctx.Err() != nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.draining && h.stops[id] == asked
 }
 
 // send runs fn (a send to another actor) unless the member has left.
@@ -456,6 +505,7 @@ func (h *hosted) deactivated(id string) bool {
 	h.mgr.Restart(id)
 	h.mu.Lock()
 	delete(h.letting, id)
+	delete(h.stops, id)
 	close(ch)
 	h.mu.Unlock()
 	return true

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -149,5 +150,64 @@ func TestFailedTurnAnsweredFromTheStore(t *testing.T) {
 	r = sessions.RunTurn(ctx, other, &session.Turn{ID: "t-failed", Text: "failed"})
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "bad request") {
 		t.Fatalf("a failed turn: %+v", r)
+	}
+}
+
+// TestTurnGoesOnWhenItsLeaseIsLost: the connection holding a session's
+// store lease breaks mid-turn (as every connection does in a store
+// restart), which stops the session on its member. No one asked the turn
+// to stop, so the member continues it in the session started again, and
+// the caller gets its answer, not "interrupted".
+func TestTurnGoesOnWhenItsLeaseIsLost(t *testing.T) {
+	if isolate(t) {
+		return
+	}
+	pg := pgtest.Start(t)
+	dsn := pg.Database(t)
+	etcd := nodetest.StartEtcd(t)
+	atModel := make(chan struct{}, 1)
+	var calls atomic.Int32
+	llm := llmtest.New()
+	llm.Route = func(r llmtest.Request) *llmtest.Reply {
+		if calls.Add(1) == 1 {
+			atModel <- struct{}{}
+			return &llmtest.Reply{Content: "cut short", Delay: 5 * time.Second}
+		}
+		return &llmtest.Reply{Content: "answer to " + lastUser(r)}
+	}
+	t.Cleanup(llm.Close)
+	races := t.TempDir()
+	t.Cleanup(func() { checkRaces(t, races) })
+	startNode(t, []string{"HERMES_NODE_STORE=" + dsn, "HERMES_NODE_ETCD=" + etcd.Endpoint, "HERMES_NODE_LLM=" + llm.URL}, races)
+
+	ctx := context.Background()
+	c := newCaller(t, dsn, etcd.Endpoint, 1)
+	sid := uuid.NewString()
+	if err := session.Create(ctx, c.store, sid, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan session.TurnResult, 1)
+	go func() { res <- c.sessions.RunTurn(ctx, sid, &session.Turn{ID: "t-lease", Text: "a question"}) }()
+	select {
+	case <-atModel:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn never reached the model")
+	}
+	k := uint64(postgres.LockKey("session:" + sid))
+	if _, err := c.store.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = $1 AND objid = $2 AND objsubid = 1`, uint32(k>>32), uint32(k)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-res:
+		if r.Err != nil || r.Answer != "answer to a question" {
+			t.Fatalf("the turn whose lease was lost: %q, %v", r.Answer, r.Err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no answer 60 s after the lease was lost")
+	}
+	st, err := session.LookupTurn(ctx, c.store, sid, "t-lease")
+	if err != nil || !st.Completed {
+		t.Fatalf("the turn in the store: %+v, %v", st, err)
 	}
 }

@@ -173,6 +173,7 @@ func Host(sys *actor.ActorSystem, cfg Config, store events.Store, mgr *session.M
 		case *wrapperspb.BytesValue:
 			var req request
 			if json.Unmarshal(b.Value, &req) == nil && req.ID != "" {
+				h.stopAsked(req.ID)
 				mgr.Stop(req.ID, req.Reason)
 			}
 		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
