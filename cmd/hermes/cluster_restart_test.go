@@ -85,6 +85,7 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 	var mixedMu sync.Mutex
 	var mixed []string
 	asked := map[string][]string{} // last user text → the requests that asked it
+	var replies []string           // the model's replies, by number
 	llm.Route = func(r llmtest.Request) *llmtest.Reply {
 		// A model request carries one caller's conversation: its user
 		// messages all name the same caller.
@@ -104,9 +105,12 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		if len(callers) > 1 {
 			mixed = append(mixed, fmt.Sprintf("%q", users))
 		}
-		asked[lastUserText(r)] = append(asked[lastUserText(r)], fmt.Sprintf("%d user messages, from %s", len(users), r.Header.Get("User-Agent")))
+		n := len(replies)
+		replies = append(replies, fmt.Sprintf("reply #%d to %d user messages ending %q", n, len(users), lastUserText(r)))
+		asked[lastUserText(r)] = append(asked[lastUserText(r)], replies[n])
 		mixedMu.Unlock()
-		return &llmtest.Reply{Content: "answer to " + lastUserText(r), Delay: 50 * time.Millisecond}
+		// Each reply numbered: a reply that reaches two sessions shows.
+		return &llmtest.Reply{Content: fmt.Sprintf("answer to %s #%d", lastUserText(r), n), Delay: 50 * time.Millisecond}
 	}
 	t.Cleanup(func() {
 		mixedMu.Lock()
@@ -178,7 +182,7 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for {
 				a, sid, err := complete("", fmt.Sprintf("hello from caller %d", w))
-				if err == nil && sid != "" && a == fmt.Sprintf("answer to hello from caller %d", w) {
+				if err == nil && sid != "" && isAnswerTo(a, fmt.Sprintf("hello from caller %d", w)) {
 					sids[w] = sid
 					return
 				}
@@ -293,6 +297,7 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		ended     string
 	}
 	record := map[string]map[string]*turnRec{} // session → message text → its turn
+	recordedIn := map[string][]string{}        // a reply's number → the sessions that recorded it
 	for _, sid := range sids {
 		rs, err := store.ReadStream(context.Background(), events.SessionStream(sid), events.Forward, 0, 0)
 		if err != nil {
@@ -314,6 +319,9 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 				if tr := byTurn[r.TurnID]; tr != nil && p.Content != "" {
 					tr.answer = p.Content
 				}
+				if i := strings.LastIndex(p.Content, " #"); i >= 0 {
+					recordedIn[p.Content[i:]] = append(recordedIn[p.Content[i:]], sid)
+				}
 			case schema.TurnCompleted:
 				if tr := byTurn[r.TurnID]; tr != nil {
 					tr.completed, tr.ended = true, "completed"
@@ -326,6 +334,11 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		}
 	}
 
+	for n, in := range recordedIn {
+		if len(in) > 1 {
+			t.Errorf("the model's reply %s is recorded in %d sessions: %v", n, len(in), in)
+		}
+	}
 	answered, failed, over, lost, carried := 0, 0, 0, 0, 0
 	var worst time.Duration
 	samples := map[string]int{}
@@ -338,15 +351,15 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		tr := record[o.sid][o.text]
 		if o.err == nil {
 			answered++
-			if o.answer != "answer to "+o.text {
-				if strings.HasSuffix(o.answer, o.text) {
+			if !isAnswerTo(o.answer, o.text) {
+				if strings.Contains(o.answer, "\n\n"+o.text+" #") {
 					// An earlier message of the conversation, whose
 					// turn failed, was sent to the model with this one.
 					carried++
 				}
 				mixedMu.Lock()
 				t.Errorf("session %s %q answered %q; the model was asked %q by %q and %q by %q; the session's events:\n%s", o.sid, o.text, o.answer,
-					o.text, asked[o.text], strings.TrimPrefix(o.answer, "answer to "), asked[strings.TrimPrefix(o.answer, "answer to ")], restartEvents(store, o.sid))
+					o.text, asked[o.text], repliedTo(o.answer), asked[repliedTo(o.answer)], restartEvents(store, o.sid))
 				mixedMu.Unlock()
 			}
 			if tr == nil || !tr.completed {
@@ -379,7 +392,7 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		go func() {
 			defer again.Done()
 			a, _, err := complete(sid, "after the faults")
-			if err != nil || a != "answer to after the faults" {
+			if err != nil || !isAnswerTo(a, "after the faults") {
 				t.Errorf("session %s after the faults: %q, %v", sid, a, err)
 			}
 		}()
@@ -421,4 +434,20 @@ func restartEvents(store events.Store, sid string) string {
 		fmt.Fprintf(&b, "  %d %s turn=%s %.200s\n", r.Revision, r.Type, r.TurnID, r.Payload)
 	}
 	return b.String()
+}
+
+// isAnswerTo says whether a, a reply of the test's model, answers text.
+func isAnswerTo(a, text string) bool {
+	rest, ok := strings.CutPrefix(a, "answer to "+text+" #")
+	_, err := strconv.Atoi(rest)
+	return ok && err == nil
+}
+
+// repliedTo is the text reply a answers.
+func repliedTo(a string) string {
+	a = strings.TrimPrefix(a, "answer to ")
+	if i := strings.LastIndex(a, " #"); i >= 0 {
+		a = a[:i]
+	}
+	return a
 }
