@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +65,14 @@ func (o Options) client() openai.Client {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return openai.NewClient(opts...)
+	cl := openai.NewClient(opts...)
+	// The SDK appends each call's options (Chat's request body) to
+	// these: with spare capacity (the SDK's defaults from OPENAI_* in the
+	// environment leave some) concurrent calls wrote into the same slots
+	// and one call could send another's body, its session then recording
+	// the answer to another conversation. Clipped, every append copies.
+	cl.Options = slices.Clip(cl.Options)
+	return cl
 }
 
 // Chat speaks chat.completions with streaming.
