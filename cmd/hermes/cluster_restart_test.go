@@ -398,6 +398,21 @@ func TestGatewayClusterSurvivesPostgresRestart(t *testing.T) {
 		}()
 	}
 	again.Wait()
+	// Two requests at once on one conversation: both answered, one after
+	// the other (the chat queues the second), neither interrupted.
+	var both sync.WaitGroup
+	for i := range 2 {
+		both.Add(1)
+		go func() {
+			defer both.Done()
+			text := fmt.Sprintf("at once %d", i)
+			a, _, err := complete(sids[0], text)
+			if err != nil || !isAnswerTo(a, text) {
+				t.Errorf("session %s, two requests at once: %q answered %q, %v", sids[0], text, a, err)
+			}
+		}()
+	}
+	both.Wait()
 	if dir := os.Getenv("HERMES_GWRESTART_LOGS"); dir != "" {
 		// The processes' whole logs, for a look at a failure.
 		_ = os.WriteFile(filepath.Join(dir, "gateway.log"), []byte(gout.String()), 0o644)
