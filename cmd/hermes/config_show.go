@@ -107,6 +107,7 @@ func showConfig(w io.Writer, home string) error {
 			orDash(gs.Platforms.Email.IMAPHost), gs.Platforms.Email.IMAPPort, orDash(gs.Platforms.Email.SMTPHost), gs.Platforms.Email.SMTPPort,
 			mask(gs.Platforms.Email.Password), gs.Platforms.Email.AllowedUsers))
 		line("platforms.xmpp", fmt.Sprintf("jid %s, password %s, rooms %v, allowed users %v", orDash(gs.Platforms.XMPP.JID), mask(gs.Platforms.XMPP.Password), gs.Platforms.XMPP.Rooms, gs.Platforms.XMPP.AllowedUsers))
+		line("platforms.homeassistant", fmt.Sprintf("url %s, token %s, watch domains %v, entities %v", orDash(gs.Platforms.HomeAssistant.Extra.URL), mask(gs.Platforms.HomeAssistant.Token), gs.Platforms.HomeAssistant.Extra.WatchDomains, gs.Platforms.HomeAssistant.Extra.WatchEntities))
 		line("platforms.webhook", fmt.Sprintf("enabled=%v %s:%d, %d route(s)", gs.Platforms.Webhook.Enabled, gs.Platforms.Webhook.Host, gs.Platforms.Webhook.Port, len(gs.Platforms.Webhook.Routes)))
 	}
 	for _, k := range c.Ignored() {

@@ -260,6 +260,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		matrixPlatform,
 		emailPlatform,
 		xmppPlatform,
+		homeassistantPlatform,
 	}
 	for _, build := range builders {
 		p, err := build(env)
@@ -281,7 +282,7 @@ func runGateway(ctx context.Context, g *app.Factory, ov config.Overrides, cluste
 		platforms = append(platforms, p)
 	}
 	if len(platforms) == 0 {
-		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), XMPP_JID, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
+		return errors.New("no platform is configured: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, IRC_SERVER, MATRIX_HOMESERVER (with MATRIX_ACCESS_TOKEN), EMAIL_ADDRESS (with EMAIL_PASSWORD, EMAIL_IMAP_HOST, EMAIL_SMTP_HOST), XMPP_JID, HASS_TOKEN, API_SERVER_ENABLED=true (with API_SERVER_KEY), or platforms.webhook.enabled in config.yaml")
 	}
 	if err := checkTargets(platforms, b.Kind); err != nil {
 		return err

@@ -116,6 +116,9 @@ func Gateway(c Config) (GatewaySettings, error) {
 		return s, err
 	}
 	resolveXMPP(&s.Platforms.XMPP)
+	h := &s.Platforms.HomeAssistant
+	h.Token = first(os.Getenv("HASS_TOKEN"), h.Token)
+	h.Extra.URL = first(os.Getenv("HASS_URL"), h.Extra.URL)
 	return s, nil
 }
 

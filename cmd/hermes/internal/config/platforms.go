@@ -48,6 +48,8 @@ type PlatformsConfig struct {
 	IRC       IRCConfig       `yaml:"irc"`
 	Matrix    MatrixConfig    `yaml:"matrix"`
 	XMPP      XMPPConfig      `yaml:"xmpp"`
+	// HomeAssistant is platforms.homeassistant.
+	HomeAssistant HomeAssistantConfig `yaml:"homeassistant"`
 }
 
 // APIServerConfig is platforms.api_server (API_SERVER_* in the environment).
@@ -268,4 +270,34 @@ type XMPPConfig struct {
 	Nick string `yaml:"nick"`
 	// AllowedUsers are bare JIDs (XMPP_ALLOWED_USERS, comma-separated).
 	AllowedUsers []string `yaml:"allowed_users"`
+}
+
+// HomeAssistantConfig is platforms.homeassistant, with the Python agent's
+// keys (HASS_TOKEN and HASS_URL in the environment).
+type HomeAssistantConfig struct {
+	// Enabled false turns the platform off even with a token (default:
+	// on when a token is set).
+	Enabled *bool `yaml:"enabled"`
+	// Token is a long-lived access token (HASS_TOKEN); the platform is on
+	// when it is set.
+	Token string `yaml:"token"`
+	// Extra holds the platform's settings.
+	Extra HomeAssistantExtra `yaml:"extra"`
+}
+
+// HomeAssistantExtra is platforms.homeassistant.extra.
+type HomeAssistantExtra struct {
+	// URL is the server's base URL (HASS_URL; default
+	// http://homeassistant.local:8123).
+	URL string `yaml:"url"`
+	// WatchDomains and WatchEntities select the entities whose state
+	// changes reach the agent; IgnoreEntities never do.
+	WatchDomains   []string `yaml:"watch_domains"`
+	WatchEntities  []string `yaml:"watch_entities"`
+	IgnoreEntities []string `yaml:"ignore_entities"`
+	// WatchAll takes every entity when neither watch list is given.
+	WatchAll bool `yaml:"watch_all"`
+	// CooldownSeconds is the least time between two messages about one
+	// entity (default 30; 0: none).
+	CooldownSeconds *int `yaml:"cooldown_seconds"`
 }
