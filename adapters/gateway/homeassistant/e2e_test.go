@@ -147,11 +147,30 @@ func TestHomeAssistant(t *testing.T) {
 	}
 }
 
-// TestRefusedToken: Home Assistant refusing the token is a permanent
-// error that names HASS_TOKEN and not the token; a notification sent with
-// it is refused permanently too.
-func TestRefusedToken(t *testing.T) {
+// TestSendAndRefusedToken: a reply delivered twice (a retry) is one
+// notification; a long one is cut at MaxMessage characters. Home
+// Assistant refusing the token is a permanent error that names HASS_TOKEN
+// and not the token; a notification sent with it is refused permanently
+// too.
+func TestSendAndRefusedToken(t *testing.T) {
 	srv := hatest.Start(t)
+	good, err := homeassistant.New(homeassistant.Config{URL: srv.URL, Token: srv.Token, WatchAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("ü", homeassistant.MaxMessage+50)
+	var ids []string
+	for range 2 {
+		got, err := good.Send(t.Context(), schema.Outbound{Kind: schema.OutboundReply, Chat: homeassistant.Chat, Text: long, ReplyID: "r-long"})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("send: %v %v", got, err)
+		}
+		ids = append(ids, got[0])
+	}
+	notes := hermesNotes(t, srv)
+	if len(notes) != 1 || ids[0] != ids[1] || notes[0].ID != ids[0] || notes[0].Message != long[:len(long)-50*len("ü")] {
+		t.Fatalf("ids %v, notifications %d (first %d characters)", ids, len(notes), len([]rune(notes[0].Message)))
+	}
 	bad := "not-a-token-" + strings.Repeat("x", 20)
 	logs := &syncBuf{}
 	ad, err := homeassistant.New(homeassistant.Config{URL: srv.URL, Token: bad, WatchAll: true, Log: zerolog.New(logs)})
@@ -172,7 +191,7 @@ func TestRefusedToken(t *testing.T) {
 	if strings.Contains(logs.String(), bad) {
 		t.Fatal("the token is in the logs")
 	}
-	if n := len(hermesNotes(t, srv)); n != 0 {
-		t.Fatalf("%d notifications with a refused token", n)
+	if n := len(hermesNotes(t, srv)); n != 1 {
+		t.Fatalf("%d notifications, want only the good token's", n)
 	}
 }
