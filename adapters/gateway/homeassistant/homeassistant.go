@@ -15,8 +15,8 @@
 // The messages come from Home Assistant itself, not from a person: they
 // are marked verified (the token authenticated the connection), so no
 // allow-list or pairing applies, and their text is never a chat command.
-// Each message's id is the event's context id, so an event seen twice
-// starts one turn.
+// Each message's id is the entity's and its new state's write time, so a
+// change seen twice starts one turn.
 //
 // A dropped connection (Home Assistant restarting) is dialled again with
 // backoff; events that happen while it is down are not replayed (Home
@@ -66,6 +66,10 @@ const DefaultCooldown = 30 * time.Second
 // MaxMessage is where an answer is cut, in characters (the Python agent's
 // limit for a notification).
 const MaxMessage = 4096
+
+// MaxEvent bounds one WebSocket message from the server (an event with
+// large attributes); a bigger one drops the connection.
+const MaxEvent = 16 << 20
 
 // NotificationTitle is the title of the notifications the answers become.
 const NotificationTitle = "Hermes Agent"
@@ -323,6 +327,7 @@ func (a *Adapter) serve(ctx context.Context, c *websocket.Conn, in gw.Inbox) err
 	})
 	defer stop()
 	defer c.Close()
+	c.SetReadLimit(MaxEvent)
 	alive := func() error { return c.SetReadDeadline(time.Now().Add(2*a.cfg.Ping + 5*time.Second)) }
 	_ = alive()
 	c.SetPongHandler(func(string) error { return alive() })

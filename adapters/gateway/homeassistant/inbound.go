@@ -24,8 +24,9 @@ type event struct {
 
 // state is one state of an entity.
 type state struct {
-	State      string         `json:"state"`
-	Attributes map[string]any `json:"attributes"`
+	State       string         `json:"state"`
+	Attributes  map[string]any `json:"attributes"`
+	LastUpdated string         `json:"last_updated"`
 }
 
 // inbound turns one event into the message the agent gets, when its
@@ -52,7 +53,13 @@ func (a *Adapter) inbound(raw json.RawMessage, now time.Time) (schema.Inbound, b
 	}
 	a.last[id] = now
 	a.mu.Unlock()
-	msgID := e.Context.ID
+	// The entity and its state's write time name the change (one
+	// service call's context can change an entity twice); the context id
+	// or the time seen stand in when the server omits it.
+	msgID := e.Data.NewState.LastUpdated
+	if msgID == "" {
+		msgID = e.Context.ID
+	}
 	if msgID == "" {
 		msgID = fmt.Sprintf("%d", now.UnixNano())
 	}

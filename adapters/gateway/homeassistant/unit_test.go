@@ -14,7 +14,7 @@ func change(entity, from, to string, attrs map[string]any, ctxID string) json.Ra
 	e := map[string]any{"event_type": "state_changed", "context": map[string]any{"id": ctxID},
 		"data": map[string]any{"entity_id": entity,
 			"old_state": map[string]any{"state": from, "attributes": attrs},
-			"new_state": map[string]any{"state": to, "attributes": attrs}}}
+			"new_state": map[string]any{"state": to, "attributes": attrs, "last_updated": "2026-11-28T01:00:00." + ctxID}}}
 	b, _ := json.Marshal(e)
 	return b
 }
@@ -84,7 +84,7 @@ func TestCooldownAndNoChange(t *testing.T) {
 	t0 := time.Now()
 	in, ok := a.inbound(change("light.porch", "off", "on", map[string]any{"friendly_name": "Porch"}, "01HX"), t0)
 	if !ok || in.Chat != Chat || in.User != UserID || in.UserName != UserName || !in.Verified ||
-		in.MessageID != "ha_light.porch_01HX" || in.Text != "[Home Assistant] Porch: turned on" || in.Kind != schema.InboundMessage {
+		in.MessageID != "ha_light.porch_2026-11-28T01:00:00.01HX" || in.Text != "[Home Assistant] Porch: turned on" || in.Kind != schema.InboundMessage {
 		t.Fatalf("message %+v %v", in, ok)
 	}
 	if _, ok := a.inbound(change("light.porch", "on", "off", nil, "01HY"), t0.Add(10*time.Second)); ok {
