@@ -1,11 +1,18 @@
 package homeassistant
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	gw "github.com/hermes-go/hermes/adapters/gateway"
 	"github.com/hermes-go/hermes/schema"
 )
 
@@ -160,5 +167,63 @@ func TestSendWithoutCall(t *testing.T) {
 	}
 	if _, err := a.Send(t.Context(), schema.Outbound{Kind: schema.OutboundReply, Text: "hi"}); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("unreachable server: %v", err)
+	}
+}
+
+// Run against a server that is not there gives up after three attempts
+// with an error the gateway retries (not a permanent one), and says so in
+// LastError.
+func TestRunUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	a := mustNew(t, Config{URL: "http://" + addr, WatchAll: true, MaxBackoff: 100 * time.Millisecond})
+	err = a.Run(t.Context(), func(context.Context, schema.Inbound) error { return nil })
+	var perm *gw.PermanentError
+	if err == nil || errors.As(err, &perm) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Run: %v", err)
+	}
+	if msg, at := a.LastError(); !strings.Contains(msg, "connection refused") || at.IsZero() || a.Connected() {
+		t.Fatalf("LastError %q %v", msg, at)
+	}
+}
+
+// How REST failures are sorted (a plain HTTP server stands in for the
+// status codes Home Assistant rarely gives; the real server's answers are
+// in the end-to-end tests): 429 waits for Retry-After, 401 is permanent
+// and names HASS_TOKEN, 500 is retried.
+func TestSendFailures(t *testing.T) {
+	var status atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0k3n" || r.URL.Path != "/api/services/persistent_notification/create" {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer srv.Close()
+	a := mustNew(t, Config{URL: srv.URL})
+	send := func(code int) error {
+		status.Store(int64(code))
+		_, err := a.Send(t.Context(), schema.Outbound{Kind: schema.OutboundReply, Text: "hi", ReplyID: "r"})
+		return err
+	}
+	var ra *gw.RetryAfterError
+	if err := send(429); !errors.As(err, &ra) || ra.After != 7*time.Second {
+		t.Errorf("429: %v", err)
+	}
+	var perm *gw.PermanentError
+	if err := send(401); !errors.As(err, &perm) || !strings.Contains(err.Error(), "HASS_TOKEN") || strings.Contains(err.Error(), "t0k3n") {
+		t.Errorf("401: %v", err)
+	}
+	if err := send(500); err == nil || errors.As(err, &perm) || errors.As(err, &ra) {
+		t.Errorf("500: %v", err)
+	}
+	if err := send(200); err != nil {
+		t.Errorf("200: %v", err)
 	}
 }
