@@ -323,7 +323,10 @@ func script(n int) func(r llmtest.Request) *llmtest.Reply {
 			return &llmtest.Reply{Content: "done"}
 		}
 		args, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo step %d", results)})
-		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Args: string(args)}}}
+		// Each call its own id: the server names calls by the requests it
+		// recorded, none here, and the Python agent keeps one result per
+		// id (it looped to its iteration limit on "step 1").
+		return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: fmt.Sprintf("call_%d", results), Name: "terminal", Args: string(args)}}}
 	}
 }
 
