@@ -202,38 +202,8 @@ func (a *Adapter) noteError(err error) {
 // three failed attempts in a row Run returns the error (the gateway shows
 // it and calls Run again).
 func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
-	wait := 500 * time.Millisecond
-	fails := 0
-	for ctx.Err() == nil {
-		c, err := a.dial(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.noteError(err)
-			var perm *gw.PermanentError
-			if errors.As(err, &perm) {
-				return err
-			}
-			if fails++; fails >= 3 {
-				return err
-			}
-			a.log.Warn().Err(err).Dur("retry_in", wait).Msg("connect failed")
-			sleep(ctx, wait)
-			wait = min(wait*2, a.cfg.MaxBackoff)
-			continue
-		}
-		fails, wait = 0, 500*time.Millisecond
-		err = a.serve(ctx, c, in)
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.noteError(fmt.Errorf("home assistant connection lost: %w", err))
-		a.log.Warn().Err(err).Dur("retry_in", wait).Msg("connection lost")
-		sleep(ctx, wait)
-		wait = min(wait*2, a.cfg.MaxBackoff)
-	}
-	return nil
+	return gw.Redial(ctx, a.log, "home assistant", 500*time.Millisecond, a.cfg.MaxBackoff, a.dial,
+		func(ctx context.Context, c *websocket.Conn) error { return a.serve(ctx, c, in) }, a.noteError)
 }
 
 // wsMsg is a message of Home Assistant's WebSocket API, both ways.
@@ -370,21 +340,12 @@ func (a *Adapter) serve(ctx context.Context, c *websocket.Conn, in gw.Inbox) err
 				break
 			}
 			a.log.Warn().Err(err).Dur("retry_in", wait).Msg("message not accepted yet")
-			sleep(ctx, wait)
+			gw.Sleep(ctx, wait)
 			wait = min(wait*2, 10*time.Second)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

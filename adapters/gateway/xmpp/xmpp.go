@@ -199,38 +199,8 @@ func (a *Adapter) Connections() int64 { return a.conns.Load() }
 // returns the error, so the gateway's status shows it, and the gateway
 // calls Run again.
 func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
-	wait := 250 * time.Millisecond
-	fails := 0
-	for ctx.Err() == nil {
-		c, err := a.dial(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.noteError(err)
-			var perm *gw.PermanentError
-			if errors.As(err, &perm) {
-				return err
-			}
-			if fails++; fails >= 3 {
-				return err
-			}
-			a.log.Warn().Err(err).Dur("retry_in", wait).Msg("connect failed")
-			sleep(ctx, wait)
-			wait = min(wait*2, a.cfg.MaxBackoff)
-			continue
-		}
-		fails, wait = 0, 250*time.Millisecond
-		err = a.serve(ctx, c, in)
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.noteError(fmt.Errorf("xmpp connection lost: %w", err))
-		a.log.Warn().Err(err).Dur("retry_in", wait).Msg("connection lost")
-		sleep(ctx, wait)
-		wait = min(wait*2, a.cfg.MaxBackoff)
-	}
-	return nil
+	return gw.Redial(ctx, a.log, "xmpp", 250*time.Millisecond, a.cfg.MaxBackoff, a.dial,
+		func(ctx context.Context, c *goxmpp.Client) error { return a.serve(ctx, c, in) }, a.noteError)
 }
 
 // dial connects and logs in; ctx ending closes a connection being made.
@@ -357,7 +327,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 					break
 				}
 				a.log.Warn().Err(err).Dur("retry_in", wait).Msg("message not accepted yet")
-				sleep(ctx, wait)
+				gw.Sleep(ctx, wait)
 				wait = min(wait*2, 10*time.Second)
 			}
 			if ctx.Err() != nil {
@@ -477,15 +447,6 @@ func splitJID(jid string) (local, domain, resource string) {
 func bareJID(jid string) string {
 	b, _, _ := strings.Cut(jid, "/")
 	return strings.ToLower(b)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 var _ gw.Platform = (*Adapter)(nil)
