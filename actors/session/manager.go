@@ -302,8 +302,8 @@ func (m *Manager) Run(ctx context.Context, id, text string, observe agent.Observ
 	return m.RunTurn(ctx, id, &Turn{Text: text, Observe: observe})
 }
 
-// RunTurn is Run with every field of a Turn; its Reply is set here (and
-// its ID when it has none). A turn whose actor stopped before it started
+// RunTurn is Run with every field of a Turn; its Reply is set here, on
+// the copy sent (and its ID when it has none, on t). A turn whose actor stopped before it started
 // (restarted meanwhile) is sent once more to a new actor.
 func (m *Manager) RunTurn(ctx context.Context, id string, t *Turn) TurnResult {
 	if t.ID == "" {
@@ -334,9 +334,13 @@ func (m *Manager) runTurn(ctx context.Context, id string, t *Turn) (TurnResult, 
 		return TurnResult{Err: err}, false
 	}
 	defer done()
+	// Each send is a copy with its own Reply: a turn sent again (its
+	// actor stopped under it) must not change the one an old actor may
+	// still be answering.
 	reply := make(chan TurnResult, 1)
-	t.Reply = reply
-	m.sys.Root.Send(e.pid, t)
+	tc := *t
+	tc.Reply = reply
+	m.sys.Root.Send(e.pid, &tc)
 	select {
 	case r := <-reply:
 		m.movedOn(e, r.SessionID)
