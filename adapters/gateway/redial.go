@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-go/hermes/schema"
 	"github.com/rs/zerolog"
 )
 
@@ -60,5 +61,21 @@ func Sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// Offer hands msg to in until it is taken (recorded) or ctx ends, waiting
+// longer between attempts (to 10 s): for platforms that do not deliver a
+// message twice.
+func Offer(ctx context.Context, log zerolog.Logger, in Inbox, msg schema.Inbound) {
+	wait := 250 * time.Millisecond
+	for {
+		err := in(ctx, msg)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Warn().Err(err).Dur("retry_in", wait).Msg("message not accepted yet")
+		Sleep(ctx, wait)
+		wait = min(wait*2, 10*time.Second)
 	}
 }

@@ -320,16 +320,7 @@ func (a *Adapter) serve(ctx context.Context, c *goxmpp.Client, in gw.Inbox) erro
 			}
 			// XMPP does not deliver a message twice: keep offering it
 			// to the gateway until it is recorded, or the run ends.
-			wait := 250 * time.Millisecond
-			for {
-				err := in(ctx, msg)
-				if err == nil || ctx.Err() != nil {
-					break
-				}
-				a.log.Warn().Err(err).Dur("retry_in", wait).Msg("message not accepted yet")
-				gw.Sleep(ctx, wait)
-				wait = min(wait*2, 10*time.Second)
-			}
+			gw.Offer(ctx, a.log, in, msg)
 			if ctx.Err() != nil {
 				_, _ = c.SendOrg("</stream:stream>")
 				return ctx.Err()
