@@ -37,6 +37,9 @@ type Locks struct {
 	ping time.Duration
 	// idle is the server's idle timeout of the lock connection.
 	idle time.Duration
+	// outage is how long TryLock goes on trying while the server cannot
+	// be reached (the store's WithOutageWait).
+	outage time.Duration
 
 	mu     sync.Mutex
 	conn   *pgx.Conn
@@ -112,7 +115,7 @@ func LockKey(name string) int64 {
 func (s *Store) Locks(owner string) *Locks { return s.locks(owner, time.Second, idleTimeout) }
 
 func (s *Store) locks(owner string, ping, idle time.Duration) *Locks {
-	l := &Locks{cfg: s.pool.Config().ConnConfig.Copy(), owner: owner, log: s.log, safe: s.safe, ping: ping, idle: idle,
+	l := &Locks{cfg: s.pool.Config().ConnConfig.Copy(), owner: owner, log: s.log, safe: s.safe, ping: ping, idle: idle, outage: s.outage,
 		held: map[string]*Lock{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.watch()
 	return l
@@ -152,16 +155,31 @@ func (l *Locks) connect(ctx context.Context) error {
 
 // TryLock takes the lock called name, or returns a *LockedError when a
 // live process (this one included) holds it. A connection found broken is
-// made again once.
+// made again at once; while the server cannot be reached (a restart, a
+// failover) TryLock goes on trying as the store's appends do (see
+// WithOutageWait), so a session started during a restart waits it out
+// instead of failing its turn.
 func (l *Locks) TryLock(ctx context.Context, name string) (*Lock, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lk, err := l.tryLock(ctx, name)
-	var le *LockedError
-	if err != nil && !errors.As(err, &le) && l.conn == nil && ctx.Err() == nil && !l.closed {
-		lk, err = l.tryLock(ctx, name)
+	deadline := time.Now().Add(l.outage)
+	var backoff time.Duration // the first retry, on a connection found broken, is at once
+	for try := 0; ; try++ {
+		l.mu.Lock()
+		lk, err := l.tryLock(ctx, name)
+		l.mu.Unlock()
+		var le *LockedError
+		if err == nil || errors.As(err, &le) || errors.Is(err, ErrLocksClosed) || !transient(err) ||
+			ctx.Err() != nil || (try > 0 && time.Now().Add(backoff).After(deadline)) {
+			return lk, err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return lk, err
+		case <-l.stop:
+			return lk, err
+		}
+		backoff = min(max(2*backoff, 100*time.Millisecond), time.Second)
 	}
-	return lk, err
 }
 
 func (l *Locks) tryLock(ctx context.Context, name string) (*Lock, error) {

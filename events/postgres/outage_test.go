@@ -154,3 +154,51 @@ func TestAppendsSurviveRestart(t *testing.T) {
 	}
 	t.Logf("appends per writer: %v", counts)
 }
+
+// TestTryLockWaitsOutRestart: locks taken one after another while the
+// server is restarted hard are all taken — a session started during a
+// restart waits it out as an append does, instead of failing its turn with
+// "the database system is shutting down" — and the one taken after the
+// restart is held: another process is refused it.
+func TestTryLockWaitsOutRestart(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	s, err := Open(ctx, srv.Database(t), WithPollInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a, b := s.Locks("a"), s.Locks("b")
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.TryLock(ctx, "session:warm"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := make(chan error, 1)
+	go func() { restarted <- srv.Restart() }()
+	taken := 0
+	for done := false; !done; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		default:
+		}
+		name := fmt.Sprint("session:", taken)
+		if _, err := a.TryLock(ctx, name); err != nil {
+			t.Fatalf("lock %d, during the restart: %v", taken, err)
+		}
+		taken++
+	}
+	last := fmt.Sprint("session:", taken)
+	if _, err := a.TryLock(ctx, last); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	var le *LockedError
+	if _, err := b.TryLock(ctx, last); !errors.As(err, &le) || le.Owner != "a" {
+		t.Fatalf("another process took %s held since the restart: %v", last, err)
+	}
+	t.Logf("%d locks taken while the server restarted", taken)
+}
