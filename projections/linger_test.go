@@ -80,8 +80,11 @@ func TestLinger(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- run.Run(ctx) }()
 			defer func() { cancel(); <-done }()
-			// The runner is following once an event before the burst
-			// has been applied.
+			// An event before the burst is applied first. It may be
+			// applied by the runner's catch-up, its subscription not yet
+			// started when the burst begins: the subscription's first
+			// read settles as its later ones do (that start once split
+			// the burst under load).
 			appendOne(t, store, "warm")
 			waitFor(t, b, 1)
 			_, _, before := b.state()

@@ -1258,6 +1258,9 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 	const page = 1000
 	timer := time.NewTimer(s.poll)
 	defer timer.Stop()
+	if err := s.settleRead(ctx, after); err != nil {
+		return err
+	}
 	for {
 		wake := s.changes() // taken before reading, so no commit is missed
 		batch, err := s.ReadAll(ctx, after, page)
@@ -1290,33 +1293,41 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 			return events.ErrClosed
 		case <-wake:
 		case <-timer.C:
-			if events.SettleOf(ctx) > 0 {
-				// Settle only once there is something to read: a poll
-				// that read the first commit of a burst at once would
-				// split the burst; one that settled on an idle log
-				// would read at an arbitrary phase of the next burst.
-				probe, err := s.ReadAll(ctx, after, 1)
-				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					return err
-				}
-				if len(probe) == 0 {
-					continue
-				}
-			}
 		}
-		if d := events.SettleOf(ctx); d > 0 {
-			// Let a burst of commits land before reading them.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-s.closing:
-				return events.ErrClosed
-			case <-time.After(d):
-			}
+		if err := s.settleRead(ctx, after); err != nil {
+			return err
 		}
+	}
+}
+
+// settleRead, for a subscription asked to settle (events.WithSettle), waits
+// that long once there is something after position after to read. Only
+// then: a subscription that read the first commit of a burst at once —
+// the first read of one just started included — would split the burst;
+// one that settled on an idle log, or on a wake by a commit already read,
+// would read at an arbitrary phase of the next burst.
+func (s *Store) settleRead(ctx context.Context, after uint64) error {
+	d := events.SettleOf(ctx)
+	if d <= 0 {
+		return nil
+	}
+	probe, err := s.ReadAll(ctx, after, 1)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if len(probe) == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closing:
+		return events.ErrClosed
+	case <-time.After(d):
+		return nil
 	}
 }
 
