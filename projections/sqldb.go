@@ -30,6 +30,8 @@ type DB struct {
 	r    *sql.DB // the same pool as w on PostgreSQL
 	b    *binder
 	rd   *Reader
+	// stmts are the writer's prepared statements (SQLite only).
+	stmts *stmts
 	// scratch is the directory of a private copy (OpenScratch), removed
 	// on Close.
 	scratch string
@@ -37,7 +39,11 @@ type DB struct {
 
 func newDB(name string, kind dialect, w, r *sql.DB) *DB {
 	b := &binder{pg: kind == dialectPostgres}
-	return &DB{name: name, kind: kind, w: w, r: r, b: b, rd: &Reader{db: r, b: b}}
+	d := &DB{name: name, kind: kind, w: w, r: r, b: b, rd: &Reader{db: r, b: b}}
+	if kind == dialectSQLite {
+		d.stmts = newStmts(w)
+	}
+	return d
 }
 
 // OpenDB opens (creating if needed) the SQLite projections database at
@@ -134,6 +140,7 @@ func (d *DB) Reader() *Reader { return d.rd }
 
 // Close closes the database.
 func (d *DB) Close() error {
+	d.stmts.close()
 	err := d.w.Close()
 	if d.r != d.w {
 		err = errors.Join(err, d.r.Close())
@@ -254,7 +261,8 @@ func (p *tableProjection) write(ctx context.Context, fn func(tx *Tx, m mark) (ma
 	if err != nil {
 		return fmt.Errorf("%s: begin: %w", p.db.name, err)
 	}
-	tx := &Tx{tx: sqlTx, ctx: ctx, b: p.db.b}
+	tx := &Tx{tx: sqlTx, ctx: ctx, b: p.db.b, stmts: p.db.stmts}
+	defer func() { p.db.stmts.learn(ctx, tx.unprepared) }()
 	if p.db.kind == dialectPostgres {
 		_, err = tx.Exec(`SELECT pg_advisory_xact_lock(?, hashtext(?))`, lockSpace, p.m.Name())
 	}

@@ -96,20 +96,47 @@ type Tx struct {
 	tx  *sql.Tx
 	ctx context.Context
 	b   *binder
+	// stmts are the writer's prepared statements (SQLite; nil on
+	// PostgreSQL), and unprepared the statements run without one, to be
+	// prepared once the transaction has ended.
+	stmts      *stmts
+	unprepared []string
+}
+
+// stmt returns q's prepared statement in the transaction, or nil (noting
+// q, to be prepared for the next transaction).
+func (t *Tx) stmt(q string) *sql.Stmt {
+	if t.stmts == nil {
+		return nil
+	}
+	if st := t.stmts.get(q); st != nil {
+		return t.tx.StmtContext(t.ctx, st)
+	}
+	t.unprepared = append(t.unprepared, q)
+	return nil
 }
 
 // Exec runs a statement.
 func (t *Tx) Exec(q string, args ...any) (sql.Result, error) {
+	if st := t.stmt(q); st != nil {
+		return st.ExecContext(t.ctx, args...)
+	}
 	return t.tx.ExecContext(t.ctx, t.b.bind(q), args...)
 }
 
 // Query runs a query.
 func (t *Tx) Query(q string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(q); st != nil {
+		return st.QueryContext(t.ctx, args...)
+	}
 	return t.tx.QueryContext(t.ctx, t.b.bind(q), args...)
 }
 
 // QueryRow runs a query of at most one row.
 func (t *Tx) QueryRow(q string, args ...any) *sql.Row {
+	if st := t.stmt(q); st != nil {
+		return st.QueryRowContext(t.ctx, args...)
+	}
 	return t.tx.QueryRowContext(t.ctx, t.b.bind(q), args...)
 }
 

@@ -758,15 +758,24 @@ func (l *Loop) execute(ctx context.Context, cfg Config, calls []validCall, obs O
 			// the scheduler runs in any order (the newest first, often):
 			// the screen shows parallel calls in the order they were made.
 			obs(Observation{Kind: ObserveToolStart, Tool: c.Name, ID: c.ID, Text: text})
-			go func() {
+			call := func() finished {
 				start := time.Now()
 				r := l.Exec.Execute(ctx, c)
 				if r.Duration == 0 {
 					r.Duration = time.Since(start)
 				}
 				obs(Observation{Kind: ObserveToolEnd, Tool: c.Name, ID: c.ID, Duration: r.Duration, Text: clipText(r.Content, 200), Err: r.Err})
-				out <- finished{index[k], r}
-			}()
+				return finished{index[k], r}
+			}
+			if len(wave) == 1 {
+				// A call alone in its wave runs here: no goroutine to
+				// hand it to and back from.
+				f := call()
+				finish(f.i, f.r)
+				running--
+				continue
+			}
+			go func() { out <- call() }()
 		}
 		for ; running > 0; running-- {
 			f := <-out

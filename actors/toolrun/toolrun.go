@@ -1,5 +1,5 @@
 // Package toolrun runs tool calls as actors: one short-lived ToolRunner
-// actor per call, spawned under a supervisor whose strategy turns a
+// actor per call, supervised by a guardian whose strategy turns a
 // panicking tool into an error result instead of a dead session, with a
 // bound on how many run at once and a timeout per call.
 package toolrun
@@ -18,7 +18,7 @@ import (
 // Pool is an tool.Executor backed by ToolRunner actors.
 type Pool struct {
 	system  *actor.ActorSystem
-	parent  *actor.Props // supervises one call's runner
+	runner  *actor.Props // one call's runner, under the pool's guardian
 	slots   chan struct{}
 	timeout time.Duration
 
@@ -34,17 +34,11 @@ func NewPool(system *actor.ActorSystem, concurrency int, timeout time.Duration) 
 		concurrency = 1
 	}
 	p := &Pool{system: system, slots: make(chan struct{}, concurrency), timeout: timeout}
-	runnerProps := actor.PropsFromProducer(func() actor.Actor { return &runner{log: p.Log} })
-	p.parent = actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *run:
-			c.Send(c.Spawn(runnerProps), m)
-		case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped, *actor.Terminated, *actor.ReceiveTimeout:
-			// Lifecycle messages protoactor delivers that need nothing here.
-		default:
-			p.Log.Warn().Str("message_type", fmt.Sprintf("%T", m)).Msg("tool runner supervisor: message not handled")
-		}
-	}, actor.WithSupervisor(panicToResult{}))
+	// The runners' supervisor is a guardian (a supervisor without an
+	// actor of its own): a call costs one actor, not a parent and a
+	// child, and its failure still reaches panicToResult.
+	p.runner = actor.PropsFromProducer(func() actor.Actor { return &runner{log: p.Log} },
+		actor.WithGuardian(panicToResult{}))
 	return p
 }
 
@@ -114,12 +108,12 @@ func (p *Pool) Execute(ctx context.Context, c tool.Call) tool.Result {
 		return tool.Result{Interrupted: true, Err: "cancelled before it started"}
 	}
 	defer func() { <-p.slots }()
-	// A supervising parent per call: its strategy answers for a runner
-	// that panics, and stopping it stops the runner with it.
-	sup := p.system.Root.Spawn(p.parent)
-	defer p.system.Root.Stop(sup)
+	// The runner stops itself once it has answered; stopping it here as
+	// well ends one abandoned past its deadline.
+	r := p.system.Root.Spawn(p.runner)
+	defer p.system.Root.Stop(r)
 	m := &run{ctx: ctx, call: c, timeout: p.timeout, reply: make(chan tool.Result, 1), start: start}
-	p.system.Root.Send(sup, m)
+	p.system.Root.Send(r, m)
 	var deadline <-chan time.Time
 	if p.timeout > 0 {
 		t := time.NewTimer(p.timeout + 2*time.Second)

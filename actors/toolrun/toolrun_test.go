@@ -125,3 +125,49 @@ func TestRunnerLogsUnhandled(t *testing.T) {
 		}
 	}
 }
+
+// registered counts the actors a system has registered.
+func registered(sys *actor.ActorSystem) int {
+	n := 0
+	for _, m := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		n += m.Count()
+	}
+	return n
+}
+
+// TestRunnersEnd: every call's runner is gone once the call is answered —
+// one that answered, one that panicked, one abandoned past its deadline —
+// so a session making thousands of calls keeps no actors.
+func TestRunnersEnd(t *testing.T) {
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	p := NewPool(sys, 4, 100*time.Millisecond)
+	ctx := context.Background()
+	p.Execute(ctx, tool.Call{Name: "warm", Tool: fakeTool{func(context.Context) (string, error) { return "", nil }}})
+	time.Sleep(50 * time.Millisecond)
+	before := registered(sys)
+	for i := range 30 {
+		var r tool.Result
+		switch i % 3 {
+		case 0:
+			r = p.Execute(ctx, tool.Call{Name: "ok", Tool: fakeTool{func(context.Context) (string, error) { return "fine", nil }}})
+		case 1:
+			r = p.Execute(ctx, tool.Call{Name: "boom", Tool: fakeTool{func(context.Context) (string, error) { panic("kaboom") }}})
+		case 2:
+			r = p.Execute(ctx, tool.Call{Name: "slow", Tool: fakeTool{func(ctx context.Context) (string, error) {
+				<-ctx.Done()
+				return "", ctx.Err()
+			}}})
+		}
+		if r.Content == "" && r.Err == "" {
+			t.Fatalf("call %d: no answer %+v", i, r)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for registered(sys) != before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actors registered after 30 calls, %d before", registered(sys), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
