@@ -1258,76 +1258,99 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(even
 	const page = 1000
 	timer := time.NewTimer(s.poll)
 	defer timer.Stop()
-	if err := s.settleRead(ctx, after); err != nil {
+	// wake is always taken before the read it may make stale, so that no
+	// commit goes unnoticed.
+	wake := s.changes()
+	more, err := s.settleRead(ctx, after, true)
+	if err != nil {
 		return err
 	}
 	for {
-		wake := s.changes() // taken before reading, so no commit is missed
-		batch, err := s.ReadAll(ctx, after, page)
-		for _, r := range batch {
-			if err := handle(r); err != nil {
+		if more {
+			batch, err := s.ReadAll(ctx, after, page)
+			for _, r := range batch {
+				if err := handle(r); err != nil {
+					return err
+				}
+				after = r.Position
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 				return err
 			}
-			after = r.Position
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if len(batch) == page {
+				wake = s.changes()
+				continue
 			}
-			return err
 		}
-		if len(batch) == page {
-			continue
-		}
-		if !timer.Stop() {
+		// Wait for something to read. A look that finds nothing does not
+		// read: a commit landing just after it would be read at once,
+		// unsettled.
+		for more = false; !more; {
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			timer.Reset(s.poll)
 			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.closing:
+				return events.ErrClosed
+			case <-wake:
+				more, err = s.settleRead(ctx, after, false)
 			case <-timer.C:
-			default:
+				more, err = s.settleRead(ctx, after, true)
 			}
-		}
-		timer.Reset(s.poll)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closing:
-			return events.ErrClosed
-		case <-wake:
-		case <-timer.C:
-		}
-		if err := s.settleRead(ctx, after); err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			wake = s.changes()
 		}
 	}
 }
 
-// settleRead, for a subscription asked to settle (events.WithSettle), waits
-// that long once there is something after position after to read. Only
-// then: a subscription that read the first commit of a burst at once —
-// the first read of one just started included — would split the burst;
-// one that settled on an idle log, or on a wake by a commit already read,
-// would read at an arbitrary phase of the next burst.
-func (s *Store) settleRead(ctx context.Context, after uint64) error {
+// settleRead says whether a subscription waiting after position after
+// should read now. One asked to settle (events.WithSettle) reads only once
+// there is something after position after, and that long after it found
+// it: a subscription that read the first commit of a burst at once (the
+// first read of one just started included, or a read right after a look
+// that found nothing) would split the burst; one that settled on an idle
+// log, or on a wake by a commit already read, would read at an arbitrary
+// phase of the next burst. What this process committed is known without a
+// query (acked); look asks the log for the commits of other processes too.
+// Without a settle it always reads.
+func (s *Store) settleRead(ctx context.Context, after uint64, look bool) (bool, error) {
 	d := events.SettleOf(ctx)
 	if d <= 0 {
-		return nil
+		return true, nil
 	}
-	probe, err := s.ReadAll(ctx, after, 1)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	if s.acked.Load() <= after {
+		if !look {
+			return false, nil
 		}
-		return err
-	}
-	if len(probe) == 0 {
-		return nil
+		probe, err := s.ReadAll(ctx, after, 1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			return false, err
+		}
+		if len(probe) == 0 {
+			return false, nil
+		}
 	}
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-s.closing:
-		return events.ErrClosed
+		return false, events.ErrClosed
 	case <-time.After(d):
-		return nil
+		return true, nil
 	}
 }
 
