@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,16 @@ func main() {
 		}
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			stop = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+	}
+	// HERMES_TRACE=FILE writes an execution trace of the whole command
+	// (go tool trace FILE; -pprof=sched shows where goroutines waited to
+	// run): how the hand-offs of a tool call are counted. %p as above.
+	if path := os.Getenv("HERMES_TRACE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+		if f, err := os.Create(path); err == nil && trace.Start(f) == nil {
+			prev := stop
+			stop = func() { trace.Stop(); f.Close(); prev() }
 		}
 	}
 	err := runRoot()

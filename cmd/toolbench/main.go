@@ -402,7 +402,7 @@ func runIn(dir string, env, args []string) error {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	for _, k := range []string{"HERMES_CPUPROFILE", "HERMES_CPUPROFILE_HZ"} {
+	for _, k := range []string{"HERMES_CPUPROFILE", "HERMES_CPUPROFILE_HZ", "HERMES_TRACE"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v) // with %p in the path, a profile per turn
 		}
