@@ -243,8 +243,11 @@ func (g *Factory) Open() (*App, error) {
 		a.adoptSkills(sk.Keeper)
 	}
 	// A turn's steps come milliseconds apart with a fast model: gathering
-	// them for 25 ms makes one projection write of a burst instead of one
-	// per commit (issue 30), while a person never sees the lag.
+	// them for 100 ms makes one projection write of a burst instead of one
+	// per commit (issue 30; at 25 ms a 20-call turn still took a batch
+	// every two or three calls, each a transaction per table projection),
+	// while a person never sees the lag; a command that reads its own
+	// write catches up first.
 	a.Runner = projections.NewRunner(store, g.Log, projs...).WithQuarantine(pdb).WithOrigins(origins).WithLinger(projectionLinger)
 	a.leaseProjections()
 	return a, nil
@@ -252,7 +255,7 @@ func (g *Factory) Open() (*App, error) {
 
 // projectionLinger is how long the projections' runner gathers events
 // before applying them (projections.Runner.WithLinger).
-const projectionLinger = 25 * time.Millisecond
+const projectionLinger = 100 * time.Millisecond
 
 // adoptMemories takes into the log what the memory files hold and the log
 // does not: a Python Hermes Agent's MEMORY.md and USER.md the first time
