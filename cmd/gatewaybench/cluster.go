@@ -52,6 +52,10 @@ type clusterOptions struct {
 	// profile, when set, is a directory that gets a CPU profile of the
 	// cluster gateway and of every node (HERMES_CPUPROFILE).
 	profile string
+	// trace, when above 0, sends that many requests one at a time at the
+	// end, with the server logging every statement, and prints them by
+	// process and transaction.
+	trace int
 }
 
 // proc is a process whose CPU time the run reports.
@@ -184,7 +188,11 @@ func runCluster(o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	nodeDSN := func(i int) string { return strings.Replace(dsn, "127.0.0.1", hostFor(i), 1) }
+	// Each process's connections are named (application_name), for -trace.
+	named := func(dsn, name string) string { return dsn + "&application_name=" + name }
+	nodeDSN := func(i int) string {
+		return named(strings.Replace(dsn, "127.0.0.1", hostFor(i), 1), fmt.Sprintf("node%d", i+1))
+	}
 
 	dir, err := os.MkdirTemp("", "gatewaybench-cluster-")
 	if err != nil {
@@ -294,7 +302,7 @@ func runCluster(o clusterOptions) error {
 	if err := os.WriteFile(filepath.Join(ghome, "config.yaml"), []byte(gcfg), 0o600); err != nil {
 		return err
 	}
-	genv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ghome, "HERMES_STORE=" + dsn, "OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_API_KEY=sk-bench",
+	genv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ghome, "HERMES_STORE=" + named(dsn, "gateway"), "OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_API_KEY=sk-bench",
 		"API_SERVER_ENABLED=true", "API_SERVER_KEY=" + key, "API_SERVER_PORT=" + strconv.Itoa(apiPort)}
 	if o.profile != "" {
 		genv = append(genv, "HERMES_CPUPROFILE="+filepath.Join(o.profile, "gateway-cluster.pprof"))
@@ -443,6 +451,11 @@ func runCluster(o clusterOptions) error {
 	}
 	if o.statements {
 		if err := printStatements(dsn, o.rounds*len(o.layouts)*(o.turns+o.chats)); err != nil {
+			return err
+		}
+	}
+	if o.trace > 0 {
+		if err := traceTurns(pg, o.trace, through(clusterURL)); err != nil {
 			return err
 		}
 	}

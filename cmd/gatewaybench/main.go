@@ -55,10 +55,11 @@ func main() {
 	layouts := flag.String("layouts", "", "cluster run: the cluster's phases of a round, separated by ';', each the CPUs of its nodes separated by '/' (taskset lists), e.g. '1;1/1;1/0': one node on CPU 1, two on CPU 1, one on 1 and one on 0 (default: 1…nodes nodes, unpinned)")
 	statements := flag.Bool("statements", false, "cluster run: load pg_stat_statements and print the statements per turn at the end")
 	profile := flag.String("profile", "", "cluster run: write CPU profiles of the cluster gateway and the nodes into this directory")
+	trace := flag.Int("trace", 0, "cluster run: at the end, send this many requests one at a time with PostgreSQL logging every statement, and print the statements of each process (application_name) with their transactions")
 	flag.Parse()
 	if *hermes != "" && (*nodes > 0 || *layouts != "") {
 		o := clusterOptions{bin: *hermes, nodes: *nodes, chats: *chats, turns: *turns, rounds: *rounds, delay: *delay,
-			netns: *netns, cpuFront: *cpuFront, profile: *profile, statements: *statements}
+			netns: *netns, cpuFront: *cpuFront, profile: *profile, statements: *statements, trace: *trace}
 		if *layouts != "" {
 			for _, l := range strings.Split(*layouts, ";") {
 				o.layouts = append(o.layouts, strings.Split(l, "/"))

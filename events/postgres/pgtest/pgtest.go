@@ -143,6 +143,15 @@ func (s *Server) run(name string, args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// LogFile is the server's log (its stderr), or "" for a server of
+// $HERMES_PG_URL's.
+func (s *Server) LogFile() string {
+	if s.dir == "" {
+		return ""
+	}
+	return filepath.Join(s.dir, "log")
+}
+
 // Stop stops a server Launch started and removes its files.
 func (s *Server) Stop() {
 	if s.dir == "" {
