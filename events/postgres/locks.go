@@ -153,6 +153,17 @@ func (l *Locks) connect(ctx context.Context) error {
 	return nil
 }
 
+// tryLockSQL takes advisory lock $1 and, when it got it, records $3 as
+// the owner of lock name $2; it returns whether it got the lock, the
+// owner recorded before ("" for none), and whether the record replaced
+// one left (an insert that met a live row updates it: xmax is then set).
+const tryLockSQL = `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got),
+	cur AS MATERIALIZED (SELECT owner FROM hermes_locks WHERE name = $2),
+	up AS (INSERT INTO hermes_locks (name, owner) SELECT $2, $3 FROM l WHERE l.got
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, since = now()
+		RETURNING xmax <> 0 AS replaced)
+	SELECT l.got, coalesce((SELECT owner FROM cur), ''), coalesce((SELECT replaced FROM up), false) FROM l`
+
 // TryLock takes the lock called name, or returns a *LockedError when a
 // live process (this one included) holds it. A connection found broken is
 // made again at once; while the server cannot be reached (a restart, a
@@ -193,31 +204,31 @@ func (l *Locks) tryLock(ctx context.Context, name string) (*Lock, error) {
 		return nil, err
 	}
 	key := LockKey(name)
-	var got bool
-	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&got); err != nil {
-		l.broken(err)
+	// One statement (one round trip, one transaction): the lock, the
+	// owner recorded before, and the record of the new owner when the
+	// lock was taken. Its snapshot is taken before the lock, so the owner
+	// it reads may be one that released meanwhile: the previous owner is
+	// the one whose record the insert found still there (replaced), a
+	// holder that ended without releasing.
+	var got, replaced bool
+	var owner string
+	err := l.conn.QueryRow(ctx, tryLockSQL, key, name, l.owner).Scan(&got, &owner, &replaced)
+	if err != nil {
+		if l.conn.IsClosed() {
+			l.broken(err) // a lock just taken went with the connection
+		} else {
+			// A session-level advisory lock outlives the failed
+			// statement's transaction.
+			l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
+		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	if !got {
-		var owner string
-		if err := l.conn.QueryRow(ctx, `SELECT owner FROM hermes_locks WHERE name = $1`, name).Scan(&owner); err != nil && l.conn.IsClosed() {
-			l.broken(err)
-		}
 		return nil, &LockedError{Name: name, Owner: owner}
 	}
-	var prev string
-	err := l.conn.QueryRow(ctx, `SELECT coalesce((SELECT owner FROM hermes_locks WHERE name = $1), '')`, name).Scan(&prev)
-	if err == nil {
-		_, err = l.conn.Exec(ctx, `INSERT INTO hermes_locks (name, owner) VALUES ($1, $2)
-			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, since = now()`, name, l.owner)
-	}
-	if err != nil {
-		if l.conn.IsClosed() {
-			l.broken(err) // the lock just taken went with the connection
-		} else {
-			l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
-		}
-		return nil, fmt.Errorf("lock %s: record the owner: %w", name, err)
+	prev := ""
+	if replaced {
+		prev = owner
 	}
 	lk := &Lock{l: l, name: name, key: key, prev: prev, lost: make(chan struct{})}
 	l.held[name] = lk

@@ -227,3 +227,59 @@ func TestLocksFrozenHolder(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestTryLockOneStatement: taking a lock on the lock connection is one
+// statement (one round trip, one transaction), whether the lock is free,
+// held by another process, or left recorded by a holder that ended
+// without releasing it; and each says what it should of the owner.
+func TestTryLockOneStatement(t *testing.T) {
+	st := &statements{}
+	s := openTemp(t, withTracer(st))
+	ctx := context.Background()
+	a, b := s.Locks("a"), s.Locks("b")
+	defer a.Close()
+	defer b.Close()
+	// Connected first: the connection's setup is not the lock's.
+	if _, err := a.TryLock(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TryLock(ctx, "warm-b"); err != nil {
+		t.Fatal(err)
+	}
+	one := func(what string, f func()) {
+		t.Helper()
+		n := st.count()
+		f()
+		if got := st.since(n); len(got) != 1 {
+			t.Errorf("%s: %d statements, want 1: %q", what, len(got), got)
+		}
+	}
+	var la *Lock
+	one("a free lock", func() {
+		var err error
+		if la, err = a.TryLock(ctx, "session:x"); err != nil || la.Previous() != "" {
+			t.Fatalf("free lock: %v, previous %q", err, la.Previous())
+		}
+	})
+	one("a lock held elsewhere", func() {
+		var le *LockedError
+		if _, err := b.TryLock(ctx, "session:x"); !errors.As(err, &le) || le.Owner != "a" {
+			t.Fatalf("held lock: %v, want a LockedError naming a", err)
+		}
+	})
+	// A holder that ends without releasing leaves its record: the next
+	// holder names it.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO hermes_locks (name, owner) VALUES ('session:y', 'gone')`); err != nil {
+		t.Fatal(err)
+	}
+	one("a lock left recorded", func() {
+		lb, err := b.TryLock(ctx, "session:y")
+		if err != nil || lb.Previous() != "gone" {
+			t.Fatalf("left lock: %v, previous %q, want gone", err, lb.Previous())
+		}
+	})
+	hs, err := s.Holders(ctx, "session:")
+	if err != nil || len(hs) != 2 || hs[0].Owner != "a" || !hs[0].Live || hs[1].Owner != "b" || !hs[1].Live {
+		t.Fatalf("holders: %+v %v", hs, err)
+	}
+}

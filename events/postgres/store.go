@@ -127,6 +127,9 @@ type Store struct {
 	// Tests only: lostAck, when it says so, makes a group's append fail
 	// after its commit, as when the server goes before acknowledging it.
 	lostAck func() bool
+	// Tests only: tracer sees every statement of every connection the
+	// store makes (its pool, its locks, its subscriptions).
+	tracer pgx.QueryTracer
 }
 
 // Option configures Open.
@@ -151,6 +154,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		// The parser's message may quote the DSN, password and all.
 		return nil, fmt.Errorf("open event store %s: the connection string does not parse", s.safe)
+	}
+	if s.tracer != nil {
+		cfg.ConnConfig.Tracer = s.tracer
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		// Appends queue on the position counter, not on the pool: let
