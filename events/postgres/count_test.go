@@ -2,10 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hermes-go/hermes/events"
+	"github.com/hermes-go/hermes/events/storetest"
 )
 
 // statements counts the statements the store's connections send, by
@@ -40,3 +45,40 @@ func (c *statements) count() int {
 
 // withTracer makes the store's connections report their statements to t.
 func withTracer(t pgx.QueryTracer) Option { return func(s *Store) { s.tracer = t } }
+
+// TestPartialReadOneStatement: a read of part of a stream is one
+// statement, also when it finds nothing (a stream read on from past its
+// end, as a session's catch-up after taking its lease does), and still
+// tells a deleted stream from one with nothing more.
+func TestPartialReadOneStatement(t *testing.T) {
+	st := &statements{}
+	s := openTemp(t, withTracer(st))
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "s", events.NoStream, storetest.Event("s", "a"), storetest.Event("s", "b")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  events.Direction
+		from uint64
+		want int
+	}{{events.Forward, 2, 0}, {events.Forward, 1, 1}, {events.Backward, 1, 2}, {events.Forward, 9, 0}} {
+		n := st.count()
+		rs, err := s.ReadStream(ctx, "s", c.dir, c.from, 0)
+		if err != nil || len(rs) != c.want {
+			t.Fatalf("%v from %d: %d events, %v; want %d", c.dir, c.from, len(rs), err, c.want)
+		}
+		if got := st.since(n); len(got) != 1 {
+			t.Errorf("%v from %d: %d statements, want 1: %q", c.dir, c.from, len(got), got)
+		}
+	}
+	if err := s.DeleteStream(ctx, "s", events.Any); err != nil {
+		t.Fatal(err)
+	}
+	n := st.count()
+	if _, err := s.ReadStream(ctx, "s", events.Forward, 9, 0); !errors.Is(err, events.ErrStreamDeleted) {
+		t.Fatalf("deleted stream read past its end: %v", err)
+	}
+	if got := st.since(n); len(got) != 1 {
+		t.Errorf("deleted stream read past its end: %d statements, want 1: %q", len(got), got)
+	}
+}

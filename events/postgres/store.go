@@ -486,41 +486,64 @@ func (s *Store) readStream(ctx context.Context, stream string, dir events.Direct
 		l := int64(limit)
 		lim = &l
 	}
-	q := `SELECT ` + columns + ` FROM hermes_events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`
 	arg := int64(min(from, 1<<63-1))
+	q := `SELECT ` + columns + `, false FROM hermes_events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`
 	if dir == events.Backward {
-		q = `SELECT ` + columns + ` FROM hermes_events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`
+		q = `SELECT ` + columns + `, false FROM hermes_events WHERE stream = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`
+	}
+	// A deleted stream keeps only its tombstone, and one statement sees
+	// the erasure whole: a tombstone among the rows, or none of the rows
+	// asked for left, means the stream is deleted. An empty read of the
+	// whole stream (forward from its start, backward from its end) would
+	// have met the tombstone; a read of part of it also takes the
+	// stream's last event (without its payload) in the same statement,
+	// which tells, when no row was found, whether that is a tombstone.
+	whole := (dir == events.Forward && from == 0) || (dir == events.Backward && arg == 1<<63-1)
+	if !whole {
+		q = `(` + q + `) UNION ALL (SELECT position, stream, revision, id, type, version, session_id, time_ns, turn_id, causation_id, ''::bytea, true
+			FROM hermes_events WHERE stream = $1 ORDER BY revision DESC LIMIT 1)`
 	}
 	rows, err := s.pool.Query(ctx, q, stream, arg, lim)
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.safe, err)
 	}
-	out, err := scanRows(rows, max(limit, 16))
+	out, last, err := scanStreamRows(rows, max(limit, 16))
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", stream, s.safe, err)
 	}
-	// A deleted stream keeps only its tombstone, and one statement sees
-	// the erasure whole: a tombstone among the rows, or none of the rows
-	// asked for left, means the stream is deleted.
 	for _, r := range out {
 		if r.IsTombstone() {
 			return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 		}
 	}
-	// An empty read of the whole stream (forward from its start, backward
-	// from its end) would have met the tombstone: only a read of part of
-	// it asks whether the stream was deleted.
-	whole := (dir == events.Forward && from == 0) || (dir == events.Backward && arg == 1<<63-1)
-	if len(out) == 0 && !whole {
-		st, err := stateOf(ctx, s.pool, stream)
-		if err != nil {
-			return nil, fmt.Errorf("read %s in %s: %w", stream, s.safe, err)
-		}
-		if st.deleted {
-			return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
-		}
+	if len(out) == 0 && last != nil && last.IsTombstone() {
+		return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
 	}
 	return out, nil
+}
+
+// scanStreamRows scans the rows of readStream: the events read, and the
+// stream's last event when the statement took it (marked by the last
+// column).
+func scanStreamRows(rows pgx.Rows, capHint int) (out []events.Recorded, last *events.Recorded, err error) {
+	defer rows.Close()
+	out = make([]events.Recorded, 0, capHint)
+	for rows.Next() {
+		var r events.Recorded
+		var pos, rev, ns int64
+		var version int32
+		var tail bool
+		if err := rows.Scan(&pos, &r.Stream, &rev, &r.ID, &r.Type, &version, &r.SessionID, &ns, &r.TurnID, &r.CausationID, &r.Payload, &tail); err != nil {
+			return out, last, err
+		}
+		r.Position, r.Revision, r.Version, r.Time = uint64(pos), uint64(rev), int(version), time.Unix(0, ns).UTC()
+		if tail {
+			last = &r
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, last, rows.Err()
 }
 
 // ReadAll implements events.Store.
