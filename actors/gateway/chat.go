@@ -72,6 +72,12 @@ type chat struct {
 	// store answered an error for one it may have written); the next
 	// record reads the stream's revision first.
 	unsure bool
+	// With Config.CreateSession, a session is written by its first turn
+	// (ensureSession). fresh is the session this actor named last, which
+	// nothing can have written before its first turn: that turn creates
+	// it without looking first. made is the session a turn of this actor
+	// created or found written: its later turns need not look.
+	fresh, made string
 }
 
 // work is one message to answer with a turn.
@@ -569,8 +575,9 @@ func (c *chat) bindFirst(ctx actor.Context, in schema.Inbound) error {
 
 func (c *chat) newSession(ctx actor.Context, reason string) error {
 	if c.r.cfg.CreateSession != nil {
-		// Created by its first turn (see runTurn).
-		return c.bind(ctx, uuid.NewString(), reason)
+		// Created by its first turn (see launch).
+		c.fresh = uuid.NewString()
+		return c.bind(ctx, c.fresh, reason)
 	}
 	id, err := c.r.cfg.NewSession(context.Background(), c.info.Platform)
 	if err != nil {
@@ -660,10 +667,12 @@ func (c *chat) launch(ctx actor.Context, w *work, tctx context.Context, observe 
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	store, sessions, create, platform, images := c.r.store, c.r.Sessions, c.r.cfg.CreateSession, c.info.Platform, c.r.cfg.Images
 	cancel := w.cancel
+	ensure := create != nil && w.msg.SessionID != c.made
+	fresh := w.msg.SessionID == c.fresh
 	go func() {
 		defer cancel()
-		if create != nil {
-			if err := ensureSession(tctx, store, create, platform, w.msg.SessionID); err != nil {
+		if ensure {
+			if err := ensureSession(tctx, store, create, platform, w.msg.SessionID, fresh); err != nil {
 				root.Send(self, &turnFinished{w: w, res: session.TurnResult{SessionID: w.msg.SessionID, Err: err}})
 				return
 			}
@@ -671,7 +680,7 @@ func (c *chat) launch(ctx actor.Context, w *work, tctx context.Context, observe 
 		sctx, span := startTurnSpan(tctx, platform, w)
 		res := runTurn(sctx, store, sessions, w, observe, images)
 		endTurnSpan(sctx, span, platform, res)
-		fin := &turnFinished{w: w, res: res}
+		fin := &turnFinished{w: w, res: res, made: ensure}
 		if v != nil {
 			fin.segment, fin.replace = v.answered()
 		}
@@ -707,13 +716,17 @@ func (c *chat) display(w *work) Display {
 
 // ensureSession creates session id if nothing was written to it yet: the
 // router names a chat's new session when it binds it, and its first turn
-// creates it (also after a crash between the two).
-func ensureSession(ctx context.Context, store events.Store, create func(context.Context, string, string) error, platform, id string) error {
-	rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
-	if err != nil || len(rs) > 0 {
-		return err
+// creates it (also after a crash between the two). A fresh session (one
+// just named, which nothing can have written) is created without reading
+// its stream first.
+func ensureSession(ctx context.Context, store events.Store, create func(context.Context, string, string) error, platform, id string, fresh bool) error {
+	if !fresh {
+		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
+		if err != nil || len(rs) > 0 {
+			return err
+		}
 	}
-	err = create(ctx, platform, id)
+	err := create(ctx, platform, id)
 	var wrong *events.WrongExpectedVersionError
 	if errors.As(err, &wrong) {
 		return nil // created meanwhile
@@ -779,6 +792,9 @@ func (c *chat) typing(ctx context.Context, out schema.Outbound) {
 // finish records the turn's reply in the outbox, sends it, and starts the
 // next queued turn.
 func (c *chat) finish(ctx actor.Context, m *turnFinished) {
+	if m.made && !m.w.background {
+		c.made = m.w.msg.SessionID
+	}
 	if m.w.background {
 		c.finishBackground(m)
 		return

@@ -54,4 +54,6 @@ type turnFinished struct {
 	// thinking is the model's reasoning for the answer, when the chat
 	// shows it (/reasoning show).
 	thinking string
+	// made: the turn made sure its session is written (ensureSession).
+	made bool
 }
