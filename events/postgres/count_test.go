@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,9 @@ import (
 	"github.com/hermes-go/hermes/events/storetest"
 )
 
-// statements counts the statements the store's connections send, by
-// their first words, for tests that a path takes as many round trips as
-// it should.
+// statements records the statements the store's connections send, one
+// entry per round trip (a pipelined batch is one, listed as batch[…]), for
+// tests that a path takes as many as it should.
 type statements struct {
 	mu  sync.Mutex
 	all []string
@@ -29,6 +30,22 @@ func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 }
 
 func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var qs []string
+	for _, q := range d.Batch.QueuedQueries {
+		f := strings.Fields(q.SQL)
+		qs = append(qs, strings.Join(f[:min(len(f), 3)], " "))
+	}
+	c.mu.Lock()
+	c.all = append(c.all, "batch["+strings.Join(qs, "; ")+"]")
+	c.mu.Unlock()
+	return ctx
+}
+
+func (c *statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // since returns the statements sent after the first n.
 func (c *statements) since(n int) []string {
@@ -80,5 +97,52 @@ func TestPartialReadOneStatement(t *testing.T) {
 	}
 	if got := st.since(n); len(got) != 1 {
 		t.Errorf("deleted stream read past its end: %d statements, want 1: %q", len(got), got)
+	}
+}
+
+// TestGroupCommitTwoRoundTrips: an append group is one transaction of two
+// round trips — begin, the counter's lock and the streams' state; then the
+// rows, the counter and the commit — whether it appends, deletes a stream
+// or is refused on its expected revision.
+func TestGroupCommitTwoRoundTrips(t *testing.T) {
+	st := &statements{}
+	s := openTemp(t, withTracer(st))
+	ctx := context.Background()
+	// The first append of a connection prepares its statements.
+	if _, err := s.Append(ctx, "warm", events.NoStream, storetest.Event("warm", "a")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, f func() error) {
+		t.Helper()
+		n := st.count()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := st.since(n); len(got) != 2 {
+			t.Errorf("%s: %d round trips, want 2: %q", what, len(got), got)
+		}
+	}
+	check("append", func() error {
+		_, err := s.Append(ctx, "s", events.NoStream, storetest.Event("s", "a"), storetest.Event("s", "b"))
+		return err
+	})
+	check("append again", func() error {
+		_, err := s.Append(ctx, "s", events.Exact(1), storetest.Event("s", "c"))
+		return err
+	})
+	check("refused append", func() error {
+		_, err := s.Append(ctx, "s", events.Exact(0), storetest.Event("s", "d"))
+		var wrong *events.WrongExpectedVersionError
+		if !errors.As(err, &wrong) || wrong.Actual != 2 {
+			return fmt.Errorf("append at a stale revision: %v", err)
+		}
+		return nil
+	})
+	check("delete", func() error { return s.DeleteStream(ctx, "s", events.Exact(2)) })
+	if _, err := s.ReadStream(ctx, "s", events.Forward, 0, 0); !errors.Is(err, events.ErrStreamDeleted) {
+		t.Fatalf("read after delete: %v", err)
+	}
+	if head, err := s.Head(ctx); err != nil || head != 5 {
+		t.Fatalf("head %d (%v), want 5: warm, s×3 erased, tombstone", head, err)
 	}
 }

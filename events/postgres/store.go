@@ -275,20 +275,15 @@ func stateOf(ctx context.Context, q querier, stream string) (streamState, error)
 	return streamState{last: uint64(rev), exists: true, deleted: typ == events.StreamDeletedType}, nil
 }
 
-// isRevisionTaken reports a unique violation on (stream, revision).
-// statesOf is stateOf of each of streams, in one statement (a stream
-// without events is absent from the map: its zero state).
-func statesOf(ctx context.Context, q pgx.Tx, streams []string) (map[string]streamState, error) {
-	out := make(map[string]streamState, len(streams))
-	if len(streams) == 0 {
-		return out, nil
-	}
-	rows, err := q.Query(ctx, `SELECT s.name, e.revision, e.type FROM unnest($1::text[]) AS s(name)
-		CROSS JOIN LATERAL (SELECT revision, type FROM hermes_events WHERE stream = s.name ORDER BY revision DESC LIMIT 1) AS e`, streams)
-	if err != nil {
-		return nil, err
-	}
+// statesSQL reads the state of each of the streams $1 (a stream without
+// events is absent from its rows: its zero state).
+const statesSQL = `SELECT s.name, e.revision, e.type FROM unnest($1::text[]) AS s(name)
+	CROSS JOIN LATERAL (SELECT revision, type FROM hermes_events WHERE stream = s.name ORDER BY revision DESC LIMIT 1) AS e`
+
+// scanStates scans the rows of statesSQL.
+func scanStates(rows pgx.Rows, n int) (map[string]streamState, error) {
 	defer rows.Close()
+	out := make(map[string]streamState, n)
 	for rows.Next() {
 		var name, typ string
 		var rev int64
@@ -300,6 +295,7 @@ func statesOf(ctx context.Context, q pgx.Tx, streams []string) (map[string]strea
 	return out, rows.Err()
 }
 
+// isRevisionTaken reports a unique violation on (stream, revision).
 func isRevisionTaken(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "hermes_events_stream_revision"

@@ -100,14 +100,13 @@ func (rs *rowSet) add(pos int64, stream string, rev int64, e schema.Envelope) {
 const insertRows = `INSERT INTO hermes_events (` + columns + `)
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::bytea[])`
 
-// flush inserts the collected rows.
-func (rs *rowSet) flush(ctx context.Context, tx pgx.Tx) error {
+// queue queues the INSERT of the collected rows on b.
+func (rs *rowSet) queue(b *pgx.Batch) {
 	if len(rs.pos) == 0 {
-		return nil
+		return
 	}
-	_, err := tx.Exec(ctx, insertRows, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads)
+	b.Queue(insertRows, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads)
 	*rs = rowSet{}
-	return conflict(err)
 }
 
 // conflict turns a unique violation on (stream, revision) into errConflict.
@@ -123,35 +122,35 @@ func tombstoneOf(stream string) schema.Envelope {
 		SessionID: events.SessionOf(stream), Time: time.Now().UTC(), Payload: []byte("{}")}
 }
 
-func (s *Store) groupTx(group []*request, replies []reply) error {
+// groupTx writes a group in one transaction of two round trips: the
+// first begins it, takes the counter's row lock and reads the state of
+// every stream the group writes (pipelined: the state is read after the
+// lock is granted, so it sees every commit before); the second inserts
+// the rows, moves the counter and commits. The counter's lock is held for
+// one round trip.
+func (s *Store) groupTx(group []*request, replies []reply) (err error) {
 	// The transaction is the group's: no one request's ctx may cancel it;
 	// a bound keeps a server that stopped answering from holding every
 	// append of the process for ever.
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.Background())
+	defer func() {
+		if pc := conn.Conn().PgConn(); err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+				conn.Conn().Close(rctx) // the pool drops it
+			}
+			cancel()
+		}
+		conn.Release()
+	}()
 	lazy := true
 	for _, r := range group {
 		lazy = lazy && r.lazy
-	}
-	if lazy {
-		// Asynchronous commit for this transaction only: visible and kept
-		// by a crash of this process, on disk within PostgreSQL's
-		// wal_writer_delay (a server crash in that window can lose it).
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return err
-		}
-	}
-	var head int64
-	if err := tx.QueryRow(ctx, `SELECT position FROM hermes_head FOR UPDATE`).Scan(&head); err != nil {
-		return err
-	}
-	if s.hold != nil {
-		s.hold(ctx)
 	}
 	// Every stream's state in one statement, not one per stream.
 	var names []string
@@ -160,10 +159,34 @@ func (s *Store) groupTx(group []*request, replies []reply) error {
 			names = append(names, r.stream)
 		}
 	}
-	touched, err := statesOf(ctx, tx, names)
-	if err != nil {
+	var head int64
+	var touched map[string]streamState
+	first := &pgx.Batch{}
+	first.Queue("BEGIN")
+	if lazy {
+		// Asynchronous commit for this transaction only: visible and kept
+		// by a crash of this process, on disk within PostgreSQL's
+		// wal_writer_delay (a server crash in that window can lose it).
+		first.Queue(`SET LOCAL synchronous_commit = off`)
+	}
+	first.Queue(`SELECT position FROM hermes_head FOR UPDATE`).QueryRow(func(row pgx.Row) error { return row.Scan(&head) })
+	if len(names) > 0 {
+		first.Queue(statesSQL, names).Query(func(rows pgx.Rows) error {
+			var err error
+			touched, err = scanStates(rows, len(names))
+			return err
+		})
+	}
+	if err := conn.SendBatch(ctx, first).Close(); err != nil {
 		return err
 	}
+	if touched == nil {
+		touched = map[string]streamState{}
+	}
+	if s.hold != nil {
+		s.hold(ctx)
+	}
+	second := &pgx.Batch{}
 	var rows rowSet
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -197,21 +220,14 @@ func (s *Store) groupTx(group []*request, replies []reply) error {
 		if r.evs == nil {
 			// The stream's rows queued so far go in first, to be erased
 			// with the rest.
-			if err := rows.flush(ctx, tx); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM hermes_events WHERE stream = $1 AND revision < $2`, r.stream, next); err != nil {
-				return err
-			}
+			rows.queue(second)
+			second.Queue(`DELETE FROM hermes_events WHERE stream = $1 AND revision < $2`, r.stream, next)
 		}
 	}
-	if err := rows.flush(ctx, tx); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE hermes_head SET position = $1`, head); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
+	rows.queue(second)
+	second.Queue(`UPDATE hermes_head SET position = $1`, head)
+	second.Queue("COMMIT")
+	if err := conflict(conn.SendBatch(ctx, second).Close()); err != nil {
 		return err
 	}
 	if s.lostAck != nil && s.lostAck() {
