@@ -211,7 +211,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer stopSub()
 	subErr := make(chan error, 1)
 	go func() {
-		subErr <- s.store.SubscribeAll(subCtx, head, func(r events.Recorded) error {
+		// Job changes are rare and need no haste; every commit of a busy
+		// gateway (each turn's) would otherwise be a read of the log.
+		subErr <- s.store.SubscribeAll(events.WithSettle(subCtx, FollowSettle), head, func(r events.Recorded) error {
 			id, err := s.jobs.Observe(subCtx, r)
 			if err != nil {
 				return err
@@ -243,6 +245,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	return runErr
 }
+
+// FollowSettle is how long the scheduler's subscription to the log lets a
+// burst of commits land before reading it: a job created, changed or
+// removed by another process is seen up to this much later, and the log
+// is read once per burst rather than once per commit.
+const FollowSettle = 100 * time.Millisecond
 
 // Stats are a running scheduler's counters.
 type Stats struct {

@@ -730,3 +730,41 @@ func TestMaxConcurrentRuns(t *testing.T) {
 		t.Fatalf("%d runs at once, max 2", b.peak)
 	}
 }
+
+// settleSpy is a store that records the settle each subscription asks
+// for.
+type settleSpy struct {
+	events.Store
+	mu      sync.Mutex
+	settles []time.Duration
+}
+
+func (s *settleSpy) SubscribeAll(ctx context.Context, after uint64, handle func(events.Recorded) error) error {
+	s.mu.Lock()
+	s.settles = append(s.settles, events.SettleOf(ctx))
+	s.mu.Unlock()
+	return s.Store.SubscribeAll(ctx, after, handle)
+}
+
+// TestSchedulerFollowsTheLogSettled: the scheduler follows the log with a
+// settle (a busy log is read once per burst of commits, not once per
+// commit), and still sees a job another process creates.
+func TestSchedulerFollowsTheLogSettled(t *testing.T) {
+	dir := t.TempDir()
+	clock := crontest.NewClock(t0)
+	spy := &settleSpy{Store: openStore(t, dir)}
+	s := cron.New(spy, cron.NewJobs(spy, clock.Now), actors.NewSystem(zerolog.Nop()), cron.Config{Clock: clock, OutputDir: filepath.Join(dir, "output"), Agent: &stubAgent{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-s.Ready()
+	cli := cron.NewJobs(openStore(t, dir), clock.Now)
+	mustCreate(t, cli, schema.JobSpec{Schedule: "every 1h", Prompt: "p"})
+	waitFor(t, "the scheduler to see the job", func() bool { return clock.NextAt().Equal(t0.Add(time.Hour)) })
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	if len(spy.settles) != 1 || spy.settles[0] != cron.FollowSettle {
+		t.Fatalf("the scheduler subscribed with settles %v, want one of %s", spy.settles, cron.FollowSettle)
+	}
+}
