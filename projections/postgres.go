@@ -23,12 +23,21 @@ const Schema = "hermes_projections"
 // creating the shared tables): "hprj".
 const lockSpace = 0x68707266
 
+// PostgresOption configures OpenPostgres.
+type PostgresOption func(*pgx.ConnConfig)
+
+// WithQueryTracer reports every statement the projections' connections
+// send to t (tracing; tests count statements with it).
+func WithQueryTracer(t pgx.QueryTracer) PostgresOption {
+	return func(c *pgx.ConnConfig) { c.Tracer = t }
+}
+
 // OpenPostgres opens the projections kept in schema hermes_projections of
 // the PostgreSQL database at url (a postgres:// URL or key=value string),
 // creating the schema and the runner's tables if missing. Every process of
 // a cluster opens the same ones: a projection written by one is read by
 // all.
-func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*DB, error) {
 	safe := connstr.Redact(url)
 	// pgxpool's parser, as the event store's: it takes (and drops) the
 	// pool_* settings a store URL may carry.
@@ -44,6 +53,9 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	// (a state and its checkpoint commit together), and the runner
 	// applies them again from the log.
 	cfg.RuntimeParams["synchronous_commit"] = "off"
+	for _, o := range opts {
+		o(cfg)
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(4)

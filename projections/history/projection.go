@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/hermes-go/hermes/events"
 	"github.com/hermes-go/hermes/projections"
 	"github.com/hermes-go/hermes/schema"
 )
@@ -25,6 +28,9 @@ type Model struct {
 	system map[string][]byte
 	chunks map[string]*chunk
 	order  []string // sessions with a chunk, in first-touched order
+	// resets are the sessions whose rows past index 0 Flush deletes
+	// before writing their chunks: their history started over.
+	resets []string
 }
 
 type chunk struct {
@@ -65,6 +71,7 @@ func (m *Model) discard() {
 	clear(m.system)
 	clear(m.chunks)
 	m.order = m.order[:0]
+	m.resets = m.resets[:0]
 }
 
 func (m *Model) nextIndex(tx *projections.Tx, sid string) (int, error) {
@@ -123,11 +130,17 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	ch := t.Apply(ev.Payload)
 	switch {
 	case ch.Reset:
-		if err := m.Flush(tx); err != nil {
-			return err
+		// What was gathered for the session goes, and what it wrote
+		// before goes in Flush (one statement for every session reset
+		// in the batch); before the first event of the session's own
+		// stream, there is nothing.
+		if _, ok := m.chunks[sid]; ok {
+			delete(m.chunks, sid)
+			m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == sid })
 		}
-		if _, err := tx.Exec(`DELETE FROM history WHERE session_id = ? AND first_idx > 0`, sid); err != nil {
-			return err
+		first := ev.Revision == 0 && events.SessionOf(ev.Stream) == sid
+		if !first && !slices.Contains(m.resets, sid) {
+			m.resets = append(m.resets, sid)
 		}
 		m.next[sid] = 1
 		for i, msg := range t.Messages {
@@ -155,9 +168,25 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	return nil
 }
 
-// Flush writes the gathered chunks and system messages.
+// resetsPerStatement bounds the sessions of one DELETE in Flush.
+const resetsPerStatement = 256
+
+// Flush deletes the rows of the sessions whose history started over, and
+// writes the gathered chunks and system messages.
 func (m *Model) Flush(tx *projections.Tx) error {
 	defer m.discard()
+	for rs := m.resets; len(rs) > 0; {
+		n := min(len(rs), resetsPerStatement)
+		args := make([]any, n)
+		for i, sid := range rs[:n] {
+			args[i] = sid
+		}
+		q := `DELETE FROM history WHERE first_idx > 0 AND session_id IN (` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`
+		if _, err := tx.Exec(q, args...); err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
 	if len(m.system)+len(m.order) == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hermes-go/hermes/projections"
@@ -57,6 +58,8 @@ type Node struct {
 // Model is the lineage read model.
 type Model struct {
 	cache map[string]Node
+	// pending are the nodes Flush writes, in the order they came.
+	pending []Node
 }
 
 // NewModel returns the lineage model.
@@ -80,7 +83,10 @@ func (*Model) Drop(tx *projections.Tx) error {
 	return err
 }
 
-func (m *Model) Forget() { clear(m.cache) }
+func (m *Model) Forget() {
+	clear(m.cache)
+	m.pending = m.pending[:0]
+}
 
 func (m *Model) node(tx *projections.Tx, id string) (Node, bool, error) {
 	if n, ok := m.cache[id]; ok {
@@ -100,6 +106,7 @@ func (m *Model) node(tx *projections.Tx, id string) (Node, bool, error) {
 func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 	if ev.IsTombstone() {
 		delete(m.cache, ev.SessionID)
+		m.pending = slices.DeleteFunc(m.pending, func(n Node) bool { return n.ID == ev.SessionID })
 		// Children keep their place: their parent link names an erased
 		// session, and they stay in the tree of the same root.
 		_, err := tx.Exec(`DELETE FROM lineage WHERE id = ?`, ev.SessionID)
@@ -121,12 +128,30 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 		}
 	}
 	m.cache[n.ID] = n
-	_, err := tx.Exec(upsert,
-		n.ID, n.Parent, n.Reason, n.Root, n.Depth, n.Started.UnixNano(), n.Goal)
-	return err
+	// Written in Flush, with the batch's other sessions: a parent started
+	// in the same batch is found in the cache.
+	m.pending = slices.DeleteFunc(m.pending, func(p Node) bool { return p.ID == n.ID })
+	m.pending = append(m.pending, n)
+	return nil
 }
 
-func (*Model) Flush(*projections.Tx) error { return nil }
+// Flush writes the nodes of the batch.
+func (m *Model) Flush(tx *projections.Tx) error {
+	if len(m.pending) == 0 {
+		return nil
+	}
+	defer func() { m.pending = m.pending[:0] }()
+	rows, err := tx.Inserter(upsert)
+	if err != nil {
+		return err
+	}
+	for _, n := range m.pending {
+		if err := rows.Add(n.ID, n.Parent, n.Reason, n.Root, n.Depth, n.Started.UnixNano(), n.Goal); err != nil {
+			return err
+		}
+	}
+	return rows.Close()
+}
 
 // Tree returns every node of the tree holding id, root first, each
 // parent before its children (by depth, then start time).

@@ -117,8 +117,15 @@ func scanAll(rows *sql.Rows, err error) ([]Summary, error) {
 	return out, rows.Err()
 }
 
-func (m *Model) row(tx *projections.Tx, id string) (*Summary, error) {
+// row is session id's row, read on first use; first: the event is the
+// session's first (revision 0), before which it has no row to read.
+func (m *Model) row(tx *projections.Tx, id string, first bool) (*Summary, error) {
 	if s, ok := m.cache[id]; ok {
+		return s, nil
+	}
+	if first {
+		s := &Summary{ID: id, Status: StatusActive}
+		m.cache[id] = s
 		return s, nil
 	}
 	s, err := scan(tx.QueryRow(`SELECT `+cols+` FROM sessions WHERE id = ?`, id))
@@ -145,7 +152,7 @@ func (m *Model) Apply(tx *projections.Tx, ev projections.Event) error {
 		m.gone[id] = true
 		return nil
 	}
-	s, err := m.row(tx, id)
+	s, err := m.row(tx, id, ev.Revision == 0)
 	if err != nil {
 		return err
 	}
