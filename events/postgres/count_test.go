@@ -102,8 +102,9 @@ func TestPartialReadOneStatement(t *testing.T) {
 
 // TestGroupCommitTwoRoundTrips: an append group is one transaction of two
 // round trips — begin, the counter's lock and the streams' state; then the
-// rows, the counter and the commit — whether it appends, deletes a stream
-// or is refused on its expected revision.
+// rows with the counter (one statement) and the commit — whether it
+// appends, deletes a stream or is refused on its expected revision (which
+// leaves the counter).
 func TestGroupCommitTwoRoundTrips(t *testing.T) {
 	st := &statements{}
 	s := openTemp(t, withTracer(st))
@@ -112,25 +113,29 @@ func TestGroupCommitTwoRoundTrips(t *testing.T) {
 	if _, err := s.Append(ctx, "warm", events.NoStream, storetest.Event("warm", "a")); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, f func() error) {
+	// The second round trip: the rows and the counter's move in one
+	// statement, then the commit.
+	const write = "batch[WITH ins AS; COMMIT]"
+	check := func(what, second string, f func() error) {
 		t.Helper()
 		n := st.count()
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if got := st.since(n); len(got) != 2 {
-			t.Errorf("%s: %d round trips, want 2: %q", what, len(got), got)
+		got := st.since(n)
+		if len(got) != 2 || got[1] != second {
+			t.Errorf("%s: round trips %q, want 2, the second %s", what, got, second)
 		}
 	}
-	check("append", func() error {
+	check("append", write, func() error {
 		_, err := s.Append(ctx, "s", events.NoStream, storetest.Event("s", "a"), storetest.Event("s", "b"))
 		return err
 	})
-	check("append again", func() error {
+	check("append again", write, func() error {
 		_, err := s.Append(ctx, "s", events.Exact(1), storetest.Event("s", "c"))
 		return err
 	})
-	check("refused append", func() error {
+	check("refused append", "batch[COMMIT]", func() error {
 		_, err := s.Append(ctx, "s", events.Exact(0), storetest.Event("s", "d"))
 		var wrong *events.WrongExpectedVersionError
 		if !errors.As(err, &wrong) || wrong.Actual != 2 {
@@ -138,7 +143,8 @@ func TestGroupCommitTwoRoundTrips(t *testing.T) {
 		}
 		return nil
 	})
-	check("delete", func() error { return s.DeleteStream(ctx, "s", events.Exact(2)) })
+	check("delete", "batch[INSERT INTO hermes_events; DELETE FROM hermes_events; UPDATE hermes_head SET; COMMIT]",
+		func() error { return s.DeleteStream(ctx, "s", events.Exact(2)) })
 	if _, err := s.ReadStream(ctx, "s", events.Forward, 0, 0); !errors.Is(err, events.ErrStreamDeleted) {
 		t.Fatalf("read after delete: %v", err)
 	}

@@ -100,12 +100,21 @@ func (rs *rowSet) add(pos int64, stream string, rev int64, e schema.Envelope) {
 const insertRows = `INSERT INTO hermes_events (` + columns + `)
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::bytea[])`
 
-// queue queues the INSERT of the collected rows on b.
-func (rs *rowSet) queue(b *pgx.Batch) {
-	if len(rs.pos) == 0 {
-		return
+// insertRowsAndHead is insertRows that also moves the counter to $12.
+const insertRowsAndHead = `WITH ins AS (` + insertRows + `) UPDATE hermes_head SET position = $12`
+
+// queue queues the INSERT of the collected rows on b, with the counter's
+// move to head when head > 0.
+func (rs *rowSet) queue(b *pgx.Batch, head int64) {
+	switch {
+	case len(rs.pos) == 0 && head > 0:
+		b.Queue(`UPDATE hermes_head SET position = $1`, head)
+	case len(rs.pos) == 0:
+	case head > 0:
+		b.Queue(insertRowsAndHead, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads, head)
+	default:
+		b.Queue(insertRows, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads)
 	}
-	b.Queue(insertRows, rs.pos, rs.streams, rs.revs, rs.ids, rs.types, rs.versions, rs.sids, rs.times, rs.turns, rs.causes, rs.payloads)
 	*rs = rowSet{}
 }
 
@@ -126,8 +135,8 @@ func tombstoneOf(stream string) schema.Envelope {
 // first begins it, takes the counter's row lock and reads the state of
 // every stream the group writes (pipelined: the state is read after the
 // lock is granted, so it sees every commit before); the second inserts
-// the rows, moves the counter and commits. The counter's lock is held for
-// one round trip.
+// the rows and moves the counter (one statement) and commits. The
+// counter's lock is held for one round trip.
 func (s *Store) groupTx(group []*request, replies []reply) (err error) {
 	// The transaction is the group's: no one request's ctx may cancel it;
 	// a bound keeps a server that stopped answering from holding every
@@ -180,6 +189,7 @@ func (s *Store) groupTx(group []*request, replies []reply) (err error) {
 	if err := conn.SendBatch(ctx, first).Close(); err != nil {
 		return err
 	}
+	taken := head
 	if touched == nil {
 		touched = map[string]streamState{}
 	}
@@ -220,12 +230,16 @@ func (s *Store) groupTx(group []*request, replies []reply) (err error) {
 		if r.evs == nil {
 			// The stream's rows queued so far go in first, to be erased
 			// with the rest.
-			rows.queue(second)
+			rows.queue(second, 0)
 			second.Queue(`DELETE FROM hermes_events WHERE stream = $1 AND revision < $2`, r.stream, next)
 		}
 	}
-	rows.queue(second)
-	second.Queue(`UPDATE hermes_head SET position = $1`, head)
+	// The counter moves with the last rows, in their statement; a group
+	// whose every append was refused leaves it.
+	if head == taken {
+		head = 0
+	}
+	rows.queue(second, head)
 	second.Queue("COMMIT")
 	if err := conflict(conn.SendBatch(ctx, second).Close()); err != nil {
 		return err
