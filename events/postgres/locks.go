@@ -250,10 +250,12 @@ func (l *Locks) release(ctx context.Context, lk *Lock) error {
 		l.broken(errors.New("the connection holding the locks closed"))
 		return nil
 	}
-	_, err := l.conn.Exec(ctx, `DELETE FROM hermes_locks WHERE name = $1 AND owner = $2`, lk.name, l.owner)
-	if err == nil {
-		_, err = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lk.key)
-	}
+	// One statement: the record goes, then the lock (the unlock reads
+	// the delete's count, so it runs after it). A holder taking it next
+	// meets the deleted row (waiting for this commit), not a record to
+	// take over.
+	_, err := l.conn.Exec(ctx, `WITH d AS (DELETE FROM hermes_locks WHERE name = $1 AND owner = $2 RETURNING 1)
+		SELECT pg_advisory_unlock($3) FROM (SELECT count(*) FROM d) AS c`, lk.name, l.owner, lk.key)
 	if err != nil {
 		l.broken(err)
 		return fmt.Errorf("release lock %s: %w", lk.name, err)

@@ -231,7 +231,8 @@ func TestLocksFrozenHolder(t *testing.T) {
 // TestTryLockOneStatement: taking a lock on the lock connection is one
 // statement (one round trip, one transaction), whether the lock is free,
 // held by another process, or left recorded by a holder that ended
-// without releasing it; and each says what it should of the owner.
+// without releasing it, and each says what it should of the owner;
+// releasing one is one statement too.
 func TestTryLockOneStatement(t *testing.T) {
 	st := &statements{}
 	s := openTemp(t, withTracer(st))
@@ -281,5 +282,15 @@ func TestTryLockOneStatement(t *testing.T) {
 	hs, err := s.Holders(ctx, "session:")
 	if err != nil || len(hs) != 2 || hs[0].Owner != "a" || !hs[0].Live || hs[1].Owner != "b" || !hs[1].Live {
 		t.Fatalf("holders: %+v %v", hs, err)
+	}
+	one("a release", func() {
+		if err := la.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Released cleanly: the next holder finds no record to take over.
+	lb, err := b.TryLock(ctx, "session:x")
+	if err != nil || lb.Previous() != "" {
+		t.Fatalf("after a release: %v, previous %q", err, lb.Previous())
 	}
 }
