@@ -275,7 +275,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 	if req.Stopped {
 		// The caller stopped the turn: it is not started or continued
 		// here, only answered (a member it ran on records how it ended).
-		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)
+		st, err := lookupTurn(ctx, g.store, g.id, req.ID)
 		if err != nil {
 			return reply{Session: g.id, Err: err.Error()}
 		}
@@ -295,7 +295,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		}
 	}
 	if !req.Continue {
-		st, err := session.LookupTurn(ctx, g.store, g.id, req.ID)
+		st, err := lookupTurn(ctx, g.store, g.id, req.ID)
 		if err != nil {
 			return reply{Session: g.id, Err: err.Error()}
 		}

@@ -109,7 +109,7 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		checked = time.Now()
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		st, err := session.LookupTurn(lctx, s.Store, id, req.ID)
+		st, err := lookupTurn(lctx, s.Store, id, req.ID)
 		if err != nil || !st.Completed {
 			return session.TurnResult{}, false
 		}
@@ -186,7 +186,7 @@ func (s *Sessions) completedInStore(ctx context.Context, id, tid string) (sessio
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedLookup)
 	defer cancel()
 	for {
-		st, err := session.LookupTurn(lctx, s.Store, id, tid)
+		st, err := lookupTurn(lctx, s.Store, id, tid)
 		if err == nil {
 			if !st.Completed {
 				return session.TurnResult{}, false

@@ -518,6 +518,38 @@ func (s *Store) readStream(ctx context.Context, stream string, dir events.Direct
 	return out, nil
 }
 
+// ReadTurn returns the events of stream recorded for turn, with the
+// stream's ContextCompressed events (which name the session the
+// conversation went on in), in revision order: what looking a turn up
+// needs (see session.LookupTurnIn), read without the rest of a long
+// conversation — the server filters, the client gets the turn's rows. A
+// deleted stream is events.ErrStreamDeleted; an empty turn reads the
+// whole stream. While the server cannot be reached it goes on trying (see
+// WithOutageWait).
+func (s *Store) ReadTurn(ctx context.Context, stream, turn string) ([]events.Recorded, error) {
+	if turn == "" {
+		return s.ReadStream(ctx, stream, events.Forward, 0, 0)
+	}
+	return retryRead(ctx, s, func() ([]events.Recorded, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM hermes_events
+			WHERE stream = $1 AND (turn_id = $2 OR type = ANY($3)) ORDER BY revision`,
+			stream, turn, []string{schema.TypeContextCompressed, events.StreamDeletedType})
+		if err != nil {
+			return nil, fmt.Errorf("read turn %s of %s in %s: %w", turn, stream, s.safe, err)
+		}
+		out, err := scanRows(rows, 16)
+		if err != nil {
+			return nil, fmt.Errorf("read turn %s of %s in %s: %w", turn, stream, s.safe, err)
+		}
+		for _, r := range out {
+			if r.IsTombstone() {
+				return nil, fmt.Errorf("read %s: %w", stream, events.ErrStreamDeleted)
+			}
+		}
+		return out, nil
+	})
+}
+
 // scanStreamRows scans the rows of readStream: the events read, and the
 // stream's last event when the statement took it (marked by the last
 // column).
