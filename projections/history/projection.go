@@ -175,17 +175,8 @@ const resetsPerStatement = 256
 // writes the gathered chunks and system messages.
 func (m *Model) Flush(tx *projections.Tx) error {
 	defer m.discard()
-	for rs := m.resets; len(rs) > 0; {
-		n := min(len(rs), resetsPerStatement)
-		args := make([]any, n)
-		for i, sid := range rs[:n] {
-			args[i] = sid
-		}
-		q := `DELETE FROM history WHERE first_idx > 0 AND session_id IN (` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`
-		if _, err := tx.Exec(q, args...); err != nil {
-			return err
-		}
-		rs = rs[n:]
+	if err := m.deleteResets(tx); err != nil {
+		return err
 	}
 	if len(m.system)+len(m.order) == 0 {
 		return nil
@@ -214,6 +205,33 @@ func (m *Model) Flush(tx *projections.Tx) error {
 }
 
 var upsert = projections.Upsert("history", "session_id, first_idx", "session_id, first_idx, messages")
+
+// deleteResets deletes the rows past index 0 of the sessions reset in the
+// batch: on PostgreSQL several sessions a statement (a power of two of
+// them, so that a few statements serve every count), on SQLite, in the
+// process, one prepared statement a session.
+func (m *Model) deleteResets(tx *projections.Tx) error {
+	const one = `DELETE FROM history WHERE session_id = ? AND first_idx > 0`
+	for rs := m.resets; len(rs) > 0; {
+		n := 1
+		for tx.Postgres() && n*2 <= min(len(rs), resetsPerStatement) {
+			n *= 2
+		}
+		q := one
+		if n > 1 {
+			q = `DELETE FROM history WHERE first_idx > 0 AND session_id IN (` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`
+		}
+		args := make([]any, n)
+		for i, sid := range rs[:n] {
+			args[i] = sid
+		}
+		if _, err := tx.Exec(q, args...); err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
+	return nil
+}
 
 // Messages returns the history of a session as the next call would start
 // from it (system message first), or nil for an unknown session.
