@@ -13,7 +13,6 @@ import (
 
 	"github.com/hermes-go/hermes/actors/agent"
 	"github.com/hermes-go/hermes/actors/compress"
-	"github.com/hermes-go/hermes/events"
 )
 
 // DefaultIdleAfter is how long a session stays idle before its actor
@@ -260,15 +259,11 @@ func (m *Manager) take(ctx context.Context, id string, user bool) (*entry, error
 	}
 }
 
-// start spawns session id's actor and waits for its recovery.
+// start spawns session id's actor and waits for its recovery. A session
+// with no events fails its recovery ("no session"), which reads the stream
+// anyway: no read of its own first (a read per session start, on every
+// cluster turn of a new conversation).
 func (m *Manager) start(ctx context.Context, id string) (*actor.PID, error) {
-	rs, err := m.deps.Store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(rs) == 0 {
-		return nil, fmt.Errorf("no session %s", id)
-	}
 	ready := make(chan error, 1)
 	res, err := m.sys.Root.RequestFuture(m.parent, &spawn{id, ready}, 30*time.Second).Result()
 	if err != nil {

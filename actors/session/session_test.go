@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,5 +324,54 @@ func waitFor(t *testing.T, cond func() bool) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readCounter counts the reads of one stream through a store.
+type readCounter struct {
+	events.Store
+	stream string
+	mu     sync.Mutex
+	n      int
+}
+
+func (c *readCounter) ReadStream(ctx context.Context, stream string, dir events.Direction, from uint64, max int) ([]events.Recorded, error) {
+	if stream == c.stream {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+	return c.Store.ReadStream(ctx, stream, dir, from, max)
+}
+
+// TestSessionStartReads: starting a session's actor reads its stream in
+// its recovery only (here once; with leases, as in a cluster, a read on
+// after the lease is taken), with no existence check of its own before: a
+// cluster turn of a new conversation paid a read for it; and an unknown
+// session is still refused by name, with no actor left behind.
+func TestSessionStartReads(t *testing.T) {
+	r := newRig(t, llmtest.Reply{Content: "hello"})
+	r.create(t, "s1")
+	rc := &readCounter{Store: r.store, stream: events.SessionStream("s1")}
+	sys := actors.NewSystem(zerolog.Nop())
+	deps := session.Deps{Store: rc, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
+		Tools: tool.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20}
+	mgr := session.NewManager(sys, deps)
+	defer sys.Shutdown()
+	defer mgr.Shutdown()
+	if res := mgr.Run(context.Background(), "s1", "hi", nil); res.Err != nil || res.Answer != "hello" {
+		t.Fatalf("%+v", res)
+	}
+	rc.mu.Lock()
+	n := rc.n
+	rc.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the session's start and turn read its stream %d times, want 1 (its recovery's)", n)
+	}
+	if res := mgr.Run(context.Background(), "nope", "hi", nil); res.Err == nil || !strings.Contains(res.Err.Error(), "no session nope") {
+		t.Fatalf("an unknown session: %+v", res)
+	}
+	if a := mgr.Active(); a != 1 {
+		t.Fatalf("%d session actors running after an unknown session was refused, want 1", a)
 	}
 }

@@ -33,7 +33,8 @@ import (
 //     unacknowledged, so a topic's messages are handled one at a time, in
 //     order, a redelivered one before those after it (a chat's messages
 //     never overtake each other).
-//   - Acknowledgements are explicit and waited for; a handler still at work
+//   - Acknowledgements are explicit (not waited for: the next message
+//     comes once the server has the ack); a handler still at work
 //     (a delivery being retried for a minute) says so every ackWait/3, so
 //     its message is not redelivered meanwhile, while the message of a
 //     process that died is redelivered after the ack wait.
@@ -268,7 +269,12 @@ func (s *jsSubscriber) handle(ctx context.Context, topic string, m *nats.Msg, ou
 	for {
 		select {
 		case <-msg.Acked():
-			if err := m.AckSync(); err != nil {
+			// Not AckSync: with one message unacknowledged at a time the
+			// server hands out the next only once it has this ack, and an
+			// ack lost on the way is a redelivery after the ack wait
+			// either way; waiting for the server's reply only cost a
+			// message and a round trip per delivery.
+			if err := m.Ack(); err != nil {
 				s.log.Error("acknowledge", err, fields)
 			}
 			return
