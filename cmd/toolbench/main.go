@@ -8,10 +8,12 @@
 //   - optionally the Python Hermes Agent (-python: its `hermes` command),
 //     on the same scripted model with the same home layout.
 //
-// Each system runs turns of 1 and of K sequential terminal calls against a
+// Each system runs turns of S (1) and of K sequential terminal calls against a
 // scripted OpenAI-compatible model (adapters/llm/llmtest) that answers
 // instantly; runs are interleaved, and the cost of an extra call is
-// (median(K) - median(1)) / (K - 1). With -strace it also counts, with
+// (median(K) - median(S)) / (K - S), S being 1 unless -short says
+// otherwise (-short 20 -k 80 leaves out what a turn costs once, such as
+// the projection work a turn's process leaves to the next one). With -strace it also counts, with
 // strace -f -c, the syscalls of one turn of each size and reports fsyncs
 // and failing syscalls per extra call (the command's own bash excluded from
 // the failures, as the floor runs the same bash; EAGAIN excluded, as that is
@@ -19,7 +21,7 @@
 // sleep running out).
 //
 //	go build -o /tmp/hermes ./cmd/hermes
-//	go run ./cmd/toolbench -hermes /tmp/hermes [-before /tmp/hermes-old] [-python .ci/hermes-venv/bin/hermes] [-k 20] [-reps 7] [-strace]
+//	go run ./cmd/toolbench -hermes /tmp/hermes [-before /tmp/hermes-old] [-python .ci/hermes-venv/bin/hermes] [-short 1] [-k 20] [-reps 7] [-strace]
 package main
 
 import (
@@ -49,16 +51,17 @@ func main() {
 	python := flag.String("python", "", "path to the Python Hermes Agent's hermes command (optional baseline)")
 	before := flag.String("before", "", "path to another hermes binary (an earlier build) measured beside -hermes (optional)")
 	k := flag.Int("k", 20, "tool calls in the long turn")
+	short := flag.Int("short", 1, "tool calls in the short turn")
 	reps := flag.Int("reps", 7, "interleaved repetitions of every run")
 	sandbox := flag.String("sandbox", "workspace-write", "hermes --sandbox mode")
 	straceOn := flag.Bool("strace", false, "count syscalls per extra call with strace -f -c")
 	keep := flag.String("keep", "", "keep the homes the turns ran in, and with -strace copy the strace logs (strace-SYSTEM-N.txt) into this directory")
 	flag.Parse()
-	if *hermes == "" || *k < 2 || *reps < 1 {
+	if *hermes == "" || *short < 1 || *k <= *short || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "usage: toolbench -hermes PATH [-python PATH] [-k N>=2] [-reps N] [-sandbox MODE] [-strace]")
 		os.Exit(2)
 	}
-	if err := run(*hermes, *before, *python, *k, *reps, *sandbox, *straceOn, *keep); err != nil {
+	if err := run(*hermes, *before, *python, *short, *k, *reps, *sandbox, *straceOn, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "toolbench:", err)
 		os.Exit(1)
 	}
@@ -71,7 +74,7 @@ type system struct {
 	turn func(n int, url string) error
 }
 
-func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, straceOn bool, keep string) error {
+func run(hermesBin, beforeBin, pythonBin string, short, k, reps int, sandbox string, straceOn bool, keep string) error {
 	root, err := os.MkdirTemp("", "toolbench-")
 	if err != nil {
 		return err
@@ -90,7 +93,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	// making n terminal calls of its own), so extra calls a system makes
 	// cannot shift the script.
 	urls := map[int]string{}
-	for _, n := range []int{1, k} {
+	for _, n := range []int{short, k} {
 		srv := llmtest.New()
 		srv.NoRecord = true
 		srv.SetRoute(script(n))
@@ -120,7 +123,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	}
 	// Warm-up: homes made, caches filled.
 	for _, s := range systems {
-		for _, n := range []int{1, k} {
+		for _, n := range []int{short, k} {
 			if err := s.turn(n, urls[n]); err != nil {
 				return fmt.Errorf("%s, warm-up turn of %d calls: %w", s.name, n, err)
 			}
@@ -130,7 +133,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	cpu := map[string]map[int][]time.Duration{} // of the systems' processes; of the floor's commands
 	for rep := range reps {
 		for _, s := range systems {
-			for _, n := range []int{1, k} {
+			for _, n := range []int{short, k} {
 				start := time.Now()
 				lastCPU = 0
 				before := childrenCPU()
@@ -151,14 +154,14 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 			}
 		}
 	}
-	fmt.Printf("turns of 1 and %d sequential terminal calls, %d interleaved runs each, medians:\n", k, reps)
+	fmt.Printf("turns of %d and %d sequential terminal calls, %d interleaved runs each, medians:\n", short, k, reps)
 	per := map[string]time.Duration{}
 	for _, s := range systems {
-		m1, mk := median(times[s.name][1]), median(times[s.name][k])
-		per[s.name] = (mk - m1) / time.Duration(k-1)
-		fmt.Printf("  %-20s 1 call %9s   %d calls %9s   per extra call %8s", s.name, round(m1), k, round(mk), round(per[s.name]))
-		if c1, ck := median(cpu[s.name][1]), median(cpu[s.name][k]); ck > 0 {
-			fmt.Printf("   CPU per extra call %8s", round((ck-c1)/time.Duration(k-1)))
+		m1, mk := median(times[s.name][short]), median(times[s.name][k])
+		per[s.name] = (mk - m1) / time.Duration(k-short)
+		fmt.Printf("  %-20s %d calls %9s   %d calls %9s   per extra call %8s", s.name, short, round(m1), k, round(mk), round(per[s.name]))
+		if c1, ck := median(cpu[s.name][short]), median(cpu[s.name][k]); ck > 0 {
+			fmt.Printf("   CPU per extra call %8s", round((ck-c1)/time.Duration(k-short)))
 		}
 		fmt.Println()
 	}
@@ -178,13 +181,13 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 	if _, err := exec.LookPath("strace"); err != nil {
 		return errors.New("-strace: no strace on PATH (apt-get install strace)")
 	}
-	fmt.Printf("syscalls per extra call (strace -f -c of one turn of 1 and of %d calls):\n", k)
+	fmt.Printf("syscalls per extra call (strace -f -c of one turn of %d and of %d calls):\n", short, k)
 	for _, s := range systems {
 		if strings.HasSuffix(s.name, "floor") {
 			continue // in this process: not straced
 		}
 		var counts [2]map[string][2]int
-		for i, n := range []int{1, k} {
+		for i, n := range []int{short, k} {
 			out := filepath.Join(root, fmt.Sprintf("strace-%d.txt", n))
 			var turn func(int, string) error
 			wrap := []string{"strace", "-f", "-o", out}
@@ -209,7 +212,7 @@ func run(hermesBin, beforeBin, pythonBin string, k, reps int, sandbox string, st
 			}
 		}
 		d := func(name string, field int) float64 {
-			return float64(counts[1][name][field]-counts[0][name][field]) / float64(k-1)
+			return float64(counts[1][name][field]-counts[0][name][field]) / float64(k-short)
 		}
 		fmt.Printf("  %-20s fsync %.1f  fdatasync %.1f  rename %.1f  unlink %.1f  openat %.1f  all %.1f  failing %.1f",
 			s.name, d("fsync", 0), d("fdatasync", 0), d("rename", 0)+d("renameat", 0)+d("renameat2", 0), d("unlink", 0)+d("unlinkat", 0), d("openat", 0), d("*", 0), d("*", 1))
