@@ -255,6 +255,12 @@ func (p *tableProjection) prepare(tx *Tx) (mark, error) {
 // reads stays the stored one until it commits. Without it, two
 // transactions could both read checkpoint N and both apply (N, M].
 func (p *tableProjection) write(ctx context.Context, fn func(tx *Tx, m mark) (mark, error)) error {
+	// The statements the transaction ran unprepared are prepared once it
+	// has ended and the projection's lock is let go (deferred first, so
+	// run last): preparing needs the writer's one connection, which
+	// another projection's transaction may hold.
+	var unprepared []string
+	defer func() { p.db.stmts.learn(ctx, unprepared) }()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sqlTx, err := p.db.w.BeginTx(ctx, nil)
@@ -262,7 +268,7 @@ func (p *tableProjection) write(ctx context.Context, fn func(tx *Tx, m mark) (ma
 		return fmt.Errorf("%s: begin: %w", p.db.name, err)
 	}
 	tx := &Tx{tx: sqlTx, ctx: ctx, b: p.db.b, stmts: p.db.stmts}
-	defer func() { p.db.stmts.learn(ctx, tx.unprepared) }()
+	defer func() { unprepared = tx.unprepared }()
 	if p.db.kind == dialectPostgres {
 		_, err = tx.Exec(`SELECT pg_advisory_xact_lock(?, hashtext(?))`, lockSpace, p.m.Name())
 	}

@@ -38,25 +38,36 @@ func (c *stmts) get(q string) *sql.Stmt {
 }
 
 // learn prepares the statements a transaction ran unprepared; call it once
-// the transaction has ended.
+// the transaction has ended, holding no lock a transaction may wait for. It
+// waits for the writer's connection without holding c.mu: another
+// projection's transaction may hold the connection and look a statement up
+// meanwhile.
 func (c *stmts) learn(ctx context.Context, qs []string) {
-	if c == nil || len(qs) == 0 {
+	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, q := range qs {
-		if c.closed || len(c.m) >= maxStmts {
+		c.mu.Lock()
+		_, have := c.m[q]
+		full := c.closed || len(c.m) >= maxStmts
+		c.mu.Unlock()
+		if full {
 			return
 		}
-		if _, ok := c.m[q]; ok {
+		if have {
 			continue
 		}
 		st, err := c.db.PrepareContext(ctx, q)
 		if err != nil {
 			continue // run unprepared, and tried again after its next use
 		}
-		c.m[q] = st
+		c.mu.Lock()
+		if _, have := c.m[q]; have || c.closed || len(c.m) >= maxStmts {
+			st.Close()
+		} else {
+			c.m[q] = st
+		}
+		c.mu.Unlock()
 	}
 }
 

@@ -2,8 +2,10 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/events"
 )
@@ -91,5 +93,64 @@ func TestPreparedStatements(t *testing.T) {
 	}
 	if after, _ := p.Checkpoint(ctx); after != before {
 		t.Fatalf("the checkpoint moved from %d to %d with a failed batch", before, after)
+	}
+}
+
+// namedCount is countModel with a table of its own per name.
+type namedCount struct{ name string }
+
+func (m namedCount) Name() string  { return m.name }
+func (namedCount) Version() int    { return 1 }
+func (namedCount) Forget()         {}
+func (namedCount) Flush(*Tx) error { return nil }
+func (m namedCount) Drop(tx *Tx) error {
+	_, err := tx.Exec(`DROP TABLE IF EXISTS counted_` + m.name)
+	return err
+}
+func (m namedCount) Create(tx *Tx) error {
+	return tx.ExecSchema(`CREATE TABLE IF NOT EXISTS counted_` + m.name + ` (stream TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID`)
+}
+func (m namedCount) Apply(tx *Tx, ev Event) error {
+	_, err := tx.Exec(`INSERT INTO counted_`+m.name+` (stream, n) VALUES (?, 1) ON CONFLICT (stream) DO UPDATE SET n = n + 1`, ev.Stream)
+	return err
+}
+
+// TestPreparedStatementsConcurrentProjections: projections of one database
+// written at once, each preparing its statements after its first batches
+// while the others hold the writer's one connection, all finish (preparing
+// once waited for the connection while holding the cache's lock, which the
+// transaction holding the connection needed: a deadlock that hung a chat).
+func TestPreparedStatementsConcurrentProjections(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenDB(filepath.Join(t.TempDir(), "projections.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const projs, batches = 8, 30
+	done := make(chan error, projs)
+	for i := range projs {
+		p := db.Projection(namedCount{name: fmt.Sprint("p", i)}).(*tableProjection)
+		go func() {
+			for b := range batches {
+				ev := Event{Recorded: events.Recorded{Stream: "s", Position: uint64(b + 1)}}
+				if err := p.Apply(ctx, []Event{ev}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	timeout := time.After(30 * time.Second)
+	for range projs {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout:
+			t.Fatal("projections writing at once did not finish in 30 s (deadlocked)")
+		}
 	}
 }
