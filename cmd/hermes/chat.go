@@ -233,6 +233,7 @@ func stdinTerminal(s app.IOStreams) bool {
 
 // runChat runs `hermes chat`.
 func runChat(ctx context.Context, f *chatFlags) error {
+	tuneChatGC()
 	g := f.app
 	if f.resume != "" && f.cont {
 		return errors.New("use either --resume ID or --continue, not both")

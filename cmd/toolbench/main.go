@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -56,7 +57,20 @@ func main() {
 	sandbox := flag.String("sandbox", "workspace-write", "hermes --sandbox mode")
 	straceOn := flag.Bool("strace", false, "count syscalls per extra call with strace -f -c")
 	keep := flag.String("keep", "", "keep the homes the turns ran in, and with -strace copy the strace logs (strace-SYSTEM-N.txt) into this directory")
+	serve := flag.Int("serve", 0, "serve the scripted model of a turn of this many calls and print its URL, for a turn run by hand (under perf or strace); ends on interrupt")
 	flag.Parse()
+	if *serve > 0 {
+		srv := llmtest.New()
+		srv.NoRecord = true
+		srv.SetRoute(script(*serve))
+		fmt.Println(srv.URL)
+		fmt.Printf("e.g.: OPENAI_BASE_URL=%s/v1 OPENAI_API_KEY=sk-bench hermes --home HOME chat -q go --model gpt-test --yolo (HOME/config.yaml: the learning loop off, as in the runs)\n", srv.URL)
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+		<-stop
+		srv.Close()
+		return
+	}
 	if *hermes == "" || *short < 1 || *k <= *short || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "usage: toolbench -hermes PATH [-python PATH] [-k N>=2] [-reps N] [-sandbox MODE] [-strace]")
 		os.Exit(2)
