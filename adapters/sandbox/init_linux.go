@@ -35,18 +35,17 @@ func init() {
 const proxyPort = 3128
 
 type initState struct {
-	ctl    *net.UnixConn
+	// ctl is the control socket's descriptor, blocking: the spawner
+	// thread reads it (see spawner), any goroutine writes a datagram
+	// under wmu.
+	ctl    int
 	wmu    sync.Mutex
 	policy Policy
-	spawn  chan spawnReq
 	mu     sync.Mutex
 	pids   map[int]int // request id → pid
 	devnul *os.File
-}
-
-type spawnReq struct {
-	m     message
-	files []*os.File
+	// gone is closed when the control socket closed (Hermes is gone).
+	gone chan struct{}
 }
 
 func runInit() int {
@@ -60,17 +59,17 @@ func runInit() int {
 	// working directory (perhaps inside the hidden home) is not theirs.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	unix.Chdir("/")
-	f := os.NewFile(3, "sandbox-ctl")
-	c, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
+	// The control socket stays blocking and out of the runtime's poller:
+	// its one reader is the spawner's thread, which sleeps in recvmsg
+	// until Hermes writes, and wakes straight into the fork.
+	if err := unix.SetNonblock(3, false); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox init: control socket:", err)
 		return 1
 	}
-	st := &initState{ctl: c.(*net.UnixConn), pids: map[int]int{}}
+	st := &initState{ctl: 3, pids: map[int]int{}, gone: make(chan struct{})}
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(4*16))
-	n, _, _, _, err := st.ctl.ReadMsgUnix(buf, oob)
+	n, _, err := st.recv(buf, oob)
 	if err != nil {
 		return 1
 	}
@@ -85,12 +84,32 @@ func runInit() int {
 		return 1
 	}
 	st.send(message{Op: "ready"}, nil)
+	// Hermes gone: ending the init ends every process of the sandbox.
+	<-st.gone
+	return 0
+}
+
+// recv reads one datagram of the control socket, blocking; n == 0 with a
+// nil error is the socket's end.
+func (st *initState) recv(buf, oob []byte) (n, oobn int, err error) {
 	for {
-		n, oobn, _, _, err := st.ctl.ReadMsgUnix(buf, oob)
+		n, oobn, _, _, err = unix.Recvmsg(st.ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			return n, oobn, err
+		}
+	}
+}
+
+// serve reads and handles the control socket's requests until it closes;
+// it runs on the spawner's thread (see spawner).
+func (st *initState) serve() {
+	defer close(st.gone)
+	buf := make([]byte, 1<<20)
+	oob := make([]byte, unix.CmsgSpace(4*16))
+	for {
+		n, oobn, err := st.recv(buf, oob)
 		if err != nil || n == 0 {
-			// Hermes is gone: ending the init ends every process of the
-			// sandbox.
-			return 0
+			return
 		}
 		files := receivedFiles(oob[:oobn])
 		var m message
@@ -100,7 +119,7 @@ func runInit() int {
 		}
 		switch m.Op {
 		case "run":
-			st.spawn <- spawnReq{m: m, files: files}
+			st.run(m, files)
 		case "kill":
 			st.mu.Lock()
 			pid := st.pids[m.ID]
@@ -126,7 +145,8 @@ func (st *initState) send(m message, files []*os.File) {
 		oob = unix.UnixRights(fds...)
 	}
 	st.wmu.Lock()
-	st.ctl.WriteMsgUnix(b, oob, nil)
+	for unix.Sendmsg(st.ctl, b, oob, nil, 0) == unix.EINTR {
+	}
 	st.wmu.Unlock()
 }
 
@@ -156,7 +176,6 @@ func (st *initState) setup() error {
 		}
 		go st.forward(ln)
 	}
-	st.spawn = make(chan spawnReq)
 	ready := make(chan error)
 	go st.spawner(ready)
 	return <-ready
@@ -183,8 +202,10 @@ func (st *initState) forward(ln net.Listener) {
 // spawner runs on one OS thread for good: it drops that thread's
 // capabilities, sets no_new_privs and enters Landlock and seccomp, so
 // every process it forks starts inside them (they are per thread and
-// inherited), while the init's other threads keep serving the control
-// socket and the proxy forwarder.
+// inherited). The same thread reads the control socket (serve): a request
+// to run wakes it directly, with no hand-off from a reading goroutine to
+// it. The init's other threads wait for commands' ends and serve the
+// proxy forwarder.
 func (st *initState) spawner(ready chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread is the wall's door
 	if err := restrictThread(st.policy); err != nil {
@@ -192,18 +213,15 @@ func (st *initState) spawner(ready chan<- error) {
 		return
 	}
 	ready <- nil
-	for r := range st.spawn {
-		st.run(r)
-	}
+	st.serve()
 }
 
-func (st *initState) run(r spawnReq) {
-	m := r.m
-	defer closeAll(r.files)
+func (st *initState) run(m message, files []*os.File) {
+	defer closeAll(files)
 	fail := func(err error) {
 		st.send(message{Op: "failed", ID: m.ID, Error: err.Error()}, nil)
 	}
-	if len(r.files) != m.Streams+m.Extra || m.Streams < 1 || m.Streams > 2 || len(m.Args) == 0 {
+	if len(files) != m.Streams+m.Extra || m.Streams < 1 || m.Streams > 2 || len(m.Args) == 0 {
 		fail(errors.New("bad run request"))
 		return
 	}
@@ -228,12 +246,12 @@ func (st *initState) run(r spawnReq) {
 		fail(err)
 		return
 	}
-	stderr := r.files[0]
+	stderr := files[0]
 	if m.Streams == 2 {
-		stderr = r.files[1]
+		stderr = files[1]
 	}
-	cmd := &exec.Cmd{Path: path, Args: m.Args, Env: env, Dir: m.Dir, Stdin: st.devnul, Stdout: r.files[0], Stderr: stderr,
-		ExtraFiles:  r.files[m.Streams:],
+	cmd := &exec.Cmd{Path: path, Args: m.Args, Env: env, Dir: m.Dir, Stdin: st.devnul, Stdout: files[0], Stderr: stderr,
+		ExtraFiles:  files[m.Streams:],
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID, Setsid: true}}
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError
