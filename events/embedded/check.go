@@ -282,7 +282,7 @@ type Repair struct {
 
 // recordEnds rebuilds the streams table from the rows: each stream's last
 // revision, and whether a tombstone ends it.
-func recordEnds(ctx context.Context, tx *sql.Tx) error {
+func recordEnds(ctx context.Context, tx txLike) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM streams`); err != nil {
 		return err
 	}
@@ -335,7 +335,7 @@ func (s *Store) Quarantine(ctx context.Context, rep *Report) (*Repair, error) {
 	if len(order) == 0 && len(out.Lost) == 0 && !out.Reindexed {
 		return out, nil
 	}
-	err := s.exclusive(ctx, func(tx *sql.Tx) error {
+	err := s.exclusive(ctx, func(tx txLike) error {
 		now := time.Now().UnixNano()
 		for _, stream := range order {
 			n, err := s.moveStream(ctx, tx, stream, positions[stream], reasons[stream], now)
@@ -392,7 +392,7 @@ func (s *Store) Quarantine(ctx context.Context, rep *Report) (*Repair, error) {
 // quarantine table, records their positions as erased, deletes them and
 // leaves a tombstone (a new one when the stream's own was damaged). It
 // returns how many rows it moved.
-func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damaged []uint64, reason string, now int64) (int, error) {
+func (s *Store) moveStream(ctx context.Context, tx txLike, stream string, damaged []uint64, reason string, now int64) (int, error) {
 	set, damagedAt := map[int64]bool{}, map[int64]bool{}
 	for _, p := range damaged {
 		set[int64(p)], damagedAt[int64(p)] = true, true
@@ -486,7 +486,7 @@ func (s *Store) moveStream(ctx context.Context, tx *sql.Tx, stream string, damag
 // exclusive runs fn in a transaction of the writer goroutine, alone: the
 // appends queued with it are written before it, and the writer forgets
 // what it knew of streams and positions after it.
-func (s *Store) exclusive(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) exclusive(ctx context.Context, fn func(tx txLike) error) error {
 	_, err := s.submit(ctx, &request{ctx: ctx, fn: fn})
 	return err
 }

@@ -136,7 +136,7 @@ func TestLogLostUnderARunningStore(t *testing.T) {
 			appendAcked(t, s, "session-a", 20, got)
 			appendAcked(t, s, "session-b", 20, got)
 			if c.how == "truncate-checkpointed" {
-				if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				if _, err := s.wconn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -266,7 +266,7 @@ func TestWitnessAcrossRestarts(t *testing.T) {
 	got := acked{}
 	appendAcked(t, s, "session-a", 5, got)
 	backup := filepath.Join(t.TempDir(), "backup.db")
-	if _, err := s.wdb.Exec(`VACUUM INTO ?`, backup); err != nil {
+	if _, err := s.wconn.ExecContext(context.Background(), `VACUUM INTO ?`, backup); err != nil {
 		t.Fatal(err)
 	}
 	appendAcked(t, s, "session-b", 5, acked{})
@@ -557,7 +557,7 @@ func BenchmarkGuard(b *testing.B) {
 	read := func(q string, dest ...any) func(b *testing.B) {
 		return func(b *testing.B) {
 			for b.Loop() {
-				tx, err := s.wdb.Begin()
+				tx, err := s.wconn.BeginTx(context.Background(), nil)
 				if err != nil {
 					b.Fatal(err)
 				}

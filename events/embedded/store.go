@@ -69,6 +69,9 @@ type Store struct {
 
 	rdb *sql.DB // readers
 	wdb *sql.DB // the one writing connection of this process; nil when read-only
+	// wconn is wdb's connection, held by the writer from Open to Close
+	// (see wtx.go).
+	wconn *sql.Conn
 
 	// Read from the meta table at open (see meta.go).
 	ident      Identity
@@ -183,6 +186,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		if s.rdb != nil {
 			s.rdb.Close()
 		}
+		s.releaseWriter()
 		if s.wdb != nil {
 			s.wdb.Close()
 		}
@@ -214,9 +218,6 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err = s.initMeta(ctx); err != nil {
 		return fail(err)
 	}
-	if err = s.prepare(); err != nil {
-		return fail(err)
-	}
 	if s.rdb, err = openExisting(path, false); err != nil {
 		return fail(err)
 	}
@@ -233,6 +234,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return fail(err)
 	}
 	if err = s.startGuard(ctx); err != nil {
+		return fail(err)
+	}
+	if err = s.holdWriter(ctx); err != nil {
 		return fail(err)
 	}
 	s.w = group.Start(maxBatch, s.closing, s.commit, func(r *request) { r.reply <- reply{err: events.ErrClosed} })
@@ -286,7 +290,7 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 func (s *Store) ReadOnly() bool { return s.wdb == nil }
 
 func (s *Store) prepare() (err error) {
-	if s.insert, err = s.wdb.Prepare(`INSERT INTO events (` + insertColumns + `)
+	if s.insert, err = s.wconn.PrepareContext(context.Background(), `INSERT INTO events (`+insertColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
@@ -298,16 +302,16 @@ func (s *Store) prepare() (err error) {
 		}
 		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
 	}
-	if s.insertN, err = s.wdb.Prepare(q.String()); err != nil {
+	if s.insertN, err = s.wconn.PrepareContext(context.Background(), q.String()); err != nil {
 		return err
 	}
-	if s.selStream, err = s.wdb.Prepare(lastOfStream); err != nil {
+	if s.selStream, err = s.wconn.PrepareContext(context.Background(), lastOfStream); err != nil {
 		return err
 	}
-	if s.selHead, err = s.wdb.Prepare(streamHead); err != nil {
+	if s.selHead, err = s.wconn.PrepareContext(context.Background(), streamHead); err != nil {
 		return err
 	}
-	if s.selVersion, err = s.wdb.Prepare(`PRAGMA data_version`); err != nil {
+	if s.selVersion, err = s.wconn.PrepareContext(context.Background(), `PRAGMA data_version`); err != nil {
 		return err
 	}
 	for _, n := range headChunks {
@@ -317,7 +321,7 @@ func (s *Store) prepare() (err error) {
 			q.WriteString(`, (?, ?, ?)`)
 		}
 		q.WriteString(` ON CONFLICT (stream) DO UPDATE SET last = excluded.last, deleted = excluded.deleted`)
-		st, err := s.wdb.Prepare(q.String())
+		st, err := s.wconn.PrepareContext(context.Background(), q.String())
 		if err != nil {
 			return err
 		}
@@ -354,6 +358,7 @@ func (s *Store) Close() error {
 		s.pin.Close()
 	}
 	var err1 error
+	s.releaseWriter()
 	if s.wdb != nil {
 		err1 = s.wdb.Close()
 	}
@@ -368,7 +373,7 @@ type request struct {
 	evs      []schema.Envelope
 	delete   bool
 	// fn, when set, is run alone in the writer's transaction (repairs).
-	fn func(*sql.Tx) error
+	fn func(txLike) error
 	// lazy: the append may be committed without an fsync (events.DeferSync).
 	lazy bool
 	// flush: no write, only make lazily committed events durable.
@@ -518,7 +523,7 @@ func (s *Store) commit(batch []*request) {
 	if err == nil && work {
 		err = s.syncMode(!lazy)
 		if err == nil {
-			err = s.inTx(func(tx *sql.Tx) (err error) {
+			err = s.inTx(func(tx txLike) (err error) {
 				wrote, err = s.write(tx, batch, replies)
 				return err
 			})
@@ -552,7 +557,7 @@ func (s *Store) commit(batch []*request) {
 
 // write applies the batch in tx, answering each request in replies; it
 // reports whether anything was written. An error abandons the whole batch.
-func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, error) {
+func (s *Store) write(tx txLike, batch []*request, replies []reply) (bool, error) {
 	if err := s.validateCache(tx); err != nil {
 		return false, err
 	}
@@ -596,7 +601,7 @@ func (s *Store) write(tx *sql.Tx, batch []*request, replies []reply) (bool, erro
 // checks, in the same read, that the file still holds the log this store
 // opened, no shorter than the highest position it saw (see guard.go): a
 // change by anyone else, through SQLite, moves data_version.
-func (s *Store) validateCache(tx *sql.Tx) error {
+func (s *Store) validateCache(tx txLike) error {
 	var v int64
 	if err := tx.Stmt(s.selVersion).QueryRow().Scan(&v); err != nil {
 		return fmt.Errorf("event store %s: %w", s.path, err)
@@ -610,7 +615,7 @@ func (s *Store) validateCache(tx *sql.Tx) error {
 		acked := s.acked.Load()
 		var id sql.NullString
 		var head int64
-		if err := tx.QueryRow(`SELECT (SELECT value FROM meta WHERE key = 'log_id'), `+allocatedExpr).Scan(&id, &head); err != nil {
+		if err := tx.QueryRowContext(context.Background(), `SELECT (SELECT value FROM meta WHERE key = 'log_id'), `+allocatedExpr).Scan(&id, &head); err != nil {
 			return fmt.Errorf("event store %s: %w", s.path, err)
 		}
 		if err := s.judgeContent(id.String, head, acked); err != nil {
@@ -646,7 +651,7 @@ func (s *Store) syncMode(full bool) error {
 	if full {
 		mode = "FULL"
 	}
-	if _, err := s.wdb.Exec("PRAGMA synchronous=" + mode); err != nil {
+	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA synchronous="+mode); err != nil {
 		return fmt.Errorf("event store %s: synchronous=%s: %w", s.path, mode, err)
 	}
 	s.modeSet, s.modeFull = true, full
@@ -703,25 +708,10 @@ func (s *Store) raiseDurable(p uint64) {
 	}
 }
 
-func (s *Store) inTx(fn func(*sql.Tx) error) error {
-	tx, err := s.wdb.Begin()
-	if err != nil {
-		return fmt.Errorf("event store %s: begin: %w", s.path, err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("event store %s: commit: %w", s.path, err)
-	}
-	return nil
-}
-
 // txWriter applies the requests of one transaction.
 type txWriter struct {
 	s       *Store
-	tx      *sql.Tx
+	tx      txLike
 	insert  *sql.Stmt
 	insertN *sql.Stmt
 	rows    []row
@@ -882,18 +872,18 @@ var headChunks = []int{16, 4, 1}
 // tombstone appends the deletion record first (so its position is above
 // every erased one), records the positions it erases, and erases the
 // stream's events.
-func (s *Store) tombstone(tx *sql.Tx, stream string, rev uint64) (events.AppendResult, error) {
+func (s *Store) tombstone(tx txLike, stream string, rev uint64) (events.AppendResult, error) {
 	rc := rec{pos: s.nextPos, stream: stream, rev: int64(rev), id: uuid.NewString(), typ: events.StreamDeletedType, version: 1,
 		sid: events.SessionOf(stream), ns: time.Now().UnixNano(), payload: []byte("{}")}
-	if _, err := tx.Exec(`INSERT INTO events (`+columns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(context.Background(), `INSERT INTO events (`+columns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		rc.pos, rc.stream, rc.rev, rc.id, rc.typ, rc.version, rc.sid, rc.ns, rc.turn, rc.cause, rc.payload, s.sums.sum(&rc)); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
 	s.nextPos++
-	if _, err := tx.Exec(`INSERT OR IGNORE INTO erased (position) SELECT position FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
+	if _, err := tx.ExecContext(context.Background(), `INSERT OR IGNORE INTO erased (position) SELECT position FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
-	if _, err := tx.Exec(`DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
+	if _, err := tx.ExecContext(context.Background(), `DELETE FROM events WHERE stream = ? AND revision < ?`, stream, rev); err != nil {
 		return events.AppendResult{}, fmt.Errorf("delete %s: %w", stream, err)
 	}
 	if _, err := tx.Stmt(s.upHead).Exec(stream, rev, true); err != nil {
