@@ -824,11 +824,17 @@ func (c *chat) finish(ctx actor.Context, m *turnFinished) {
 	}
 	var usage *schema.Usage
 	if m.w.verified && res.TurnID != "" {
-		u, err := turnUsage(context.Background(), c.r.store, res.TurnID, m.w.msg.SessionID, res.SessionID)
-		if err != nil {
-			c.r.log.Warn().Err(err).Str("chat", c.key).Msg("sum the turn's usage")
-		} else {
-			usage = &u
+		// The result carries it when the session made every call of the
+		// turn; else (a turn continued from its events) the events have
+		// them.
+		usage = res.Usage
+		if usage == nil {
+			u, err := turnUsage(context.Background(), c.r.store, res.TurnID, m.w.msg.SessionID, res.SessionID)
+			if err != nil {
+				c.r.log.Warn().Err(err).Str("chat", c.key).Msg("sum the turn's usage")
+			} else {
+				usage = &u
+			}
 		}
 	}
 	seg, replace := m.segment, m.replace

@@ -375,9 +375,9 @@ func paintIt(r llmtest.Request) *llmtest.Reply {
 	msgs, _ := r.Body["messages"].([]any)
 	last, _ := msgs[len(msgs)-1].(map[string]any)
 	if last["role"] == "tool" {
-		return &llmtest.Reply{Content: "you said: " + fmt.Sprint(last["content"])}
+		return &llmtest.Reply{Content: "you said: " + fmt.Sprint(last["content"]), Prompt: 30, Completion: 5}
 	}
-	return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "clarify", Args: `{"question":"Which colour?","choices":["red","blue"]}`}}}
+	return &llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "clarify", Args: `{"question":"Which colour?","choices":["red","blue"]}`}}, Prompt: 20, Completion: 4}
 }
 
 // countUser counts the model requests whose last user message is text.
@@ -802,6 +802,11 @@ func TestClusterQuestionsReachTheCaller(t *testing.T) {
 	r := sessions.RunTurn(ctx, sid, &session.Turn{ID: "t1", Text: "paint it"})
 	if r.Err != nil || !strings.Contains(r.Answer, "you said:") || !strings.Contains(r.Answer, "blue") {
 		t.Fatalf("turn %+v", r)
+	}
+	// The reply carries the turn's usage (its two model calls): the
+	// caller need not read the session's events for it.
+	if want := (schema.Usage{PromptTokens: 50, CompletionTokens: 9}); r.Usage == nil || *r.Usage != want {
+		t.Fatalf("the turn's usage %v; want %+v", r.Usage, want)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -335,7 +335,7 @@ func (g *grain) run(ctx context.Context, req request) reply {
 		return reply{Pending: true}
 	}
 	g.hosted.accepted(req.ID)
-	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer}
+	rep := reply{Session: res.SessionID, Turn: res.TurnID, Answer: res.Answer, Usage: res.Usage}
 	if res.Err != nil {
 		rep.Err, rep.Interrupted = res.Err.Error(), errors.Is(res.Err, agent.ErrInterrupted)
 	}

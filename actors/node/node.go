@@ -302,6 +302,10 @@ type reply struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Node is the member that answered.
 	Node string `json:"node"`
+	// Usage is the turn's model calls' usage when the member ran all of
+	// them (session.TurnResult.Usage): the caller need not read it from
+	// the store.
+	Usage *schema.Usage `json:"usage,omitempty"`
 }
 
 func encode(v any) *wrapperspb.BytesValue {

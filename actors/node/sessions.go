@@ -153,7 +153,7 @@ func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) sess
 		if s.OnAnswer != nil {
 			s.OnAnswer(id, rep.Node)
 		}
-		res := session.TurnResult{SessionID: rep.Session, TurnID: rep.Turn, Answer: rep.Answer}
+		res := session.TurnResult{SessionID: rep.Session, TurnID: rep.Turn, Answer: rep.Answer, Usage: rep.Usage}
 		switch {
 		case rep.Interrupted:
 			res.Err = fmt.Errorf("%s (on %s): %w", rep.Err, rep.Node, agent.ErrInterrupted)

@@ -54,6 +54,10 @@ type TurnResult struct {
 	TurnID    string
 	Answer    string
 	Err       error
+	// Usage, when set, is the sum of the turn's model calls' usage, known
+	// to the session that made every one of them (nil when it did not: a
+	// turn continued from its events; read them then).
+	Usage *schema.Usage
 }
 
 // Stop interrupts the turn in flight (and drops queued ones).

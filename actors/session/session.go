@@ -532,7 +532,11 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 		endTurnSpan(ctx, span, err)
 		cancel(nil)
 		close(running)
-		root.Send(self, &turnDone{turn: t, result: TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}})
+		res := TurnResult{SessionID: a.rec.sessionID(), TurnID: turnID, Answer: answer, Err: err}
+		if u, ok := a.rec.usageOf(turnID); ok && !continuing {
+			res.Usage = &u
+		}
+		root.Send(self, &turnDone{turn: t, result: res})
 	}()
 }
 
@@ -779,6 +783,10 @@ type recorder struct {
 	revision uint64
 	lastID   string
 	spent    float64 // cost of the session's model calls so far
+	// turn and used: the last turn recorded here and its model calls'
+	// usage.
+	turn string
+	used schema.Usage
 	// pending is the outcome of the deferred append in flight, if any.
 	pending chan error
 }
@@ -861,13 +869,26 @@ func (r *recorder) Record(ctx context.Context, turnID string, ps ...schema.Paylo
 		r.revision = res.NextRevision
 	}
 	r.lastID = envs[len(envs)-1].ID
+	if turnID != "" && turnID != r.turn {
+		r.turn, r.used = turnID, schema.Usage{}
+	}
 	for _, p := range ps {
 		switch a := p.(type) {
 		case schema.AssistantMessageAdded:
 			r.spent += a.CostUSD
+			r.used = r.used.Add(a.Usage)
 		case schema.AuxiliaryCallCompleted:
 			r.spent += a.CostUSD
+			r.used = r.used.Add(a.Usage)
 		}
 	}
 	return nil
+}
+
+// usageOf is the usage of turn's model calls recorded here, when turn is
+// the last turn recorded.
+func (r *recorder) usageOf(turn string) (schema.Usage, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.used, turn != "" && turn == r.turn
 }
