@@ -642,30 +642,6 @@ func (a *Actor) nudgeDue() bool {
 // for the provider.
 func (a *Actor) recover(ctx context.Context) error {
 	current, rs, err := a.chainEnd(ctx)
-	for err == nil {
-		end := current
-		var prev *Owner
-		var taken bool
-		if taken, prev, err = a.own.take(end); err != nil || !taken {
-			break
-		}
-		if prev != nil {
-			a.log.Warn().Msgf("session %s was left open by %s, which ended without releasing it: taking it over", end, prev)
-		}
-		// Read on now that the stream is ours (what came after the first
-		// read only: the stream is appended to, never changed): before,
-		// its owner could still write to it, or move on to a compressed
-		// child.
-		var more []events.Recorded
-		if more, err = a.deps.Store.ReadStream(ctx, events.SessionStream(end), events.Forward, rs[len(rs)-1].Revision+1, 0); err != nil {
-			break
-		}
-		rs = append(rs, more...)
-		if rs[len(rs)-1].Type != schema.TypeContextCompressed {
-			break
-		}
-		current, rs, err = a.chainEnd(ctx)
-	}
 	if err != nil {
 		return err
 	}
@@ -742,10 +718,21 @@ func (a *Actor) recover(ctx context.Context) error {
 }
 
 // chainEnd follows a.id through its compressions to the session the
-// conversation goes on in, and returns that session's events.
+// conversation goes on in, and returns that session's events. Each session
+// of the chain is leased before its stream is read: the one read then sees
+// every event appended before (an owner until then wrote them before it let
+// the lease go, and cannot write or move on to a compressed child after),
+// where a read before the lease needed a read on after it.
 func (a *Actor) chainEnd(ctx context.Context) (string, []events.Recorded, error) {
 	current := a.id
 	for {
+		taken, prev, err := a.own.take(current)
+		if err != nil {
+			return "", nil, err
+		}
+		if taken && prev != nil {
+			a.log.Warn().Msgf("session %s was left open by %s, which ended without releasing it: taking it over", current, prev)
+		}
 		rs, err := a.deps.Store.ReadStream(ctx, events.SessionStream(current), events.Forward, 0, 0)
 		if err != nil {
 			return "", nil, err

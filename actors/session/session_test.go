@@ -345,17 +345,27 @@ func (c *readCounter) ReadStream(ctx context.Context, stream string, dir events.
 }
 
 // TestSessionStartReads: starting a session's actor reads its stream in
-// its recovery only (here once; with leases, as in a cluster, a read on
-// after the lease is taken), with no existence check of its own before: a
-// cluster turn of a new conversation paid a read for it; and an unknown
-// session is still refused by name, with no actor left behind.
+// its recovery only, once, with no existence check of its own before (a
+// cluster turn of a new conversation paid a read for it) — with leases, as
+// in a cluster, too: the lease is taken before the read, which then needs
+// no read on after it (two reads before); and an unknown session is still
+// refused by name, with no actor left behind.
 func TestSessionStartReads(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(fmt.Sprint("leased=", leased), func(t *testing.T) { testSessionStartReads(t, leased) })
+	}
+}
+
+func testSessionStartReads(t *testing.T, leased bool) {
 	r := newRig(t, llmtest.Reply{Content: "hello"})
 	r.create(t, "s1")
 	rc := &readCounter{Store: r.store, stream: events.SessionStream("s1")}
 	sys := actors.NewSystem(zerolog.Nop())
 	deps := session.Deps{Store: rc, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: r.srv.URL + "/v1"}),
 		Tools: tool.NewTools(echoTool{}), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 20}
+	if leased {
+		deps.Leases = session.NewFileLeases(filepath.Join(t.TempDir(), "locks"), session.ThisProcess())
+	}
 	mgr := session.NewManager(sys, deps)
 	defer sys.Shutdown()
 	defer mgr.Shutdown()
