@@ -671,14 +671,16 @@ func (c *chat) launch(ctx actor.Context, w *work, tctx context.Context, observe 
 	fresh := w.msg.SessionID == c.fresh
 	go func() {
 		defer cancel()
+		created := false
 		if ensure {
-			if err := ensureSession(tctx, store, create, platform, w.msg.SessionID, fresh); err != nil {
+			var err error
+			if created, err = ensureSession(tctx, store, create, platform, w.msg.SessionID, fresh); err != nil {
 				root.Send(self, &turnFinished{w: w, res: session.TurnResult{SessionID: w.msg.SessionID, Err: err}})
 				return
 			}
 		}
 		sctx, span := startTurnSpan(tctx, platform, w)
-		res := runTurn(sctx, store, sessions, w, observe, images)
+		res := runTurn(sctx, store, sessions, w, observe, images, created)
 		endTurnSpan(sctx, span, platform, res)
 		fin := &turnFinished{w: w, res: res, made: ensure}
 		if v != nil {
@@ -718,29 +720,30 @@ func (c *chat) display(w *work) Display {
 // router names a chat's new session when it binds it, and its first turn
 // creates it (also after a crash between the two). A fresh session (one
 // just named, which nothing can have written) is created without reading
-// its stream first.
-func ensureSession(ctx context.Context, store events.Store, create func(context.Context, string, string) error, platform, id string, fresh bool) error {
+// its stream first. created says whether this call created it.
+func ensureSession(ctx context.Context, store events.Store, create func(context.Context, string, string) error, platform, id string, fresh bool) (created bool, err error) {
 	if !fresh {
 		rs, err := store.ReadStream(ctx, events.SessionStream(id), events.Forward, 0, 1)
 		if err != nil || len(rs) > 0 {
-			return err
+			return false, err
 		}
 	}
-	err := create(ctx, platform, id)
+	err = create(ctx, platform, id)
 	var wrong *events.WrongExpectedVersionError
 	if errors.As(err, &wrong) {
-		return nil // created meanwhile
+		return false, nil // created meanwhile
 	}
-	return err
+	return err == nil, err
 }
 
 // runTurn runs w's turn. A message recovered after a crash is looked up in
 // its session first: a turn that completed is answered from the record, a
-// turn cut short is continued, a turn that never started is run.
+// turn cut short is continued, a turn that never started is run. created:
+// the session was created for this turn just now (its turn is New).
 func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work, observe agent.Observer,
-	images func(context.Context, []schema.Attachment) ([]schema.ImageRef, []string, error)) session.TurnResult {
+	images func(context.Context, []schema.Attachment) ([]schema.ImageRef, []string, error), created bool) session.TurnResult {
 	t := &session.Turn{Text: w.msg.Text, ID: w.msg.TurnID, Model: w.model, Observe: observe, Persona: w.persona,
-		Trace: trace.SpanContextFromContext(ctx)}
+		Trace: trace.SpanContextFromContext(ctx), New: created && !w.recover}
 	if w.skill != nil {
 		t.Text, t.Skills = w.skill.Text, w.skill.Skills
 	}
@@ -759,20 +762,28 @@ func runTurn(ctx context.Context, store events.Store, sessions Sessions, w *work
 			t.Text = strings.TrimSpace(t.Text + "\n\n" + strings.Join(notes, "\n"))
 		}
 	}
-	if w.recover {
-		st, err := session.LookupTurn(ctx, store, sid, w.msg.TurnID)
-		if err != nil {
-			return session.TurnResult{SessionID: sid, Err: err}
+	for lookup := w.recover; ; lookup = true {
+		if lookup {
+			st, err := session.LookupTurn(ctx, store, sid, w.msg.TurnID)
+			if err != nil {
+				return session.TurnResult{SessionID: sid, Err: err}
+			}
+			sid = st.Session
+			switch {
+			case st.Completed:
+				return session.TurnResult{SessionID: st.Session, TurnID: w.msg.TurnID, Answer: st.Answer}
+			case st.Started:
+				t = &session.Turn{Continue: true, Model: w.model, Observe: observe, Persona: w.persona}
+			}
 		}
-		sid = st.Session
-		switch {
-		case st.Completed:
-			return session.TurnResult{SessionID: st.Session, TurnID: w.msg.TurnID, Answer: st.Answer}
-		case st.Started:
-			t = &session.Turn{Continue: true, Model: w.model, Observe: observe, Persona: w.persona}
+		res := sessions.RunTurn(ctx, sid, t)
+		if !t.New || !errors.Is(res.Err, session.ErrNotNew) {
+			return res
 		}
+		// Not new after all (a turn ran in the session): looked up
+		// first, as after a crash.
+		t.New = false
 	}
-	return sessions.RunTurn(ctx, sid, t)
 }
 
 func (c *chat) typing(ctx context.Context, out schema.Outbound) {

@@ -294,22 +294,43 @@ func (g *grain) run(ctx context.Context, req request) reply {
 			defer g.asker.register(root.ActorSystem(), g.id, to)()
 		}
 	}
-	if !req.Continue {
+	// lookUp answers a turn its events show completed, and makes one they
+	// show started a continuation.
+	lookUp := func() (reply, bool) {
 		st, err := lookupTurn(ctx, g.store, g.id, req.ID)
 		if err != nil {
-			return reply{Session: g.id, Err: err.Error()}
+			return reply{Session: g.id, Err: err.Error()}, true
 		}
 		switch {
 		case st.Completed:
 			g.log.Info().Str("turn", req.ID).Msg("turn already completed: answering from its events")
-			return reply{Session: st.Session, Turn: req.ID, Answer: st.Answer}
+			return reply{Session: st.Session, Turn: req.ID, Answer: st.Answer}, true
 		case st.Started:
 			g.log.Info().Str("turn", req.ID).Msg("continuing a turn another node left open")
 			t.Continue, t.Text = true, ""
 		}
+		return reply{}, false
+	}
+	// A new turn (of a session its caller created for it) is not looked
+	// up: the session runs it only while it holds no turn, which its
+	// events, read under its lease, tell.
+	t.New = req.New && !req.Continue
+	if !req.Continue && !t.New {
+		if rep, done := lookUp(); done {
+			return rep
+		}
 	}
 	asked := g.hosted.stopsOf(g.id)
 	res := g.mgr.RunTurn(ctx, g.id, t)
+	if t.New && errors.Is(res.Err, session.ErrNotNew) {
+		// Not new after all (a turn ran in the session): looked up as
+		// any turn.
+		t.New = false
+		if rep, done := lookUp(); done {
+			return rep
+		}
+		res = g.mgr.RunTurn(ctx, g.id, t)
+	}
 	for try := 0; try < cutShortRetries && g.hosted.cutShort(ctx, g.id, asked, res); try++ {
 		// The session stopped under the turn (its store lease went with
 		// the connection, as in a store restart), no one asked it to:

@@ -260,6 +260,9 @@ type request struct {
 	Images   []schema.ImageRef `json:"images,omitempty"`
 	Model    string            `json:"model,omitempty"`
 	Continue bool              `json:"continue,omitempty"`
+	// New: the caller created the session for this turn (session.Turn's
+	// New): the member does not look the turn up first.
+	New bool `json:"new,omitempty"`
 	// No permission travels in a request: a turn the caller runs with
 	// approvals skipped (/yolo) still asks its questions of the caller,
 	// whose asker approves them (see Sessions.RunTurn). A "yolo" field

@@ -78,7 +78,7 @@ func (s *Sessions) call(id string, req request, timeout time.Duration) (reply, e
 // next, which recovers the turn from the session's events. When ctx ends,
 // the turn is stopped and RunTurn waits (boundedly) for its outcome.
 func (s *Sessions) RunTurn(ctx context.Context, id string, t *session.Turn) session.TurnResult {
-	req := request{Op: "turn", ID: t.ID, Text: t.Text, Images: t.Images, Model: t.Model, Continue: t.Continue, Trace: injectTrace(t.Trace)}
+	req := request{Op: "turn", ID: t.ID, Text: t.Text, Images: t.Images, Model: t.Model, Continue: t.Continue, New: t.New, Trace: injectTrace(t.Trace)}
 	if req.ID == "" {
 		req.ID = uuid.NewString()
 	}

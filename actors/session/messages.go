@@ -44,7 +44,16 @@ type Turn struct {
 	// Skills are the skills Text loads (/<skill-name>), recorded with the
 	// user message as their uses.
 	Skills []string
+	// New: the caller created the session for this turn and has not asked
+	// for the turn before. The session runs it only while it holds no
+	// turn (else the result's Err is ErrNotNew), so that a caller that
+	// would look the turn up first (a cluster member) need not.
+	New bool
 }
+
+// ErrNotNew answers a Turn marked New in a session that holds a turn
+// already: look the turn up, then ask again without New.
+var ErrNotNew = errors.New("the session holds a turn already")
 
 // TurnResult is how a turn ended.
 type TurnResult struct {

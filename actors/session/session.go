@@ -172,6 +172,9 @@ type Actor struct {
 	slots    chan struct{}
 	children map[string]*actor.PID
 	openTurn string
+	// hasTurn: the session's stream (as recovered, or since) holds a
+	// turn's events; a Turn marked New is refused then.
+	hasTurn bool
 
 	cancel context.CancelCauseFunc // of the turn in flight
 	// steer holds the guidance sent to the turn in flight (nil between
@@ -319,6 +322,10 @@ func (a *Actor) receive(c actor.Context) {
 			}
 		}
 	case *Turn:
+		if m.New && (a.hasTurn || a.cancel != nil || len(a.queue) > 0) {
+			m.Reply <- TurnResult{SessionID: a.rec.sessionID(), TurnID: m.ID, Err: ErrNotNew}
+			return
+		}
 		if a.cancel != nil {
 			a.queue = append(a.queue, m)
 			a.cancel(agent.Cause("a new user message arrived"))
@@ -465,6 +472,7 @@ func (a *Actor) start(c actor.Context, t *Turn) {
 	a.steer = &steerBox{}
 	running := make(chan struct{})
 	a.running = running
+	a.hasTurn = true
 	turnID := t.ID
 	if turnID == "" {
 		turnID = uuid.NewString()
@@ -653,7 +661,9 @@ func (a *Actor) recover(ctx context.Context) error {
 	a.values = tool.NewSessionValues()
 	open := ""
 	spent := 0.0
+	a.hasTurn = false
 	for _, r := range rs {
+		a.hasTurn = a.hasTurn || r.TurnID != ""
 		p, err := schema.Decode(r.Envelope)
 		if err != nil {
 			return &events.CorruptEventError{Stream: r.Stream, Revision: r.Revision, Position: r.Position, Err: err}
