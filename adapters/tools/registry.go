@@ -120,6 +120,45 @@ func (r *Registry) All() []Entry {
 	return out
 }
 
+// Toolsets are the toolsets of the tools named (those the registry holds),
+// each once, sorted: what All's entries of those tools name, without
+// building every tool's spec (a registered tool is found by its name; only
+// names no registered tool has are looked for among the sources' tools).
+func (r *Registry) Toolsets(names []string) []string {
+	seen := map[string]bool{}
+	var missing map[string]bool
+	r.mu.RLock()
+	for _, n := range names {
+		if e, ok := r.entries[n]; ok {
+			seen[e.Toolset] = true
+		} else {
+			if missing == nil {
+				missing = map[string]bool{}
+			}
+			missing[n] = true
+		}
+	}
+	var srcs []source
+	if len(missing) > 0 {
+		srcs = append(srcs, r.sources...)
+	}
+	r.mu.RUnlock()
+	for _, s := range srcs {
+		for _, t := range s.src.Tools() {
+			if name := t.Spec().Name; missing[name] {
+				delete(missing, name)
+				seen[s.toolset] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for ts := range seen {
+		out = append(out, ts)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // fixed lists the registered tools, without the sources'.
 func (r *Registry) fixed() []Entry {
 	r.mu.RLock()

@@ -87,3 +87,47 @@ func TestCloseClosesTools(t *testing.T) {
 		t.Fatalf("closed %d times: %v", n, err)
 	}
 }
+
+// specCounted is a tool counting the specs built of it.
+type specCounted struct {
+	named
+	n *int
+}
+
+func (s specCounted) Spec() model.ToolSpec { *s.n++; return s.named.Spec() }
+
+// TestToolsetsOfNames: the toolsets of the tools named are what All's
+// entries of them say (a registered tool over a source's of the same name;
+// a source's tool by its toolset; an unknown name none), each once and
+// sorted, found without building a registered tool's spec (every new
+// session's skills index asked for them, building every tool's spec).
+func TestToolsetsOfNames(t *testing.T) {
+	specs := 0
+	r := NewRegistry()
+	r.Register("terminal", specCounted{"terminal", &specs}, specCounted{"process", &specs})
+	r.Register("file", specCounted{"read_file", &specs}, specCounted{"write_file", &specs})
+	r.Register("web", specCounted{"web_search", &specs})
+	src := &changing{}
+	src.set("mcp_one", "read_file")
+	r.AddSource("mcp-x", src)
+	names := []string{"write_file", "terminal", "process", "mcp_one", "read_file", "nope"}
+	want := map[string]bool{}
+	for _, e := range r.All() {
+		for _, n := range names {
+			if e.Tool.Spec().Name == n {
+				want[e.Toolset] = true
+			}
+		}
+	}
+	specs = 0
+	got := r.Toolsets(names)
+	if fmt.Sprint(got) != "[file mcp-x terminal]" || len(got) != len(want) {
+		t.Fatalf("toolsets %v, want those of All: %v", got, want)
+	}
+	if specs != 0 {
+		t.Fatalf("%d specs of registered tools built; want none", specs)
+	}
+	if got := r.Toolsets([]string{"terminal"}); fmt.Sprint(got) != "[terminal]" {
+		t.Fatalf("one tool's toolset: %v", got)
+	}
+}

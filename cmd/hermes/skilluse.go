@@ -33,13 +33,9 @@ func (c *chatter) skillWhere(source string, tools []string) skills.Where {
 	}
 	var toolsets []string
 	if c.Reg != nil {
-		for _, e := range c.Reg.All() {
-			if slices.Contains(tools, e.Tool.Spec().Name) && !slices.Contains(toolsets, e.Toolset) {
-				toolsets = append(toolsets, e.Toolset)
-			}
-		}
+		toolsets = c.Reg.Toolsets(tools)
 	}
-	return file.Skills.Where(first(source, "cli"), append([]string{}, tools...), append([]string{}, toolsets...))
+	return file.Skills.Where(first(source, "cli"), append([]string{}, tools...), toolsets)
 }
 
 // skillIndex is the skills the system prompt of a session of source with
