@@ -65,20 +65,19 @@ func (s *Store) holdWriter(ctx context.Context) error {
 // inTx runs fn in a transaction of the writer's connection and commits
 // it; an error of fn, or of the commit, rolls it back.
 func (s *Store) inTx(fn func(txLike) error) error {
-	bg := context.Background()
-	if _, err := s.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.begin.Exec(); err != nil {
 		return fmt.Errorf("event store %s: begin: %w", s.path, err)
 	}
 	if err := fn(wtx{s.wconn}); err != nil {
-		if _, rerr := s.wconn.ExecContext(bg, "ROLLBACK"); rerr != nil {
+		if _, rerr := s.rollback.Exec(); rerr != nil {
 			return errors.Join(err, fmt.Errorf("event store %s: rollback: %w", s.path, rerr))
 		}
 		return err
 	}
-	if _, err := s.wconn.ExecContext(bg, "COMMIT"); err != nil {
+	if _, err := s.commitTx.Exec(); err != nil {
 		// A commit that failed (the disk full, the file gone) may leave
 		// the transaction open: end it, so the next one can begin.
-		s.wconn.ExecContext(bg, "ROLLBACK")
+		s.rollback.Exec()
 		return fmt.Errorf("event store %s: commit: %w", s.path, err)
 	}
 	return nil
@@ -90,7 +89,8 @@ func (s *Store) inTx(fn func(txLike) error) error {
 // connection's close is what checkpoints the write-ahead log into the file
 // and removes it.
 func (s *Store) releaseWriter() {
-	for _, st := range append([]*sql.Stmt{s.insert, s.insertN, s.selStream, s.selHead, s.selVersion}, s.upHeads...) {
+	for _, st := range append([]*sql.Stmt{s.insert, s.insertN, s.selStream, s.selHead, s.selVersion,
+		s.begin, s.commitTx, s.rollback, s.syncFull, s.syncNormal}, s.upHeads...) {
 		if st != nil {
 			st.Close()
 		}
