@@ -95,7 +95,7 @@ func helperNode() error {
 		Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 10, Leases: leases})
 	// As hermes node run does (app.StopOnLost): a session whose lease
 	// went with a broken store connection stops here.
-	leases.OnLost = mgr.Restart
+	leases.OnLost = mgr.LeaseLost
 	port, _ := strconv.Atoi(os.Getenv("HERMES_NODE_PORT"))     // unset: any free port
 	ttl, _ := time.ParseDuration(os.Getenv("HERMES_NODE_TTL")) // unset: the default lease
 	cfg := node.Config{Name: "t", Etcd: []string{os.Getenv("HERMES_NODE_ETCD")}, Poll: time.Second, Port: port, Asker: ask, TTL: ttl}

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestStoreLeases(t *testing.T) {
 		leases := &session.StoreLeases[*postgres.Lock]{Locks: locks}
 		m := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
 			Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 5, Leases: leases})
-		leases.OnLost = m.Restart
+		leases.OnLost = m.LeaseLost
 		t.Cleanup(func() {
 			m.Shutdown()
 			sys.Shutdown()
@@ -107,5 +108,95 @@ func TestStoreLeases(t *testing.T) {
 	}
 	if users != 2 {
 		t.Fatalf("%d user messages recorded, want hello and again", users)
+	}
+}
+
+// TestLeaseLostMidTurn: the connection holding a session's lease breaks
+// while its turn waits for the model (as in a PostgreSQL restart). The
+// turn is not cut: the answer the model gives is recorded and returned,
+// the model is asked once, and only then does the session stop; its next
+// turn leases it again.
+func TestLeaseLostMidTurn(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, pg.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := session.Create(ctx, store, "s1", session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan struct{}, 8)
+	release := make(chan struct{})
+	llm := llmtest.New()
+	llm.Route = func(llmtest.Request) *llmtest.Reply {
+		asked <- struct{}{}
+		<-release
+		return &llmtest.Reply{Content: "hi"}
+	}
+	defer llm.Close()
+	answer := sync.OnceFunc(func() { close(release) })
+	defer answer() // before the server closes: a failed test leaves no request hanging
+	sys := actors.NewSystem(zerolog.Nop())
+	locks := store.Locks(session.OwnerRecord(session.Owner{Host: "node-1", PID: 1, Nonce: "a"}))
+	leases := &session.StoreLeases[*postgres.Lock]{Locks: locks}
+	m := session.NewManager(sys, session.Deps{Store: store, Log: zerolog.Nop(), Provider: openai.NewChat(openai.Options{BaseURL: llm.URL + "/v1"}),
+		Tools: tool.NewTools(), Exec: toolrun.NewPool(sys, 8, 5*time.Second), Cfg: agent.Config{Model: "gpt-4o-mini"}, MaxTurns: 5, Leases: leases})
+	lost := make(chan struct{})
+	stopped := make(chan struct{})
+	leases.OnLost = func(id string) {
+		close(lost)
+		m.LeaseLost(id)
+		close(stopped)
+	}
+	defer func() {
+		m.Shutdown()
+		sys.Shutdown()
+		locks.Close()
+	}()
+	done := make(chan session.TurnResult, 1)
+	go func() { done <- m.Run(ctx, "s1", "hello", nil) }()
+	<-asked
+	k := uint64(postgres.LockKey("session:s1"))
+	if _, err := store.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = $1 AND objid = $2 AND objsubid = 1`, uint32(k>>32), uint32(k)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broken lock connection was not noticed")
+	}
+	select {
+	case <-stopped:
+		t.Fatal("the session stopped with its turn waiting for the model")
+	case <-time.After(200 * time.Millisecond):
+	}
+	answer()
+	res := <-done
+	if res.Err != nil || res.Answer != "hi" {
+		t.Fatalf("the turn under a lost lease: %+v", res)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not stop after its turn")
+	}
+	if n := len(asked); n != 0 {
+		t.Fatalf("the model was asked %d more times", n)
+	}
+	rs, err := store.ReadStream(ctx, events.SessionStream("s1"), events.Forward, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Type == "TurnInterrupted" {
+			t.Fatalf("the turn was interrupted: %s", r.Payload)
+		}
+	}
+	// The next turn leases the session again.
+	if res := m.Run(ctx, "s1", "again", nil); res.Err != nil || res.Answer != "hi" {
+		t.Fatalf("the next turn: %+v", res)
 	}
 }

@@ -455,6 +455,34 @@ func (m *Manager) Retitle(ctx context.Context, id, title string) error {
 	}
 }
 
+// LeaseLost stops session id's actor because its store lease ended without
+// being released (StoreLeases.OnLost): at once when it is idle, else once
+// its turn in flight has ended — a turn whose model answer is in hand is
+// not cut (its appends name the stream's exact revision, so they land only
+// if no other process wrote the session meanwhile). New callers wait for
+// the actor to stop and start it again, under a new lease. It returns once
+// the actor has stopped.
+func (m *Manager) LeaseLost(id string) {
+	for {
+		m.mu.Lock()
+		e, ok := m.lookup(id)
+		if !ok {
+			m.mu.Unlock()
+			return
+		}
+		if e.pid == nil {
+			m.mu.Unlock()
+			<-e.started
+			continue
+		}
+		e.leaving = true
+		m.mu.Unlock()
+		m.sys.Root.Send(e.pid, &leaseLost{})
+		<-e.gone
+		return
+	}
+}
+
 // Restart stops session id's actor, giving its lease up, so that its next
 // use recovers it from its stream again (after events were written by
 // another process).

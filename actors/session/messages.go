@@ -132,6 +132,11 @@ type stopChild struct{ id string }
 // gen tells which idle spell it ends.
 type idleCheck struct{ gen uint64 }
 
+// leaseLost tells the actor its store lease ended without being released
+// (the connection holding it broke, as in a PostgreSQL restart): it stops
+// at once when idle, else once the turn in flight has ended.
+type leaseLost struct{}
+
 // forgotten is sent by a stopped actor to itself so that its PID drops
 // the process it caches (see Stopped); it is a dead letter, not logged.
 type forgotten struct{}

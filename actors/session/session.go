@@ -208,6 +208,9 @@ type Actor struct {
 	idleGen   uint64
 	idleTimer *time.Timer
 	leaving   bool
+	// lostLease: the store lease ended under the actor (leaseLost); it
+	// stops when its turn in flight ends.
+	lostLease bool
 }
 
 // Props returns the props of the actor for session id.
@@ -301,6 +304,18 @@ func (a *Actor) receive(c actor.Context) {
 		}
 	case *childFailed:
 		panic(m.err)
+	case *leaseLost:
+		// The turn in flight, if any, finishes first: its appends name
+		// the stream's exact revision, so they land only if no other
+		// process wrote the session meanwhile, and the model is not
+		// asked again for a step it already answered (stopping here cut
+		// turns whose answer was in hand when a PostgreSQL restart broke
+		// the lease's connection, and their retry asked the model again).
+		a.lostLease, a.leaving = true, true
+		a.stopIdleClock()
+		if a.cancel == nil {
+			c.Stop(c.Self())
+		}
 	case *idleCheck:
 		if m.gen != a.idleGen || a.leaving || !a.idle() {
 			return // stale: something happened since
@@ -385,6 +400,14 @@ func (a *Actor) receive(c actor.Context) {
 			m.turn.Reply <- m.result
 		}
 		a.maybeTitle(c, m.result)
+		if a.lostLease {
+			for _, q := range a.queue {
+				q.Reply <- TurnResult{Err: agent.ErrInterrupted}
+			}
+			a.queue = nil
+			c.Stop(c.Self())
+			return
+		}
 		if len(a.queue) > 0 {
 			next := a.queue[0]
 			a.queue = a.queue[1:]

@@ -57,11 +57,11 @@ func (a *App) Leases(self session.Owner) session.Leaser {
 }
 
 // StopOnLost makes a session whose store lease ends without being
-// released (its connection broke) stop in mgr: another process may run it
-// now.
+// released (its connection broke) stop in mgr, once its turn in flight has
+// ended (session.Manager.LeaseLost): another process may run it next.
 func StopOnLost(l session.Leaser, mgr *session.Manager) {
 	if sl, ok := l.(*session.StoreLeases[*postgres.Lock]); ok {
-		sl.OnLost = mgr.Restart
+		sl.OnLost = mgr.LeaseLost
 	}
 }
 
