@@ -463,30 +463,23 @@ func (m *Manager) Retitle(ctx context.Context, id, title string) error {
 // the actor to stop and start it again, under a new lease. It returns once
 // the actor has stopped.
 func (m *Manager) LeaseLost(id string) {
-	for {
-		m.mu.Lock()
-		e, ok := m.lookup(id)
-		if !ok {
-			m.mu.Unlock()
-			return
-		}
-		if e.pid == nil {
-			m.mu.Unlock()
-			<-e.started
-			continue
-		}
-		e.leaving = true
-		m.mu.Unlock()
+	m.leave(id, func(e *entry) {
 		m.sys.Root.Send(e.pid, &leaseLost{})
 		<-e.gone
-		return
-	}
+	})
 }
 
 // Restart stops session id's actor, giving its lease up, so that its next
 // use recovers it from its stream again (after events were written by
 // another process).
 func (m *Manager) Restart(id string) {
+	m.leave(id, func(e *entry) { m.sys.Root.StopFuture(e.pid).Wait() })
+}
+
+// leave marks session id's running actor as leaving (new callers wait for
+// it to stop and start another) and has stop end it; an actor still
+// starting is waited for first. Nothing is done when none runs.
+func (m *Manager) leave(id string, stop func(*entry)) {
 	for {
 		m.mu.Lock()
 		e, ok := m.lookup(id)
@@ -501,7 +494,7 @@ func (m *Manager) Restart(id string) {
 		}
 		e.leaving = true
 		m.mu.Unlock()
-		m.sys.Root.StopFuture(e.pid).Wait()
+		stop(e)
 		return
 	}
 }
