@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +43,8 @@ type Sandboxes struct {
 	mu     sync.Mutex
 	all    map[*sessionSandbox]struct{}
 	closed bool
+	// warmRuns counts the commands a warm shell ran (warm.go).
+	warmRuns atomic.Int64
 }
 
 // sessionSandbox is one session's sandbox; it restarts when its init
@@ -54,17 +57,27 @@ type sessionSandbox struct {
 	// tmp is the session's /tmp, kept across sandboxes of the session.
 	tmp  string
 	idle *time.Timer
+	// warm is the shell started ahead for the session's next command
+	// (warm.go); warming is closed when the one being started is ready.
+	warm    *warmShell
+	warming chan struct{}
+	// warmStarts counts the warm shells started in sb, which are not
+	// commands started for the idle watch.
+	warmStarts uint64
 }
 
 // Close implements io.Closer for tool.SessionValues.
 func (s *sessionSandbox) Close() error {
 	s.mu.Lock()
-	sb, tmp := s.sb, s.tmp
-	s.sb, s.tmp = nil, ""
+	sb, tmp, warm := s.sb, s.tmp, s.warm
+	s.sb, s.tmp, s.warm = nil, "", nil
 	if s.idle != nil {
 		s.idle.Stop()
 	}
 	s.mu.Unlock()
+	if warm != nil {
+		warm.drop()
+	}
 	s.owner.mu.Lock()
 	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
@@ -79,7 +92,8 @@ func (s *sessionSandbox) Close() error {
 }
 
 // watch ends sb once it has been idle for d: checked every d, it ends
-// when nothing ran in it since the last look and nothing runs now.
+// when no command started in it since the last look and none runs now (a
+// warm shell waiting for one does not count).
 func (s *sessionSandbox) watch(sb *sandbox.Sandbox, d time.Duration) {
 	var last uint64
 	var check func()
@@ -89,29 +103,47 @@ func (s *sessionSandbox) watch(sb *sandbox.Sandbox, d time.Duration) {
 		if s.sb != sb {
 			return
 		}
-		if n := sb.Started(); sb.Running() > 0 || n != last {
+		running := sb.Running()
+		if s.warm != nil && s.warm.sb == sb {
+			running--
+		}
+		if n := sb.Started() - s.warmStarts; s.warming != nil || running > 0 || n != last {
 			last = n
 			s.idle = time.AfterFunc(d, check)
 			return
 		}
 		s.sb = nil
+		if s.warm != nil {
+			s.warm.cmd.Close()
+			s.warm = nil
+		}
 		go sb.Close()
 	}
-	last = sb.Started()
+	last = sb.Started() - s.warmStarts
 	s.idle = time.AfterFunc(d, check)
 }
 
 // For returns the sandbox of ctx's session, starting it when needed.
 func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
+	_, sb, err := s.forSession(ctx)
+	return sb, err
+}
+
+// forSession is For with the session's sandbox record.
+func (s *Sandboxes) forSession(ctx context.Context) (*sessionSandbox, *sandbox.Sandbox, error) {
 	env := tool.EnvFrom(ctx)
 	ss := env.Values.Get("terminal.sandbox", func() any { return &sessionSandbox{owner: s} }).(*sessionSandbox)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.sb != nil && ss.sb.Alive() && ss.dir == env.WorkingDir {
 		if !ss.sb.Stale() {
-			return ss.sb, nil
+			return ss, ss.sb, nil
 		}
 		s.Log.Warn().Msg("sandbox: a hidden path appeared (a new credential store?); the session's sandbox starts again to hide it, ending its background processes")
+	}
+	if ss.warm != nil {
+		ss.warm.cmd.Close()
+		ss.warm = nil
 	}
 	if ss.sb != nil {
 		ss.sb.Close()
@@ -120,7 +152,7 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, errors.New("hermes is shutting down; no new commands")
+		return nil, nil, errors.New("hermes is shutting down; no new commands")
 	}
 	if s.all == nil {
 		s.all = map[*sessionSandbox]struct{}{}
@@ -130,7 +162,7 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	if ss.tmp == "" {
 		tmp, err := os.MkdirTemp("", "hermes-sandbox-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ss.tmp = tmp
 	}
@@ -149,9 +181,9 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 	}
 	sb, err := sandbox.Start(ctx, p, sandbox.Options{Log: s.Log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ss.sb, ss.dir = sb, env.WorkingDir
+	ss.sb, ss.dir, ss.warmStarts = sb, env.WorkingDir, 0
 	if idle := s.Idle; idle >= 0 {
 		if idle == 0 {
 			idle = 10 * time.Minute
@@ -161,7 +193,7 @@ func (s *Sandboxes) For(ctx context.Context) (*sandbox.Sandbox, error) {
 		}
 		ss.watch(sb, idle)
 	}
-	return sb, nil
+	return ss, sb, nil
 }
 
 // Close ends every sandbox, with everything running in them.
@@ -201,7 +233,7 @@ type running interface {
 // A background command outlives ctx.
 func (c Config) start(ctx context.Context, dir, command string, out io.Writer, background bool) (running, error) {
 	if _, local := c.Backend.(Local); local && c.Sandboxes != nil {
-		sb, err := c.Sandboxes.For(ctx)
+		ss, sb, err := c.Sandboxes.forSession(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -212,10 +244,29 @@ func (c Config) start(ctx context.Context, dir, command string, out io.Writer, b
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
-		p, err := sb.Start(sctx, sandbox.Cmd{Args: []string{c.Shell, "-c", command}, Dir: dir,
-			Env: c.Sandboxes.Environ(c.Env()), Stdout: out, Stderr: out})
-		if err != nil {
-			return nil, err
+		env := c.Sandboxes.Environ(c.Env())
+		warm := !background && warmable(c.Shell, command)
+		var p *sandbox.Process
+		if warm {
+			if w := ss.takeWarm(sb, dir, env); w != nil {
+				if p, err = w.run(command, out); err == nil {
+					c.Sandboxes.warmRuns.Add(1)
+				}
+			}
+		}
+		if p == nil {
+			if p, err = sb.Start(sctx, sandbox.Cmd{Args: []string{c.Shell, "-c", command}, Dir: dir,
+				Env: env, Stdout: out, Stderr: out}); err != nil {
+				return nil, err
+			}
+		}
+		if warm {
+			// The shell of the session's next command starts once this
+			// one has ended, while the model reads what it printed.
+			go func() {
+				<-p.Done()
+				ss.prepare(sb, c.Shell, dir, env)
+			}()
 		}
 		return sandboxed{p}, nil
 	}

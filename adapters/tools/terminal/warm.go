@@ -1,0 +1,193 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hermes-go/hermes/adapters/sandbox"
+)
+
+// A warm shell takes the fork and exec of a command's shell off the path
+// of the tool call. After a command of a session ends, the session's
+// sandbox starts the shell of its next command right away, while the
+// model is asked what to do next; the shell waits, running nothing, until
+// it is handed a command on its descriptor 3. The next command, once
+// approved and recorded, is written there and runs at once.
+//
+// Nothing runs before the hand-over: the shell only reads, and if Hermes
+// goes away (or drops the shell) the read ends without a command and the
+// shell exits 125. A warm shell is the same shell, in the same sandbox
+// (same policy, same pid namespace of its own), with the same working
+// directory and environment as a cold start would give the command; when
+// any of those changed since, it is dropped and the command starts cold.
+// What the command sees differs from `bash -c COMMAND` only in that it
+// runs under eval: $0 is the same, the variable the script read into is
+// unset first, and descriptor 3 is closed.
+
+// warmScript is the waiting shell's script: read the command up to its
+// NUL, close the descriptor it came on, and run it.
+const warmScript = `IFS= read -r -d '' h <&3 || exit 125
+exec 3<&-
+eval "unset h
+$h"`
+
+// maxWarmCommand bounds the commands handed to a warm shell: within a
+// pipe's buffer, so the hand-over never waits on the shell, and under
+// the kernel's limit on one argument (128 KiB), so that what a cold start
+// would refuse is refused the same way.
+const maxWarmCommand = 60 << 10
+
+type warmShell struct {
+	sb  *sandbox.Sandbox
+	p   *sandbox.Process
+	cmd *os.File // the write end of the shell's descriptor 3
+	out *handOff
+	dir string
+	env []string
+}
+
+// warmable reports whether command can be handed to a warm shell of
+// shell: bash reads it (read -d is not POSIX), and it is one argument a
+// cold start could pass.
+func warmable(shell, command string) bool {
+	return filepath.Base(shell) == "bash" && len(command) <= maxWarmCommand && !strings.ContainsRune(command, 0)
+}
+
+// startWarm starts a waiting shell in sb.
+func startWarm(sb *sandbox.Sandbox, shell, dir string, env []string) (*warmShell, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	out := &handOff{}
+	p, err := sb.Start(context.Background(), sandbox.Cmd{Args: []string{shell, "-c", warmScript, shell}, Dir: dir, Env: env,
+		Stdout: out, Stderr: out, ExtraFiles: []*os.File{r}})
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &warmShell{sb: sb, p: p, cmd: w, out: out, dir: dir, env: env}, nil
+}
+
+// run hands command to the shell, its output to out.
+func (w *warmShell) run(command string, out io.Writer) (*sandbox.Process, error) {
+	w.out.set(out)
+	_, err := w.cmd.Write(append([]byte(command), 0))
+	if cerr := w.cmd.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		w.p.Kill()
+		return nil, err
+	}
+	return w.p, nil
+}
+
+// drop ends the shell without a command.
+func (w *warmShell) drop() {
+	w.cmd.Close()
+	w.p.Kill()
+}
+
+func (w *warmShell) exited() bool {
+	select {
+	case <-w.p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// handOff is a warm shell's output: kept (up to 64 KiB) until the shell
+// is handed its command, then passed to that command's writer.
+type handOff struct {
+	mu    sync.Mutex
+	w     io.Writer
+	early []byte
+}
+
+func (h *handOff) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.w == nil {
+		if len(h.early) < 64<<10 {
+			h.early = append(h.early, b[:min(len(b), 64<<10-len(h.early))]...)
+		}
+		return len(b), nil
+	}
+	return h.w.Write(b)
+}
+
+func (h *handOff) set(w io.Writer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.early) > 0 {
+		w.Write(h.early)
+		h.early = nil
+	}
+	h.w = w
+}
+
+// takeWarm returns the session's warm shell if it was started in sb, in
+// dir, with env, and still waits; any other is dropped.
+func (s *sessionSandbox) takeWarm(sb *sandbox.Sandbox, dir string, env []string) *warmShell {
+	s.mu.Lock()
+	if s.warming != nil {
+		// One is being started: it will be ready sooner than a command
+		// started now.
+		ready := s.warming
+		s.mu.Unlock()
+		<-ready
+		s.mu.Lock()
+	}
+	w := s.warm
+	s.warm = nil
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	if w.sb == sb && w.dir == dir && slices.Equal(w.env, env) && !w.exited() {
+		return w
+	}
+	w.drop()
+	return nil
+}
+
+// prepare starts the warm shell of the session's next command in sb,
+// unless one waits or is being started, or sb is no longer the session's.
+func (s *sessionSandbox) prepare(sb *sandbox.Sandbox, shell, dir string, env []string) {
+	s.mu.Lock()
+	if s.sb != sb || s.warm != nil || s.warming != nil {
+		s.mu.Unlock()
+		return
+	}
+	ready := make(chan struct{})
+	s.warming = ready
+	s.mu.Unlock()
+	w, err := startWarm(sb, shell, dir, env)
+	s.mu.Lock()
+	s.warming = nil
+	close(ready)
+	if err != nil {
+		s.mu.Unlock()
+		if !errors.Is(err, sandbox.ErrStale) && sb.Alive() {
+			s.owner.Log.Debug().Err(err).Msg("sandbox: start the next command's shell ahead")
+		}
+		return
+	}
+	if s.sb != sb || s.warm != nil {
+		s.mu.Unlock()
+		w.drop()
+		return
+	}
+	s.warm = w
+	s.warmStarts++
+	s.mu.Unlock()
+}

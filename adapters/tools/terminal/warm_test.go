@@ -1,0 +1,173 @@
+package terminal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitWarm waits until the rig's session has a warm shell ready.
+func (r *sandboxRig) waitWarm(t *testing.T) *warmShell {
+	t.Helper()
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	ss, _, err := sbs.forSession(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ss.mu.Lock()
+		w := ss.warm
+		ss.mu.Unlock()
+		if w != nil {
+			return w
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no warm shell was started after a command")
+	return nil
+}
+
+// A command handed to a warm shell sees what it would see started cold:
+// the same $0, working directory, environment, standard input, open
+// descriptors and exit code, and none of the script's variables.
+func TestWarmShellRunsTheNextCommandAsACold(t *testing.T) {
+	r := newSandboxRig(t)
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	probe := `echo "0=$0 h=${h-unset} c=${c-unset} args=$#"; pwd; env | sort | grep -v '^_=' | grep -v '^SHLVL='; ls /proc/self/fd | sort; if read x; then echo "stdin: $x"; else echo "stdin empty"; fi; echo err >&2; exit 7`
+	cold, err := r.run(t, map[string]any{"command": probe})
+	if err != nil {
+		t.Fatalf("%v %s", err, cold)
+	}
+	if sbs.warmRuns.Load() != 0 {
+		t.Fatal("the session's first command ran warm")
+	}
+	r.waitWarm(t)
+	warm, err := r.run(t, map[string]any{"command": probe})
+	if err != nil {
+		t.Fatalf("%v %s", err, warm)
+	}
+	if n := sbs.warmRuns.Load(); n != 1 {
+		t.Fatalf("%d commands ran warm, want 1", n)
+	}
+	if warm != cold {
+		t.Errorf("a warm shell ran the command differently:\ncold:\n%s\nwarm:\n%s", cold, warm)
+	}
+	for _, want := range []string{"0=/bin/bash h=unset c=unset args=0", r.work, "stdin empty", "err", "[exit code: 7]"} {
+		if !strings.Contains(warm, want) {
+			t.Errorf("the warm run lacks %q:\n%s", want, warm)
+		}
+	}
+	// Every later command of the turn runs warm too, and its effects are
+	// the command's own.
+	for i := range 3 {
+		r.waitWarm(t)
+		out, err := r.run(t, map[string]any{"command": "echo step > note" + string(rune('a'+i)) + " && cat note" + string(rune('a'+i))})
+		if err != nil || !strings.Contains(out, "step") {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	if n := sbs.warmRuns.Load(); n != 4 {
+		t.Errorf("%d commands ran warm, want 4", n)
+	}
+}
+
+// A warm shell started in one directory does not run a command meant for
+// another: the command starts cold there.
+func TestWarmShellIsNotUsedElsewhere(t *testing.T) {
+	r := newSandboxRig(t)
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	sub := filepath.Join(r.work, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.run(t, map[string]any{"command": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitWarm(t)
+	out, err := r.run(t, map[string]any{"command": "pwd", "workdir": "sub"})
+	if err != nil || !strings.Contains(out, sub) {
+		t.Fatalf("pwd in sub: %v %s", err, out)
+	}
+	if n := sbs.warmRuns.Load(); n != 0 {
+		t.Fatalf("a warm shell of %s ran a command for %s", r.work, sub)
+	}
+	// The shell started after it is sub's.
+	r.waitWarm(t)
+	out, err = r.run(t, map[string]any{"command": "pwd", "workdir": "sub"})
+	if err != nil || !strings.Contains(out, sub) || sbs.warmRuns.Load() != 1 {
+		t.Fatalf("pwd in sub, warm: %v %s (%d warm)", err, out, sbs.warmRuns.Load())
+	}
+}
+
+// A timeout kills a command run by a warm shell, and whatever it started.
+func TestWarmShellCommandTimesOut(t *testing.T) {
+	r := newSandboxRig(t)
+	if _, err := r.run(t, map[string]any{"command": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitWarm(t)
+	marker := "9" + strings.TrimLeft(time.Now().Format("150405.000000"), "0")
+	start := time.Now()
+	out, err := r.run(t, map[string]any{"command": "sleep " + marker + " & sleep " + marker, "timeout": 1})
+	if err == nil || !strings.Contains(out, "timed out") {
+		t.Fatalf("want a timeout, got %v %s", err, out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the timeout took %s", d)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for countProcs("sleep "+marker) != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := countProcs("sleep " + marker); n != 0 {
+		t.Errorf("%d processes of the timed-out command still run", n)
+	}
+}
+
+// A warm shell runs nothing until it is handed a command: dropped (or
+// left by a Hermes that died), it exits 125 without having run anything;
+// and a command a cold start would refuse (a NUL byte) is not cut short
+// at its NUL and run by a warm shell.
+func TestWarmShellRunsNothingUnhanded(t *testing.T) {
+	r := newSandboxRig(t)
+	marker := filepath.Join(r.work, "ran")
+	if _, err := r.run(t, map[string]any{"command": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	w := r.waitWarm(t)
+	out, err := r.run(t, map[string]any{"command": "touch " + marker + "\x00; echo rest"})
+	if err == nil && !strings.Contains(out, "[exit code: 0]") {
+		t.Logf("a command with a NUL: %v %s", err, out)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatalf("the part of a command before its NUL ran: %v %s", err, out)
+	}
+	if n := r.term.(*Terminal).cfg.Sandboxes.warmRuns.Load(); n != 0 {
+		t.Fatalf("a command with a NUL went to a warm shell")
+	}
+	// The shell left waiting by that command, dropped.
+	w.drop()
+	code, werr := w.p.Wait()
+	if werr != nil || code != 125 && code != 128+9 {
+		t.Fatalf("a dropped warm shell ended with %d %v, want 125 (or killed)", code, werr)
+	}
+	// One whose command pipe just closes (its Hermes gone) exits 125.
+	sb, err := r.term.(*Terminal).cfg.Sandboxes.For(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := startWarm(sb, "/bin/bash", r.work, []string{"PATH=/usr/bin:/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone.cmd.Close()
+	if code, err := lone.p.Wait(); err != nil || code != 125 {
+		t.Fatalf("a warm shell whose Hermes went ended with %d %v, want 125", code, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("something ran")
+	}
+}
