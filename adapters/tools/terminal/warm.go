@@ -21,27 +21,34 @@ import (
 // approved and recorded, is written there and runs at once.
 //
 // Nothing runs before the hand-over: the shell only reads, and if Hermes
-// goes away (or drops the shell) the read ends without a command and the
-// shell exits 125. A warm shell is the same shell, in the same sandbox
-// (same policy, same pid namespace of its own), with the same working
-// directory and environment as a cold start would give the command; when
-// any of those changed since, it is dropped and the command starts cold.
-// What the command sees differs from `bash -c COMMAND` only in that it
-// runs under eval: $0 is the same, the variable the script read into is
-// unset first, and descriptor 3 is closed.
+// goes away (or drops the shell) the read ends at an empty or cut-off
+// script, which runs nothing (see handed). A warm shell is the same
+// shell, in the same sandbox (same policy, same pid namespace of its own),
+// with the same working directory and environment as a cold start would
+// give the command; when any of those changed since, it is dropped and the
+// command starts cold. What the command sees differs from `bash -c
+// COMMAND` only in that it runs under eval in a sourced script: $0, the
+// arguments, the variables and the open descriptors are the same.
 
-// warmScript is the waiting shell's script: read the command up to its
-// NUL, close the descriptor it came on, and run it.
-const warmScript = `IFS= read -r -d '' h <&3 || exit 125
-exec 3<&-
-eval "unset h
-$h"`
+// warmScript is the waiting shell's script: source what arrives on
+// descriptor 3, read whole (in 4 KiB reads, where `read` would take a
+// system call a byte) before any of it runs.
+const warmScript = `. /proc/self/fd/3`
 
-// maxWarmCommand bounds the commands handed to a warm shell: within a
-// pipe's buffer, so the hand-over never waits on the shell, and under
-// the kernel's limit on one argument (128 KiB), so that what a cold start
-// would refuse is refused the same way.
-const maxWarmCommand = 60 << 10
+// handed is the script a warm shell is handed for command: it closes the
+// descriptor it came on, puts the command, quoted, in a variable, and runs
+// it with eval, the variable unset first. Cut off anywhere, it runs
+// nothing of the command: before the closing quote it is a syntax error,
+// after it the eval line is incomplete.
+func handed(command string) []byte {
+	return []byte("exec 3<&-\nh='" + strings.ReplaceAll(command, "'", `'\''`) + "'\neval \"unset h\n$h\"\n")
+}
+
+// maxWarmCommand bounds the commands handed to a warm shell: the script
+// fits a pipe's buffer, so the hand-over never waits on the shell, and
+// the command is under the kernel's limit on one argument (128 KiB), so
+// that what a cold start would refuse is refused the same way.
+const maxWarmCommand = 48 << 10
 
 type warmShell struct {
 	sb  *sandbox.Sandbox
@@ -79,7 +86,7 @@ func startWarm(sb *sandbox.Sandbox, shell, dir string, env []string) (*warmShell
 // run hands command to the shell, its output to out.
 func (w *warmShell) run(command string, out io.Writer) (*sandbox.Process, error) {
 	w.out.set(out)
-	_, err := w.cmd.Write(append([]byte(command), 0))
+	_, err := w.cmd.Write(handed(command))
 	if cerr := w.cmd.Close(); err == nil {
 		err = cerr
 	}
