@@ -14,11 +14,12 @@ import (
 )
 
 // A warm shell takes the fork and exec of a command's shell off the path
-// of the tool call. After a command of a session ends, the session's
+// of the tool call. When a command of a session ends, the session's
 // sandbox starts the shell of its next command right away, while the
-// model is asked what to do next; the shell waits, running nothing, until
-// it is handed a command on its descriptor 3. The next command, once
-// approved and recorded, is written there and runs at once.
+// model is asked what to do next (started beside the command instead, it
+// competed with it and made calls slower); the shell waits, running
+// nothing, until it is handed a command on its descriptor 3. The next
+// command, once approved and recorded, is written there and runs at once.
 //
 // Nothing runs before the hand-over: the shell only reads, and if Hermes
 // goes away (or drops the shell) the read ends at an empty or cut-off
