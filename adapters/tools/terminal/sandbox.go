@@ -39,6 +39,9 @@ type Sandboxes struct {
 	// Idle ends a session's sandbox after this long without a command
 	// running in it (0: 10 minutes; negative: never).
 	Idle time.Duration
+	// WarmIdle drops the shell started ahead for a session's next command
+	// (warm.go) when no command came for this long (0: 30 seconds).
+	WarmIdle time.Duration
 
 	mu     sync.Mutex
 	all    map[*sessionSandbox]struct{}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hermes-go/hermes/adapters/sandbox"
 )
@@ -198,4 +199,24 @@ func (s *sessionSandbox) prepare(sb *sandbox.Sandbox, shell, dir string, env []s
 	s.warm = w
 	s.warmStarts++
 	s.mu.Unlock()
+	// Unused for a while (the turn ended; the model answered in words),
+	// it goes: a gateway keeps no idle shell per session between turns.
+	idle := s.owner.WarmIdle
+	if idle <= 0 {
+		idle = defaultWarmIdle
+	}
+	time.AfterFunc(idle, func() {
+		s.mu.Lock()
+		mine := s.warm == w
+		if mine {
+			s.warm = nil
+		}
+		s.mu.Unlock()
+		if mine {
+			w.drop()
+		}
+	})
 }
+
+// defaultWarmIdle is how long a warm shell waits for its command.
+const defaultWarmIdle = 30 * time.Second

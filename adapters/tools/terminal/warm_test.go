@@ -224,3 +224,32 @@ func TestWarmShellKeepsTheCommandAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// A warm shell no command came for goes after WarmIdle (a gateway keeps
+// no idle shell per session between turns); the next command starts cold
+// and works.
+func TestWarmShellGoesWhenUnused(t *testing.T) {
+	r := newSandboxRig(t)
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	sbs.WarmIdle = 200 * time.Millisecond
+	if _, err := r.run(t, map[string]any{"command": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	w := r.waitWarm(t)
+	select {
+	case <-w.p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("an unused warm shell still waits after its idle time")
+	}
+	ss, _, _ := sbs.forSession(r.ctx)
+	ss.mu.Lock()
+	left := ss.warm
+	ss.mu.Unlock()
+	if left == w {
+		t.Fatal("the session still holds the dropped shell")
+	}
+	out, err := r.run(t, map[string]any{"command": "echo after"})
+	if err != nil || !strings.Contains(out, "after") || sbs.warmRuns.Load() != 0 {
+		t.Fatalf("the command after: %v %s (%d warm)", err, out, sbs.warmRuns.Load())
+	}
+}
