@@ -123,10 +123,7 @@ type Store struct {
 	// positions are taken; trap takes positions outside the transaction,
 	// as a sequence would, to show what the counter prevents.
 	hold func(ctx context.Context)
-	// fastTaken and fastRefused count the fast path's statements that
-	// collided on a revision and that found a condition failing (fast.go).
-	fastTaken, fastRefused atomic.Int64
-	trap                   bool
+	trap bool
 	// Tests only: lostAck, when it says so, makes a group's append fail
 	// after its commit, as when the server goes before acknowledging it.
 	lostAck func() bool

@@ -161,18 +161,6 @@ func (s *Store) groupTx(group []*request, replies []reply) (err error) {
 	for _, r := range group {
 		lazy = lazy && r.lazy
 	}
-	if s.hold == nil && fastable(group) {
-		switch err := s.fastTx(ctx, conn, group, replies); {
-		case err == nil:
-			if s.lostAck != nil && s.lostAck() {
-				return io.ErrUnexpectedEOF
-			}
-			return nil
-		case !errors.Is(err, errFastRefused):
-			return conflict(err)
-		}
-		clear(replies)
-	}
 	// Every stream's state in one statement, not one per stream.
 	var names []string
 	for _, r := range group {
