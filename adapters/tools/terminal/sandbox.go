@@ -251,7 +251,7 @@ func (c Config) start(ctx context.Context, dir, command string, out io.Writer, b
 		warm := !background && warmable(c.Shell, command)
 		var p *sandbox.Process
 		if warm {
-			if w := ss.takeWarm(sb, dir, env); w != nil {
+			if w := ss.takeWarm(ctx, sb, dir, env); w != nil {
 				if p, err = w.run(command, out); err == nil {
 					c.Sandboxes.warmRuns.Add(1)
 				}

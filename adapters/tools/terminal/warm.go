@@ -145,15 +145,20 @@ func (h *handOff) set(w io.Writer) {
 }
 
 // takeWarm returns the session's warm shell if it was started in sb, in
-// dir, with env, and still waits; any other is dropped.
-func (s *sessionSandbox) takeWarm(sb *sandbox.Sandbox, dir string, env []string) *warmShell {
+// dir, with env, and still waits; any other is dropped. One still being
+// started is waited for, as long as ctx lasts.
+func (s *sessionSandbox) takeWarm(ctx context.Context, sb *sandbox.Sandbox, dir string, env []string) *warmShell {
 	s.mu.Lock()
 	if s.warming != nil {
 		// One is being started: it will be ready sooner than a command
 		// started now.
 		ready := s.warming
 		s.mu.Unlock()
-		<-ready
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil
+		}
 		s.mu.Lock()
 	}
 	w := s.warm
