@@ -10,7 +10,8 @@
 //
 // Each system runs turns of S (1) and of K sequential terminal calls against a
 // scripted OpenAI-compatible model (adapters/llm/llmtest) that answers
-// instantly; runs are interleaved, and the cost of an extra call is
+// instantly; runs are interleaved (each turn's dirty pages written back
+// with sync(2) before the next, untimed), and the cost of an extra call is
 // (median(K) - median(S)) / (K - S), S being 1 unless -short says
 // otherwise (-short 20 -k 80 leaves out what a turn costs once, such as
 // the projection work a turn's process leaves to the next one). With -strace it also counts, with
@@ -165,6 +166,11 @@ func run(hermesBin, beforeBin, pythonBin string, short, k, reps int, sandbox str
 					lastCPU = childrenCPU() - before // its commands
 				}
 				cpu[s.name][n] = append(cpu[s.name][n], lastCPU)
+				// What the turn left to the kernel to write back is
+				// written now, outside any timing: else the next system's
+				// fsyncs wait behind it (the Python agent's turns leave
+				// the most).
+				syscall.Sync()
 			}
 		}
 	}
