@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hermes-go/hermes/adapters/sandbox"
@@ -23,57 +24,64 @@ import (
 // command, once approved and recorded, is written there and runs at once.
 //
 // Nothing runs before the hand-over: the shell only reads, and if Hermes
-// goes away (or drops the shell) the read ends at an empty or cut-off
-// script, which runs nothing (see handed). A warm shell is the same
-// shell, in the same sandbox (same policy, same pid namespace of its own),
-// with the same working directory and environment as a cold start would
-// give the command; when any of those changed since, it is dropped and the
-// command starts cold. What the command sees differs from `bash -c
-// COMMAND` only in that it runs under eval in a sourced script: $0, the
-// arguments, the variables and the open descriptors are the same.
+// goes away (or drops the shell) the read ends without the command's
+// terminating NUL and the shell exits 125 having run nothing. A warm
+// shell is the same shell, in the same sandbox (same policy, a pid
+// namespace of its own as every command has), with the same working
+// directory and environment as a cold start would give the command; when
+// any of those changed since, it is dropped and the command starts cold.
+// What the command sees differs from `bash -c COMMAND` only in that it
+// runs under eval: $0, the arguments, the variables and the open
+// descriptors are the same.
+//
+// The command arrives on a socket, not a pipe. Another command of the
+// session (a background job) sees the waiting shell in /proc, and could
+// open a pipe's end there and write a command of its own ahead of the
+// approved one; a socket cannot be opened through /proc, and taking a
+// descriptor from another process (pidfd_getfd, ptrace) is refused by the
+// sandbox's seccomp filter (TestWarmShellTakesNoCommandFromAnother).
 
-// warmScript is the waiting shell's script: source what arrives on
-// descriptor 3, read whole (in 4 KiB reads, where `read` would take a
-// system call a byte) before any of it runs.
-const warmScript = `. /proc/self/fd/3`
+// warmScript is the waiting shell's script: read the command up to its
+// NUL (a read fails without one), close the socket it came on, and run
+// it, the variable it was read into unset first.
+const warmScript = `IFS= read -r -d '' h <&3 || exit 125
+exec 3<&-
+eval "unset h
+$h"`
 
-// handed is the script a warm shell is handed for command: it closes the
-// descriptor it came on, puts the command, quoted, in a variable, and runs
-// it with eval, the variable unset first. Cut off anywhere, it runs
-// nothing of the command: before the closing quote it is a syntax error,
-// after it the eval line is incomplete.
-func handed(command string) []byte {
-	return []byte("exec 3<&-\nh='" + strings.ReplaceAll(command, "'", `'\''`) + "'\neval \"unset h\n$h\"\n")
-}
+// handed is what a warm shell is handed for command.
+func handed(command string) []byte { return append([]byte(command), 0) }
 
-// maxWarmCommand bounds the commands handed to a warm shell: the script
-// fits a pipe's buffer, so the hand-over never waits on the shell, and
-// the command is under the kernel's limit on one argument (128 KiB), so
-// that what a cold start would refuse is refused the same way.
-const maxWarmCommand = 48 << 10
+// maxWarmCommand bounds the commands handed to a warm shell. bash reads
+// from a socket a byte a system call (it must not read past the NUL), a
+// few hundred nanoseconds a byte here: a longer command starts cold,
+// where its exec costs less than reading it would.
+const maxWarmCommand = 2 << 10
 
 type warmShell struct {
 	sb  *sandbox.Sandbox
 	p   *sandbox.Process
-	cmd *os.File // the write end of the shell's descriptor 3
+	cmd *os.File // Hermes' end of the socket that is the shell's descriptor 3
 	out *handOff
 	dir string
 	env []string
 }
 
 // warmable reports whether command can be handed to a warm shell of
-// shell: bash reads it (read -d is not POSIX), and it is one argument a
-// cold start could pass.
+// shell: bash reads it (read -d is not POSIX), it is short (see
+// maxWarmCommand), and it has no NUL, which a cold start refuses and a
+// warm shell would take for the command's end.
 func warmable(shell, command string) bool {
 	return filepath.Base(shell) == "bash" && len(command) <= maxWarmCommand && !strings.ContainsRune(command, 0)
 }
 
 // startWarm starts a waiting shell in sb.
 func startWarm(sb *sandbox.Sandbox, shell, dir string, env []string) (*warmShell, error) {
-	r, w, err := os.Pipe()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	r, w := os.NewFile(uintptr(fds[0]), "warm-shell"), os.NewFile(uintptr(fds[1]), "warm-shell-hermes")
 	out := &handOff{}
 	p, err := sb.Start(context.Background(), sandbox.Cmd{Args: []string{shell, "-c", warmScript, shell}, Dir: dir, Env: env,
 		Stdout: out, Stderr: out, ExtraFiles: []*os.File{r}})

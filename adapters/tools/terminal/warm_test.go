@@ -253,3 +253,43 @@ func TestWarmShellGoesWhenUnused(t *testing.T) {
 		t.Fatalf("the command after: %v %s (%d warm)", err, out, sbs.warmRuns.Load())
 	}
 }
+
+// Another command of the session — a background job the model started —
+// sees the waiting warm shells in /proc and writes a command of its own
+// into every descriptor of theirs it can open, to run it as the next
+// command, unapproved. None takes it: the shell's command comes on a
+// socket, which /proc does not open. (With a pipe there, this attack ran
+// its command.)
+func TestWarmShellTakesNoCommandFromAnother(t *testing.T) {
+	r := newSandboxRig(t)
+	sbs := r.term.(*Terminal).cfg.Sandboxes
+	marker := filepath.Join(r.work, "injected")
+	log := filepath.Join(r.work, "attack.log")
+	attack := `for i in $(seq 300); do
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = "$$" ] && continue
+    if grep -qa 'read -r -d' $p/cmdline 2>/dev/null; then echo "seen $p" >> ` + log + `; fi
+    for fd in $p/fd/*; do printf 'touch ` + marker + `\0' 2>/dev/null > $fd && echo "wrote $fd" >> ` + log + `; done
+  done
+  sleep 0.02
+done`
+	if _, err := r.run(t, map[string]any{"command": attack, "background": true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 15 {
+		if out, err := r.run(t, map[string]any{"command": "echo hi"}); err != nil || !strings.Contains(out, "hi") {
+			t.Fatalf("%v %s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "seen") {
+		t.Fatalf("the attack never saw a waiting shell:\n%s", b)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("a background job's command ran in a warm shell:\n%s", b)
+	}
+	if sbs.warmRuns.Load() == 0 {
+		t.Fatal("no command ran warm: nothing was attacked")
+	}
+}
