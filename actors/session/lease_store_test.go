@@ -27,16 +27,8 @@ import (
 // the session (it no longer holds it) and the second takes it over,
 // learning who left it; the first is then refused in turn.
 func TestStoreLeases(t *testing.T) {
-	pg := pgtest.Start(t)
 	ctx := context.Background()
-	store, err := postgres.Open(ctx, pg.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := session.Create(ctx, store, "s1", session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
-		t.Fatal(err)
-	}
+	store := storeWithSession(t, "s1")
 	llm := llmtest.New()
 	llm.Route = func(llmtest.Request) *llmtest.Reply { return &llmtest.Reply{Content: "hi"} }
 	defer llm.Close()
@@ -117,16 +109,8 @@ func TestStoreLeases(t *testing.T) {
 // the model is asked once, and only then does the session stop; its next
 // turn leases it again.
 func TestLeaseLostMidTurn(t *testing.T) {
-	pg := pgtest.Start(t)
 	ctx := context.Background()
-	store, err := postgres.Open(ctx, pg.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := session.Create(ctx, store, "s1", session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
-		t.Fatal(err)
-	}
+	store := storeWithSession(t, "s1")
 	asked := make(chan struct{}, 8)
 	release := make(chan struct{})
 	llm := llmtest.New()
@@ -199,4 +183,20 @@ func TestLeaseLostMidTurn(t *testing.T) {
 	if res := m.Run(ctx, "s1", "again", nil); res.Err != nil || res.Answer != "hi" {
 		t.Fatalf("the next turn: %+v", res)
 	}
+}
+
+// storeWithSession opens a PostgreSQL store on a database of its own,
+// closed with the test, holding the new session id.
+func storeWithSession(t *testing.T, id string) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, pgtest.Start(t).Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := session.Create(ctx, store, id, session.Start{Source: "cli", Model: "gpt-4o-mini", System: "You are Hermes."}); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
